@@ -1,0 +1,8 @@
+"""`python -m chainkit` is the `chainkit` command."""
+
+import sys
+
+from chainkit.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+"""Agents: the MRKL OneShotAgent, the native ToolCallingAgent, and the Executor that runs them."""
+
+from chainkit.agents.agent import Agent
+from chainkit.agents.error_handler import ParserErrorHandler
+from chainkit.agents.errors import NoReturnError, NotFinishedError, OutputParserError
+from chainkit.agents.executor import Executor
+from chainkit.agents.mrkl import OneShotAgent, create_mrkl_prompt
+from chainkit.agents.mrkl_parser import parse_mrkl_output
+from chainkit.agents.tool_calling import ToolCallingAgent
+
+__all__ = [
+    "Agent",
+    "Executor",
+    "NoReturnError",
+    "NotFinishedError",
+    "OneShotAgent",
+    "OutputParserError",
+    "ParserErrorHandler",
+    "ToolCallingAgent",
+    "create_mrkl_prompt",
+    "parse_mrkl_output",
+]

@@ -1,0 +1,34 @@
+"""Errors an agent run can end with, each carrying what the caller needs to act on it."""
+
+from __future__ import annotations
+
+from chainkit.schema import AgentStep
+
+
+class OutputParserError(ValueError):
+    """The model's reply could not be parsed.
+
+    `observation` is the text to send back to the model so it can correct itself;
+    `llm_output` is the reply as the model wrote it.
+    """
+
+    def __init__(self, observation: str, llm_output: str) -> None:
+        super().__init__(f"{observation}\nModel output: {llm_output[:500]!r}")
+        self.observation = observation
+        self.llm_output = llm_output
+
+
+class NotFinishedError(RuntimeError):
+    """The agent hit `max_iterations` or `max_execution_time` before a final answer.
+
+    `steps` holds every step taken, so no work is lost.
+    """
+
+    def __init__(self, reason: str, steps: list[AgentStep]) -> None:
+        super().__init__(f"agent not finished: {reason} ({len(steps)} steps taken)")
+        self.reason = reason
+        self.steps = steps
+
+
+class NoReturnError(RuntimeError):
+    """The agent returned neither an action nor a final answer."""

@@ -1,0 +1,166 @@
+"""OneShotAgent: the MRKL / ReAct agent that reasons in text and names a tool per step."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from chainkit.agents import mrkl_prompt
+from chainkit.agents.mrkl_parser import parse_mrkl_output
+from chainkit.callbacks import Handler, guard
+from chainkit.chains.options import model_options
+from chainkit.llms import Model
+from chainkit.prompts import PromptTemplate
+from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message
+from chainkit.tools import Tool
+
+DEFAULT_STOP = ("\nObservation:", "\n\tObservation:")
+_PROMPT_PARTIALS = ("tool_names", "tool_descriptions", "agent_scratchpad")
+
+
+def check_tools(tools: Sequence[Tool]) -> list[Tool]:
+    """The tools as a list; raises ValueError when there are none or names repeat."""
+    if not tools:
+        raise ValueError("an agent needs at least one tool")
+    seen: set[str] = set()
+    for tool in tools:
+        if not tool.name:
+            raise ValueError(f"tool {tool!r} has an empty name")
+        if tool.name in seen:
+            raise ValueError(f"tool names must be unique; {tool.name!r} appears twice")
+        seen.add(tool.name)
+    return list(tools)
+
+
+def create_mrkl_prompt(
+    tools: Sequence[Tool],
+    prefix: str = mrkl_prompt.PREFIX,
+    format_instructions: str = mrkl_prompt.FORMAT_INSTRUCTIONS,
+    suffix: str = mrkl_prompt.SUFFIX,
+) -> PromptTemplate:
+    """The MRKL prompt with the tool names and descriptions filled in."""
+    return PromptTemplate(
+        "\n\n".join((prefix, format_instructions, suffix)),
+        partial_variables={
+            "tool_names": ", ".join(tool.name for tool in tools),
+            "tool_descriptions": "\n".join(f"{tool.name}: {tool.description}" for tool in tools),
+        },
+    )
+
+
+def mrkl_scratchpad(steps: Sequence[AgentStep]) -> str:
+    """The steps so far, as the model wrote them, each followed by its observation."""
+    return "".join(f"{s.action.log}\nObservation: {s.observation}\nThought:" for s in steps)
+
+
+class OneShotAgent:
+    """Builds the MRKL prompt from its tools, calls the model with the stop words
+    "\\nObservation:" and "\\n\\tObservation:" (stop_words given by the caller replace them),
+    and parses the reply into an action or a final answer."""
+
+    def __init__(
+        self,
+        llm: Model,
+        tools: Sequence[Tool],
+        *,
+        prefix: str | None = None,
+        format_instructions: str | None = None,
+        suffix: str | None = None,
+        prompt: PromptTemplate | None = None,
+        output_key: str = "output",
+        callbacks_handler: Handler | None = None,
+    ) -> None:
+        self.llm = llm
+        self._tools = check_tools(tools)
+        if prompt is None:
+            prompt = create_mrkl_prompt(
+                self._tools,
+                prefix if prefix is not None else mrkl_prompt.PREFIX,
+                format_instructions
+                if format_instructions is not None
+                else mrkl_prompt.FORMAT_INSTRUCTIONS,
+                suffix if suffix is not None else mrkl_prompt.SUFFIX,
+            )
+        elif prefix is not None or format_instructions is not None or suffix is not None:
+            raise ValueError("give either prompt or prefix/format_instructions/suffix, not both")
+        if "agent_scratchpad" not in prompt.input_variables:
+            raise ValueError("the MRKL prompt needs an {agent_scratchpad} variable")
+        self.prompt = prompt
+        self.output_key = output_key
+        self.callbacks_handler = callbacks_handler
+        self._input_keys = [v for v in prompt.input_variables if v not in _PROMPT_PARTIALS]
+
+    def __repr__(self) -> str:
+        return f"OneShotAgent(llm={self.llm!r}, tools={[t.name for t in self._tools]})"
+
+    @property
+    def tools(self) -> list[Tool]:
+        return self._tools
+
+    @property
+    def input_keys(self) -> list[str]:
+        return self._input_keys
+
+    @property
+    def output_keys(self) -> list[str]:
+        return [self.output_key]
+
+    def plan(
+        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
+    ) -> list[AgentAction] | AgentFinish:
+        reply = self.llm.generate(self._messages(steps, inputs), **self._options(options))
+        return self._decide(reply.content)
+
+    async def aplan(
+        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
+    ) -> list[AgentAction] | AgentFinish:
+        reply = await self.llm.agenerate(self._messages(steps, inputs), **self._options(options))
+        return self._decide(reply.content)
+
+    def plan_final(
+        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
+    ) -> AgentFinish:
+        messages = self._messages(steps, inputs, mrkl_prompt.FINAL_ANSWER_REQUEST)
+        return self._final(self.llm.generate(messages, **self._options(options)).content)
+
+    async def aplan_final(
+        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
+    ) -> AgentFinish:
+        messages = self._messages(steps, inputs, mrkl_prompt.FINAL_ANSWER_REQUEST)
+        reply = await self.llm.agenerate(messages, **self._options(options))
+        return self._final(reply.content)
+
+    def _messages(
+        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], tail: str = ""
+    ) -> list[Message]:
+        scratchpad = mrkl_scratchpad(steps) + tail if steps or tail else ""
+        return [Message.user(self.prompt.format(**inputs, agent_scratchpad=scratchpad))]
+
+    def _options(self, options: dict[str, Any]) -> dict[str, Any]:
+        callbacks = options.pop("callbacks", None) if "callbacks" in options else None
+        if self.callbacks_handler is not None:
+            callbacks = guard(callbacks, self.callbacks_handler)
+        options = model_options(options, callbacks)
+        if "stop" not in options:
+            options["stop"] = DEFAULT_STOP
+        return options
+
+    def _decide(self, text: str) -> list[AgentAction] | AgentFinish:
+        decision = parse_mrkl_output(text)
+        if isinstance(decision, AgentFinish):
+            return self._final(decision)
+        return [decision]
+
+    def _final(self, reply: str | AgentFinish) -> AgentFinish:
+        """A final answer under `output_key`; a reply that is not one is taken whole."""
+        if isinstance(reply, str):
+            try:
+                parsed = parse_mrkl_output(reply)
+            except ValueError:
+                parsed = None
+            if not isinstance(parsed, AgentFinish):
+                return AgentFinish({self.output_key: reply.strip()}, reply)
+            reply = parsed
+        if self.output_key != "output":
+            return AgentFinish({self.output_key: reply.return_values["output"]}, reply.log)
+        return reply

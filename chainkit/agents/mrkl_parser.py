@@ -1,0 +1,244 @@
+"""Parse a MRKL / ReAct reply ("Thought / Action / Action Input / Final Answer") into a step.
+
+Grammar
+=======
+A *keyword* is ``Action``, ``Action Input``, ``Observation`` or ``Final Answer`` followed by a
+colon, ASCII ``:`` or full-width ``：``. Keywords match in any case (``action:``,
+``ACTION INPUT:``), may carry a number and spaces before the colon (``Action 1:``,
+``Action Input 1:``, ``final answer :``) and markdown emphasis (``**Action:**``,
+``**Final Answer**:``). ``The final answer is:`` is a Final Answer keyword too.
+
+Where a keyword counts:
+
+* at the start of a line, after optional indentation and markdown (``>``, ``#``, ``-``, ``*``,
+  ``_``), in any case;
+* anywhere after a non-alphanumeric character when written exactly ``Action:`` or
+  ``Final Answer:`` (LangChain finds these mid-line, e.g. "I know it now. Final Answer: 42");
+  lower-case ones mid-line are prose ("before I give the final answer: ...") and do not count;
+* ``Action Input:``, in any case, anywhere after the ``Action:`` it belongs to
+  ("Action: foo Action Input: bar").
+
+The reply is decided by its first ``Action:`` or ``Final Answer:`` keyword, whichever comes
+first in the text (LangChain raises when both appear; langchaingo prefers the answer):
+
+* ``Final Answer:`` gives ``AgentFinish({"output": answer})``; the answer is the text after
+  the keyword up to the next keyword line.
+* ``Action:`` gives ``AgentAction``. The tool is the first non-blank line after the keyword,
+  cut at an ``Action Input:`` on that line. The ``Action Input:`` must come before the next
+  keyword line; the input is the text after it up to the next keyword line.
+
+"The next keyword line" is the next line starting with any keyword, so a section ends before
+an ``Observation:`` line (what follows it is made up by the model), before another
+``Action:`` / ``Action Input:`` (a second step) and before a ``Final Answer:``. LangChain keeps
+everything after ``Action Input:`` and relies on the ``\\nObservation:`` stop sequence; ending
+at keyword lines drops the same made-up text and, unlike LangChain, never hands a tool the
+steps the model wrote after it. ``Thought:`` lines do not end a section: input text may
+contain one. A section that opens with a fenced code block (```` ``` ````) runs at least to
+its closing fence, so keyword-looking lines of code stay in the input.
+
+Cleaning: whitespace is trimmed. The tool name and the input lose one matching pair of quotes
+or backticks (``"``, ``'``, `````, ``“”``, ``‘’``, ``「」``) when that quote does not occur
+inside; an input that is exactly one fenced block loses its fence lines (`````json`` ...
+`````). Markdown ``*`` around the tool name is dropped. The answer is only trimmed.
+
+Not accepted, by choice: ``Final answer -`` and other non-colon forms (a dash is too common in
+prose), langchaingo's ``The answer is:``, and keywords broken across lines.
+
+Errors raise ``OutputParserError`` whose ``observation`` tells the model what to fix:
+no ``Action:`` (or an empty tool name) and no final answer gives :data:`MISSING_ACTION`; an
+``Action:`` with no ``Action Input:`` before the next keyword line gives
+:data:`MISSING_ACTION_INPUT`.
+
+Cost
+====
+Linear in the length of the reply. Keywords are found by a handful of compiled patterns; every
+repetition in them is possessive (``*+``, ``++``, ``?+``), so the engine never backtracks into
+one, and alternatives start with distinct letters. Each pattern opens with a literal (a newline
+or the keyword), so ``re`` jumps between candidates with a substring search, and a match
+attempt reads only the run of spaces or digits after its own candidate. Each region of the
+reply is searched a fixed number of times. ``bench/bench_parser.py`` measures 1 MB adversarial
+replies, among them LangChain's CVE-2024-58340 input.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from chainkit.agents.errors import OutputParserError
+from chainkit.schema import AgentAction, AgentFinish
+
+__all__ = ["MISSING_ACTION", "MISSING_ACTION_INPUT", "parse_mrkl_output"]
+
+MISSING_ACTION = "Invalid Format: Missing 'Action:' after 'Thought:'"
+MISSING_ACTION_INPUT = "Invalid Format: Missing 'Action Input:' after 'Action:'"
+
+# Pieces of the keyword patterns that run on the lower-cased reply (see `_lowered`).
+_LINE_START = r"\n[ \t>#*_-]*+"
+_ACTION = r"action[ \t0-9]*+"
+_INPUT = r"input[ \t0-9]*+"
+_OBSERVATION = r"observation[ \t0-9]*+"
+_FINAL = r"final[ \t]*+answer(?:[ \t]++is)?+[ \t]*+"
+_COLON = r"[*_]*+:"
+
+# An `Action:` or `Final Answer:` line: the keywords that decide the reply.
+_DECISION_LINE = re.compile(rf"{_LINE_START}(?:{_ACTION}|{_FINAL}|the[ \t]++{_FINAL}){_COLON}")
+# Any keyword line: where a section ends.
+_KEYWORD_LINE = re.compile(
+    rf"{_LINE_START}(?:{_ACTION}(?:{_INPUT})?+|{_OBSERVATION}|{_FINAL}|the[ \t]++{_FINAL}){_COLON}"
+)
+# The lookbehind sits after the literal so `re` still finds candidates by substring search.
+_INPUT_ANYWHERE = re.compile(rf"action(?<![a-z0-9]action)[ \t0-9]*+{_INPUT}{_COLON}")
+
+# Patterns that run on the reply as written: the exact-case keywords LangChain finds mid-line.
+_ACTION_INLINE = re.compile(r"Action(?<![A-Za-z0-9]Action)[ \t0-9]*+[*_]*+[:：]")
+_FINAL_INLINE = re.compile(
+    r"Final Answer(?<![A-Za-z0-9]Final Answer)(?:[ \t]++is)?+[ \t]*+[*_]*+[:：]"
+)
+_LEADING_FENCE = re.compile(r"[ \t\r\n]*+```")
+_CLOSING_FENCE = re.compile(r"\n[ \t]*+```")
+
+_DECORATION = " \t>#*_-"
+_QUOTE_PAIRS = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’", "「": "」"}
+
+
+@dataclass(slots=True, frozen=True)
+class _Step:
+    """The keyword that decides the reply: where it starts and where the text after it starts."""
+
+    is_action: bool
+    start: int
+    end: int
+
+
+def parse_mrkl_output(text: str) -> AgentAction | AgentFinish:
+    """Turn a MRKL / ReAct model reply into the agent's next step.
+
+    Raises `OutputParserError` carrying the observation to send back to the model.
+    """
+    probe = _lowered(text)
+    step = _first_step(text, probe)
+    if step is None:
+        raise OutputParserError(MISSING_ACTION, llm_output=text)
+    if step.is_action:
+        return _action(text, probe, step)
+    answer = text[step.end : _section_end(text, probe, step.end)].strip()
+    return AgentFinish({"output": answer}, log=text)
+
+
+def _lowered(text: str) -> str:
+    """`text` lower-cased with full-width colons made ASCII, after one newline.
+
+    The newline lets line patterns match the first line too. Index `i` of `text` is index
+    `i + 1` here: lower-casing keeps the length for every character but "İ", which is replaced.
+    """
+    probe = ("\n" + text).lower()
+    if len(probe) != len(text) + 1:
+        probe = ("\n" + text.replace("İ", "I")).lower()
+    return probe.replace("：", ":")
+
+
+def _first_step(text: str, probe: str) -> _Step | None:
+    """The first `Action:` or `Final Answer:` keyword of the reply, if any."""
+    first: _Step | None = None
+    line = _DECISION_LINE.search(probe)
+    if line is not None:
+        start = _keyword_start(line) - 1
+        first = _Step(probe.startswith("action", start + 1), start, line.end() - 1)
+    for pattern, is_action in ((_ACTION_INLINE, True), (_FINAL_INLINE, False)):
+        # A keyword cannot span a line break, so one that starts before `first` also ends
+        # before it: the search can stop there.
+        inline = pattern.search(text, 0, len(text) if first is None else first.start)
+        if inline is not None:
+            first = _Step(is_action, inline.start(), inline.end())
+    if first is None:
+        return None
+    return _Step(first.is_action, first.start, _after_emphasis(text, first.start, first.end))
+
+
+def _action(text: str, probe: str, action: _Step) -> AgentAction:
+    """The action whose `Action:` keyword is `action`."""
+    next_line = _KEYWORD_LINE.search(probe, action.end + 1)
+    limit = len(probe) if next_line is None else next_line.end()
+    found = _INPUT_ANYWHERE.search(probe, action.end + 1)
+    if found is None:
+        raise OutputParserError(MISSING_ACTION_INPUT, llm_output=text)
+    input_keyword = found.start() - 1
+    tool = _tool_name(text[action.end : input_keyword])
+    if not tool:
+        raise OutputParserError(MISSING_ACTION, llm_output=text)
+    start = _after_emphasis(text, input_keyword, found.end() - 1)
+    tool_input = _clean_input(text[start : _section_end(text, probe, start)])
+    return AgentAction(tool=tool, tool_input=tool_input, log=text)
+
+
+def _keyword_start(line: re.Match[str]) -> int:
+    """Where the keyword of a keyword-line match starts, past indentation and markdown."""
+    marker = line.group()
+    return line.start() + len(marker) - len(marker[1:].lstrip(_DECORATION))
+
+
+def _after_emphasis(text: str, keyword_start: int, colon_end: int) -> int:
+    """`colon_end`, moved past a `**` (or `*`, `__`, `_`) that closes one opened before the keyword.
+
+    So `**Final Answer:** 42` answers "42", not "** 42".
+    """
+    before = text[max(keyword_start - 2, 0) : keyword_start]
+    opener = before[len(before.rstrip("*_")) :]
+    if opener and text.startswith(opener, colon_end):
+        return colon_end + len(opener)
+    return colon_end
+
+
+def _section_end(text: str, probe: str, start: int) -> int:
+    """Where the section whose text begins at `start` ends: before the next keyword line.
+
+    A fenced block that opens the section is kept whole, whatever lines it holds.
+    """
+    resume = start
+    fence = _LEADING_FENCE.match(text, start)
+    if fence is not None:
+        closing = _CLOSING_FENCE.search(text, fence.end())
+        if closing is not None:
+            resume = closing.end()
+    next_line = _KEYWORD_LINE.search(probe, resume + 1)
+    return len(text) if next_line is None else next_line.start() - 1
+
+
+def _tool_name(between: str) -> str:
+    """The tool named by the text between `Action:` and `Action Input:`: its first line."""
+    first_line = between.strip().partition("\n")[0]
+    return _unquote(first_line.strip().strip("*").strip())
+
+
+def _clean_input(raw: str) -> str:
+    value = raw.strip()
+    if value.startswith("```") and value.endswith("```"):
+        return _unfence(value)
+    return _unquote(value)
+
+
+def _unfence(value: str) -> str:
+    """The code in `value` when `value` is exactly one fenced block, else `value` unchanged."""
+    first_newline = value.find("\n")
+    if first_newline == -1:  # ```code``` on one line
+        inner = value[3:-3]
+        return inner.strip() if len(value) >= 6 and "`" not in inner else value
+    last_newline = value.rfind("\n")
+    inner = value[first_newline + 1 : last_newline]
+    if value[last_newline + 1 :].strip() != "```" or "```" in inner:
+        return value
+    return inner.strip("\r\n")
+
+
+def _unquote(value: str) -> str:
+    """`value` without one pair of quotes around it, when that quote does not occur inside."""
+    if len(value) < 2:
+        return value
+    closing = _QUOTE_PAIRS.get(value[0])
+    if closing is None or value[-1] != closing:
+        return value
+    inner = value[1:-1]
+    if value[0] in inner or closing in inner:
+        return value
+    return inner.strip()

@@ -1,0 +1,7 @@
+"""Callbacks observe a run: what went into the model, what it chose, what the tools returned."""
+
+from chainkit.callbacks.combining import CombiningHandler, guard
+from chainkit.callbacks.handler import Handler
+from chainkit.callbacks.log import LogHandler
+
+__all__ = ["CombiningHandler", "Handler", "LogHandler", "guard"]

@@ -1,0 +1,97 @@
+"""CombiningHandler fans every event out to several handlers, each isolated from the others."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from chainkit.callbacks.handler import Handler
+from chainkit.schema import AgentAction, AgentFinish, Message
+
+logger = logging.getLogger("chainkit")
+
+
+class CombiningHandler(Handler):
+    """Sends each event to every handler in order.
+
+    A handler that raises is logged and skipped, unless it sets ``raise_error = True``.
+    """
+
+    def __init__(self, handlers: Iterable[Handler]) -> None:
+        self.handlers: list[Handler] = list(handlers)
+
+    def __repr__(self) -> str:
+        return f"CombiningHandler({self.handlers!r})"
+
+    def _dispatch(self, event: str, *args: Any) -> None:
+        for handler in self.handlers:
+            try:
+                getattr(handler, event)(*args)
+            except Exception:
+                if getattr(handler, "raise_error", False):
+                    raise
+                logger.exception("callback %s of %s failed", event, type(handler).__name__)
+
+    def handle_text(self, text: str) -> None:
+        self._dispatch("handle_text", text)
+
+    def handle_llm_start(self, messages: Sequence[Message], options: Mapping[str, Any]) -> None:
+        self._dispatch("handle_llm_start", messages, options)
+
+    def handle_llm_end(self, message: Message) -> None:
+        self._dispatch("handle_llm_end", message)
+
+    def handle_llm_error(self, error: BaseException) -> None:
+        self._dispatch("handle_llm_error", error)
+
+    def handle_chain_start(self, chain: str, inputs: Mapping[str, Any]) -> None:
+        self._dispatch("handle_chain_start", chain, inputs)
+
+    def handle_chain_end(self, chain: str, outputs: Mapping[str, Any]) -> None:
+        self._dispatch("handle_chain_end", chain, outputs)
+
+    def handle_chain_error(self, chain: str, error: BaseException) -> None:
+        self._dispatch("handle_chain_error", chain, error)
+
+    def handle_tool_start(self, tool: str, input: str) -> None:
+        self._dispatch("handle_tool_start", tool, input)
+
+    def handle_tool_end(self, tool: str, output: str) -> None:
+        self._dispatch("handle_tool_end", tool, output)
+
+    def handle_tool_error(self, tool: str, error: BaseException) -> None:
+        self._dispatch("handle_tool_error", tool, error)
+
+    def handle_agent_action(self, action: AgentAction) -> None:
+        self._dispatch("handle_agent_action", action)
+
+    def handle_agent_finish(self, finish: AgentFinish) -> None:
+        self._dispatch("handle_agent_finish", finish)
+
+    def handle_retriever_start(self, query: str) -> None:
+        self._dispatch("handle_retriever_start", query)
+
+    def handle_retriever_end(self, query: str, documents: Sequence[Any]) -> None:
+        self._dispatch("handle_retriever_end", query, documents)
+
+    def handle_streaming_func(self, chunk: str) -> None:
+        self._dispatch("handle_streaming_func", chunk)
+
+    def handle_retry(self, attempt: int, error: BaseException, wait_seconds: float) -> None:
+        self._dispatch("handle_retry", attempt, error, wait_seconds)
+
+
+def guard(*handlers: Handler | None) -> CombiningHandler | None:
+    """One handler that isolates failures of the given ones; None when none is given.
+
+    Components call events only through a guarded handler, so a broken handler never breaks a
+    run, and no handler at all costs a single `is None` test.
+    """
+    present: list[Handler] = []
+    for handler in handlers:
+        if isinstance(handler, CombiningHandler):
+            present.extend(handler.handlers)
+        elif handler is not None:
+            present.append(handler)
+    return CombiningHandler(present) if present else None

@@ -1,0 +1,100 @@
+"""LogHandler: one readable line per event, so a person can follow what an agent did."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
+
+from chainkit._redact import redact
+from chainkit.callbacks.handler import Handler
+from chainkit.schema import AgentAction, AgentFinish, Message
+
+
+def _one_line(text: str, limit: int) -> str:
+    text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    if limit and len(text) > limit:
+        return f"{text[:limit]}… ({len(text) - limit} more chars)"
+    return text
+
+
+def _describe(message: Message) -> str:
+    text = message.content
+    if message.tool_calls:
+        calls = ", ".join(f"{c.function.name}({c.function.arguments})" for c in message.tool_calls)
+        text = f"{text} tool_calls: {calls}" if text else f"tool_calls: {calls}"
+    if message.tool_call_id is not None:
+        text = f"(for {message.tool_call_id}) {text}"
+    return f"{message.role}: {text}"
+
+
+class LogHandler(Handler):
+    """Writes each event as one line to `stream`; API keys are masked, long texts cut at
+    `max_chars` (0 keeps them whole)."""
+
+    def __init__(self, stream: TextIO | None = None, *, max_chars: int = 4000) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.max_chars = max_chars
+
+    def __repr__(self) -> str:
+        return f"LogHandler(stream={getattr(self.stream, 'name', self.stream)!r})"
+
+    def _write(self, event: str, detail: str) -> None:
+        line = redact(f"[chainkit] {event}: {_one_line(detail, self.max_chars)}")
+        self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def handle_text(self, text: str) -> None:
+        self._write("text", text)
+
+    def handle_llm_start(self, messages: Sequence[Message], options: Mapping[str, Any]) -> None:
+        shown = {k: v for k, v in options.items() if v is not None and k != "streaming_func"}
+        prompt = " | ".join(_describe(m) for m in messages)
+        self._write("llm start", f"{prompt} options={shown}" if shown else prompt)
+
+    def handle_llm_end(self, message: Message) -> None:
+        detail = _describe(message)
+        meta = message.response_meta
+        if meta is not None and meta.finish_reason:
+            detail += f" (finish_reason={meta.finish_reason})"
+        self._write("llm end", detail)
+
+    def handle_llm_error(self, error: BaseException) -> None:
+        self._write("llm error", f"{type(error).__name__}: {error}")
+
+    def handle_chain_start(self, chain: str, inputs: Mapping[str, Any]) -> None:
+        self._write("chain start", f"{chain} inputs={dict(inputs)!r}")
+
+    def handle_chain_end(self, chain: str, outputs: Mapping[str, Any]) -> None:
+        self._write("chain end", f"{chain} outputs={dict(outputs)!r}")
+
+    def handle_chain_error(self, chain: str, error: BaseException) -> None:
+        self._write("chain error", f"{chain} {type(error).__name__}: {error}")
+
+    def handle_tool_start(self, tool: str, input: str) -> None:
+        self._write("tool start", f"{tool} input={input!r}")
+
+    def handle_tool_end(self, tool: str, output: str) -> None:
+        self._write("tool end", f"{tool} output={output!r}")
+
+    def handle_tool_error(self, tool: str, error: BaseException) -> None:
+        self._write("tool error", f"{tool} {type(error).__name__}: {error}")
+
+    def handle_agent_action(self, action: AgentAction) -> None:
+        self._write("agent action", f"tool={action.tool!r} input={action.tool_input!r}")
+
+    def handle_agent_finish(self, finish: AgentFinish) -> None:
+        self._write("agent finish", repr(finish.return_values))
+
+    def handle_retriever_start(self, query: str) -> None:
+        self._write("retriever start", repr(query))
+
+    def handle_retriever_end(self, query: str, documents: Sequence[Any]) -> None:
+        self._write("retriever end", f"{query!r}: {len(documents)} documents")
+
+    def handle_retry(self, attempt: int, error: BaseException, wait_seconds: float) -> None:
+        self._write(
+            "retry",
+            f"attempt {attempt} failed ({type(error).__name__}: {error}); "
+            f"retrying in {wait_seconds:.2f}s",
+        )

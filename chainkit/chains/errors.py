@@ -1,0 +1,54 @@
+"""Errors raised when a chain is called with, or returns, the wrong keys."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class ChainKeyError(ValueError):
+    """Base of the key errors; `chain` names the chain and `keys` the keys at fault."""
+
+    def __init__(self, message: str, chain: str, keys: Sequence[str]) -> None:
+        super().__init__(message)
+        self.chain = chain
+        self.keys = list(keys)
+
+
+class MissingInputKeysError(ChainKeyError):
+    def __init__(self, chain: str, missing: Sequence[str], given: Sequence[str]) -> None:
+        super().__init__(
+            f"{chain} is missing input key(s) {list(missing)}; got {sorted(given)}", chain, missing
+        )
+
+
+class MissingOutputKeysError(ChainKeyError):
+    def __init__(self, chain: str, missing: Sequence[str], produced: Sequence[str]) -> None:
+        super().__init__(
+            f"{chain} did not produce output key(s) {list(missing)}; it produced {sorted(produced)}",
+            chain,
+            missing,
+        )
+
+
+class SingleKeyError(ChainKeyError):
+    """`run` and `predict` need a chain with exactly one input (run) or output key."""
+
+    def __init__(self, function: str, chain: str, kind: str, keys: Sequence[str]) -> None:
+        super().__init__(
+            f"{function}() needs a chain with exactly one {kind} key; {chain} has {list(keys)}"
+            f"{'; use chains.call with a dict' if kind == 'input' else '; use chains.call'}",
+            chain,
+            keys,
+        )
+
+
+class OutputNotStringError(TypeError):
+    """`run` and `predict` return a string; the chain's output was something else."""
+
+    def __init__(self, function: str, chain: str, key: str, value: object) -> None:
+        super().__init__(
+            f"{function}() needs a string output, but {chain} returned "
+            f"{type(value).__name__} under {key!r}; use chains.call"
+        )
+        self.chain = chain
+        self.key = key

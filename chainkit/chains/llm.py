@@ -1,0 +1,59 @@
+"""LLMChain: format a prompt, call a model, optionally parse the reply."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chainkit.callbacks import Handler
+from chainkit.chains.chain import Chain
+from chainkit.chains.options import model_options
+from chainkit.llms import Model
+from chainkit.prompts import BasePromptTemplate
+from chainkit.schema import Memory, Message, OutputParser
+
+
+class LLMChain(Chain):
+    """Formats `prompt` with the inputs, calls `llm`, and returns the reply under `output_key`,
+    parsed by `output_parser` when one is given."""
+
+    def __init__(
+        self,
+        prompt: BasePromptTemplate,
+        llm: Model,
+        output_key: str = "text",
+        output_parser: OutputParser | None = None,
+        memory: Memory | None = None,
+        callbacks_handler: Handler | None = None,
+    ) -> None:
+        self.prompt = prompt
+        self.llm = llm
+        self.output_key = output_key
+        self.output_parser = output_parser
+        self.memory = memory
+        self.callbacks_handler = callbacks_handler
+
+    def __repr__(self) -> str:
+        return f"LLMChain(llm={self.llm!r}, output_key={self.output_key!r})"
+
+    @property
+    def input_keys(self) -> list[str]:
+        return list(self.prompt.input_variables)
+
+    @property
+    def output_keys(self) -> list[str]:
+        return [self.output_key]
+
+    def call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+        messages = self.prompt.format_messages(**inputs)
+        reply = self.llm.generate(messages, **model_options(options, self.callbacks))
+        return self._outputs(reply)
+
+    async def acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+        messages = self.prompt.format_messages(**inputs)
+        reply = await self.llm.agenerate(messages, **model_options(options, self.callbacks))
+        return self._outputs(reply)
+
+    def _outputs(self, reply: Message) -> dict[str, Any]:
+        if self.output_parser is None:
+            return {self.output_key: reply.content}
+        return {self.output_key: self.output_parser.parse(reply.content)}

@@ -1,0 +1,73 @@
+"""The `chainkit` command: `chainkit run "question"` runs a MRKL agent over the built-in tools."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from chainkit import __version__
+from chainkit.llms import Model
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chainkit", description="Run a chainkit agent from the command line."
+    )
+    parser.add_argument("--version", action="version", version=f"chainkit {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser(
+        "run",
+        help="answer a question with a MRKL agent over the built-in tools",
+        description=(
+            "Answer QUESTION with a OneShotAgent over the calculator, random number and current "
+            "time tools. Uses an OpenAI-compatible server when OPENAI_API_KEY or "
+            "OPENAI_BASE_URL is set (or --base-url is given), else the built-in offline model."
+        ),
+    )
+    run.add_argument("question", help="the question to answer")
+    run.add_argument("-v", "--verbose", action="store_true", help="trace each step on stderr")
+    run.add_argument("--max-iterations", type=int, default=5, help="step limit (default 5)")
+    run.add_argument("--model", help="model name (default: $OPENAI_MODEL or gpt-4o-mini)")
+    run.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    return parser
+
+
+def _model(args: argparse.Namespace) -> Model:
+    if args.base_url or os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
+        from chainkit.llms.openai import OpenAI
+
+        return OpenAI(args.model, base_url=args.base_url)
+    from chainkit.llms import OfflineModel
+
+    return OfflineModel()
+
+
+def _run(args: argparse.Namespace) -> str:
+    from chainkit import agents, callbacks, chains, tools
+
+    agent = agents.OneShotAgent(
+        _model(args), [tools.Calculator(), tools.RandomNumber(), tools.CurrentTime()]
+    )
+    executor = agents.Executor(
+        agent,
+        max_iterations=args.max_iterations,
+        callbacks_handler=callbacks.LogHandler() if args.verbose else None,
+        error_handler=agents.ParserErrorHandler(),
+    )
+    return chains.run(executor, args.question)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        print(_run(args))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:
+        from chainkit._redact import redact
+
+        print(redact(f"chainkit: error: {type(error).__name__}: {error}"), file=sys.stderr)
+        return 1
+    return 0

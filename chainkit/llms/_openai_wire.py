@@ -1,0 +1,410 @@
+"""The wire layer of the OpenAI backend, shared by its sync and async paths.
+
+`Connection` resolves where the server is, owns the SDK clients and turns SDK errors into
+chainkit's; the functions build requests and read replies. Replies are read from the JSON the
+server sent, through `Message.from_dict`, so a streamed reply, once put together, goes through
+the very same conversion as a plain one. The openai package is imported on first use only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from typing import TYPE_CHECKING, Any
+
+from chainkit._redact import mask_key, redact
+from chainkit.llms._retry import retry_after_seconds
+from chainkit.llms.errors import (
+    ModelConfigError,
+    ModelConnectionError,
+    ModelResponseError,
+    ModelStatusError,
+    ModelTimeoutError,
+)
+from chainkit.llms.model import StreamingFunc
+from chainkit.schema import Message, ResponseMeta, TokenUsage, ToolCall, ToolInfo
+from chainkit.schema.concat import ConcatError, concat_messages
+
+if TYPE_CHECKING:
+    import openai
+
+KEYLESS = "not-needed"
+"""Sent as the key to servers that need none: the SDK refuses to run without one."""
+
+# Options with a parameter of their own in the SDK; any other option goes into extra_body.
+_TYPED_OPTIONS = frozenset(("model", "stop", "temperature", "max_tokens", "top_p", "seed"))
+_SNIPPET = 200
+
+Masker = Callable[[str], str]
+"""Masks the API key in a text; `Connection.redact`."""
+
+
+class Connection:
+    """Where an OpenAI-compatible server is and how to reach it.
+
+    Arguments left out are read from OPENAI_BASE_URL and OPENAI_API_KEY. The sync client is
+    made on first use and kept; the async one likewise, per event loop, since its pooled
+    connections belong to the loop that opened them.
+    """
+
+    def __init__(self, base_url: str | None, api_key: str | None, timeout: float) -> None:
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+        if self._api_key is None and self.base_url is None:
+            raise ModelConfigError(
+                "no API key and no base URL: pass api_key= or base_url=, or set "
+                "OPENAI_API_KEY or OPENAI_BASE_URL (a local server needs only the base URL)"
+            )
+        self.timeout = timeout
+        self._client: openai.OpenAI | None = None
+        self._async_client: openai.AsyncOpenAI | None = None
+        self._async_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+    @property
+    def masked_key(self) -> str | None:
+        """The key as a repr may show it; None when there is none."""
+        return mask_key(self._api_key) if self._api_key else None
+
+    def redact(self, text: str) -> str:
+        return redact(text, self._api_key)
+
+    def client(self) -> openai.OpenAI:
+        if self._client is None:
+            import openai
+
+            self._client = openai.OpenAI(**self._client_options())
+        return self._client
+
+    async def async_client(self) -> openai.AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        client, client_loop = self._async_client, self._async_loop
+        if client is not None and client_loop is not None and client_loop() is loop:
+            return client
+        import openai
+
+        self._async_client = openai.AsyncOpenAI(**self._client_options())
+        self._async_loop = weakref.ref(loop)
+        if client is not None:
+            await _discard(client, client_loop() if client_loop is not None else None)
+        return self._async_client
+
+    def _client_options(self) -> dict[str, Any]:
+        # Retries are ours (tenacity), so the SDK makes exactly one attempt per call.
+        return {
+            "api_key": self._api_key or KEYLESS,
+            "base_url": self.base_url,
+            "timeout": self.timeout,
+            "max_retries": 0,
+        }
+
+    def close(self) -> None:
+        """Closes the sync client's connections; a later call opens new ones."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    async def aclose(self) -> None:
+        """Closes the async client's connections, if they belong to the running loop."""
+        client, loop = self._async_client, self._async_loop
+        self._async_client = self._async_loop = None
+        if client is not None and loop is not None and loop() is asyncio.get_running_loop():
+            await client.close()
+
+    @contextmanager
+    def translated_errors(self) -> Iterator[None]:
+        """Turns the SDK's errors into chainkit's, key masked. The SDK's exception is not
+        chained: its text may quote the key and its request carries it."""
+        import openai
+
+        try:
+            yield
+        except openai.APIStatusError as error:
+            raise ModelStatusError(
+                error.status_code,
+                self.redact(_server_message(error)),
+                url=self.redact(f"{error.request.method} {error.request.url}"),
+                retry_after=retry_after_seconds(error.response.headers),
+            ) from None
+        except openai.APITimeoutError as error:
+            url = self.redact(str(error.request.url))
+            raise ModelTimeoutError(f"{url} did not answer within {self.timeout} s") from None
+        except openai.APIConnectionError as error:
+            url, cause = self.redact(str(error.request.url)), self.redact(_root_cause(error))
+            raise ModelConnectionError(f"the connection to {url} failed: {cause}") from None
+        except openai.APIError as error:
+            message = self.redact(error.message)
+            raise ModelResponseError(
+                f"the server reported an error in its reply: {message}"
+            ) from None
+        except json.JSONDecodeError as error:
+            raise ModelResponseError(
+                f"the server sent a stream event that is not valid JSON ({error.msg}): "
+                f"{self.redact(error.doc[:_SNIPPET])!r}"
+            ) from None
+
+
+async def _discard(client: openai.AsyncOpenAI, loop: asyncio.AbstractEventLoop | None) -> None:
+    """Marks a client of an earlier event loop closed. Left open, the SDK would try to close
+    it when collected, on whatever loop runs then, and log the failure."""
+    if loop is None or loop.is_closed():
+        # Its connections belong to the ended loop, so closing them fails; marked closed
+        # all the same, and the sockets are freed with the client.
+        with suppress(RuntimeError):
+            await client.close()
+
+
+def _server_message(error: openai.APIStatusError) -> str:
+    body = error.body  # the "error" object of a JSON error body, or the body's text
+    if isinstance(body, Mapping):
+        message = body.get("message") or body.get("detail") or body.get("error")
+        if message:
+            return str(message)[:1000]
+    if isinstance(body, str) and body:
+        return body[:1000]
+    return "(no message in the reply)"
+
+
+def _root_cause(error: BaseException) -> str:
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return f"{type(error).__name__}: {error}"
+
+
+def build_request(
+    model: str,
+    messages: Sequence[Message],
+    stop: Sequence[str] | None,
+    tools: Sequence[ToolInfo] | None,
+    options: Mapping[str, Any],
+    *,
+    stream: bool,
+) -> dict[str, Any]:
+    """Keyword arguments for `chat.completions.create`.
+
+    Options the SDK has a parameter for go there; any other goes into `extra_body`, so it
+    reaches the server rather than being dropped. Options set to None are left out.
+    """
+    request: dict[str, Any] = {"model": model}
+    extra: dict[str, Any] = {}
+    for key, value in options.items():
+        if value is None:
+            continue
+        if key in _TYPED_OPTIONS:
+            request[key] = value
+        elif key == "extra_body":
+            extra.update(value)
+        else:
+            extra[key] = value
+    request["messages"] = [m.to_dict(request=True) for m in messages]
+    if stop:
+        request["stop"] = list(stop)
+    elif "stop" in request:
+        request["stop"] = list(request["stop"])
+    if tools:
+        request["tools"] = [t.to_dict() for t in tools]
+    if stream:
+        request["stream"] = True
+        request["stream_options"] = {"include_usage": True}
+    if extra:
+        request["extra_body"] = extra
+    return request
+
+
+def parse_completion(body: bytes, mask: Masker) -> Message:
+    """The reply message of a chat completion body; `mask` hides the key in error texts."""
+    data = _json_object(body, mask)
+    choices = data.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+        raise ModelResponseError(
+            f"the server's reply has no choices[0].message: {mask(_snippet(body))!r}"
+        )
+    return _reply(choice["message"], choice.get("finish_reason"), data.get("usage"))
+
+
+def parse_embeddings(body: bytes, count: int, mask: Masker) -> list[list[float]]:
+    """The `count` vectors of an embeddings body, in input order (given by each `index`)."""
+    items = _json_object(body, mask).get("data")
+    vectors: list[list[float] | None] = [None] * count
+    if isinstance(items, list) and len(items) == count:
+        for position, item in enumerate(items):
+            index = item.get("index", position) if isinstance(item, dict) else None
+            if isinstance(index, int) and 0 <= index < count and vectors[index] is None:
+                embedding = item.get("embedding")
+                if isinstance(embedding, list):
+                    vectors[index] = [float(x) for x in embedding]
+    if None in vectors:
+        raise ModelResponseError(
+            f"expected {count} embeddings indexed 0..{count - 1}, got: {mask(_snippet(body))!r}"
+        )
+    return vectors  # type: ignore[return-value]  # no None left, checked above
+
+
+def _json_object(body: bytes, mask: Masker) -> dict[str, Any]:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise ModelResponseError(
+            f"the server's reply is not valid JSON: {mask(_snippet(body))!r}"
+        ) from None
+    if not isinstance(data, dict):
+        raise ModelResponseError(
+            f"the server's reply is not a JSON object: {mask(_snippet(body))!r}"
+        )
+    error = data.get("error")
+    if error:
+        message = error.get("message") if isinstance(error, dict) else error
+        raise ModelResponseError(f"the server answered with an error: {mask(str(message))}")
+    return data
+
+
+def _snippet(body: bytes) -> str:
+    text = body[: _SNIPPET + 1].decode("utf-8", "replace")
+    return text if len(text) <= _SNIPPET else f"{text[:_SNIPPET]}…"
+
+
+def _reply(message: dict[str, Any], finish_reason: Any, usage: Any) -> Message:
+    reply = _assistant_message(message)
+    reply.response_meta = ResponseMeta(
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        usage=_usage(usage) if isinstance(usage, dict) else None,
+    )
+    return _without_indexes(reply)
+
+
+def _assistant_message(data: dict[str, Any]) -> Message:
+    """Message from the wire shape of a reply message or of a stream delta."""
+    try:
+        message = Message.from_dict({**data, "role": "assistant"})
+    except (AttributeError, TypeError, ValueError) as error:
+        raise ModelResponseError(f"the server's reply message is malformed: {error}") from None
+    if not message.reasoning_content and isinstance(data.get("reasoning"), str):
+        message.reasoning_content = data["reasoning"]  # the field's name on some servers
+    return message
+
+
+def _without_indexes(message: Message) -> Message:
+    # An index only orders the chunks of a streamed call; a whole reply has no use for it.
+    for call in message.tool_calls:
+        call.index = None
+    return message
+
+
+def _usage(data: dict[str, Any]) -> TokenUsage:
+    # OpenAI nests the reasoning and cached counts; TokenUsage keeps them flat.
+    completion = data.get("completion_tokens_details")
+    prompt = data.get("prompt_tokens_details")
+    return TokenUsage.from_dict(
+        {
+            **data,
+            "reasoning_tokens": completion.get("reasoning_tokens") if completion else None,
+            "cached_tokens": prompt.get("cached_tokens") if prompt else None,
+        }
+    )
+
+
+class StreamAccumulator:
+    """Puts one streamed reply together from the SDK's chunks, handing on each content delta.
+
+    Chunks are read by attribute, as the SDK parsed them: a stream may have hundreds, and
+    converting each to a dict would cost more than the rest of the call. Tool-call deltas,
+    rare by comparison, are joined by `concat_messages`, the schema's one set of rules for
+    streamed chunks (by index, arguments concatenated).
+    """
+
+    def __init__(self, on_text: StreamingFunc) -> None:
+        self._on_text = on_text
+        self._content: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: list[Message] = []
+        self._finish_reason: str | None = None
+        self._usage: TokenUsage | None = None
+
+    def add(self, chunk: Any) -> None:
+        """Takes one `ChatCompletionChunk`."""
+        for choice in getattr(chunk, "choices", None) or ():
+            delta = getattr(choice, "delta", None)
+            if delta is not None:
+                self._add_delta(delta)
+            if choice.finish_reason:
+                self._finish_reason = choice.finish_reason
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self._usage = _usage(usage.to_dict())
+
+    def _add_delta(self, delta: Any) -> None:
+        text = delta.content
+        if text:  # real servers send None and "" deltas too
+            self._content.append(text)
+            self._on_text(text)
+        extra = delta.model_extra  # fields the SDK does not know, such as the reasoning
+        if extra:
+            reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+            if isinstance(reasoning, str):
+                self._reasoning.append(reasoning)
+        if delta.tool_calls:
+            calls = [ToolCall.from_dict(call.to_dict()) for call in delta.tool_calls]
+            self._calls.append(Message("assistant", tool_calls=calls))
+
+    def message(self) -> Message:
+        """The whole reply. A stream that ended without a finish_reason was cut off (a proxy
+        may end a body early without breaking the connection): ModelResponseError."""
+        if self._finish_reason is None:
+            raise ModelResponseError("the stream ended before the server sent a finish_reason")
+        reply = Message.assistant(
+            "".join(self._content),
+            reasoning_content="".join(self._reasoning),
+            response_meta=ResponseMeta(self._finish_reason, self._usage),
+        )
+        if not self._calls:
+            return reply
+        try:
+            return _without_indexes(concat_messages([reply, *self._calls]))
+        except ConcatError as error:
+            raise ModelResponseError(f"the stream's tool calls do not add up: {error}") from None
+
+
+class StreamRelay:
+    """Hands one call's streamed text to `streaming_func` at most once across retries.
+
+    When an attempt fails after text was handed over, the retry's stream usually starts with
+    that same text again: it is held back until the stream gets past it, and only what is new
+    is handed over. If a retried stream differs from what was handed over (sampling is not
+    repeatable), nothing more of it is handed over, since the text shown so far cannot be
+    taken back; the returned Message always holds the whole reply of the attempt that
+    succeeded.
+    """
+
+    def __init__(self, streaming_func: StreamingFunc) -> None:
+        self._func = streaming_func
+        self._sent: list[str] = []
+        self._shown = ""  # what was handed over before the current attempt
+        self._matched = 0  # how much of it the current attempt has repeated
+        self._diverged = False
+
+    def attempt(self) -> StreamAccumulator:
+        """Starts an attempt; returns the accumulator it feeds its chunks to."""
+        self._shown = "".join(self._sent)
+        self._matched = 0
+        self._diverged = False
+        return StreamAccumulator(self._relay)
+
+    def _relay(self, text: str) -> None:
+        if self._diverged:
+            return
+        if self._matched < len(self._shown):
+            repeated = self._shown[self._matched : self._matched + len(text)]
+            if not text.startswith(repeated):
+                self._diverged = True
+                return
+            self._matched += len(repeated)
+            text = text[len(repeated) :]
+            if not text:
+                return
+        self._sent.append(text)
+        self._matched += len(text)
+        self._func(text)

@@ -1,0 +1,50 @@
+"""Errors a model backend raises, so callers catch them without importing any SDK.
+
+Messages never contain an API key: backends mask it before building them.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+
+class ModelError(Exception):
+    """A model call failed."""
+
+
+class ModelConfigError(ModelError):
+    """The backend cannot be set up as given, e.g. it has neither an API key nor a base URL."""
+
+
+class ModelStatusError(ModelError):
+    """The server answered with an error status.
+
+    `message` is what the server said; `retry_after` the seconds it asked to wait, if it did.
+    """
+
+    def __init__(
+        self, status_code: int, message: str, *, url: str = "", retry_after: float | None = None
+    ) -> None:
+        try:
+            phrase = f" {HTTPStatus(status_code).phrase}"
+        except ValueError:
+            phrase = ""
+        where = f"{url} " if url else "the server "
+        super().__init__(f"{where}answered {status_code}{phrase}: {message}")
+        self.status_code = status_code
+        self.message = message
+        self.url = url
+        self.retry_after = retry_after
+
+
+class ModelConnectionError(ModelError):
+    """The server could not be reached, or the connection broke before the reply was complete."""
+
+
+class ModelTimeoutError(ModelConnectionError):
+    """The server did not answer within the timeout."""
+
+
+class ModelResponseError(ModelError):
+    """The server's reply could not be read: not JSON, not the expected shape, or an error
+    reported inside a stream."""

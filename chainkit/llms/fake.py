@@ -1,0 +1,61 @@
+"""FakeLLM: a scripted model for tests of everything above the model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chainkit.callbacks import Handler
+from chainkit.llms._streaming import stream_text
+from chainkit.llms.model import BaseModel, StreamingFunc
+from chainkit.schema import Message, ToolInfo
+
+
+class FakeLLMExhaustedError(RuntimeError):
+    """FakeLLM was called more times than it has responses."""
+
+
+@dataclass(slots=True)
+class FakeCall:
+    """One recorded call: the messages sent and every option given (stop and tools included)."""
+
+    messages: list[Message]
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class FakeLLM(BaseModel):
+    """Returns `responses` in order; streams each in chunks of `chunk_size` characters when a
+    `streaming_func` is given; records every call in `calls`."""
+
+    def __init__(self, responses: Sequence[str | Message], *, chunk_size: int = 4) -> None:
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+        self.responses: list[str | Message] = list(responses)
+        self.chunk_size = chunk_size
+        self.calls: list[FakeCall] = []
+
+    def __repr__(self) -> str:
+        return f"FakeLLM({len(self.responses)} responses, {len(self.calls)} calls)"
+
+    def _generate(
+        self,
+        messages: Sequence[Message],
+        stop: Sequence[str] | None,
+        tools: Sequence[ToolInfo] | None,
+        streaming_func: StreamingFunc | None,
+        callbacks: Handler | None,
+        options: dict[str, Any],
+    ) -> Message:
+        index = len(self.calls)
+        self.calls.append(FakeCall(list(messages), {"stop": stop, "tools": tools, **options}))
+        if index >= len(self.responses):
+            raise FakeLLMExhaustedError(
+                f"FakeLLM has {len(self.responses)} scripted responses and was called "
+                f"{index + 1} times; add a response for call {index + 1}"
+            )
+        response = self.responses[index]
+        reply = Message.assistant(response) if isinstance(response, str) else response
+        if streaming_func is not None:
+            stream_text(reply.content, streaming_func, self.chunk_size)
+        return reply

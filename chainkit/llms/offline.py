@@ -1,0 +1,138 @@
+"""OfflineModel: a deterministic stand-in for an LLM, so `chainkit run` works with no network.
+
+It is a demo and default model, not a test double. Given a MRKL prompt (or native tools), it
+picks the tool whose name and description best match the question, calls it with the relevant
+input (the arithmetic expression for a calculator, the question otherwise), and answers with
+the observation.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from chainkit.callbacks import Handler
+from chainkit.llms._lexical import MATH_TOKENS, best_match, find_expression, tokens
+from chainkit.llms._streaming import stream_text
+from chainkit.llms.model import BaseModel, StreamingFunc
+from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
+
+NOTICE = (
+    "chainkit: using the built-in offline model (a keyword matcher, not an LLM). To use a real "
+    "model, set OPENAI_API_KEY (and optionally OPENAI_MODEL), or OPENAI_BASE_URL for a local "
+    "OpenAI-compatible server such as vLLM, Ollama or llama.cpp."
+)
+
+
+class OfflineModel(BaseModel):
+    """Answers MRKL prompts and native tool calls by lexical tool matching.
+
+    The notice that this is the offline model goes to `notice_stream` once (None: silent).
+    """
+
+    def __init__(self, *, notice_stream: TextIO | None = sys.stderr) -> None:
+        self.notice_stream = notice_stream
+        self._noticed = False
+
+    def __repr__(self) -> str:
+        return "OfflineModel()"
+
+    def _generate(
+        self,
+        messages: Sequence[Message],
+        stop: Sequence[str] | None,
+        tools: Sequence[ToolInfo] | None,
+        streaming_func: StreamingFunc | None,
+        callbacks: Handler | None,
+        options: dict[str, Any],
+    ) -> Message:
+        if not self._noticed and self.notice_stream is not None:
+            self.notice_stream.write(NOTICE + "\n")
+            self.notice_stream.flush()
+        self._noticed = True
+        reply = (
+            _native_reply(messages, tools) if tools else Message.assistant(_mrkl_reply(messages))
+        )
+        if streaming_func is not None:
+            stream_text(reply.content, streaming_func, 8)
+        return reply
+
+
+def _last_user_text(messages: Sequence[Message]) -> str:
+    for message in reversed(messages):
+        if message.role == "user":
+            return message.content
+    return ""
+
+
+def _between(text: str, start: str, end: str) -> str | None:
+    """The text after the last `start`, up to the next `end` (or the end of text)."""
+    index = text.rfind(start)
+    if index < 0:
+        return None
+    rest = text[index + len(start) :]
+    stop = rest.find(end)
+    return (rest if stop < 0 else rest[:stop]).strip()
+
+
+def _choose(question: str, candidates: list[tuple[str, str]]) -> tuple[str, str] | None:
+    """The tool to call and its input, or None when no tool matches the question."""
+    index, _ = best_match(question, candidates)
+    if index < 0:
+        return None
+    name, description = candidates[index]
+    expression = find_expression(question)
+    if expression is not None and MATH_TOKENS.intersection(tokens(f"{name} {description}")):
+        return name, expression
+    return name, question
+
+
+def _prompt_tools(prompt: str) -> list[tuple[str, str]]:
+    """(name, description) pairs of the tools a MRKL prompt lists as `name: description`."""
+    listed: set[str] = set()
+    for line in prompt.splitlines():
+        open_at = line.find("[")
+        close_at = line.rfind("]")
+        if 0 <= open_at < close_at:
+            listed.update(name.strip() for name in line[open_at + 1 : close_at].split(","))
+    found: list[tuple[str, str]] = []
+    for line in prompt.splitlines():
+        name, sep, description = line.partition(": ")
+        if sep and name.strip() in listed:
+            found.append((name.strip(), description.strip()))
+    return found
+
+
+def _mrkl_reply(messages: Sequence[Message]) -> str:
+    prompt = _last_user_text(messages)
+    # The format instructions show a Question and an Observation too: look past them.
+    asked_at = max(prompt.rfind("Question:"), 0)
+    question = _between(prompt, "Question:", "\nThought:") or prompt
+    observation = _between(prompt[asked_at:], "\nObservation:", "\nThought:")
+    if observation is not None:
+        return f" I now know the final answer.\nFinal Answer: {observation}"
+    choice = _choose(question, _prompt_tools(prompt))
+    if choice is None:
+        return (
+            " None of the tools matches this question.\nFinal Answer: The offline model can "
+            "only answer by calling a tool, and none matches this question."
+        )
+    name, tool_input = choice
+    return f" I should use {name}.\nAction: {name}\nAction Input: {tool_input}"
+
+
+def _native_reply(messages: Sequence[Message], tools: Sequence[ToolInfo]) -> Message:
+    if messages and messages[-1].role == "tool":
+        return Message.assistant(messages[-1].content)
+    question = _last_user_text(messages)
+    choice = _choose(question, [(t.name, t.description) for t in tools])
+    if choice is None:
+        return Message.assistant("The offline model found no tool matching this question.")
+    name, tool_input = choice
+    info = next(t for t in tools if t.name == name)
+    properties = list(info.parameters.get("properties", {}))
+    arguments = {properties[0]: tool_input} if len(properties) == 1 else {}
+    call = ToolCall("call_offline_0", FunctionCall(name, json.dumps(arguments, ensure_ascii=False)))
+    return Message.assistant("", [call])

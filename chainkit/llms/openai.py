@@ -1,0 +1,150 @@
+"""OpenAI: a chat model behind the OpenAI API or any OpenAI-compatible server (vLLM, Ollama,
+the llama.cpp server, LM Studio), through the official openai package."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from chainkit.callbacks import Handler
+from chainkit.llms._openai_wire import (
+    Connection,
+    StreamRelay,
+    build_request,
+    parse_completion,
+)
+from chainkit.llms._retry import Backoff, RetryPolicy
+from chainkit.llms.model import BaseModel, StreamingFunc
+from chainkit.schema import Message, ToolInfo
+
+DEFAULT_MODEL = "gpt-4o-mini"
+
+
+class OpenAI(BaseModel):
+    """A chat model served over the OpenAI chat-completions API.
+
+    Arguments left out are read from OPENAI_MODEL (else gpt-4o-mini), OPENAI_BASE_URL and
+    OPENAI_API_KEY; a base URL without a key is fine for local servers. `default_options`
+    (temperature=0, seed=1, ...) apply to every call, under the options a call gives.
+
+    Failed calls are retried (see `chainkit.llms._retry`): up to `max_attempts` attempts,
+    waiting as `backoff` says, each retry reported to `handle_retry` of the call's callbacks.
+    Errors are those of `chainkit.llms.errors`. With a `streaming_func`, each content delta
+    is handed over as it arrives, and never twice when a broken stream is retried.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60,
+        max_attempts: int = 5,
+        backoff: Backoff | None = None,
+        **default_options: Any,
+    ) -> None:
+        self.model = model or os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL
+        self.default_options = default_options
+        self.retry_policy = RetryPolicy(max_attempts, backoff or Backoff())
+        self._connection = Connection(base_url, api_key, timeout)
+
+    @property
+    def base_url(self) -> str | None:
+        return self._connection.base_url
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAI(model={self.model!r}, base_url={self.base_url!r}, "
+            f"api_key={self._connection.masked_key!r})"
+        )
+
+    def close(self) -> None:
+        """Closes the sync client's pooled connections."""
+        self._connection.close()
+
+    async def aclose(self) -> None:
+        """Closes the async client's pooled connections."""
+        await self._connection.aclose()
+
+    def _request(
+        self,
+        messages: Sequence[Message],
+        stop: Sequence[str] | None,
+        tools: Sequence[ToolInfo] | None,
+        options: dict[str, Any],
+        stream: bool,
+    ) -> dict[str, Any]:
+        merged = options
+        if self.default_options:
+            # A call's option set to None means "not set", so it leaves the default in place.
+            merged = dict(self.default_options)
+            merged.update((k, v) for k, v in options.items() if v is not None)
+        return build_request(self.model, messages, stop, tools, merged, stream=stream)
+
+    def _generate(
+        self,
+        messages: Sequence[Message],
+        stop: Sequence[str] | None,
+        tools: Sequence[ToolInfo] | None,
+        streaming_func: StreamingFunc | None,
+        callbacks: Handler | None,
+        options: dict[str, Any],
+    ) -> Message:
+        request = self._request(messages, stop, tools, options, streaming_func is not None)
+        retrying = self.retry_policy.retrying(callbacks)
+        if streaming_func is None:
+            return retrying(self._complete, request)
+        return retrying(self._stream, request, StreamRelay(streaming_func))
+
+    async def _agenerate(
+        self,
+        messages: Sequence[Message],
+        stop: Sequence[str] | None,
+        tools: Sequence[ToolInfo] | None,
+        streaming_func: StreamingFunc | None,
+        callbacks: Handler | None,
+        options: dict[str, Any],
+    ) -> Message:
+        request = self._request(messages, stop, tools, options, streaming_func is not None)
+        retrying = self.retry_policy.async_retrying(callbacks)
+        if streaming_func is None:
+            return await retrying(self._acomplete, request)
+        return await retrying(self._astream, request, StreamRelay(streaming_func))
+
+    # One attempt each.
+
+    def _complete(self, request: dict[str, Any]) -> Message:
+        connection = self._connection
+        with connection.translated_errors():
+            raw = connection.client().chat.completions.with_raw_response.create(**request)
+        return parse_completion(raw.http_response.content, connection.redact)
+
+    async def _acomplete(self, request: dict[str, Any]) -> Message:
+        connection = self._connection
+        client = await connection.async_client()
+        with connection.translated_errors():
+            raw = await client.chat.completions.with_raw_response.create(**request)
+        return parse_completion(raw.http_response.content, connection.redact)
+
+    def _stream(self, request: dict[str, Any], relay: StreamRelay) -> Message:
+        connection = self._connection
+        chunks = relay.attempt()
+        with (
+            connection.translated_errors(),
+            connection.client().chat.completions.create(**request) as stream,
+        ):
+            for chunk in stream:
+                chunks.add(chunk)
+        return chunks.message()
+
+    async def _astream(self, request: dict[str, Any], relay: StreamRelay) -> Message:
+        connection = self._connection
+        client = await connection.async_client()
+        chunks = relay.attempt()
+        with connection.translated_errors():
+            async with await client.chat.completions.create(**request) as stream:
+                async for chunk in stream:
+                    chunks.add(chunk)
+        return chunks.message()

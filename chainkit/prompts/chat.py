@@ -1,0 +1,128 @@
+"""ChatPromptTemplate: a list of role templates, fixed messages and placeholders."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from chainkit.prompts._partials import with_partials
+from chainkit.prompts.errors import PromptError
+from chainkit.prompts.placeholder import MessagesPlaceholder
+from chainkit.prompts.template import PromptTemplate, TemplateFormat
+from chainkit.schema import Message, Role
+
+MessageLike = tuple[str, str | PromptTemplate] | MessagesPlaceholder | Message
+
+# "human" and "ai" are LangChain's names for the user and assistant roles.
+_ROLES: dict[str, Role] = {
+    "system": "system",
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+}
+
+
+@dataclass(slots=True, frozen=True)
+class _RolePrompt:
+    """A template whose formatted text becomes one message with `role`."""
+
+    role: Role
+    prompt: PromptTemplate
+
+
+class ChatPromptTemplate:
+    """A chat prompt built from `(role, template)` pairs, MessagesPlaceholder slots and fixed
+    Message objects (returned as they are, not copied).
+
+    Roles are system, user and assistant, with "human" and "ai" accepted as aliases. Template
+    strings use `template_format`; a PromptTemplate given in a pair keeps its own.
+    """
+
+    __slots__ = ("_entries", "input_variables", "partial_variables")
+
+    def __init__(
+        self,
+        messages: Sequence[MessageLike],
+        *,
+        template_format: TemplateFormat = "f-string",
+        partial_variables: dict[str, Any] | None = None,
+    ) -> None:
+        self._entries = tuple(_entry(item, template_format) for item in messages)
+        self.partial_variables: dict[str, Any] = dict(partial_variables or {})
+        names: dict[str, None] = {}
+        for entry in self._entries:
+            if isinstance(entry, _RolePrompt):
+                names.update(dict.fromkeys(entry.prompt.input_variables))
+            elif isinstance(entry, MessagesPlaceholder) and not entry.optional:
+                names[entry.name] = None
+        self.input_variables: list[str] = [
+            name for name in names if name not in self.partial_variables
+        ]
+
+    @classmethod
+    def from_messages(
+        cls, messages: Sequence[MessageLike], *, template_format: TemplateFormat = "f-string"
+    ) -> ChatPromptTemplate:
+        """The same as the constructor; named like LangChain's for familiarity."""
+        return cls(messages, template_format=template_format)
+
+    def format_messages(self, **values: Any) -> list[Message]:
+        """Every entry in order: templates formatted, placeholders expanded, fixed messages
+        as they are. Raises PromptError naming a missing or wrongly typed variable."""
+        merged = with_partials(self.partial_variables, values)
+        messages: list[Message] = []
+        for entry in self._entries:
+            if isinstance(entry, _RolePrompt):
+                messages.append(Message(entry.role, entry.prompt.format(**merged)))
+            elif isinstance(entry, MessagesPlaceholder):
+                messages.extend(entry.messages(merged))
+            else:
+                messages.append(entry)
+        return messages
+
+    def format(self, **values: Any) -> str:
+        """The messages as readable text, one `role: content` line each."""
+        return "\n".join(f"{m.role}: {m.content}" for m in self.format_messages(**values))
+
+    def partial(self, **values: Any) -> ChatPromptTemplate:
+        """A copy with `values` fixed; a callable value is called on every format."""
+        clone = copy.copy(self)
+        clone.partial_variables = {**self.partial_variables, **values}
+        clone.input_variables = [name for name in self.input_variables if name not in values]
+        return clone
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}({len(self._entries)} messages, "
+            f"input_variables={self.input_variables!r})"
+        )
+
+
+def _entry(
+    item: MessageLike, template_format: TemplateFormat
+) -> _RolePrompt | MessagesPlaceholder | Message:
+    if isinstance(item, MessagesPlaceholder | Message):
+        return item
+    if not isinstance(item, tuple) or len(item) != 2:
+        raise TypeError(
+            "chat prompt items must be (role, template) pairs, MessagesPlaceholder or "
+            f"Message; got {type(item).__name__}"
+        )
+    role_name, template = item
+    role = _ROLES.get(role_name) if isinstance(role_name, str) else None
+    if role is None:
+        raise PromptError(
+            f"unknown chat prompt role {role_name!r}; expected one of {sorted(_ROLES)}",
+            field=str(role_name),
+        )
+    if isinstance(template, str):
+        return _RolePrompt(role, PromptTemplate(template, template_format=template_format))
+    if isinstance(template, PromptTemplate):
+        return _RolePrompt(role, template)
+    raise TypeError(
+        f"template for role {role_name!r} must be a str or PromptTemplate, "
+        f"got {type(template).__name__}"
+    )

@@ -1,0 +1,118 @@
+"""PromptTemplate: a text template with named variables, in f-string or jinja2 syntax."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Literal
+
+from chainkit.prompts._fstring import FStringTemplate
+from chainkit.prompts._jinja import JinjaTemplate
+from chainkit.prompts._partials import with_partials
+from chainkit.prompts.errors import PromptError
+from chainkit.schema import Message
+
+TemplateFormat = Literal["f-string", "jinja2"]
+
+
+class PromptTemplate:
+    """A template formatted with named values.
+
+    f-string templates take plain `{name}` fields only (`{{`/`}}` are literal braces); jinja2
+    templates render in a sandbox. The template is compiled once; if `template` or
+    `template_format` is reassigned, the next format compiles and validates it again.
+    Values not used by the template are ignored.
+    """
+
+    __slots__ = (
+        "_compiled",
+        "_compiled_format",
+        "_compiled_source",
+        "input_variables",
+        "partial_variables",
+        "template",
+        "template_format",
+    )
+
+    def __init__(
+        self,
+        template: str,
+        input_variables: list[str] | None = None,
+        template_format: TemplateFormat = "f-string",
+        partial_variables: dict[str, Any] | None = None,
+    ) -> None:
+        self.template = template
+        self.template_format = template_format
+        self.partial_variables: dict[str, Any] = dict(partial_variables or {})
+        compiled = self._compile()
+        names = compiled.variables if input_variables is None else input_variables
+        self.input_variables: list[str] = [
+            name for name in names if name not in self.partial_variables
+        ]
+
+    @classmethod
+    def from_template(
+        cls,
+        template: str,
+        *,
+        template_format: TemplateFormat = "f-string",
+        partial_variables: dict[str, Any] | None = None,
+    ) -> PromptTemplate:
+        """A template whose input variables are read from the template text."""
+        return cls(template, template_format=template_format, partial_variables=partial_variables)
+
+    def format(self, **values: Any) -> str:
+        """The template filled with `values` over the partial values.
+
+        Raises PromptError naming a variable with no value, or the field of a template that
+        was made invalid after construction.
+        """
+        return self._current().render(with_partials(self.partial_variables, values))
+
+    def format_messages(self, **values: Any) -> list[Message]:
+        """The formatted text as one user message."""
+        return [Message.user(self.format(**values))]
+
+    def partial(self, **values: Any) -> PromptTemplate:
+        """A copy with `values` fixed; a callable value is called on every format."""
+        clone = copy.copy(self)
+        clone.partial_variables = {**self.partial_variables, **values}
+        clone.input_variables = [name for name in self.input_variables if name not in values]
+        return clone
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(template={self.template!r}, "
+            f"input_variables={self.input_variables!r}, "
+            f"template_format={self.template_format!r}, "
+            f"partial_variables={sorted(self.partial_variables)!r})"
+        )
+
+    def _current(self) -> FStringTemplate | JinjaTemplate:
+        # Identity, not equality: a cheap check that still catches any reassignment, and an
+        # instance made without __init__ has no compiled slots at all.
+        try:
+            if (
+                self.template is self._compiled_source
+                and self.template_format is self._compiled_format
+            ):
+                return self._compiled
+        except AttributeError:
+            pass
+        return self._compile()
+
+    def _compile(self) -> FStringTemplate | JinjaTemplate:
+        source, template_format = self.template, self.template_format
+        compiled: FStringTemplate | JinjaTemplate
+        if template_format == "f-string":
+            compiled = FStringTemplate(source)
+        elif template_format == "jinja2":
+            compiled = JinjaTemplate(source)
+        else:
+            raise PromptError(
+                f"unknown template_format {template_format!r}; expected 'f-string' or 'jinja2'",
+                field=str(template_format),
+            )
+        self._compiled = compiled
+        self._compiled_source = source
+        self._compiled_format = template_format
+        return compiled

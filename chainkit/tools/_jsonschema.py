@@ -1,0 +1,512 @@
+"""JSON schemas built from Python type hints, and validation of JSON values against them.
+
+`compile_type` turns an annotation into a `Spec`, which both describes the type as JSON schema
+(for a tool-calling model) and checks and coerces the JSON value a model sent back. Keeping both
+in one object means the schema a model sees and the rules applied to its answer cannot drift.
+
+Supported: str, int, float, bool, list[T], dict[str, T], Optional[T] / T | None, Literal[...],
+Enum subclasses, dataclasses, TypedDict (total or not, Required / NotRequired), Annotated[T,
+"description"] and Any. Anything else raises TypeError when the spec is built, so a bad tool
+fails at definition time, not when a model calls it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import math
+import types
+import typing
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, NotRequired, Required
+
+# Python refuses to parse longer digit strings (sys.int_max_str_digits); stop before that.
+_MAX_INT_TEXT = 4000
+_EXCERPT = 40
+
+
+@dataclass(slots=True, frozen=True)
+class Problem:
+    """One thing wrong with a value: where (`items[2].price`; empty for the whole) and what."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class _Invalid:
+    """Marks a value that failed validation; its problems are already recorded."""
+
+
+INVALID: Final = _Invalid()
+
+
+def _excerpt(value: object) -> str:
+    """A short JSON rendering of `value` for an error message."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…"
+
+
+def _key_path(path: str, key: str) -> str:
+    if key.isidentifier():
+        return f"{path}.{key}" if path else key
+    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def _index_path(path: str, index: int) -> str:
+    return f"{path}[{index}]"
+
+
+def _decode_nested(value: object, container: type) -> object:
+    """A container a model sent double-encoded as a JSON string, decoded; else `value`."""
+    if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
+        try:
+            decoded = json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            return value
+        if isinstance(decoded, container):
+            return decoded
+    return value
+
+
+class Spec(ABC):
+    """A type's JSON schema and the rules for accepting a JSON value as that type."""
+
+    description: str | None = None
+    # Whether a model's plain text is a value of this type as it stands (for MRKL text input).
+    accepts_text: bool = False
+
+    def schema(self) -> dict[str, Any]:
+        result = self._schema()
+        if self.description:
+            result["description"] = self.description
+        return result
+
+    @abstractmethod
+    def _schema(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+        """`value` converted to this type, or INVALID after appending to `problems`."""
+
+    def _reject(self, value: object, path: str, problems: list[Problem], expected: str) -> object:
+        problems.append(Problem(path, f"expected {expected}, got {_excerpt(value)}"))
+        return INVALID
+
+
+class _AnySpec(Spec):
+    def _schema(self) -> dict[str, Any]:
+        return {}
+
+    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+        return value
+
+
+class _StringSpec(Spec):
+    accepts_text = True
+
+    def _schema(self) -> dict[str, Any]:
+        return {"type": "string"}
+
+    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+        if isinstance(value, str):
+            return value
+        # Models often send an id such as a stock code as a bare number.
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return json.dumps(value)
+        return self._reject(value, path, problems, "string")
+
+
+def _integer_from_text(text: str) -> int | None:
+    digits = text.strip()
+    unsigned = digits[1:] if digits[:1] in ("+", "-") else digits
+    if unsigned.isascii() and unsigned.isdigit() and len(unsigned) <= _MAX_INT_TEXT:
+        return int(digits)
+    return None
+
+
+class _IntegerSpec(Spec):
+    def _schema(self) -> dict[str, Any]:
+        return {"type": "integer"}
+
+    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+        if isinstance(value, bool):
+            return self._reject(value, path, problems, "integer")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str) and (number := _integer_from_text(value)) is not None:
+            return number
+        return self._reject(value, path, problems, "integer")
+
+
+def _finite_float_from_text(text: str) -> float | None:
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+class _NumberSpec(Spec):
+    def _schema(self) -> dict[str, Any]:
+        return {"type": "number"}
+
+    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+        number: float | None = None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            try:
+                number = float(value)
+            except OverflowError:
+                number = None
+        elif isinstance(value, str) and len(value) <= _MAX_INT_TEXT:
+            number = _finite_float_from_text(value)
+        if number is None or not math.isfinite(number):
+            return self._reject(value, path, problems, "number")
+        return number
+
+
+class _BooleanSpec(Spec):
+    def _schema(self) -> dict[str, Any]:
+        return {"type": "boolean"}
+
+    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        return self._reject(value, path, problems, "boolean")
+
+
+class _ArraySpec(Spec):
+    def __init__(self, items: Spec | None) -> None:
+        self.items = items
+
+    def _schema(self) -> dict[str, Any]:
+        if self.items is None:
+            return {"type": "array"}
+        return {"type": "array", "items": self.items.schema()}
+
+    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+        value = _decode_nested(value, list)
+        if not isinstance(value, list):
+            return self._reject(value, path, problems, "array")
+        if self.items is None:
+            return value
+        items = self.items
+        result = [
+            items.coerce(item, _index_path(path, i), problems) for i, item in enumerate(value)
+        ]
+        return INVALID if any(item is INVALID for item in result) else result
+
+
+class _MapSpec(Spec):
+    def __init__(self, values: Spec | None) -> None:
+        self.values = values
+
+    def _schema(self) -> dict[str, Any]:
+        if self.values is None:
+            return {"type": "object"}
+        return {"type": "object", "additionalProperties": self.values.schema()}
+
+    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+        value = _decode_nested(value, dict)
+        if not isinstance(value, dict):
+            return self._reject(value, path, problems, "object")
+        if self.values is None:
+            return value
+        values = self.values
+        result = {k: values.coerce(v, _key_path(path, k), problems) for k, v in value.items()}
+        return INVALID if any(v is INVALID for v in result.values()) else result
+
+
+class _NullableSpec(Spec):
+    def __init__(self, inner: Spec) -> None:
+        self.inner = inner
+
+    def _schema(self) -> dict[str, Any]:
+        return {"anyOf": [self.inner.schema(), {"type": "null"}]}
+
+    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+        return None if value is None else self.inner.coerce(value, path, problems)
+
+
+def _json_type(values: Sequence[object]) -> str | None:
+    """The one JSON type all `values` share, if they share one."""
+    names = set()
+    for value in values:
+        if isinstance(value, bool):
+            names.add("boolean")
+        elif isinstance(value, int):
+            names.add("integer")
+        elif isinstance(value, float):
+            names.add("number")
+        elif isinstance(value, str):
+            names.add("string")
+        else:
+            return None
+    return names.pop() if len(names) == 1 else None
+
+
+def _are_json_scalars(values: Sequence[object]) -> bool:
+    return all(value is None or isinstance(value, str | int | float) for value in values)
+
+
+def _match_choice(value: object, choices: Sequence[object]) -> int | None:
+    """Index of the choice equal to `value` (type-exact, so True is not 1), or of the non-string
+    choice whose JSON text `value` is (a model writing "3" for 3); None if neither."""
+    for index, choice in enumerate(choices):
+        if type(choice) is type(value) and choice == value:
+            return index
+    if isinstance(value, str):
+        for index, choice in enumerate(choices):
+            if not isinstance(choice, str) and json.dumps(choice) == value.strip():
+                return index
+    return None
+
+
+def _choices_text(choices: Sequence[object]) -> str:
+    return ", ".join(json.dumps(choice, ensure_ascii=False) for choice in choices)
+
+
+class _LiteralSpec(Spec):
+    def __init__(self, choices: tuple[object, ...]) -> None:
+        self.choices = choices
+
+    def _schema(self) -> dict[str, Any]:
+        result: dict[str, Any] = {"enum": list(self.choices)}
+        if json_type := _json_type(self.choices):
+            result = {"type": json_type, **result}
+        return result
+
+    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+        index = _match_choice(value, self.choices)
+        if index is None:
+            return self._reject(value, path, problems, f"one of {_choices_text(self.choices)}")
+        return self.choices[index]
+
+
+class _EnumSpec(Spec):
+    def __init__(self, enum_type: type[enum.Enum]) -> None:
+        self.members = list(enum_type)
+        self.values = [member.value for member in self.members]
+        self.by_name = {member.name: member for member in self.members}
+
+    def _schema(self) -> dict[str, Any]:
+        result: dict[str, Any] = {"enum": list(self.values)}
+        if json_type := _json_type(self.values):
+            result = {"type": json_type, **result}
+        return result
+
+    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+        index = _match_choice(value, self.values)
+        if index is not None:
+            return self.members[index]
+        # A model sometimes names the member instead of giving its value.
+        if isinstance(value, str) and value in self.by_name:
+            return self.by_name[value]
+        return self._reject(value, path, problems, f"one of {_choices_text(self.values)}")
+
+
+@dataclass(slots=True)
+class FieldSpec:
+    """One property of an object: a function parameter, dataclass field or TypedDict key."""
+
+    name: str
+    spec: Spec
+    required: bool
+    description: str | None = None
+    default: object = INVALID
+
+    def schema(self) -> dict[str, Any]:
+        result = self.spec.schema()
+        if self.description:
+            result["description"] = self.description
+        if self.default is not INVALID:
+            result["default"] = self.default
+        return result
+
+
+class ObjectSpec(Spec):
+    """A JSON object with known properties and no others, built into `build(fields)`."""
+
+    def __init__(
+        self,
+        fields: Sequence[FieldSpec],
+        build: Callable[[dict[str, object]], object] = dict,
+        description: str | None = None,
+    ) -> None:
+        self.fields = {field.name: field for field in fields}
+        self.build = build
+        self.description = description
+
+    def _schema(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {name: field.schema() for name, field in self.fields.items()},
+            "required": [name for name, field in self.fields.items() if field.required],
+            "additionalProperties": False,
+        }
+
+    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+        value = _decode_nested(value, dict)
+        if not isinstance(value, dict):
+            return self._reject(value, path, problems, "object")
+        before = len(problems)
+        result: dict[str, object] = {}
+        for key, item in value.items():
+            field = self.fields.get(key)
+            if field is None:
+                known = ", ".join(self.fields) or "none"
+                problems.append(Problem(_key_path(path, key), f"unknown field (known: {known})"))
+            else:
+                result[key] = field.spec.coerce(item, _key_path(path, key), problems)
+        for name, field in self.fields.items():
+            if field.required and name not in value:
+                problems.append(Problem(_key_path(path, name), "missing required field"))
+        if len(problems) > before:
+            return INVALID
+        try:
+            return self.build(result)
+        except (TypeError, ValueError) as error:
+            # A dataclass's __post_init__ may reject the value; the model should hear why.
+            problems.append(Problem(path, str(error)))
+            return INVALID
+
+
+def json_default(value: object) -> object:
+    """`value` as it may appear as a schema default, or INVALID when it has no JSON form."""
+    if isinstance(value, enum.Enum):
+        value = value.value
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return INVALID
+    return value
+
+
+def _strip_annotated(annotation: object) -> tuple[object, str | None]:
+    """The type inside Annotated[T, ...], and the first string in its metadata."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        inner, *metadata = typing.get_args(annotation)
+        return inner, next((m for m in metadata if isinstance(m, str)), None)
+    return annotation, None
+
+
+def _resolved_hints(owner: object) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(owner, include_extras=True)
+    except NameError as error:
+        raise TypeError(f"cannot resolve the type hints of {owner!r}: {error}") from None
+
+
+def _own_docstring(cls: type) -> str | None:
+    """The class's first docstring paragraph, unless the docstring was generated (dataclass)."""
+    doc = cls.__dict__.get("__doc__")
+    if not doc or (dataclasses.is_dataclass(cls) and doc.startswith(f"{cls.__name__}(")):
+        return None
+    return " ".join(doc.strip().split("\n\n")[0].split())
+
+
+def _dataclass_spec(cls: type, seen: frozenset[type]) -> ObjectSpec:
+    hints = _resolved_hints(cls)
+    fields = []
+    for field in dataclasses.fields(cls):
+        if not field.init:
+            continue
+        inner, description = _strip_annotated(hints[field.name])
+        has_default = field.default is not dataclasses.MISSING
+        has_factory = field.default_factory is not dataclasses.MISSING
+        fields.append(
+            FieldSpec(
+                field.name,
+                _compile(inner, seen),
+                required=not (has_default or has_factory),
+                description=description,
+                default=json_default(field.default) if has_default else INVALID,
+            )
+        )
+    return ObjectSpec(fields, build=lambda kwargs: cls(**kwargs), description=_own_docstring(cls))
+
+
+def _typeddict_spec(cls: type, seen: frozenset[type]) -> ObjectSpec:
+    # Decide requiredness from the hints: with `from __future__ import annotations`, Python 3.11
+    # misses Required/NotRequired when it fills __required_keys__.
+    required_keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
+    fields = []
+    for name, hint in _resolved_hints(cls).items():
+        required = name in required_keys
+        origin = typing.get_origin(hint)
+        if origin is Required or origin is NotRequired:
+            required = origin is Required
+            (hint,) = typing.get_args(hint)
+        inner, description = _strip_annotated(hint)
+        fields.append(FieldSpec(name, _compile(inner, seen), required, description))
+    return ObjectSpec(fields, description=_own_docstring(cls))
+
+
+def compile_type(annotation: object) -> Spec:
+    """The Spec for a type annotation; TypeError, naming the type, when it is not supported."""
+    return _compile(annotation, frozenset())
+
+
+def _compile(annotation: object, seen: frozenset[type]) -> Spec:
+    inner, description = _strip_annotated(annotation)
+    spec = _compile_bare(inner, seen)
+    if description:
+        spec.description = description
+    return spec
+
+
+_SCALARS: tuple[tuple[object, Callable[[], Spec]], ...] = (
+    (str, _StringSpec),
+    (int, _IntegerSpec),
+    (float, _NumberSpec),
+    (bool, _BooleanSpec),
+    (Any, _AnySpec),
+)
+
+
+def _compile_bare(annotation: object, seen: frozenset[type]) -> Spec:
+    for scalar, make_spec in _SCALARS:
+        if annotation is scalar:
+            return make_spec()
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation is list or origin is list:
+        return _ArraySpec(_compile(args[0], seen) if args else None)
+    if annotation is dict or origin is dict:
+        if args and args[0] not in (str, Any):
+            raise TypeError(f"unsupported type {annotation!r}: JSON object keys are strings")
+        return _MapSpec(_compile(args[1], seen) if args else None)
+    if origin is typing.Union or origin is types.UnionType:
+        others = [arg for arg in args if arg is not type(None)]
+        if len(others) != 1 or len(others) == len(args):
+            raise TypeError(f"unsupported type {annotation!r}: only Optional[T] unions")
+        return _NullableSpec(_compile(others[0], seen))
+    if origin is Literal:
+        if not _are_json_scalars(args):
+            raise TypeError(f"unsupported type {annotation!r}: Literal of non-JSON values")
+        return _LiteralSpec(args)
+    if isinstance(annotation, type):
+        if issubclass(annotation, enum.Enum):
+            if not _are_json_scalars([member.value for member in annotation]):
+                raise TypeError(
+                    f"unsupported type {annotation!r}: enum values must be JSON scalars"
+                )
+            return _EnumSpec(annotation)
+        if annotation in seen:
+            raise TypeError(f"unsupported type {annotation!r}: recursive types")
+        if dataclasses.is_dataclass(annotation):
+            return _dataclass_spec(annotation, seen | {annotation})
+        if typing.is_typeddict(annotation):
+            return _typeddict_spec(annotation, seen | {annotation})
+    raise TypeError(f"unsupported type {annotation!r}")

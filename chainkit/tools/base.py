@@ -1,0 +1,73 @@
+"""Tool: a named function an agent may call with a string."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from chainkit.schema import ToolInfo
+
+_STRING_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {"input": {"type": "string", "description": "the tool's input"}},
+    "required": ["input"],
+}
+
+
+class ToolError(Exception):
+    """Raised by a tool for a failure the model should hear about: the message becomes the
+    observation and the run goes on."""
+
+
+class Tool:
+    """Subclass with class attributes `name` and `description`, and a `call` method.
+
+    They may also be set per instance, as StructuredTool does.
+
+    `return_direct = True` ends the run with this tool's output as the final answer.
+    """
+
+    name: str = ""
+    description: str = ""
+    return_direct: bool = False
+
+    def call(self, input: str) -> str:
+        raise NotImplementedError(f"tool {self.name!r} must implement call(input)")
+
+    async def acall(self, input: str) -> str:
+        """Runs `call` in a worker thread; override for a natively async tool."""
+        return await asyncio.to_thread(self.call, input)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """JSON schema of the arguments a tool-calling model sends: one string, `input`."""
+        return _STRING_INPUT
+
+    def info(self) -> ToolInfo:
+        """How this tool is presented to a model that calls tools natively."""
+        return ToolInfo(self.name, self.description, self.parameters)
+
+    def input_from_arguments(self, arguments: str) -> str:
+        """Turns a native tool call's JSON arguments into the string `call` takes.
+
+        Raises ToolError, naming what is wrong, when the arguments are not `{"input": "..."}`.
+        """
+        try:
+            value = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as error:
+            raise ToolError(
+                f"Invalid arguments for tool {self.name}: not valid JSON ({error.msg} at "
+                f"position {error.pos}): {arguments[:200]!r}"
+            ) from None
+        if isinstance(value, dict):
+            value = value.get("input")
+        if isinstance(value, str):
+            return value
+        raise ToolError(
+            f'Invalid arguments for tool {self.name}: expected {{"input": "<text>"}}, '
+            f"got {arguments[:200]!r}"
+        )

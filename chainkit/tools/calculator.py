@@ -1,0 +1,249 @@
+"""Calculator: arithmetic on a model's expression, by walking its syntax tree (never eval).
+
+Supported: + - * / // % ** (also written ^), unary + and -, parentheses, int and float
+literals (1_000, 1e3, 0x1f), the constants pi and e, and the functions abs, round, min, max,
+sqrt, floor, ceil, exp and log (log(x) is natural, log(x, base) any base).
+
+Model formatting is forgiven: surrounding quotes, backticks or a code fence, `×` `÷` `−` and
+full-width operators, and a trailing `=` or `?`. Thousands separators are not: `1,000` is
+rejected with a hint, since a comma also separates function arguments (`max(1,000)`).
+
+Results: integers are exact; a float with an integral value below 2**53 prints as an integer
+(`6/2` gives `3`, `7/2` gives `3.5`); other floats print in Python's shortest round-trip form
+(`0.1+0.2` gives `0.30000000000000004`).
+
+Every cost is bounded before it is paid: the expression is at most 1000 characters and 100
+levels deep, and a power whose integer result would exceed 4000 digits is refused before it is
+computed (`9**9**9`), as is any other integer result over 4000 digits (within Python's limit
+for turning integers into text). Each refusal, and division by zero, is a ToolError.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import string
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from chainkit.tools.base import Tool, ToolError
+
+MAX_LENGTH = 1000
+MAX_DEPTH = 100
+MAX_DIGITS = 4000
+_INT_LIMIT = 10**MAX_DIGITS
+_MAX_ROUND_DIGITS = 100
+_EXACT_FLOAT_INTS = 2**53
+_QUOTES = "\"'`"
+_ALLOWED = frozenset(string.ascii_letters + string.digits + "+-*/%().,_ \t\n")
+_SPELLINGS = str.maketrans(
+    {
+        "×": "*",
+        "✕": "*",
+        "·": "*",
+        "÷": "/",
+        "^": "**",
+        "−": "-",
+        "＋": "+",
+        "－": "-",
+        "＊": "*",
+        "／": "/",
+        "（": "(",
+        "）": ")",
+    }
+)
+
+Number = int | float
+
+
+@dataclass(slots=True, frozen=True)
+class _Function:
+    apply: Callable[..., Number]
+    min_args: int
+    max_args: int
+
+
+def _round(value: Number, digits: Number | None = None) -> Number:
+    if digits is None:
+        return round(value)
+    if not isinstance(digits, int) or abs(digits) > _MAX_ROUND_DIGITS:
+        # round(n, -10**9) would compute 10**(10**9) first.
+        raise ToolError(f"round: digits must be an integer from -100 to 100, got {digits!r}")
+    return round(value, digits)
+
+
+_FUNCTIONS: dict[str, _Function] = {
+    "abs": _Function(abs, 1, 1),
+    "round": _Function(_round, 1, 2),
+    "min": _Function(lambda *values: min(values), 1, 100),
+    "max": _Function(lambda *values: max(values), 1, 100),
+    "sqrt": _Function(math.sqrt, 1, 1),
+    "floor": _Function(math.floor, 1, 1),
+    "ceil": _Function(math.ceil, 1, 1),
+    "exp": _Function(math.exp, 1, 1),
+    "log": _Function(math.log, 1, 2),
+}
+_CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
+
+
+class Calculator(Tool):
+    """Evaluates an arithmetic expression; see the module docstring for what it accepts."""
+
+    name = "calculator"
+    description = (
+        "Evaluates an arithmetic expression and returns the exact result (计算 数学 算术 "
+        "math arithmetic calculate). Input: one expression such as 12*(3+4), 2**10 or "
+        "sqrt(2)/3; supports + - * / // % ** ( ), pi, e, abs, round, min, max, sqrt, floor, "
+        "ceil, exp, log."
+    )
+
+    def call(self, input: str) -> str:
+        expression = normalize(input)
+        try:
+            tree = ast.parse(expression, mode="eval")
+        except SyntaxError as error:
+            raise ToolError(f"cannot parse {_quote(expression)}: {error.msg}") from None
+        try:
+            return _format(_Evaluator(expression).evaluate(tree.body, 0))
+        except ToolError as error:
+            raise ToolError(f"cannot evaluate {_quote(expression)}: {error}") from None
+
+
+def normalize(text: str) -> str:
+    """The expression in `text`, with model formatting undone; ToolError if it cannot be one."""
+    expression = _unwrap(text.strip()).rstrip("=?？＝ \t\n").translate(_SPELLINGS).strip()
+    if not expression:
+        raise ToolError("empty expression: give one such as 12*(3+4)")
+    if len(expression) > MAX_LENGTH:
+        raise ToolError(f"expression too long: {len(expression)} characters (limit {MAX_LENGTH})")
+    for position, char in enumerate(expression):
+        if char not in _ALLOWED:
+            raise ToolError(
+                f"unexpected character {char!r} at position {position} of {_quote(expression)}"
+            )
+    return expression
+
+
+def _unwrap(text: str) -> str:
+    """`text` without a surrounding code fence and matching quotes or backticks."""
+    if len(text) >= 6 and text.startswith("```") and text.endswith("```"):
+        text = text[3:-3].strip()
+        first_line, newline, rest = text.partition("\n")
+        if newline and first_line.strip().isidentifier():
+            text = rest  # the fence's language tag
+    while len(text) >= 2 and text[0] == text[-1] and text[0] in _QUOTES:
+        text = text[1:-1].strip()
+    return text
+
+
+def _quote(expression: str) -> str:
+    return repr(expression if len(expression) <= 60 else expression[:59] + "…")
+
+
+def _format(value: Number) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < _EXACT_FLOAT_INTS:
+        return str(int(value))
+    return repr(value)
+
+
+def _checked(value: object) -> Number:
+    """`value` if it is a real number of bounded size; ToolError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ToolError("the result is not a real number")
+    if isinstance(value, int):
+        if -_INT_LIMIT < value < _INT_LIMIT:
+            return value
+        raise ToolError(f"the result is too large (over {MAX_DIGITS} digits)")
+    if math.isnan(value):
+        raise ToolError("the result is not a number")
+    if math.isinf(value):
+        raise ToolError("the result is too large")
+    return value
+
+
+def _power(base: Number, exponent: Number) -> object:
+    # An integer power has about exponent * log10(|base|) digits: refuse before computing it.
+    # A base of 2 or more gives over 0.3 digits per unit of exponent, so a larger exponent
+    # than 4 * MAX_DIGITS is refused without multiplying (it may not even fit a float).
+    if (
+        isinstance(base, int)
+        and isinstance(exponent, int)
+        and abs(base) > 1
+        and (exponent > 4 * MAX_DIGITS or exponent * math.log10(abs(base)) > MAX_DIGITS)
+    ):
+        raise ToolError(f"the result is too large (over {MAX_DIGITS} digits)")
+    return base**exponent
+
+
+_BINARY: dict[type[ast.operator], Callable[[Number, Number], object]] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+    ast.Pow: _power,
+}
+
+
+@dataclass(slots=True)
+class _Evaluator:
+    """Walks an expression's tree; `source` is for naming the parts it refuses."""
+
+    source: str
+
+    def evaluate(self, node: ast.expr, depth: int) -> Number:
+        if depth > MAX_DEPTH:
+            raise ToolError(f"the expression is nested more than {MAX_DEPTH} levels deep")
+        try:
+            return _checked(self._evaluate(node, depth + 1))
+        except ZeroDivisionError:
+            raise ToolError("division by zero") from None
+        except OverflowError:
+            raise ToolError("the result is too large") from None
+        except ValueError as error:
+            # math.sqrt(-1), math.log(0): "math domain error"
+            raise ToolError(str(error)) from None
+
+    def _evaluate(self, node: ast.expr, depth: int) -> object:
+        match node:
+            case ast.Constant(value=bool()):
+                raise ToolError(f"{self._text(node)} is not a number")
+            case ast.Constant(value=int() | float() as value):
+                return value
+            case ast.Name(id=name) if name in _CONSTANTS:
+                return _CONSTANTS[name]
+            case ast.Name(id=name):
+                raise ToolError(f"unknown name {name!r}; known: {_known_names()}")
+            case ast.UnaryOp(op=ast.UAdd(), operand=operand):
+                return self.evaluate(operand, depth)
+            case ast.UnaryOp(op=ast.USub(), operand=operand):
+                return -self.evaluate(operand, depth)
+            case ast.BinOp(left=left, op=op, right=right) if type(op) in _BINARY:
+                return _BINARY[type(op)](self.evaluate(left, depth), self.evaluate(right, depth))
+            case ast.Call(func=ast.Name(id=name), args=args, keywords=[]) if name in _FUNCTIONS:
+                return self._call(name, [self.evaluate(arg, depth) for arg in args])
+            case ast.Tuple():
+                raise ToolError(
+                    "commas only separate function arguments; write numbers without "
+                    "thousands separators (1000, not 1,000)"
+                )
+        raise ToolError(f"unsupported: {self._text(node)}; known: {_known_names()}")
+
+    def _call(self, name: str, args: list[Number]) -> object:
+        function = _FUNCTIONS[name]
+        if not function.min_args <= len(args) <= function.max_args:
+            expected = (
+                str(function.min_args)
+                if function.min_args == function.max_args
+                else f"{function.min_args} to {function.max_args}"
+            )
+            raise ToolError(f"{name} takes {expected} arguments, got {len(args)}")
+        return function.apply(*args)
+
+    def _text(self, node: ast.expr) -> str:
+        return repr(ast.get_source_segment(self.source, node) or type(node).__name__)
+
+
+def _known_names() -> str:
+    return "operators + - * / // % **, " + ", ".join([*_CONSTANTS, *_FUNCTIONS])

@@ -1,0 +1,314 @@
+"""StructuredTool and @tool: a typed Python function offered to a model as a tool.
+
+The function's type hints become the JSON schema a tool-calling model fills in; its docstring
+gives the tool's description and each parameter's. The JSON arguments a model sends back are
+validated and coerced against the same schema before the function runs, and every problem is
+reported back to the model in one observation so it can fix them all in its next try.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import inspect
+import json
+from collections.abc import Callable, Coroutine, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, overload
+
+from chainkit.tools._jsonschema import (
+    INVALID,
+    FieldSpec,
+    ObjectSpec,
+    Problem,
+    compile_type,
+    json_default,
+)
+from chainkit.tools.base import Tool, ToolError
+
+# The text around a JSON error, mostly before it: what precedes the error usually caused it.
+_BEFORE_ERROR = 20
+_AFTER_ERROR = 10
+_GOOGLE_ARGS_HEADERS = frozenset(("args:", "arguments:", "parameters:", "params:"))
+
+
+class InvalidArgumentsError(ToolError):
+    """The arguments a model sent a StructuredTool were malformed or did not fit its schema."""
+
+    def __init__(self, tool_name: str, problems: list[Problem]) -> None:
+        self.tool_name = tool_name
+        self.problems = tuple(problems)
+        details = "; ".join(str(problem) for problem in problems)
+        super().__init__(f"Invalid arguments for tool {tool_name}: {details}")
+
+
+class StructuredTool(Tool):
+    """A function with typed parameters, called with a JSON object of arguments.
+
+    `call` takes the arguments object as JSON text. A function whose one parameter is a string
+    also takes plain text (what a MRKL model writes as its Action Input), and a function with
+    one parameter of another type takes that value alone (`5` for `def square(x: int)`).
+    Blank input means no arguments, and a function without parameters ignores text input.
+    Async functions are awaited natively by `acall`.
+    """
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        return_direct: bool = False,
+    ) -> None:
+        summary, parameter_docs = _parse_docstring(inspect.getdoc(func))
+        self.func = func
+        self.name = name or str(getattr(func, "__name__", ""))
+        if not self.name:
+            raise ValueError(f"give the tool for {func!r} a name")
+        self.description = description or summary
+        if not self.description:
+            raise ValueError(
+                f"tool {self.name} needs a description: pass description= or give "
+                "the function a docstring"
+            )
+        self.return_direct = return_direct
+        self._signature = _signature(func, self.name)
+        self._spec = _arguments_spec(self._signature, parameter_docs, self.name)
+        self._schema = self._spec.schema()
+        self._is_async = inspect.iscoroutinefunction(func)
+        fields = list(self._spec.fields.values())
+        self._takes_nothing = not fields
+        self._single_field = fields[0] if len(fields) == 1 else None
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """JSON schema of the function's arguments; an object with no other properties."""
+        return self._schema
+
+    def input_from_arguments(self, arguments: str) -> str:
+        """The native tool call's JSON arguments, unchanged: `call` validates them."""
+        return arguments
+
+    def call(self, input: str) -> str:
+        args, kwargs = self._bind(input)
+        if self._is_async:
+            return _render(_run_coroutine(self.func(*args, **kwargs)))
+        return _render(self.func(*args, **kwargs))
+
+    async def acall(self, input: str) -> str:
+        if not self._is_async:
+            return await super().acall(input)
+        args, kwargs = self._bind(input)
+        return _render(await self.func(*args, **kwargs))
+
+    def _bind(self, input: str) -> tuple[list[object], dict[str, object]]:
+        """Positional-only and keyword arguments for the function, validated from `input`."""
+        problems: list[Problem] = []
+        arguments = self._spec.coerce(self._arguments(input), "", problems)
+        if arguments is INVALID or not isinstance(arguments, dict):
+            raise InvalidArgumentsError(self.name, problems)
+        args: list[object] = []
+        for parameter in self._signature.parameters.values():
+            if parameter.kind is not inspect.Parameter.POSITIONAL_ONLY:
+                break
+            args.append(arguments.pop(parameter.name, parameter.default))
+        return args, arguments
+
+    def _arguments(self, input: str) -> object:
+        """The arguments object `input` stands for, before validation."""
+        if not input.strip():
+            return {}
+        single = self._single_field
+        try:
+            value = json.loads(input)
+        except json.JSONDecodeError as error:
+            if single is not None and single.spec.accepts_text:
+                return {single.name: input}
+            if self._takes_nothing:
+                return {}
+            raise InvalidArgumentsError(self.name, [_malformed_json(input, error)]) from None
+        except RecursionError:
+            problem = Problem("", "malformed JSON: nested too deeply")
+            raise InvalidArgumentsError(self.name, [problem]) from None
+        if isinstance(value, dict) or (single is None and not self._takes_nothing):
+            # A non-object goes on to validation, which decodes a double-encoded object.
+            return value
+        if single is None:
+            return {}
+        if single.spec.accepts_text and not isinstance(value, str):
+            value = input
+        return {single.name: value}
+
+
+@overload
+def tool(func: Callable[..., Any], /) -> StructuredTool: ...
+
+
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None, return_direct: bool = False
+) -> Callable[[Callable[..., Any]], StructuredTool]: ...
+
+
+def tool(
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    return_direct: bool = False,
+) -> StructuredTool | Callable[[Callable[..., Any]], StructuredTool]:
+    """Makes a function a StructuredTool: `@tool` or `@tool(name=..., description=...)`."""
+
+    def make(function: Callable[..., Any]) -> StructuredTool:
+        return StructuredTool(
+            function, name=name, description=description, return_direct=return_direct
+        )
+
+    return make if func is None else make(func)
+
+
+def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """The first paragraph, and each parameter's description from a Google-style `Args:`
+    section or reST `:param name:` fields."""
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    summary: list[str] = []
+    for line in lines:
+        stripped = line.strip()
+        if not stripped or stripped.lower() in _GOOGLE_ARGS_HEADERS or stripped.startswith(":"):
+            break
+        summary.append(stripped)
+    return " ".join(summary), {**_google_args(lines), **_rest_params(lines)}
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _google_args(lines: list[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    section_indent: int | None = None
+    entry_indent: int | None = None
+    current: str | None = None
+    for line in lines:
+        stripped = line.strip()
+        if section_indent is None:
+            if stripped.lower() in _GOOGLE_ARGS_HEADERS:
+                section_indent = _indent(line)
+            continue
+        if not stripped:
+            continue
+        indent = _indent(line)
+        if indent <= section_indent:
+            section_indent = entry_indent = current = None
+            if stripped.lower() in _GOOGLE_ARGS_HEADERS:
+                section_indent = indent
+            continue
+        if entry_indent is None:
+            entry_indent = indent
+        if indent == entry_indent:
+            head, colon, text = stripped.partition(":")
+            # "name (type): text" or "name: text"
+            current = head.split("(")[0].strip() if colon else None
+            if current:
+                found[current] = text.strip()
+        elif current:
+            found[current] = f"{found[current]} {stripped}".strip()
+    return found
+
+
+def _rest_params(lines: list[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    current: str | None = None
+    field_indent = 0
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith(":"):
+            current = None
+            field, colon, text = stripped[1:].partition(":")
+            words = field.split()
+            # ":param name: text" or ":param type name: text"
+            if colon and len(words) >= 2 and words[0] in ("param", "parameter", "arg", "argument"):
+                current = words[-1]
+                found[current] = text.strip()
+                field_indent = _indent(line)
+        elif current and stripped and _indent(line) > field_indent:
+            found[current] = f"{found[current]} {stripped}"
+        elif stripped:
+            current = None
+    return found
+
+
+def _signature(func: Callable[..., Any], name: str) -> inspect.Signature:
+    try:
+        return inspect.signature(func, eval_str=True)
+    except NameError as error:
+        raise TypeError(f"tool {name}: cannot resolve the function's type hints: {error}") from None
+
+
+def _arguments_spec(
+    signature: inspect.Signature, parameter_docs: Mapping[str, str], name: str
+) -> ObjectSpec:
+    fields = []
+    for parameter in signature.parameters.values():
+        if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            raise TypeError(f"tool {name}: *args and **kwargs cannot be described to a model")
+        annotation = (
+            Any if parameter.annotation is inspect.Parameter.empty else parameter.annotation
+        )
+        try:
+            spec = compile_type(annotation)
+        except TypeError as error:
+            raise TypeError(f"tool {name}, parameter {parameter.name}: {error}") from None
+        has_default = parameter.default is not inspect.Parameter.empty
+        fields.append(
+            FieldSpec(
+                parameter.name,
+                spec,
+                required=not has_default,
+                # Annotated[T, "..."] is the more specific description; keep it.
+                description=spec.description or parameter_docs.get(parameter.name),
+                default=json_default(parameter.default) if has_default else INVALID,
+            )
+        )
+    return ObjectSpec(fields)
+
+
+def _malformed_json(text: str, error: json.JSONDecodeError) -> Problem:
+    near = text[max(error.pos - _BEFORE_ERROR, 0) : error.pos + _AFTER_ERROR]
+    return Problem("", f"malformed JSON at position {error.pos} ({error.msg}), near {near!r}")
+
+
+def _jsonable(value: object) -> object:
+    """`json.dumps` fallback: dataclasses as objects, enums as values; TypeError otherwise."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, tuple | set | frozenset):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} has no JSON form")
+
+
+def _render(result: object) -> str:
+    """The observation for a function's return value: text as is, anything else as JSON."""
+    if isinstance(result, str):
+        return result
+    try:
+        return json.dumps(result, ensure_ascii=False, default=_jsonable)
+    except (TypeError, ValueError):
+        return str(result)
+
+
+def _run_coroutine(coroutine: Coroutine[Any, Any, object]) -> object:
+    """Runs an async tool function's coroutine to completion from synchronous code."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    # This thread already runs an event loop, so asyncio.run would refuse: use a fresh thread.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()

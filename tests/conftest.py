@@ -1,0 +1,77 @@
+"""Shared fixtures.
+
+OpenAI backend: `openai_server` runs the loopback OpenAI-compatible server of
+tests/openai_server.py; `make_openai(**overrides)` builds `OpenAI` models pointed at it, with
+waits between retries short enough for tests, and `openai_llm` is one such model.
+`arun(model, coroutine)` runs async work in a new event loop and closes the model's async
+connections before the loop ends, as an async program should.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any, Protocol, TypeVar
+
+import pytest
+
+from chainkit.llms._retry import Backoff
+from chainkit.llms.openai import OpenAI
+from tests.openai_server import TEST_API_KEY, OpenAIServer, server_threads
+
+T = TypeVar("T")
+
+FAST_BACKOFF = Backoff(initial=0.001, maximum=0.005, retry_after_cap=0.01)
+"""Retry waits of a few milliseconds; Retry-After is capped at 10 ms."""
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as server:
+        yield server
+    assert not server_threads(), "the loopback server left threads running"
+
+
+@pytest.fixture
+def make_openai(openai_server: OpenAIServer) -> Iterator[Callable[..., OpenAI]]:
+    made: list[OpenAI] = []
+
+    def make(**overrides: Any) -> OpenAI:
+        settings: dict[str, Any] = {
+            "model": "loopback-model",
+            "base_url": openai_server.base_url,
+            "api_key": TEST_API_KEY,
+            "timeout": 5,
+            "backoff": FAST_BACKOFF,
+            **overrides,
+        }
+        made.append(OpenAI(**settings))
+        return made[-1]
+
+    yield make
+    for llm in made:
+        llm.close()
+
+
+@pytest.fixture
+def openai_llm(make_openai: Callable[..., OpenAI]) -> OpenAI:
+    return make_openai()
+
+
+class _AsyncClosable(Protocol):
+    async def aclose(self) -> None: ...
+
+
+def _arun(model: _AsyncClosable, work: Coroutine[Any, Any, T]) -> T:
+    async def main() -> T:
+        try:
+            return await work
+        finally:
+            await model.aclose()
+
+    return asyncio.run(main())
+
+
+@pytest.fixture
+def arun() -> Callable[[_AsyncClosable, Coroutine[Any, Any, T]], T]:
+    return _arun

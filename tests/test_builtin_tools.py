@@ -1,0 +1,308 @@
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from chainkit.tools import ToolError
+from chainkit.tools.calculator import MAX_DEPTH, MAX_LENGTH, Calculator
+from chainkit.tools.current_time import CurrentTime
+from chainkit.tools.random_number import RandomNumber
+
+# --- Calculator ----------------------------------------------------------------------------
+
+
+def calculate(expression):
+    return Calculator().call(expression)
+
+
+def calculation_error(expression):
+    with pytest.raises(ToolError) as caught:
+        Calculator().call(expression)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("expression", "result"),
+    [
+        ("12*(3+4)", "84"),
+        ("7/2", "3.5"),
+        ("6/2", "3"),
+        ("7//2", "3"),
+        ("-7//2", "-4"),
+        ("7 % 3", "1"),
+        ("2**10", "1024"),
+        ("2**-2", "0.25"),
+        ("-3**2", "-9"),
+        ("+5 - -5", "10"),
+        ("0.1+0.2", "0.30000000000000004"),
+        ("1e3 + 1_000 + 0x10", "2016"),
+        ("2**100", "1267650600228229401496703205376"),
+        ("2.0**60", "1.152921504606847e+18"),
+        ("sqrt(16) + abs(-2)", "6"),
+        ("round(3.14159, 2)", "3.14"),
+        ("round(2.5)", "2"),
+        ("min(3, 1, 2) + max(4, 5)", "6"),
+        ("floor(2.7) + ceil(2.1)", "5"),
+        ("log(e)", "1"),
+        ("log(8, 2)", "3"),
+        ("exp(0)", "1"),
+        ("pi", "3.141592653589793"),
+        ("10**3999 // 10**3998", "10"),
+    ],
+)
+def test_arithmetic(expression, result):
+    assert calculate(expression) == result
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "`12*(3+4)`",
+        '"12*(3+4)"',
+        "'12*(3+4)'",
+        "```\n12*(3+4)\n```",
+        "```python\n12*(3+4)\n```",
+        "12 × (3 + 4)",
+        "12*(3+4) =",
+        "12*(3+4)?",
+        "12*(3+4)？",
+        "12＊（3＋4）",
+        "  12*(3+4)  \n",
+    ],
+)
+def test_model_formatting_is_forgiven(written):
+    assert calculate(written) == "84"
+
+
+def test_other_spellings():
+    assert calculate("2^10") == "1024"
+    assert calculate("84 ÷ 2 − 40") == "2"
+
+
+@pytest.mark.timeout(5)
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "9**9**9",
+        "10**10**10",
+        "(2**1000)**1000",
+        "2**3**4**5",
+        "2**(10**400)",
+        "10**4000",
+        "(-10)**5000",
+        "10**3999 * 10**3999",
+        "(10**2000)**2",
+        "9**(9**9) - 1",
+    ],
+)
+def test_huge_integer_results_are_refused_quickly(expression):
+    assert calculation_error(expression).endswith("the result is too large (over 4000 digits)")
+
+
+@pytest.mark.timeout(5)
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("'9'*100000", 'unexpected character "\'" at position 0 of "\'9\'*100000"'),
+        ("9" * (MAX_LENGTH + 1), f"expression too long: {MAX_LENGTH + 1} characters (limit 1000)"),
+        ("-" * 500 + "1", f"the expression is nested more than {MAX_DEPTH} levels deep"),
+        ("round(5, -10**9)", "round: digits must be an integer from -100 to 100"),
+        ("1.5**100000", "the result is too large"),
+        ("1e308 * 10", "the result is too large"),
+        ("exp(1000)", "the result is too large"),
+        ("(10**3000)**0.5", "the result is too large"),
+        ("10**3000 / 3", "the result is too large"),
+    ],
+)
+def test_other_costly_inputs_are_refused_quickly(expression, message):
+    assert message in calculation_error(expression)
+
+
+def test_the_bounds_leave_room_for_large_exact_results():
+    assert len(calculate("9**4000")) == 3817
+    assert calculate("1**(10**100)") == "1"
+    assert calculate("(-1)**(10**100 + 1)") == "-1"
+    assert calculate("0.5**(10**9)") == "0"
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("1/0", "cannot evaluate '1/0': division by zero"),
+        ("1 // 0", "cannot evaluate '1 // 0': division by zero"),
+        ("5 % 0.0", "cannot evaluate '5 % 0.0': division by zero"),
+        ("0**-1", "cannot evaluate '0**-1': division by zero"),
+        ("sqrt(-1)", "cannot evaluate 'sqrt(-1)': math domain error"),
+        ("(-8)**(1/3)", "cannot evaluate '(-8)**(1/3)': the result is not a real number"),
+        ("", "empty expression: give one such as 12*(3+4)"),
+        ("``", "empty expression: give one such as 12*(3+4)"),
+        ("2 +", "cannot parse '2 +': invalid syntax"),
+        ("1,000 + 1", "write numbers without thousands separators (1000, not 1,000)"),
+        ("x + 1", "unknown name 'x'; known: operators + - * / // % **, pi, e, abs, round"),
+        ("2(3)", "unsupported: '2(3)'"),
+        ("True + 1", "'True' is not a number"),
+        ("not 1", "unsupported: 'not 1'"),
+        ("1 if 2 else 3", "unsupported: '1 if 2 else 3'"),
+        ("1 < 2", "unexpected character '<' at position 2 of '1 < 2'"),
+        ("2j", "unsupported: '2j'"),
+        ("sqrt(1, 2)", "sqrt takes 1 arguments, got 2"),
+        ("log()", "log takes 1 to 2 arguments, got 0"),
+        ("abs.real", "unsupported: 'abs.real'"),
+        ("__import__(1)", "unsupported: '__import__(1)'"),
+        ("a = 1", "unexpected character '=' at position 2 of 'a = 1'"),
+        ("[1][0]", "unexpected character '[' at position 0"),
+    ],
+)
+def test_errors_say_what_was_wrong(expression, message):
+    assert message in calculation_error(expression)
+
+
+def test_calculator_is_named_and_described_for_matching():
+    calculator = Calculator()
+    assert calculator.name == "calculator"
+    for keyword in ("arithmetic", "math", "计算"):
+        assert keyword in calculator.description
+
+
+def test_calculator_async():
+    assert asyncio.run(Calculator().acall("6*7")) == "42"
+
+
+# --- RandomNumber --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "low", "high"),
+    [
+        ("", 1, 100),
+        ("告诉我一个随机数", 1, 100),
+        ("give me a random number", 1, 100),
+        ("1-6", 1, 6),
+        ("1 - 6", 1, 6),
+        ("1 to 6", 1, 6),
+        ("between 1 and 6", 1, 6),
+        ("1到6之间", 1, 6),
+        ("-5 to 5", -5, 5),
+        ("between -10 and -8", -10, -8),
+        ("-10--8", -10, -8),
+        ("6", 1, 6),
+        ("7-7", 7, 7),
+    ],
+)
+def test_random_number_stays_in_the_asked_range(text, low, high):
+    tool = RandomNumber(seed=7)
+    values = {int(tool.call(text)) for _ in range(300)}
+    assert min(values) >= low
+    assert max(values) <= high
+    if high - low < 10:
+        assert values == set(range(low, high + 1))
+    else:
+        assert len(values) > 10
+
+
+def test_random_number_is_repeatable_with_a_seed():
+    def draws(seed):
+        tool = RandomNumber(seed=seed)
+        return [tool.call("1-1000000") for _ in range(5)]
+
+    assert draws(42) == draws(42)
+    assert draws(42) != draws(43)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("100-1", "invalid range 100 to 1: the lower bound is above the upper"),
+        ("1-2-3", "expected a range such as \"1-100\", got 3 numbers in '1-2-3'"),
+        ("1.5 to 3", "the range must be whole numbers, got '1.5 to 3'"),
+        ("1 to " + "9" * 19, "range bounds must be within ±10^18"),
+        ("0", "invalid range 1 to 0: the lower bound is above the upper"),
+    ],
+)
+def test_random_number_bad_ranges(text, message):
+    with pytest.raises(ToolError) as caught:
+        RandomNumber().call(text)
+    assert str(caught.value).startswith(message)
+
+
+def test_random_number_is_named_and_described_for_matching():
+    tool = RandomNumber()
+    assert tool.name == "random_number"
+    assert "随机数" in tool.description
+    assert "random number" in tool.description
+
+
+# --- CurrentTime ---------------------------------------------------------------------------
+
+FIXED = datetime(2025, 3, 14, 7, 9, 26, 123456, tzinfo=UTC)  # a Friday
+
+
+def fixed_time(text):
+    return CurrentTime(clock=lambda: FIXED).call(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("UTC", "2025-03-14T07:09:26+00:00 Friday (UTC)"),
+        ("utc", "2025-03-14T07:09:26+00:00 Friday (UTC)"),
+        ("Asia/Shanghai", "2025-03-14T15:09:26+08:00 Friday (Asia/Shanghai)"),
+        ('"Asia/Shanghai"', "2025-03-14T15:09:26+08:00 Friday (Asia/Shanghai)"),
+        ("America/Los_Angeles", "2025-03-14T00:09:26-07:00 Friday (America/Los_Angeles)"),
+        ("Pacific/Kiritimati", "2025-03-14T21:09:26+14:00 Friday (Pacific/Kiritimati)"),
+        ("Pacific/Pago_Pago", "2025-03-13T20:09:26-11:00 Thursday (Pacific/Pago_Pago)"),
+        ("Japan", "2025-03-14T16:09:26+09:00 Friday (Japan)"),
+        ("UTC+8", "2025-03-14T15:09:26+08:00 Friday (UTC+08:00)"),
+        ("GMT-05:30", "2025-03-14T01:39:26-05:30 Friday (UTC-05:30)"),
+        ("+0545", "2025-03-14T12:54:26+05:45 Friday (UTC+05:45)"),
+    ],
+)
+def test_current_time_in_a_zone(text, expected):
+    assert fixed_time(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "  ", "now", "现在几点了?", "what time is it?", "today"])
+def test_current_time_is_local_for_text_that_names_no_zone(text):
+    local = FIXED.astimezone()
+    expected_start = local.isoformat(timespec="seconds")
+    assert fixed_time(text).startswith(expected_start + " ")
+    assert fixed_time(text).endswith(" (local time)")
+
+
+def test_current_time_takes_a_naive_clock_as_local():
+    naive = datetime(2025, 1, 1, 12, 0, 0)
+    shown = CurrentTime(clock=lambda: naive).call("")
+    assert shown.startswith("2025-01-01T12:00:00")
+    assert shown.endswith(" Wednesday (local time)")
+
+
+def test_current_time_default_clock_is_now():
+    before = datetime.now().astimezone().replace(microsecond=0)
+    shown = CurrentTime().call("UTC")
+    shown_time = datetime.fromisoformat(shown.split(" ")[0])
+    assert shown_time.utcoffset() == timedelta(0)
+    assert before - timedelta(seconds=1) <= shown_time <= datetime.now(UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("Mars/Olympus_Mons", "unknown time zone 'Mars/Olympus_Mons'"),
+        ("Asia/Shangai", "unknown time zone 'Asia/Shangai'"),
+        ("XYZ", "unknown time zone 'XYZ'"),
+        ("../../etc/passwd", "unknown time zone '../../etc/passwd'"),
+        ("UTC+15", "time zone offset 'UTC+15' is out of range (at most ±14:00)"),
+        ("+08:75", "time zone offset '+08:75' is out of range"),
+    ],
+)
+def test_current_time_unknown_zone(text, message):
+    with pytest.raises(ToolError) as caught:
+        fixed_time(text)
+    assert str(caught.value).startswith(message)
+
+
+def test_current_time_is_named_and_described_for_matching():
+    tool = CurrentTime()
+    assert tool.name == "current_time"
+    for keyword in ("时间", "几点", "日期", "time", "date", "now"):
+        assert keyword in tool.description

@@ -1,0 +1,159 @@
+import io
+import logging
+
+import pytest
+
+from chainkit import callbacks
+from chainkit.callbacks import CombiningHandler, Handler, LogHandler, guard
+from chainkit.schema import AgentAction, AgentFinish, FunctionCall, Message, ToolCall
+
+HANDLER_METHODS = [
+    "handle_text",
+    "handle_llm_start",
+    "handle_llm_end",
+    "handle_llm_error",
+    "handle_chain_start",
+    "handle_chain_end",
+    "handle_chain_error",
+    "handle_tool_start",
+    "handle_tool_end",
+    "handle_tool_error",
+    "handle_agent_action",
+    "handle_agent_finish",
+    "handle_retriever_start",
+    "handle_retriever_end",
+    "handle_streaming_func",
+    "handle_retry",
+]
+
+
+class Recorder(Handler):
+    def __init__(self):
+        self.events = []
+
+    def handle_text(self, text):
+        self.events.append(("text", text))
+
+    def handle_tool_start(self, tool, input):
+        self.events.append(("tool_start", tool, input))
+
+
+class Broken(Handler):
+    def handle_text(self, text):
+        raise RuntimeError("handler bug")
+
+
+class StrictBroken(Broken):
+    raise_error = True
+
+
+def test_handler_has_every_event_as_a_noop():
+    handler = Handler()
+    for name in HANDLER_METHODS:
+        assert callable(getattr(handler, name))
+    handler.handle_retry(1, RuntimeError("x"), 0.5)  # no-op, no error
+
+
+def test_combining_handler_fans_out_in_order():
+    a, b = Recorder(), Recorder()
+    combined = CombiningHandler([a, b])
+    combined.handle_text("hello")
+    combined.handle_tool_start("calc", "1+1")
+    assert a.events == b.events == [("text", "hello"), ("tool_start", "calc", "1+1")]
+
+
+@pytest.mark.parametrize("name", HANDLER_METHODS)
+def test_combining_handler_forwards_every_event(name):
+    seen = []
+
+    class Spy(Handler):
+        pass
+
+    spy = Spy()
+    setattr(spy, name, lambda *args: seen.append(args))
+    args = {
+        "handle_llm_start": ([], {}),
+        "handle_chain_start": ("c", {}),
+        "handle_chain_end": ("c", {}),
+        "handle_chain_error": ("c", RuntimeError()),
+        "handle_tool_start": ("t", "i"),
+        "handle_tool_end": ("t", "o"),
+        "handle_tool_error": ("t", RuntimeError()),
+        "handle_retriever_end": ("q", []),
+        "handle_retry": (1, RuntimeError(), 0.1),
+    }.get(name, ("x",))
+    getattr(CombiningHandler([spy]), name)(*args)
+    assert seen == [args]
+
+
+def test_failing_handler_is_logged_and_skipped(caplog):
+    after = Recorder()
+    with caplog.at_level(logging.ERROR, logger="chainkit"):
+        CombiningHandler([Broken(), after]).handle_text("go on")
+    assert after.events == [("text", "go on")]
+    assert "handle_text of Broken failed" in caplog.text
+    assert "handler bug" in caplog.text
+
+
+def test_failing_handler_with_raise_error_propagates():
+    with pytest.raises(RuntimeError, match="handler bug"):
+        CombiningHandler([StrictBroken()]).handle_text("x")
+
+
+def test_guard_returns_none_without_handlers_and_flattens():
+    assert guard() is None and guard(None, None) is None
+    a, b = Recorder(), Recorder()
+    combined = guard(CombiningHandler([a]), b)
+    assert isinstance(combined, CombiningHandler) and combined.handlers == [a, b]
+
+
+def test_log_handler_writes_one_line_per_event():
+    out = io.StringIO()
+    log = LogHandler(out)
+    log.handle_chain_start("Executor", {"input": "告诉我一个随机数"})
+    log.handle_llm_start([Message.user("Question: x\nThought:")], {"stop": ["\nObservation:"]})
+    log.handle_llm_end(Message.assistant("Action: calc\nAction Input: 1+1"))
+    log.handle_agent_action(AgentAction("calc", "1+1", "log"))
+    log.handle_tool_start("calc", "1+1")
+    log.handle_tool_end("calc", "2")
+    log.handle_tool_error("calc", ValueError("bad"))
+    log.handle_agent_finish(AgentFinish({"output": "2"}))
+    log.handle_retry(2, RuntimeError("503"), 0.25)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 9
+    assert "告诉我一个随机数" in lines[0]
+    assert "Question: x\\nThought:" in lines[1]  # what went into the model, on one line
+    assert "Action: calc" in lines[2]  # what it chose
+    assert "output='2'" in lines[5]  # what the tool returned
+    assert "ValueError: bad" in lines[6]
+    assert "attempt 2" in lines[8] and "0.25s" in lines[8]
+
+
+def test_log_handler_shows_tool_calls_and_cuts_long_text():
+    out = io.StringIO()
+    log = LogHandler(out, max_chars=60)
+    call = ToolCall("c1", FunctionCall("get_weather", '{"city":"北京"}'))
+    log.handle_llm_end(Message.assistant("", [call]))
+    log.handle_text("x" * 200)
+    first, second = out.getvalue().splitlines()
+    assert "get_weather" in first
+    assert second.endswith("(140 more chars)") and len(second) < 120
+
+
+def test_log_handler_never_prints_api_key(monkeypatch):
+    key = "sk-test-abcdefghijklmnopqrstuvwxyz0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    out = io.StringIO()
+    log = LogHandler(out)
+    log.handle_llm_error(RuntimeError(f"401 for key {key}"))
+    log.handle_text("Authorization: Bearer some-other-token-value")
+    log.handle_text("leaked sk-proj-ZZZZZZZZZZZZZZZZZZZZ in text")
+    text = out.getvalue()
+    assert key not in text and key[10:] not in text
+    assert "some-other-token-value" not in text
+    assert "ZZZZZZZZZZZZZZZZ" not in text
+    assert repr(log).startswith("LogHandler(")
+
+
+def test_public_names():
+    assert callbacks.Handler is Handler and callbacks.LogHandler is LogHandler

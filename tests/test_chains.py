@@ -1,0 +1,270 @@
+import asyncio
+import threading
+import time
+
+import pytest
+
+from chainkit import chains
+from chainkit.callbacks import Handler
+from chainkit.chains import (
+    Chain,
+    ChainWiringError,
+    LLMChain,
+    MissingInputKeysError,
+    MissingOutputKeysError,
+    OutputNotStringError,
+    SequentialChain,
+    SimpleSequentialChain,
+    SingleKeyError,
+)
+from chainkit.llms import FakeLLM
+from chainkit.memory import ConversationBuffer
+from chainkit.prompts import ChatPromptTemplate, MessagesPlaceholder, PromptTemplate
+from chainkit.schema import Message
+
+
+class Events(Handler):
+    def __init__(self):
+        self.events = []
+
+    def handle_chain_start(self, chain, inputs):
+        self.events.append(("chain_start", chain, dict(inputs)))
+
+    def handle_chain_end(self, chain, outputs):
+        self.events.append(("chain_end", chain, dict(outputs)))
+
+    def handle_chain_error(self, chain, error):
+        self.events.append(("chain_error", chain, type(error).__name__))
+
+    def handle_llm_start(self, messages, options):
+        self.events.append(("llm_start",))
+
+    def handle_llm_end(self, message):
+        self.events.append(("llm_end", message.content))
+
+
+class Echo(Chain):
+    """Upper-cases `text`; fails on "boom"; sleeps on "slow" to test ordering."""
+
+    def __init__(self, output_key="out", outputs=None):
+        self.output_key = output_key
+        self.outputs = outputs
+
+    @property
+    def input_keys(self):
+        return ["text"]
+
+    @property
+    def output_keys(self):
+        return [self.output_key]
+
+    def call(self, inputs, **options):
+        if inputs["text"] == "boom":
+            raise RuntimeError("boom failed")
+        if inputs["text"] == "slow":
+            time.sleep(0.05)
+        if self.outputs is not None:
+            return self.outputs
+        return {self.output_key: inputs["text"].upper()}
+
+
+def llm_chain(responses, template="Tell me about {topic}", **kwargs):
+    fake = FakeLLM(responses)
+    return LLMChain(PromptTemplate.from_template(template), fake, **kwargs), fake
+
+
+def test_llm_chain_formats_prompt_and_returns_text():
+    chain, fake = llm_chain(["Cats purr."])
+    assert chains.call(chain, {"topic": "cats"}) == {"text": "Cats purr."}
+    assert fake.calls[0].messages == [Message.user("Tell me about cats")]
+    assert chain.input_keys == ["topic"] and chain.output_keys == ["text"]
+
+
+def test_every_call_option_reaches_the_model():
+    chain, fake = llm_chain(["a", "b"])
+    chunks: list[str] = []
+    options = dict(temperature=0.1, max_tokens=7, top_p=0.9, seed=42, model="m-1")
+    chains.run(chain, "x", stop_words=["\nEND"], streaming_func=chunks.append, **options)
+    recorded = fake.calls[0].options
+    assert recorded["stop"] == ["\nEND"]
+    assert {k: recorded[k] for k in options} == options
+    assert "".join(chunks) == "a"
+    chains.run(chain, "y", frequency_penalty=0.5)  # an option chainkit has no name for
+    assert fake.calls[1].options["frequency_penalty"] == 0.5
+
+
+def test_missing_input_key_is_named():
+    chain, _ = llm_chain(["x"], template="{a} and {b}")
+    with pytest.raises(MissingInputKeysError, match=r"missing input key\(s\) \['b'\]") as info:
+        chains.call(chain, {"a": 1})
+    assert info.value.keys == ["b"]
+
+
+def test_missing_output_key_is_named():
+    with pytest.raises(MissingOutputKeysError, match=r"\['out'\]; it produced \['other'\]"):
+        chains.call(Echo(outputs={"other": 1}), {"text": "x"})
+
+
+def test_run_needs_one_input_and_string_output():
+    chain, _ = llm_chain(["x"], template="{a} {b}")
+    with pytest.raises(SingleKeyError, match=r"exactly one input key; LLMChain has \['a', 'b'\]"):
+        chains.run(chain, "x")
+    with pytest.raises(OutputNotStringError, match="returned int under 'out'"):
+        chains.run(Echo(outputs={"out": 3}), "x")
+    assert chains.run(Echo(), "abc") == "ABC"
+    two_outputs = type("Two", (Echo,), {"output_keys": property(lambda self: ["out", "x"])})
+    with pytest.raises(SingleKeyError, match=r"exactly one output key; Two has \['out', 'x'\]"):
+        chains.predict(two_outputs(outputs={"out": "a", "x": "b"}), {"text": "a"})
+
+
+def test_predict_with_several_inputs():
+    chain, _ = llm_chain(["ok"], template="{a} {b}")
+    assert chains.predict(chain, {"a": 1, "b": 2}) == "ok"
+
+
+def test_output_parser_applied():
+    class Words:
+        def parse(self, text):
+            return text.split()
+
+    chain, _ = llm_chain(["a b c"], output_parser=Words())
+    assert chains.call(chain, {"topic": "x"}) == {"text": ["a", "b", "c"]}
+
+
+def test_chat_prompt_with_memory_messages():
+    memory = ConversationBuffer(return_messages=True)
+    prompt = ChatPromptTemplate(
+        [("system", "You are terse."), MessagesPlaceholder("history"), ("user", "{input}")]
+    )
+    fake = FakeLLM(["Hello!", "You said hi."])
+    chain = LLMChain(prompt, fake, memory=memory)
+    assert chains.run(chain, "hi") == "Hello!"
+    assert chains.run(chain, "what did I say?") == "You said hi."
+    assert fake.calls[1].messages == [
+        Message.system("You are terse."),
+        Message.user("hi"),
+        Message.assistant("Hello!"),
+        Message.user("what did I say?"),
+    ]
+
+
+def test_text_memory_is_merged_and_saved():
+    memory = ConversationBuffer()
+    chain, fake = llm_chain(["A1", "A2"], template="{history}\nHuman: {input}", memory=memory)
+    chains.run(chain, "Q1")
+    chains.run(chain, "Q2")
+    assert fake.calls[1].messages[0].content == "Human: Q1\nAI: A1\nHuman: Q2"
+    assert memory.buffer_text().endswith("Human: Q2\nAI: A2")
+
+
+def test_chain_callbacks_start_end_error():
+    events = Events()
+    chain, _ = llm_chain(["fine"], callbacks_handler=events)
+    chains.call(chain, {"topic": "t"})
+    assert events.events == [
+        ("chain_start", "LLMChain", {"topic": "t"}),
+        ("llm_start",),
+        ("llm_end", "fine"),
+        ("chain_end", "LLMChain", {"text": "fine"}),
+    ]
+    failing = Echo()
+    failing.callbacks_handler = events
+    with pytest.raises(RuntimeError, match="boom failed"):
+        chains.call(failing, {"text": "boom"})
+    assert events.events[-1] == ("chain_error", "Echo", "RuntimeError")
+
+
+def test_broken_callback_does_not_break_the_chain():
+    class Broken(Handler):
+        def handle_chain_start(self, chain, inputs):
+            raise ValueError("bug in handler")
+
+    chain, _ = llm_chain(["still fine"], callbacks_handler=Broken())
+    assert chains.run(chain, "x") == "still fine"
+
+
+def test_apply_keeps_order_and_runs_concurrently():
+    seen_threads = set()
+
+    class Tracking(Echo):
+        def call(self, inputs, **options):
+            seen_threads.add(threading.get_ident())
+            return super().call(inputs, **options)
+
+    inputs = [{"text": t} for t in ["slow", "b", "slow", "d"]]
+    assert chains.apply(Tracking(), inputs, max_workers=4) == [
+        {"out": "SLOW"},
+        {"out": "B"},
+        {"out": "SLOW"},
+        {"out": "D"},
+    ]
+    assert len(seen_threads) > 1
+
+
+def test_apply_raises_first_error_in_input_order():
+    class Fails(Echo):
+        def call(self, inputs, **options):
+            if inputs["text"].startswith("bad"):
+                if inputs["text"] == "bad1":
+                    time.sleep(0.05)
+                raise RuntimeError(inputs["text"])
+            return super().call(inputs, **options)
+
+    with pytest.raises(RuntimeError, match="bad1"):
+        chains.apply(Fails(), [{"text": "ok"}, {"text": "bad1"}, {"text": "bad2"}])
+    results = chains.batch(Fails(), [{"text": "ok"}, {"text": "bad2"}], return_exceptions=True)
+    assert results[0] == {"out": "OK"} and str(results[1]) == "bad2"
+
+
+def test_async_twins():
+    chain, fake = llm_chain(["r1", "r2", "r3", "r4", "r5"])
+    assert asyncio.run(chains.arun(chain, "a", seed=3)) == "r1"
+    assert fake.calls[0].options["seed"] == 3
+    assert asyncio.run(chains.acall(chain, {"topic": "b"})) == {"text": "r2"}
+    assert asyncio.run(chains.apredict(chain, {"topic": "c"})) == "r3"
+    out = asyncio.run(chains.aapply(chain, [{"topic": "d"}, {"topic": "e"}], max_workers=1))
+    assert out == [{"text": "r4"}, {"text": "r5"}]
+    with pytest.raises(RuntimeError, match="boom failed"):
+        asyncio.run(chains.aapply(Echo(), [{"text": "x"}, {"text": "boom"}]))
+    results = asyncio.run(chains.abatch(Echo(), [{"text": "boom"}], return_exceptions=True))
+    assert isinstance(results[0], RuntimeError)
+
+
+def test_default_acall_runs_sync_call():
+    assert asyncio.run(chains.arun(Echo(), "abc")) == "ABC"
+
+
+def test_sequential_chain_flows_keys():
+    first, fake1 = llm_chain(["synopsis!"], template="Write about {title}", output_key="synopsis")
+    second, fake2 = llm_chain(["review!"], template="Review: {synopsis}", output_key="review")
+    seq = SequentialChain([first, second], input_variables=["title"], output_variables=["synopsis", "review"])
+    assert chains.call(seq, {"title": "Dune"}) == {"synopsis": "synopsis!", "review": "review!"}
+    assert fake2.calls[0].messages[0].content == "Review: synopsis!"
+
+
+def test_sequential_chain_checks_wiring_at_construction():
+    first, _ = llm_chain([], template="{title}", output_key="synopsis")
+    needs_missing, _ = llm_chain([], template="{synopsis} {era}", output_key="review")
+    with pytest.raises(ChainWiringError, match=r"chain 1 \(LLMChain\) needs \['era'\]"):
+        SequentialChain([first, needs_missing], input_variables=["title"])
+    overwrites, _ = llm_chain([], template="{synopsis}", output_key="title")
+    with pytest.raises(ChainWiringError, match=r"overwrite existing key\(s\) \['title'\]"):
+        SequentialChain([first, overwrites], input_variables=["title"])
+    with pytest.raises(ChainWiringError, match=r"output variables \['nope'\]"):
+        SequentialChain([first], input_variables=["title"], output_variables=["nope"])
+    with pytest.raises(ChainWiringError, match="at least one chain"):
+        SequentialChain([], input_variables=[])
+
+
+def test_simple_sequential_chain_and_async():
+    a, _ = llm_chain(["step one"], template="{x}")
+    b, fake_b = llm_chain(["step two"], template="then {y}")
+    simple = SimpleSequentialChain([a, b])
+    assert chains.run(simple, "go") == "step two"
+    assert fake_b.calls[0].messages[0].content == "then step one"
+    with pytest.raises(ChainWiringError, match="one input and one output key"):
+        SimpleSequentialChain([llm_chain([], template="{p}{q}")[0]])
+    c, _ = llm_chain(["s1"], template="{x}", output_key="s")
+    d, _ = llm_chain(["s2"], template="{s}", output_key="t")
+    seq = SequentialChain([c, d], input_variables=["x"])
+    assert asyncio.run(chains.acall(seq, {"x": "1"})) == {"t": "s2"}

@@ -1,0 +1,370 @@
+import asyncio
+import io
+import time
+
+import pytest
+
+from chainkit import agents, callbacks, chains, tools
+from chainkit.agents import (
+    Executor,
+    NoReturnError,
+    NotFinishedError,
+    OneShotAgent,
+    OutputParserError,
+    ParserErrorHandler,
+)
+from chainkit.callbacks import Handler
+from chainkit.llms import FakeLLM
+from chainkit.memory import ConversationBuffer
+from chainkit.schema import AgentFinish, AgentStep
+
+
+class Echo(tools.Tool):
+    name = "echo"
+    description = "repeats its input"
+
+    def __init__(self):
+        self.inputs = []
+
+    def call(self, input):
+        self.inputs.append(input)
+        return f"echo: {input}"
+
+
+class Failing(tools.Tool):
+    name = "failing"
+    description = "always fails"
+
+    def __init__(self, error):
+        self.error = error
+
+    def call(self, input):
+        raise self.error
+
+
+class Direct(tools.Tool):
+    name = "direct"
+    description = "answers directly"
+    return_direct = True
+
+    def call(self, input):
+        return f"direct answer for {input}"
+
+
+class Events(Handler):
+    def __init__(self):
+        self.events = []
+
+    def handle_llm_start(self, messages, options):
+        self.events.append("llm_start")
+
+    def handle_llm_end(self, message):
+        self.events.append("llm_end")
+
+    def handle_agent_action(self, action):
+        self.events.append(f"action:{action.tool}:{action.tool_input}")
+
+    def handle_agent_finish(self, finish):
+        self.events.append(f"finish:{finish.return_values['output']}")
+
+    def handle_tool_start(self, tool, input):
+        self.events.append(f"tool_start:{tool}:{input}")
+
+    def handle_tool_end(self, tool, output):
+        self.events.append(f"tool_end:{tool}:{output}")
+
+    def handle_tool_error(self, tool, error):
+        self.events.append(f"tool_error:{tool}:{error}")
+
+    def handle_chain_start(self, chain, inputs):
+        self.events.append(f"chain_start:{chain}")
+
+    def handle_chain_end(self, chain, outputs):
+        self.events.append(f"chain_end:{chain}")
+
+
+def act(tool, tool_input, thought="I should act"):
+    return f" {thought}\nAction: {tool}\nAction Input: {tool_input}"
+
+
+def final(answer):
+    return f" I now know the final answer\nFinal Answer: {answer}"
+
+
+def run_agent(responses, tool_list=None, **executor_options):
+    fake = FakeLLM(responses)
+    agent = OneShotAgent(fake, tool_list or [Echo()])
+    return Executor(agent, **executor_options), fake
+
+
+def test_plan_act_loop_and_scratchpad():
+    echo = Echo()
+    executor, fake = run_agent([act("echo", "hello"), final("done")], [echo])
+    assert chains.run(executor, "say hello") == "done"
+    assert echo.inputs == ["hello"]
+    second_prompt = fake.calls[1].messages[0].content
+    assert second_prompt.endswith(
+        "Question: say hello\nThought:" + act("echo", "hello") + "\nObservation: echo: hello\nThought:"
+    )
+
+
+def test_default_stop_words_and_caller_stop_words_replace_them():
+    executor, fake = run_agent([final("a")])
+    chains.run(executor, "q")
+    assert list(fake.calls[0].options["stop"]) == ["\nObservation:", "\n\tObservation:"]
+    executor, fake = run_agent([final("a")])
+    chains.run(executor, "q", stop_words=["\nSTOP"])
+    assert fake.calls[0].options["stop"] == ["\nSTOP"]
+
+
+def test_call_options_reach_the_model_through_the_executor():
+    executor, fake = run_agent([act("echo", "x"), final("a")])
+    chunks: list[str] = []
+    chains.run(executor, "q", temperature=0, max_tokens=50, seed=7, streaming_func=chunks.append)
+    for call in fake.calls:
+        assert (call.options["temperature"], call.options["max_tokens"], call.options["seed"]) == (
+            0,
+            50,
+            7,
+        )
+    assert "".join(chunks) == act("echo", "x") + final("a")
+
+
+def test_parse_error_raised_without_handler():
+    executor, _ = run_agent(["I am rambling with no action"])
+    with pytest.raises(OutputParserError) as info:
+        chains.run(executor, "q")
+    assert info.value.llm_output == "I am rambling with no action"
+    assert "Missing 'Action:'" in info.value.observation
+
+
+def test_parse_error_goes_back_to_the_model_with_handler():
+    executor, fake = run_agent(
+        ["no format here", final("recovered")], error_handler=ParserErrorHandler()
+    )
+    outputs = chains.call(executor, {"input": "q"})
+    assert outputs == {"output": "recovered"}
+    second_prompt = fake.calls[1].messages[0].content
+    assert "no format here\nObservation: Invalid Format: Missing 'Action:' after 'Thought:'" in (
+        second_prompt
+    )
+
+
+def test_parse_error_formatter():
+    handler = ParserErrorHandler(formatter=lambda text: f"Please fix: {text}")
+    executor, fake = run_agent(["oops", final("ok")], error_handler=handler)
+    chains.run(executor, "q")
+    assert "Observation: Please fix: Invalid Format" in fake.calls[1].messages[0].content
+
+
+def test_unknown_tool_observation_and_case_insensitive_lookup():
+    echo = Echo()
+    executor, fake = run_agent(
+        [act("search", "x"), act("ECHO", "found"), final("ok")],
+        [echo, Direct()],
+        return_intermediate_steps=True,
+    )
+    outputs = chains.call(executor, {"input": "q"})
+    steps = outputs["intermediate_steps"]
+    assert steps[0].observation == "search is not a valid tool, try one of [echo, direct]."
+    assert steps[1].observation == "echo: found" and echo.inputs == ["found"]
+
+
+def test_callbacks_fire_for_llm_agent_and_tools():
+    events = Events()
+    executor, _ = run_agent([act("echo", "x"), final("ok")], callbacks_handler=events)
+    chains.run(executor, "q")
+    assert events.events == [
+        "chain_start:Executor",
+        "llm_start",
+        "llm_end",
+        "action:echo:x",
+        "tool_start:echo:x",
+        "tool_end:echo:echo: x",
+        "llm_start",
+        "llm_end",
+        "finish:ok",
+        "chain_end:Executor",
+    ]
+
+
+def test_agent_own_handler_also_sees_llm_events():
+    own, outer = Events(), Events()
+    fake = FakeLLM([final("ok")])
+    agent = OneShotAgent(fake, [Echo()], callbacks_handler=own)
+    chains.run(Executor(agent, callbacks_handler=outer), "q")
+    assert own.events == ["llm_start", "llm_end"]
+    assert "llm_start" in outer.events
+
+
+def test_max_iterations_force_raises_with_steps():
+    executor, _ = run_agent([act("echo", str(i)) for i in range(3)], max_iterations=3)
+    with pytest.raises(NotFinishedError, match="max_iterations=3") as info:
+        chains.run(executor, "q")
+    assert [s.observation for s in info.value.steps] == ["echo: 0", "echo: 1", "echo: 2"]
+
+
+def test_max_iterations_generate_asks_for_final_answer():
+    executor, fake = run_agent(
+        [act("echo", "1"), act("echo", "2"), "the best answer is 2"],
+        max_iterations=2,
+        early_stopping_method="generate",
+    )
+    assert chains.run(executor, "q") == "the best answer is 2"
+    assert len(fake.calls) == 3
+    assert "I must now give my final answer" in fake.calls[2].messages[0].content
+    executor, _ = run_agent(
+        [act("echo", "1"), final("parsed final")], max_iterations=1, early_stopping_method="generate"
+    )
+    assert chains.run(executor, "q") == "parsed final"
+
+
+def test_max_execution_time():
+    class Slow(Echo):
+        def call(self, input):
+            time.sleep(0.05)
+            return super().call(input)
+
+    executor, fake = run_agent(
+        [act("echo", str(i)) for i in range(10)],
+        [Slow()],
+        max_iterations=None,
+        max_execution_time=0.01,
+    )
+    with pytest.raises(NotFinishedError, match="max_execution_time") as info:
+        chains.run(executor, "q")
+    assert len(info.value.steps) == 1 and len(fake.calls) == 1
+
+
+def test_return_intermediate_steps():
+    executor, _ = run_agent([act("echo", "a"), final("ok")], return_intermediate_steps=True)
+    outputs = chains.call(executor, {"input": "q"})
+    assert outputs["output"] == "ok"
+    [step] = outputs["intermediate_steps"]
+    assert isinstance(step, AgentStep)
+    assert (step.action.tool, step.action.tool_input, step.observation) == ("echo", "a", "echo: a")
+    assert executor.output_keys == ["output", "intermediate_steps"]
+
+
+def test_return_direct_ends_the_run():
+    executor, fake = run_agent([act("direct", "x")], [Echo(), Direct()])
+    assert chains.run(executor, "q") == "direct answer for x"
+    assert len(fake.calls) == 1
+
+
+def test_tool_error_becomes_observation():
+    tool = Failing(tools.ToolError("city not found"))
+    events = Events()
+    executor, fake = run_agent(
+        [act("failing", "x"), final("sorry")], [tool], callbacks_handler=events
+    )
+    assert chains.run(executor, "q") == "sorry"
+    assert "Observation: city not found\n" in fake.calls[1].messages[0].content
+    assert "tool_error:failing:city not found" in events.events
+
+
+def test_other_tool_exceptions_propagate_unless_handled():
+    executor, _ = run_agent([act("failing", "x")], [Failing(KeyError("k"))])
+    with pytest.raises(KeyError):
+        chains.run(executor, "q")
+    executor, fake = run_agent(
+        [act("failing", "x"), final("ok")],
+        [Failing(RuntimeError("disk full"))],
+        handle_tool_errors=True,
+    )
+    assert chains.run(executor, "q") == "ok"
+    assert "Observation: Tool error: disk full\n" in fake.calls[1].messages[0].content
+
+
+def test_no_return_from_agent():
+    class Empty(OneShotAgent):
+        def plan(self, steps, inputs, **options):
+            return []
+
+    with pytest.raises(NoReturnError):
+        chains.run(Executor(Empty(FakeLLM([]), [Echo()])), "q")
+
+
+def test_memory_on_executor():
+    memory = ConversationBuffer()
+    fake = FakeLLM([final("first"), final("second")])
+    prompt_suffix = "History:\n{history}\n\nQuestion: {input}\nThought:{agent_scratchpad}"
+    agent = OneShotAgent(fake, [Echo()], suffix=prompt_suffix)
+    executor = Executor(agent, memory=memory)
+    chains.run(executor, "one")
+    chains.run(executor, "two")
+    assert "History:\nHuman: one\nAI: first\n\nQuestion: two" in fake.calls[1].messages[0].content
+
+
+def test_async_run_uses_tool_acall():
+    class AsyncEcho(Echo):
+        async def acall(self, input):
+            await asyncio.sleep(0)
+            self.inputs.append(f"async:{input}")
+            return f"async echo: {input}"
+
+        def call(self, input):
+            raise AssertionError("sync call used in async run")
+
+    tool = AsyncEcho()
+    events = Events()
+    executor, fake = run_agent(
+        [act("echo", "x"), final("ok")], [tool], callbacks_handler=events
+    )
+    assert asyncio.run(chains.arun(executor, "q")) == "ok"
+    assert tool.inputs == ["async:x"]
+    assert "tool_end:echo:async echo: x" in events.events
+    outputs = asyncio.run(chains.acall(run_agent([final("z")])[0], {"input": "q"}))
+    assert outputs == {"output": "z"}
+
+
+def test_async_limits_and_errors_match_sync():
+    executor, _ = run_agent([act("echo", "1")], max_iterations=1)
+    with pytest.raises(NotFinishedError):
+        asyncio.run(chains.arun(executor, "q"))
+    executor, fake = run_agent(
+        ["bad", act("failing", "x"), final("ok")],
+        [Failing(tools.ToolError("nope"))],
+        error_handler=ParserErrorHandler(),
+    )
+    assert asyncio.run(chains.arun(executor, "q")) == "ok"
+    assert "Observation: nope\n" in fake.calls[2].messages[0].content
+    executor, _ = run_agent(
+        [act("e", "1"), "final"], max_iterations=1, early_stopping_method="generate"
+    )
+    assert asyncio.run(chains.arun(executor, "q")) == "final"
+
+
+def test_executor_validates_options():
+    agent = OneShotAgent(FakeLLM([]), [Echo()])
+    with pytest.raises(ValueError, match="early_stopping_method"):
+        Executor(agent, early_stopping_method="stop")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_iterations"):
+        Executor(agent, max_iterations=0)
+
+
+def test_log_handler_trace_of_a_run():
+    out = io.StringIO()
+    executor, _ = run_agent(
+        [act("echo", "x"), final("ok")], callbacks_handler=callbacks.LogHandler(out)
+    )
+    chains.run(executor, "q")
+    trace = out.getvalue()
+    assert "llm start: user: Answer the following questions" in trace
+    assert "agent action: tool='echo' input='x'" in trace
+    assert "tool end: echo output='echo: x'" in trace
+    assert "agent finish: {'output': 'ok'}" in trace
+
+
+def test_finish_callback_value_type():
+    events = Events()
+    executor, _ = run_agent([final("42")], callbacks_handler=events)
+    chains.run(executor, "q")
+    assert events.events[-2] == "finish:42"
+    assert isinstance(AgentFinish({"output": "x"}), AgentFinish)
+
+
+def test_public_names():
+    for name in ["OneShotAgent", "Executor", "ParserErrorHandler", "parse_mrkl_output",
+                 "OutputParserError", "NotFinishedError", "ToolCallingAgent"]:
+        assert hasattr(agents, name), name

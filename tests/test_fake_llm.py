@@ -1,0 +1,98 @@
+import asyncio
+
+import pytest
+
+from chainkit import llms
+from chainkit.callbacks import Handler
+from chainkit.llms import FakeLLM, FakeLLMExhaustedError
+from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
+
+
+class Events(Handler):
+    def __init__(self):
+        self.events = []
+
+    def handle_llm_start(self, messages, options):
+        self.events.append(("start", [m.content for m in messages], dict(options)))
+
+    def handle_llm_end(self, message):
+        self.events.append(("end", message.content))
+
+    def handle_llm_error(self, error):
+        self.events.append(("error", type(error).__name__))
+
+    def handle_streaming_func(self, chunk):
+        self.events.append(("chunk", chunk))
+
+
+def test_returns_responses_in_order_and_records_calls():
+    call = ToolCall("c1", FunctionCall("f", "{}"))
+    fake = FakeLLM(["one", Message.assistant("", [call])])
+    info = ToolInfo("f", "does f")
+    first = fake.generate([Message.user("a")], stop=["\nObservation:"], temperature=0.2)
+    second = fake.generate([Message.user("b")], tools=[info])
+    assert first.content == "one" and first.role == "assistant"
+    assert second.tool_calls == [call]
+    assert [c.messages[0].content for c in fake.calls] == ["a", "b"]
+    assert fake.calls[0].options["stop"] == ["\nObservation:"]
+    assert fake.calls[0].options["temperature"] == 0.2
+    assert fake.calls[1].options["tools"] == [info]
+
+
+def test_streams_in_small_chunks():
+    chunks: list[str] = []
+    reply = FakeLLM(["Final Answer: 1024"], chunk_size=4).generate(
+        [Message.user("q")], streaming_func=chunks.append
+    )
+    assert chunks == ["Fina", "l An", "swer", ": 10", "24"]
+    assert "".join(chunks) == reply.content
+
+
+def test_exhausted_raises_clear_error():
+    fake = FakeLLM(["only"])
+    fake.generate([Message.user("q")])
+    with pytest.raises(FakeLLMExhaustedError, match="1 scripted responses and was called 2 times"):
+        fake.generate([Message.user("q")])
+
+
+def test_invalid_chunk_size():
+    with pytest.raises(ValueError, match="chunk_size"):
+        FakeLLM([], chunk_size=0)
+
+
+def test_llms_call_sends_one_user_message():
+    fake = FakeLLM(["hi there"])
+    assert llms.call(fake, "hello", max_tokens=5) == "hi there"
+    assert fake.calls[0].messages == [Message.user("hello")]
+    assert fake.calls[0].options["max_tokens"] == 5
+    assert asyncio.run(llms.acall(FakeLLM(["async hi"]), "hello")) == "async hi"
+
+
+def test_base_model_fires_llm_callbacks_and_streams_to_handler():
+    events = Events()
+    user_chunks: list[str] = []
+    FakeLLM(["abcdef"], chunk_size=3).generate(
+        [Message.user("q")], stop=["X"], callbacks=events, streaming_func=user_chunks.append, seed=1
+    )
+    assert events.events[0] == ("start", ["q"], {"stop": ["X"], "seed": 1})
+    assert events.events[1:] == [("chunk", "abc"), ("chunk", "def"), ("end", "abcdef")]
+    assert user_chunks == ["abc", "def"]
+
+
+def test_base_model_fires_error_and_reraises():
+    events = Events()
+    with pytest.raises(FakeLLMExhaustedError):
+        FakeLLM([]).generate([Message.user("q")], callbacks=events)
+    assert events.events[-1] == ("error", "FakeLLMExhaustedError")
+
+
+def test_async_generate_fires_callbacks():
+    events = Events()
+    reply = asyncio.run(FakeLLM(["x"]).agenerate([Message.user("q")], callbacks=events))
+    assert reply.content == "x"
+    assert [e[0] for e in events.events] == ["start", "end"]
+
+
+def test_fake_llm_satisfies_model_protocol():
+    assert isinstance(FakeLLM([]), llms.Model)
+    assert isinstance(llms.OfflineModel(notice_stream=None), llms.Model)

@@ -1,0 +1,501 @@
+"""parse_mrkl_output: LangChain's and langchaingo's parser cases, the extra forms, the rules.
+
+Cases marked "LangChain" / "langchaingo" reuse the inputs of their unit tests
+(test_mrkl_output_parser.py, test_mrkl.py, test_react_single_input.py; agents/markl_test.go).
+Where chainkit deliberately differs, the test says how and why.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from chainkit.agents.errors import OutputParserError
+from chainkit.agents.mrkl_parser import (
+    MISSING_ACTION,
+    MISSING_ACTION_INPUT,
+    parse_mrkl_output,
+)
+from chainkit.schema import AgentAction, AgentFinish
+
+
+def action(text: str) -> tuple[str, str]:
+    step = parse_mrkl_output(text)
+    assert isinstance(step, AgentAction), step
+    assert step.log == text
+    return step.tool, step.tool_input
+
+
+def answer(text: str) -> str:
+    step = parse_mrkl_output(text)
+    assert isinstance(step, AgentFinish), step
+    assert step.log == text
+    assert list(step.return_values) == ["output"]
+    output = step.return_values["output"]
+    assert isinstance(output, str)
+    return output
+
+
+def error(text: str) -> str:
+    with pytest.raises(OutputParserError) as info:
+        parse_mrkl_output(text)
+    assert info.value.llm_output == text
+    return info.value.observation
+
+
+# --- LangChain MRKLOutputParser tests --------------------------------------------------------
+
+
+def test_langchain_valid_action_and_action_input():
+    text = "I can use the `foo` tool to achieve the goal.\n    Action: foo\n    Action Input: bar"
+    assert action(text) == ("foo", "bar")
+
+
+def test_langchain_valid_final_answer():
+    assert answer("Final Answer: The best pizza to eat is margaritta ") == (
+        "The best pizza to eat is margaritta"
+    )
+
+
+def test_langchain_missing_action():
+    assert error("I can use the `foo` tool to achieve the goal.") == MISSING_ACTION
+
+
+def test_langchain_missing_action_input():
+    text = "I can use the `foo` tool to achieve the goal.\n    Action: foo"
+    assert error(text) == MISSING_ACTION_INPUT
+
+
+def test_langchain_final_answer_before_parsable_action():
+    text = (
+        "Final Answer: The best pizza to eat is margaritta\n\n"
+        "        Action: foo\n        Action Input: bar\n        "
+    )
+    assert answer(text) == "The best pizza to eat is margaritta"
+
+
+def test_langchain_final_answer_after_parsable_action_is_the_action():
+    # LangChain raises here; the action comes first, so it wins and its input ends at the
+    # Final Answer line the model went on to write.
+    text = (
+        "\n        Observation: I can use the `foo` tool to achieve the goal.\n"
+        "        Action: foo\n        Action Input: bar\n"
+        "        Final Answer: The best pizza to eat is margaritta \n        "
+    )
+    assert action(text) == ("foo", "bar")
+
+
+def test_langchain_action_and_input():
+    assert action("Thought: I need to search for NBA\nAction: Search\nAction Input: NBA") == (
+        "Search",
+        "NBA",
+    )
+
+
+def test_langchain_action_with_trailing_space():
+    text = "Thought: I need to search for NBA\nAction: Search \nAction Input: NBA"
+    assert action(text) == ("Search", "NBA")
+
+
+def test_langchain_input_is_a_fenced_code_snippet():
+    # LangChain keeps the fence lines; an input that is exactly one fenced block loses them.
+    text = (
+        "Now I need to write a unittest for the function.\n\n"
+        "Action: Python\nAction Input:\n```\nimport unittest\n\nunittest.main()\n```"
+    )
+    assert action(text) == ("Python", "import unittest\n\nunittest.main()")
+
+
+def test_langchain_newline_after_keywords():
+    # LangChain keeps the input's trailing newline ("ls -l ~/.bashrc.d/\n"); it is trimmed.
+    text = (
+        "\n    I can use the `ls` command to list the contents of the directory "
+        "    and `grep` to search for the specific file.\n\n"
+        "    Action:\n    Terminal\n\n    Action Input:\n    ls -l ~/.bashrc.d/\n    "
+    )
+    assert action(text) == ("Terminal", "ls -l ~/.bashrc.d/")
+
+
+def test_langchain_sql_query_keeps_its_quotes():
+    text = (
+        "\n    I should query for the largest single shift payment for every unique user.\n"
+        "    Action: query_sql_db\n"
+        '    Action Input:     SELECT "UserName", MAX(totalpayment) FROM user_shifts '
+        'GROUP BY "UserName" '
+    )
+    assert action(text) == (
+        "query_sql_db",
+        'SELECT "UserName", MAX(totalpayment) FROM user_shifts GROUP BY "UserName"',
+    )
+
+
+def test_langchain_final_answer():
+    assert answer("Thought: I can now answer the question\nFinal Answer: 1994") == "1994"
+
+
+def test_langchain_final_answer_on_the_next_line():
+    assert answer("Thought: I can now answer the question\nFinal Answer:\n1994") == "1994"
+
+
+def test_langchain_final_answer_over_several_lines():
+    text = "Thought: I can now answer the question\nFinal Answer: 1994\n1993"
+    assert answer(text) == "1994\n1993"
+
+
+def test_langchain_action_followed_by_a_thought_instead_of_input():
+    text = "Thought: I need to search for NBA\nAction: Search\nThought: NBA"
+    assert error(text) == MISSING_ACTION_INPUT
+
+
+def test_langchain_action_input_without_action():
+    text = "Thought: I need to search for NBA\nThought: Search\nAction Input: NBA"
+    assert error(text) == MISSING_ACTION
+
+
+def test_langchain_action_then_made_up_observation_and_answer_is_the_action():
+    # LangChain raises; the action comes first, and the Observation line and all after it
+    # are text the model made up.
+    text = (
+        "Thought: I need to search for NBA\nAction: Search\nAction Input: NBA\n"
+        "Observation: founded in 1994\nThought: I can now answer the question\n"
+        "Final Answer: 1994"
+    )
+    assert action(text) == ("Search", "NBA")
+
+
+def test_langchain_react_action():
+    text = (
+        "Thought: agent thought here\nAction: search\nAction Input: what is the temperature in SF?"
+    )
+    assert action(text) == ("search", "what is the temperature in SF?")
+
+
+def test_langchain_react_finish():
+    text = "Thought: agent thought here\nFinal Answer: The temperature is 100"
+    assert answer(text) == "The temperature is 100"
+
+
+def test_langchain_react_final_answer_inside_the_action_line():
+    # LangChain raises. The action comes first; its tool is the whole rest of the Action line,
+    # which names no tool, so the executor reports an unknown tool to the model.
+    text = (
+        "Thought: agent thought here\nAction: search Final Answer:\n"
+        "Action Input: what is the temperature in SF?"
+    )
+    assert action(text) == ("search Final Answer:", "what is the temperature in SF?")
+
+
+# --- langchaingo OneShotZeroAgent.parseOutput tests ------------------------------------------
+
+
+def test_langchaingo_action_input_on_the_action_line():
+    assert action("Action:  foo Action Input: bar") == ("foo", "bar")
+
+
+def test_langchaingo_input_over_several_lines():
+    assert action("Action: foo\nAction Input:\nbar\nbaz") == ("foo", "bar\nbaz")
+
+
+def test_langchaingo_observation_suffix_is_dropped():
+    # langchaingo keeps "\nObservation:" in the input and its executor trims it; here the
+    # parser drops it, so every caller gets the clean input.
+    assert action("Action: calculator\nAction Input: 5 + 3\nObservation:") == (
+        "calculator",
+        "5 + 3",
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Thought: done\nfinal answer: 42",
+        "Thought: done\nfinal answer : 42",
+        "Thought: done\nThe final answer is: 42",
+        "Thought: done\nFINAL ANSWER: 42",
+    ],
+)
+def test_langchaingo_final_answer_variants(text):
+    assert answer(text) == "42"
+
+
+# --- Inputs over several lines and in fenced code --------------------------------------------
+
+
+def test_multiline_input_is_kept_whole_with_its_thought_lines():
+    text = "Action: write_note\nAction Input: line one\n\nThought: a line of the note\nline three"
+    assert action(text) == ("write_note", "line one\n\nThought: a line of the note\nline three")
+
+
+@pytest.mark.parametrize("language", ["", "json", "python"])
+def test_fenced_input_loses_its_fence(language):
+    text = f'Action: run\nAction Input:\n```{language}\n{{"a": [1,\n  2]}}\n```\n'
+    assert action(text) == ("run", '{"a": [1,\n  2]}')
+
+
+def test_keyword_lines_inside_a_fenced_input_are_code():
+    text = (
+        "Action: python\nAction Input: ```python\naction: int = 1\n"
+        "Observation: str = 'x'\nFinal Answer: float = 2.0\n```\nObservation: made up"
+    )
+    assert action(text) == (
+        "python",
+        "action: int = 1\nObservation: str = 'x'\nFinal Answer: float = 2.0",
+    )
+
+
+def test_fenced_block_followed_by_text_keeps_its_fences():
+    text = "Action: run\nAction Input: ```\ncode\n```\nthen more text"
+    assert action(text) == ("run", "```\ncode\n```\nthen more text")
+
+
+def test_one_line_fence_is_stripped():
+    assert action("Action: run\nAction Input: ```print(1)```") == ("run", "print(1)")
+
+
+def test_unclosed_fence_still_ends_at_an_observation_line():
+    text = "Action: run\nAction Input: ```\nprint(1)\nObservation: made up"
+    assert action(text) == ("run", "```\nprint(1)")
+
+
+def test_fenced_final_answer_keeps_keyword_lines_inside():
+    text = "Final Answer:\n```\nAction: is just text here\n```\nObservation: made up"
+    assert answer(text) == "```\nAction: is just text here\n```"
+
+
+# --- Quotes and backticks ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool_text", "input_text"),
+    [
+        ('"search"', '"weather in Paris"'),
+        ("'search'", "'weather in Paris'"),
+        ("`search`", "`weather in Paris`"),
+        ("  `search`  ", "  ` weather in Paris `  "),
+        ("“search”", "「weather in Paris」"),
+        ("**search**", "weather in Paris"),
+    ],
+)
+def test_quotes_around_tool_and_input_are_stripped(tool_text, input_text):
+    text = f"Action: {tool_text}\nAction Input: {input_text}"
+    assert action(text) == ("search", "weather in Paris")
+
+
+@pytest.mark.parametrize(
+    ("input_text", "expected"),
+    [
+        ("`'quoted'`", "'quoted'"),  # one pair only
+        ('"a" and "b"', '"a" and "b"'),  # the quote occurs inside: not one quoted value
+        ('""doubled""', '""doubled""'),
+        ("'tis", "'tis"),
+        ('"unbalanced', '"unbalanced'),
+        ('{"query": "x"}', '{"query": "x"}'),
+    ],
+)
+def test_only_one_enclosing_pair_of_quotes_is_stripped(input_text, expected):
+    assert action(f"Action: t\nAction Input: {input_text}") == ("t", expected)
+
+
+# --- Numbers, case, colons, markdown, Chinese -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Action 1: Search\nAction Input 1: NBA",
+        "Action 1: Search\nAction 1 Input 1: NBA",
+        "action: Search\naction input: NBA",
+        "ACTION: Search\nACTION INPUT: NBA",
+        "Action : Search\nAction Input : NBA",
+        "Action：Search\nAction Input：NBA",
+        "**Action:** Search\n**Action Input:** NBA",
+        "**Action**: Search\n**Action Input**: NBA",
+        "> Action: Search\n> Action Input: NBA",
+        "- Action: Search\n- Action Input: NBA",
+        "Action:\tSearch\r\nAction Input:\tNBA\r\n",
+    ],
+)
+def test_action_keyword_forms(text):
+    assert action(text) == ("Search", "NBA")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Final Answer：42",
+        "final answer：42",
+        "**Final Answer:** 42",
+        "### Final Answer\t: 42",
+        "Thought: I now know it. Final Answer: 42",
+        "The final answer is： 42",
+    ],
+)
+def test_final_answer_keyword_forms(text):
+    assert answer(text) == "42"
+
+
+@pytest.mark.parametrize(
+    "text", ["Final answer - 42", "The answer is: 42", "Final\nAnswer: 42", "My final answer 42"]
+)
+def test_forms_without_a_final_answer_keyword(text):
+    assert error(text) == MISSING_ACTION
+
+
+def test_chinese_tool_and_input():
+    text = "Thought: 我需要一个随机数\nAction：随机数计算工具\nAction Input：告诉我一个随机数"
+    assert action(text) == ("随机数计算工具", "告诉我一个随机数")
+
+
+def test_chinese_final_answer_and_typographic_quotes():
+    assert answer("思考：完成。\nFinal Answer：“四十二”") == "“四十二”"
+    assert action("Action: “随机数计算工具”\nAction Input: 「告诉我一个随机数」") == (
+        "随机数计算工具",
+        "告诉我一个随机数",
+    )
+
+
+def test_dotted_capital_i_does_not_shift_positions():
+    # "İ".lower() is two characters; lower-case keywords are found on the lower-cased copy.
+    assert action("Thought: İİİ\naction: Search\naction input: İzmir") == ("Search", "İzmir")
+
+
+# --- Ordering and section ends ----------------------------------------------------------------
+
+
+def test_final_answer_first_wins_and_ends_at_the_action_line():
+    text = "Final Answer: 42\nmore of the answer\nAction: Search\nAction Input: x"
+    assert answer(text) == "42\nmore of the answer"
+
+
+def test_action_first_wins_over_a_later_final_answer():
+    assert action("Action: Search\nAction Input: x\nFinal Answer: 42") == ("Search", "x")
+
+
+def test_mid_line_final_answer_before_an_action_wins():
+    text = "Thought: easy. Final Answer: 42\nAction: Search\nAction Input: x"
+    assert answer(text) == "42"
+
+
+def test_lower_case_mid_line_keywords_are_prose():
+    text = (
+        "Thought: before the final answer: I must take one action: a search\n"
+        "Action: Search\nAction Input: x"
+    )
+    assert action(text) == ("Search", "x")
+
+
+def test_exact_case_action_counts_mid_line():
+    assert action("Thought: I will search. Action: Search\nAction Input: x") == ("Search", "x")
+
+
+def test_keyword_inside_a_word_does_not_count():
+    assert error("Thought: check the Transaction: 42\nMyFinal Answer: no") == MISSING_ACTION
+
+
+@pytest.mark.parametrize(
+    "observation", ["Observation:", "observation :", "OBSERVATION：", "**Observation:**"]
+)
+def test_input_ends_before_an_observation_line(observation):
+    text = f"Action: Search\nAction Input: x\ny\n{observation} made up\nFinal Answer: z"
+    assert action(text) == ("Search", "x\ny")
+
+
+def test_input_ends_before_the_next_action():
+    text = "Action: a\nAction Input: 1\nAction: b\nAction Input: 2"
+    assert action(text) == ("a", "1")
+
+
+def test_mid_line_observation_does_not_end_the_input():
+    assert action("Action: echo\nAction Input: see Observation: below") == (
+        "echo",
+        "see Observation: below",
+    )
+
+
+def test_action_input_must_come_before_the_next_keyword_line():
+    text = "Action: Search\nObservation: made up\nAction Input: x"
+    assert error(text) == MISSING_ACTION_INPUT
+
+
+def test_text_between_tool_line_and_input_is_ignored():
+    text = "Action: Search\nI will look this up now.\nAction Input: NBA"
+    assert action(text) == ("Search", "NBA")
+
+
+def test_empty_tool_name_is_a_missing_action():
+    assert error('Action: ""\nAction Input: x') == MISSING_ACTION
+
+
+def test_empty_input_is_allowed():
+    assert action("Action: list_files\nAction Input:") == ("list_files", "")
+
+
+@pytest.mark.parametrize("text", ["", "   \n\n", "Thought: hmm"])
+def test_replies_with_no_step(text):
+    assert error(text) == MISSING_ACTION
+
+
+def test_error_carries_the_model_output():
+    with pytest.raises(OutputParserError) as info:
+        parse_mrkl_output("Action: Search")
+    assert info.value.llm_output == "Action: Search"
+    assert isinstance(info.value, ValueError)
+
+
+# --- Adversarial 1 MB replies (the result, not the time: timings live in bench/) ---------------
+
+MB = 1_000_000
+
+
+def cve_2024_58340(n: int) -> str:
+    """The input of LangChain issue #6898 (CVE-2024-58340)."""
+    return (
+        "Action"
+        + "\n" * n
+        + ":"
+        + "\t" * n
+        + "\t0Input:"
+        + "\t" * n
+        + "\nAction"
+        + "\t" * n
+        + "Input"
+        + "\t" * n
+        + "\t0Input:ActionInput:"
+    )
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize(
+    ("text", "observation"),
+    [
+        (cve_2024_58340(MB // 5), MISSING_ACTION),
+        (cve_2024_58340(400) * (MB // 2047), MISSING_ACTION),
+        ("Action:" * (MB // 7), MISSING_ACTION_INPUT),
+        ("Action Input:\n" * (MB // 14), MISSING_ACTION),
+        ("lorem ipsum " * (MB // 12), MISSING_ACTION),
+        (" \t \n" * (MB // 4), MISSING_ACTION),
+        ("\n" * MB, MISSING_ACTION),
+        ("x action: y final answer: " * (MB // 26), MISSING_ACTION),
+        ("Action" + " " * MB + "x", MISSING_ACTION),
+    ],
+)
+def test_adversarial_megabyte_replies_raise(text, observation):
+    assert error(text) == observation
+
+
+@pytest.mark.timeout(10)
+def test_megabyte_fenced_input_is_kept_whole():
+    code = "print('x')  # Observation: in code\n" * (MB // 36)
+    text = f"Action: python\nAction Input:\n```python\n{code}```\nObservation: made up"
+    assert action(text) == ("python", code.rstrip("\n"))
+
+
+@pytest.mark.timeout(10)
+def test_megabyte_one_line_input():
+    body = "lorem ipsum " * (MB // 12)
+    assert action("Action: echo Action Input: " + body) == ("echo", body.strip())
+
+
+@pytest.mark.timeout(10)
+def test_action_after_a_megabyte_of_observation_lines():
+    text = "Observation:\n" * (MB // 13) + "Action: a\nAction Input: b"
+    assert action(text) == ("a", "b")

@@ -1,0 +1,372 @@
+"""Tests for render_chat: the Eino article's ChatML prompts, user templates and the sandbox."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+
+from chainkit.prompts.chat_template import _environment, render_chat
+from chainkit.prompts.errors import PromptError
+from chainkit.schema import FunctionCall, ImagePart, Message, TextPart, ToolCall, ToolInfo
+from chainkit.schema.agentic import (
+    AgenticMessage,
+    AssistantGenText,
+    FunctionToolCall,
+    FunctionToolResult,
+    UserInputText,
+)
+from chainkit.schema.convert import to_agentic
+from tests.test_agentic import conversations
+
+REPO = Path(__file__).resolve().parents[1]
+
+# The prompts printed in the seed article (Eino: AgenticMessage vs Message), copied verbatim.
+# The Message part's system prompt ends "输出工具调用JSON", the AgenticMessage part's
+# "输出工具调用"; each part is checked against its own text.
+
+MESSAGE_ROUND_1 = """\
+<|im_start|>system
+你是金融助手，可以调用下面的工具。
+可用工具列表：
+get_financial_report: 查询上市公司财报，参数 stock 股票代码，year 年份
+get_stock_price: 查询股票实时价格，参数 stock 股票代码
+calculate_irr: 内部收益率计算，参数 cash_flows 现金流数组
+search_announcement: 检索上市公司公告，参数 stock 股票代码，keyword 关键词
+get_weather: 查询城市天气，参数 city 城市名
+search_food: 查询当地美食推荐，参数 city 城市名
+当需要外部信息时输出工具调用JSON，不要多余文字。
+<|im_end|>
+<|im_start|>user
+帮我查 2025 年贵州茅台的净利润
+<|im_end|>
+<|im_start|>assistant
+"""
+
+MESSAGE_ROUND_2 = """\
+<|im_start|>system
+你是金融助手，可以调用下面的工具。
+可用工具列表：
+get_financial_report: 查询上市公司财报，参数 stock 股票代码，year 年份
+get_stock_price: 查询股票实时价格，参数 stock 股票代码
+calculate_irr: 内部收益率计算，参数 cash_flows 现金流数组
+search_announcement: 检索上市公司公告，参数 stock 股票代码，keyword 关键词
+get_weather: 查询城市天气，参数 city 城市名
+search_food: 查询当地美食推荐，参数 city 城市名
+当需要外部信息时输出工具调用JSON，不要多余文字。
+<|im_end|>
+<|im_start|>user
+帮我查 2025 年贵州茅台的净利润
+<|im_end|>
+<|im_start|>assistant
+[{"id":"call_001","type":"function","function":{"name":"get_financial_report","arguments":"{\\"stock\\":\\"600519\\",\\"year\\":\\"2025\\"}"}}]
+<|im_end|>
+<|im_start|>tool
+2025年贵州茅台净利润685亿
+<|im_end|>
+<|im_start|>assistant
+"""
+
+AGENTIC_ROUND_1 = """\
+<|im_start|>system
+你是金融助手，可以调用下面的工具。
+可用工具列表：
+get_financial_report: 查询上市公司财报，参数 stock 股票代码，year 年份
+get_stock_price: 查询股票实时价格，参数 stock 股票代码
+calculate_irr: 内部收益率计算，参数 cash_flows 现金流数组
+search_announcement: 检索上市公司公告，参数 stock 股票代码，keyword 关键词
+get_weather: 查询城市天气，参数 city 城市名
+search_food: 查询当地美食推荐，参数 city 城市名
+当需要外部信息时输出工具调用，不要多余文字。
+<|im_end|>
+<|im_start|>user
+帮我查 2025 年贵州茅台的净利润
+<|im_end|>
+<|im_start|>assistant
+"""
+
+AGENTIC_ROUND_2 = """\
+<|im_start|>system
+你是金融助手，可以调用下面的工具。
+可用工具列表：
+get_financial_report: 查询上市公司财报，参数 stock 股票代码，year 年份
+get_stock_price: 查询股票实时价格，参数 stock 股票代码
+calculate_irr: 内部收益率计算，参数 cash_flows 现金流数组
+search_announcement: 检索上市公司公告，参数 stock 股票代码，keyword 关键词
+get_weather: 查询城市天气，参数 city 城市名
+search_food: 查询当地美食推荐，参数 city 城市名
+当需要外部信息时输出工具调用，不要多余文字。
+<|im_end|>
+<|im_start|>user
+帮我查 2025 年贵州茅台的净利润
+<|im_end|>
+<|im_start|>assistant
+[{"id":"call_001","type":"function","function":{"name":"get_financial_report","arguments":"{\\"stock\\":\\"600519\\",\\"year\\":\\"2025\\"}"}}]
+<|im_end|>
+<|im_start|>tool
+2025年贵州茅台净利润685亿
+<|im_end|>
+<|im_start|>assistant
+"""
+
+# The six tools registered in the article; Eino writes each as "name: description" into the
+# system prompt it is given.
+TOOLS = [
+    ToolInfo("get_financial_report", "查询上市公司财报，参数 stock 股票代码，year 年份"),
+    ToolInfo("get_stock_price", "查询股票实时价格，参数 stock 股票代码"),
+    ToolInfo("calculate_irr", "内部收益率计算，参数 cash_flows 现金流数组"),
+    ToolInfo("search_announcement", "检索上市公司公告，参数 stock 股票代码，keyword 关键词"),
+    ToolInfo("get_weather", "查询城市天气，参数 city 城市名"),
+    ToolInfo("search_food", "查询当地美食推荐，参数 city 城市名"),
+]
+
+
+def system_prompt(closing: str) -> str:
+    tool_lines = "".join(f"{tool.name}: {tool.description}\n" for tool in TOOLS)
+    return f"你是金融助手，可以调用下面的工具。\n可用工具列表：\n{tool_lines}{closing}"
+
+
+QUESTION = "帮我查 2025 年贵州茅台的净利润"
+ARGUMENTS = '{"stock":"600519","year":"2025"}'
+RESULT = "2025年贵州茅台净利润685亿"
+ANSWER = "2025年贵州茅台净利润为685亿元。"
+
+
+def eino_messages() -> list[Message]:
+    return [
+        Message.system(system_prompt("当需要外部信息时输出工具调用JSON，不要多余文字。")),
+        Message.user(QUESTION),
+        Message.assistant(
+            tool_calls=[ToolCall("call_001", FunctionCall("get_financial_report", ARGUMENTS))]
+        ),
+        Message.tool(RESULT, "call_001", "get_financial_report"),
+    ]
+
+
+def eino_agentic_messages() -> list[AgenticMessage]:
+    # As the article builds them: the system prompt in an AssistantGenText block, and a tool
+    # result that carries only the call id.
+    return [
+        AgenticMessage(
+            "system",
+            [AssistantGenText(system_prompt("当需要外部信息时输出工具调用，不要多余文字。"))],
+        ),
+        AgenticMessage("user", [UserInputText(QUESTION)]),
+        AgenticMessage(
+            "assistant", [FunctionToolCall("call_001", "get_financial_report", ARGUMENTS)]
+        ),
+        AgenticMessage("tool", [FunctionToolResult("call_001", None, RESULT)]),
+    ]
+
+
+def test_message_conversation_renders_the_articles_prompts():
+    conversation = eino_messages()
+    assert render_chat(conversation[:2]) == MESSAGE_ROUND_1
+    assert render_chat(conversation) == MESSAGE_ROUND_2
+
+
+def test_agentic_conversation_renders_the_articles_prompts():
+    conversation = eino_agentic_messages()
+    assert render_chat(conversation[:2]) == AGENTIC_ROUND_1
+    assert render_chat(conversation) == AGENTIC_ROUND_2
+
+
+def test_the_same_conversation_renders_the_same_in_either_form():
+    conversation = eino_messages()
+    assert render_chat(to_agentic(conversation)) == MESSAGE_ROUND_2
+    mixed: list[Message | AgenticMessage] = [*conversation[:2], *to_agentic(conversation[2:])]
+    assert render_chat(mixed) == MESSAGE_ROUND_2
+
+
+def test_the_final_answer_closes_the_conversation():
+    conversation = [*eino_messages(), Message.assistant(ANSWER)]
+    expected = MESSAGE_ROUND_2 + f"{ANSWER}\n<|im_end|>\n"
+    assert render_chat(conversation, add_generation_prompt=False) == expected
+    agentic = [*to_agentic(conversation[:-1]), AgenticMessage.assistant(ANSWER)]
+    assert render_chat(agentic, add_generation_prompt=False) == expected
+
+
+def test_assistant_text_comes_before_its_tool_calls():
+    calls = [
+        ToolCall("c1", FunctionCall("get_weather", '{"city":"北京"}')),
+        ToolCall("c2", FunctionCall("search_food", '{"city":"北京"}')),
+    ]
+    prompt = render_chat([Message.assistant("查两样。", calls)], add_generation_prompt=False)
+    assert prompt == (
+        "<|im_start|>assistant\n查两样。\n"
+        '[{"id":"c1","type":"function","function":{"name":"get_weather",'
+        '"arguments":"{\\"city\\":\\"北京\\"}"}},'
+        '{"id":"c2","type":"function","function":{"name":"search_food",'
+        '"arguments":"{\\"city\\":\\"北京\\"}"}}]\n<|im_end|>\n'
+    )
+
+
+def test_tools_are_listed_at_the_end_of_the_system_message():
+    tools: list[ToolInfo | dict[str, Any]] = [TOOLS[0], TOOLS[4].to_dict()]
+    listing = "\n".join(
+        [
+            "<tools>",
+            '{"type":"function","function":{"name":"get_financial_report","description":'
+            '"查询上市公司财报，参数 stock 股票代码，year 年份","parameters":'
+            '{"type":"object","properties":{}}}}',
+            '{"type":"function","function":{"name":"get_weather","description":'
+            '"查询城市天气，参数 city 城市名","parameters":{"type":"object","properties":{}}}}',
+            "</tools>",
+        ]
+    )
+    with_system = render_chat([Message.system("你是金融助手。"), Message.user("hi")], tools)
+    assert with_system.startswith(f"<|im_start|>system\n你是金融助手。\n\n{listing}\n<|im_end|>\n")
+    without_system = render_chat([Message.user("hi")], tools)
+    assert without_system == (
+        f"<|im_start|>system\n{listing}\n<|im_end|>\n"
+        "<|im_start|>user\nhi\n<|im_end|>\n<|im_start|>assistant\n"
+    )
+    assert render_chat([Message.user("hi")], []) == render_chat([Message.user("hi")])
+
+
+def test_text_parts_render_as_text_and_other_parts_are_refused():
+    parts = Message.user([TextPart("看"), TextPart("图")])
+    assert (
+        render_chat([parts], add_generation_prompt=False) == "<|im_start|>user\n看图\n<|im_end|>\n"
+    )
+    with pytest.raises(PromptError, match="image_url"):
+        render_chat([Message.user([TextPart("看"), ImagePart(url="https://x/a.png")])])
+
+
+# An HF-style template written with block tags on their own lines: it relies on trim_blocks
+# and lstrip_blocks, HF's json filter, loop controls and raise_exception.
+HF_TEMPLATE = """\
+{% if messages[0]['role'] == 'system' %}
+    {{ raise_exception('this model takes no system prompt') }}
+{% endif %}
+{% for message in messages %}
+    {% if message['role'] == 'tool' %}
+<tool_response name="{{ message.name }}">{{ message['content'] }}</tool_response>
+    {% elif message.tool_calls %}
+        {% for call in message.tool_calls %}
+            {% if loop.index > 1 %}{% break %}{% endif %}
+<tool_call>{{ call.function | tojson }}</tool_call>
+        {% endfor %}
+    {% else %}
+{{ message.role }}: {{ message.content }}{% if message.reasoning_content %} \
+(thought: {{ message.reasoning_content }}){% endif %}
+
+    {% endif %}
+{% endfor %}
+{% if tools %}tools: {{ tools | map(attribute='function.name') | join(',') }}
+{% endif %}
+{% if add_generation_prompt %}assistant:{% endif %}"""
+
+
+def test_a_huggingface_style_template_string_is_rendered_with_hf_settings():
+    conversation = [
+        Message.user(QUESTION),
+        Message.assistant(
+            tool_calls=[
+                ToolCall("call_001", FunctionCall("get_financial_report", ARGUMENTS)),
+                ToolCall("call_002", FunctionCall("get_stock_price", '{"stock":"600519"}')),
+            ]
+        ),
+        Message.tool(RESULT, "call_001", "get_financial_report"),
+        Message.assistant(ANSWER, reasoning_content="有数据了"),
+    ]
+    prompt = render_chat(conversation, TOOLS[:2], HF_TEMPLATE)
+    assert prompt == (
+        f"user: {QUESTION}\n"
+        '<tool_call>{"name": "get_financial_report", "arguments": '
+        '"{\\"stock\\":\\"600519\\",\\"year\\":\\"2025\\"}"}</tool_call>\n'
+        f'<tool_response name="get_financial_report">{RESULT}</tool_response>\n'
+        f"assistant: {ANSWER} (thought: 有数据了)\n"
+        "tools: get_financial_report,get_stock_price\n"
+        "assistant:"
+    )
+    agentic = to_agentic(conversation)
+    assert render_chat(agentic, TOOLS[:2], HF_TEMPLATE) == prompt
+    no_prompt = render_chat(conversation, None, HF_TEMPLATE, add_generation_prompt=False)
+    assert no_prompt == prompt.removesuffix(
+        "tools: get_financial_report,get_stock_price\nassistant:"
+    )
+
+
+def test_a_templates_raise_exception_becomes_a_prompt_error():
+    with pytest.raises(PromptError, match="this model takes no system prompt"):
+        render_chat([Message.system("s"), Message.user("u")], template=HF_TEMPLATE)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+        "{{ cycler.__init__.__globals__.os.system('touch {marker}') }}",
+        "{{ raise_exception.__globals__['os'].system('touch {marker}') }}",
+        "{% set _ = messages.append({'role': 'user'}) %}{{ messages | length }}",
+        "{% set _ = messages[0].update(role='system') %}{{ messages[0].role }}",
+        "{{ ''.__class__ }}",
+        "{{ 'x{0.__class__.__mro__}'.format(1) }}",
+        "{{ '{x.__class__}'.format_map({'x': 1}) }}",
+    ],
+)
+def test_malicious_templates_raise_instead_of_running(template, tmp_path):
+    marker = tmp_path / "ran"
+    with pytest.raises(PromptError):
+        render_chat([Message.user("hi")], template=template.replace("{marker}", str(marker)))
+    assert not marker.exists()
+
+
+def test_a_template_string_is_compiled_once(monkeypatch):
+    env = _environment()
+    compiled: list[str] = []
+    original = env.from_string
+
+    def counting_from_string(source, *args, **kwargs):
+        compiled.append(source)
+        return original(source, *args, **kwargs)
+
+    monkeypatch.setattr(env, "from_string", counting_from_string)
+    template = "{% for m in messages %}[{{ m.content }}]{% endfor %}<!-- compiled once -->"
+    for text in ("a", "b", "c"):
+        assert (
+            render_chat([Message.user(text)], template=template)
+            == f"[{text}]<!-- compiled once -->"
+        )
+    assert compiled == [template]
+
+
+def test_an_unknown_template_name_or_bad_syntax_is_a_prompt_error():
+    with pytest.raises(PromptError, match="unknown chat template 'chatm1'"):
+        render_chat([Message.user("hi")], template="chatm1")
+    with pytest.raises(PromptError, match="invalid chat template at line 1"):
+        render_chat([Message.user("hi")], template="{% for m in messages %}")
+
+
+@settings(deadline=None, max_examples=50)
+@given(conversations)
+def test_messages_and_their_agentic_form_render_identically(conversation):
+    assert outcome(conversation) == outcome(to_agentic(conversation))
+
+
+def outcome(conversation):
+    """The prompt, or the error, both ways a rendering can end."""
+    try:
+        return render_chat(conversation, TOOLS[:1])
+    except PromptError as error:
+        return f"PromptError: {error}"
+
+
+def test_importing_render_chat_does_not_load_jinja2():
+    code = (
+        "import sys\n"
+        "from chainkit.prompts.chat_template import render_chat\n"
+        "assert 'jinja2' not in sys.modules\n"
+        "from chainkit.schema import Message\n"
+        "render_chat([Message.user('hi')])\n"
+        "assert 'jinja2' in sys.modules\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr

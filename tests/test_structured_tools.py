@@ -1,0 +1,788 @@
+# Stringified annotations on purpose: the harder case for reading type hints (TypedDict's
+# NotRequired in particular); test_typeddict_functional_form covers evaluated ones.
+from __future__ import annotations
+
+import asyncio
+import enum
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, NotRequired, Optional, Required, TypedDict
+
+import pytest
+
+from chainkit import chains
+from chainkit.agents import Executor, OneShotAgent, ToolCallingAgent
+from chainkit.llms import FakeLLM
+from chainkit.schema import FunctionCall, Message, ToolCall
+from chainkit.tools import Tool, ToolError
+from chainkit.tools.structured import InvalidArgumentsError, StructuredTool, tool
+
+
+class Color(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+@dataclass
+class Item:
+    """A line of an order."""
+
+    name: str
+    price: float
+    tags: list[str] = field(default_factory=list)
+    quantity: int = 1
+
+
+@dataclass
+class Order:
+    items: list[Item]
+    note: str | None = None
+
+
+@dataclass
+class Positive:
+    value: int
+
+    def __post_init__(self):
+        if self.value <= 0:
+            raise ValueError(f"value must be positive, got {self.value}")
+
+
+class Address(TypedDict):
+    city: str
+    zip: NotRequired[str]
+
+
+class Filters(TypedDict, total=False):
+    query: Required[str]
+    limit: int
+
+
+# Evaluated (not stringified) annotations, from TypedDict's functional syntax.
+Point = TypedDict("Point", {"x": int, "y": NotRequired[int]})  # noqa: UP013
+
+
+@dataclass
+class Node:
+    children: list[Node]
+
+
+def schema_of(func):
+    return StructuredTool(func, description="d").parameters
+
+
+def error_of(structured, arguments):
+    with pytest.raises(InvalidArgumentsError) as caught:
+        structured.call(arguments)
+    return str(caught.value)
+
+
+# --- schemas -------------------------------------------------------------------------------
+
+
+def test_schema_of_scalars_with_defaults():
+    def f(text: str, count: int, ratio: float = 0.5, flag: bool = False, anything=None):
+        return text
+
+    assert schema_of(f) == {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string"},
+            "count": {"type": "integer"},
+            "ratio": {"type": "number", "default": 0.5},
+            "flag": {"type": "boolean", "default": False},
+            "anything": {"default": None},
+        },
+        "required": ["text", "count"],
+        "additionalProperties": False,
+    }
+
+
+def test_schema_of_lists_and_dicts():
+    def f(numbers: list[int], anything: list, prices: dict[str, float], raw: dict):  # type: ignore[type-arg]
+        return ""
+
+    assert schema_of(f)["properties"] == {
+        "numbers": {"type": "array", "items": {"type": "integer"}},
+        "anything": {"type": "array"},
+        "prices": {"type": "object", "additionalProperties": {"type": "number"}},
+        "raw": {"type": "object"},
+    }
+
+
+def test_schema_of_optionals():
+    def f(a: Optional[int], b: str | None = None):  # noqa: UP045 - both spellings on purpose
+        return ""
+
+    assert schema_of(f) == {
+        "type": "object",
+        "properties": {
+            "a": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "b": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+        },
+        "required": ["a"],
+        "additionalProperties": False,
+    }
+
+
+def test_schema_of_literals_and_enums():
+    def f(
+        mode: Literal["fast", "slow"],
+        size: Literal[1, 2, 3],
+        mixed: Literal["auto", 0],
+        color: Color = Color.RED,
+        level: Level = Level.LOW,
+    ):
+        return ""
+
+    assert schema_of(f)["properties"] == {
+        "mode": {"type": "string", "enum": ["fast", "slow"]},
+        "size": {"type": "integer", "enum": [1, 2, 3]},
+        "mixed": {"enum": ["auto", 0]},
+        "color": {"type": "string", "enum": ["red", "green"], "default": "red"},
+        "level": {"type": "integer", "enum": [1, 2], "default": 1},
+    }
+
+
+def test_schema_of_nested_dataclasses():
+    def f(order: Order):
+        return ""
+
+    item = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "price": {"type": "number"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "quantity": {"type": "integer", "default": 1},
+        },
+        "required": ["name", "price"],
+        "additionalProperties": False,
+        "description": "A line of an order.",
+    }
+    assert schema_of(f)["properties"]["order"] == {
+        "type": "object",
+        "properties": {
+            "items": {"type": "array", "items": item},
+            "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+        },
+        "required": ["items"],
+        "additionalProperties": False,
+    }
+
+
+def test_schema_of_typeddicts_total_and_not_required():
+    def f(address: Address, filters: Filters):
+        return ""
+
+    properties = schema_of(f)["properties"]
+    assert properties["address"] == {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "zip": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    }
+    assert properties["filters"] == {
+        "type": "object",
+        "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
+        "required": ["query"],
+        "additionalProperties": False,
+    }
+
+
+def test_typeddict_functional_form():
+    def f(point: Point):
+        return point
+
+    structured = StructuredTool(f, description="d")
+    assert structured.parameters["properties"]["point"]["required"] == ["x"]
+    assert structured.call('{"point": {"x": "1"}}') == '{"x": 1}'
+
+
+def test_annotated_description_beats_the_docstring():
+    def f(city: Annotated[str, "城市名称"], days: Annotated[int, "how many days"] = 1):
+        """Weather forecast.
+
+        Args:
+            city: overridden by Annotated
+        """
+        return ""
+
+    assert StructuredTool(f).parameters["properties"] == {
+        "city": {"type": "string", "description": "城市名称"},
+        "days": {"type": "integer", "description": "how many days", "default": 1},
+    }
+
+
+@pytest.mark.parametrize(
+    ("annotation", "reason"),
+    [
+        ("set[int]", "unsupported type set[int]"),
+        ("int | str", "only Optional[T] unions"),
+        ("dict[int, str]", "JSON object keys are strings"),
+        ("Node", "recursive types"),
+    ],
+)
+def test_unsupported_types_fail_when_the_tool_is_made(annotation, reason):
+    namespace: dict[str, Any] = {"Node": Node}
+    exec(f"def f(value: {annotation}): pass", namespace)
+    with pytest.raises(TypeError, match="parameter value") as caught:
+        StructuredTool(namespace["f"], name="t", description="d")
+    assert reason in str(caught.value)
+
+
+def test_var_args_are_refused():
+    def f(*values: int):
+        return ""
+
+    with pytest.raises(TypeError, match=r"\*args and \*\*kwargs"):
+        StructuredTool(f, description="d")
+
+
+def test_parameters_reach_tool_info():
+    @tool
+    def get_financial_report(stock: str, year: str) -> str:
+        """获取上市公司财务报告。
+
+        Args:
+            stock: 股票代码
+            year: 年份
+        """
+        return ""
+
+    assert get_financial_report.info().to_dict() == {
+        "type": "function",
+        "function": {
+            "name": "get_financial_report",
+            "description": "获取上市公司财务报告。",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "stock": {"type": "string", "description": "股票代码"},
+                    "year": {"type": "string", "description": "年份"},
+                },
+                "required": ["stock", "year"],
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+# --- docstrings ----------------------------------------------------------------------------
+
+
+def test_google_docstring():
+    def f(query: str, limit: int = 5):
+        """Search the web for
+        recent pages.
+
+        Second paragraph, not part of the description.
+
+        Args:
+            query (str): what to look for,
+                in any language.
+            limit: at most this many results.
+
+        Returns:
+            The results.
+        """
+        return ""
+
+    structured = StructuredTool(f)
+    assert structured.description == "Search the web for recent pages."
+    properties = structured.parameters["properties"]
+    assert properties["query"]["description"] == "what to look for, in any language."
+    assert properties["limit"]["description"] == "at most this many results."
+
+
+def test_rest_docstring():
+    def f(query: str, limit: int = 5):
+        """Search the web.
+
+        :param query: what to look for,
+            in any language.
+        :param int limit: at most this many results.
+        :returns: the results.
+        """
+        return ""
+
+    structured = StructuredTool(f)
+    assert structured.description == "Search the web."
+    properties = structured.parameters["properties"]
+    assert properties["query"]["description"] == "what to look for, in any language."
+    assert properties["limit"]["description"] == "at most this many results."
+
+
+def test_explicit_name_and_description_win():
+    def f(x: int):
+        """Docstring summary."""
+        return ""
+
+    structured = StructuredTool(f, name="计算器", description="计算数字")
+    assert (structured.name, structured.description) == ("计算器", "计算数字")
+
+
+def test_a_description_is_required():
+    def f(x: int):
+        return ""
+
+    with pytest.raises(ValueError, match="tool f needs a description"):
+        StructuredTool(f)
+
+
+# --- coercion ------------------------------------------------------------------------------
+
+
+def echo_tool(func):
+    """A tool returning repr of what its function received, to see coerced values."""
+    return StructuredTool(func, description="echo")
+
+
+def test_scalars_are_coerced_when_unambiguous():
+    def f(count: int, ratio: float, flag: bool, code: str, whole: int):
+        return repr((count, ratio, flag, code, whole))
+
+    echo = echo_tool(f)
+    arguments = '{"count": "3", "ratio": 2, "flag": "TRUE", "code": 600519, "whole": 4.0}'
+    assert echo.call(arguments) == "(3, 2.0, True, '600519', 4)"
+    arguments = '{"count": " -7 ", "ratio": "2.5", "flag": "false", "code": 1.5, "whole": -0.0}'
+    assert echo.call(arguments) == "(-7, 2.5, False, '1.5', 0)"
+
+
+def test_ambiguous_values_are_not_coerced():
+    def f(count: int = 0, flag: bool = False, ratio: float = 0.0, code: str = ""):
+        return ""
+
+    echo = echo_tool(f)
+    assert error_of(echo, '{"count": 2.5}').endswith("count: expected integer, got 2.5")
+    assert error_of(echo, '{"count": true}').endswith("count: expected integer, got true")
+    assert error_of(echo, '{"count": "3.0"}').endswith('count: expected integer, got "3.0"')
+    assert error_of(echo, '{"flag": "yes"}').endswith('flag: expected boolean, got "yes"')
+    assert error_of(echo, '{"flag": 1}').endswith("flag: expected boolean, got 1")
+    assert error_of(echo, '{"ratio": "nan"}').endswith('ratio: expected number, got "nan"')
+    assert error_of(echo, '{"code": false}').endswith("code: expected string, got false")
+
+
+def test_enums_and_literals_are_coerced():
+    def f(color: Color, level: Level, size: Literal[1, 2], mode: Literal["a", "b"] = "a"):
+        return repr((color, level, size, mode))
+
+    echo = echo_tool(f)
+    assert echo.call('{"color": "green", "level": 2, "size": 1}') == (
+        "(<Color.GREEN: 'green'>, <Level.HIGH: 2>, 1, 'a')"
+    )
+    # by name, and numbers written as text
+    assert echo.call('{"color": "RED", "level": "1", "size": "2", "mode": "b"}') == (
+        "(<Color.RED: 'red'>, <Level.LOW: 1>, 2, 'b')"
+    )
+
+
+def test_containers_dataclasses_and_typeddicts_are_built_recursively():
+    seen: dict[str, Any] = {}
+
+    def f(order: Order, address: Address, prices: dict[str, float], tags: list[str]):
+        seen.update(order=order, address=address, prices=prices, tags=tags)
+        return "ok"
+
+    echo = echo_tool(f)
+    arguments = {
+        "order": {"items": [{"name": "茶", "price": "12.5"}, {"name": "b", "price": 3}]},
+        "address": {"city": "北京"},
+        "prices": {"茶": 1},
+        "tags": '["a", "b"]',  # double-encoded, as some models send arrays
+    }
+    assert echo.call(json.dumps(arguments, ensure_ascii=False)) == "ok"
+    assert seen == {
+        "order": Order([Item("茶", 12.5), Item("b", 3.0)]),
+        "address": {"city": "北京"},
+        "prices": {"茶": 1.0},
+        "tags": ["a", "b"],
+    }
+    assert isinstance(seen["order"].items[0], Item)
+
+
+def test_optional_accepts_null():
+    def f(limit: int | None, note: str | None = "x"):
+        return repr((limit, note))
+
+    assert echo_tool(f).call('{"limit": null, "note": null}') == "(None, None)"
+    assert echo_tool(f).call('{"limit": "4"}') == "(4, 'x')"
+
+
+def test_defaults_apply_when_arguments_are_left_out():
+    def f(a: int, b: int = 10, c: Color = Color.GREEN):
+        return repr((a, b, c))
+
+    assert echo_tool(f).call('{"a": 1}') == "(1, 10, <Color.GREEN: 'green'>)"
+
+
+def test_positional_only_parameters():
+    def f(a: int, b: int = 2, /, c: int = 3):
+        return repr((a, b, c))
+
+    echo = echo_tool(f)
+    assert echo.call('{"a": 1, "c": 5}') == "(1, 2, 5)"
+    assert echo.call('{"a": 1, "b": 7}') == "(1, 7, 3)"
+
+
+# --- error messages ------------------------------------------------------------------------
+
+
+def order_tool():
+    @tool
+    def place_order(items: list[Item], color: Color, mode: Literal["fast", "slow"] = "fast"):
+        """Places an order."""
+        return "placed"
+
+    return place_order
+
+
+def test_malformed_json_names_position_and_excerpt():
+    assert error_of(order_tool(), '{"color": "red" "items": []}') == (
+        "Invalid arguments for tool place_order: malformed JSON at position 16 "
+        '(Expecting \',\' delimiter), near \'{"color": "red" "items": [\''
+    )
+
+
+def test_malformed_json_position_counts_leading_whitespace():
+    message = error_of(order_tool(), '  \n {"items": [1,')
+    assert message.startswith(
+        "Invalid arguments for tool place_order: malformed JSON at position 17 "
+    )
+
+
+def test_malformed_json_excerpt_is_short_and_around_the_error():
+    arguments = '{"items": [' + '{"name": "a", "price": 1}, ' * 10 + '{"name": "b" "price": 2}]}'
+    message = error_of(order_tool(), arguments)
+    assert message == (
+        "Invalid arguments for tool place_order: malformed JSON at position 294 "
+        '(Expecting \',\' delimiter), near \'": 1}, {"name": "b" "price": 2\''
+    )
+
+
+def test_deeply_nested_json_is_refused():
+    assert error_of(order_tool(), "[" * 100_000) == (
+        "Invalid arguments for tool place_order: malformed JSON: nested too deeply"
+    )
+
+
+def test_missing_required_field():
+    assert error_of(order_tool(), '{"items": []}') == (
+        "Invalid arguments for tool place_order: color: missing required field"
+    )
+
+
+def test_unknown_field():
+    assert error_of(order_tool(), '{"items": [], "color": "red", "colour": "red"}') == (
+        "Invalid arguments for tool place_order: colour: unknown field (known: items, color, mode)"
+    )
+
+
+def test_wrong_type_at_a_nested_path():
+    arguments = {
+        "color": "red",
+        "items": [
+            {"name": "a", "price": 1},
+            {"name": "b", "price": 2},
+            {"name": "c", "price": "abc"},
+        ],
+    }
+    assert error_of(order_tool(), json.dumps(arguments)) == (
+        'Invalid arguments for tool place_order: items[2].price: expected number, got "abc"'
+    )
+
+
+def test_value_outside_literal_or_enum_lists_the_allowed():
+    assert error_of(order_tool(), '{"items": [], "color": "blue", "mode": "turbo"}') == (
+        "Invalid arguments for tool place_order: "
+        'color: expected one of "red", "green", got "blue"; '
+        'mode: expected one of "fast", "slow", got "turbo"'
+    )
+
+
+def test_every_problem_is_reported_at_once():
+    arguments = {
+        "items": [{"name": "a", "price": "x", "extra": 1}, {"price": 1}, "not an item"],
+        "mode": 3,
+    }
+    with pytest.raises(InvalidArgumentsError) as caught:
+        order_tool().call(json.dumps(arguments))
+    assert [str(problem) for problem in caught.value.problems] == [
+        'items[0].price: expected number, got "x"',
+        "items[0].extra: unknown field (known: name, price, tags, quantity)",
+        "items[1].name: missing required field",
+        'items[2]: expected object, got "not an item"',
+        'mode: expected one of "fast", "slow", got 3',
+        "color: missing required field",
+    ]
+    assert caught.value.tool_name == "place_order"
+    assert isinstance(caught.value, ToolError)
+
+
+def test_long_values_are_cut_short_in_messages():
+    def f(count: int):
+        return ""
+
+    message = error_of(echo_tool(f), json.dumps({"count": "9" * 5000 + "x"}))
+    assert message == f'Invalid arguments for tool f: count: expected integer, got "{"9" * 38}…'
+
+
+def test_dict_keys_that_are_not_identifiers_are_quoted_in_paths():
+    def f(prices: dict[str, float]):
+        return ""
+
+    assert error_of(echo_tool(f), '{"prices": {"茶": 1, "a b": "x"}}') == (
+        'Invalid arguments for tool f: prices["a b"]: expected number, got "x"'
+    )
+
+
+def test_arguments_that_are_not_an_object():
+    assert error_of(order_tool(), "[1, 2]") == (
+        "Invalid arguments for tool place_order: expected object, got [1, 2]"
+    )
+
+
+def test_a_dataclass_post_init_error_is_reported():
+    def f(amount: Positive):
+        return ""
+
+    assert error_of(echo_tool(f), '{"amount": {"value": -1}}') == (
+        "Invalid arguments for tool f: amount: value must be positive, got -1"
+    )
+
+
+# --- input forms ---------------------------------------------------------------------------
+
+
+def test_single_string_parameter_takes_plain_text():
+    @tool
+    def search(query: str) -> str:
+        """Searches."""
+        return f"[{query}]"
+
+    assert search.call("贵州茅台 2025 净利润") == "[贵州茅台 2025 净利润]"
+    assert search.call('{"query": "x"}') == "[x]"
+    assert search.call('"quoted"') == "[quoted]"
+    assert search.call("123") == "[123]"
+    assert search.call("[1, 2]") == "[[1, 2]]"
+    assert (
+        error_of(search, "") == "Invalid arguments for tool search: query: missing required field"
+    )
+    assert error_of(search, '{"q": "x"}').startswith(
+        "Invalid arguments for tool search: q: unknown"
+    )
+
+
+def test_single_parameter_of_another_type_takes_the_bare_value():
+    @tool
+    def square(x: int) -> int:
+        """Squares."""
+        return x * x
+
+    assert square.call("5") == "25"
+    assert square.call('"6"') == "36"
+    assert error_of(square, "five").startswith("Invalid arguments for tool square: malformed JSON")
+
+
+def test_a_function_without_parameters_ignores_text():
+    @tool
+    def now() -> str:
+        """The time."""
+        return "noon"
+
+    assert now.call("") == now.call("what time is it?") == now.call("{}") == "noon"
+    assert error_of(now, '{"tz": "UTC"}') == (
+        "Invalid arguments for tool now: tz: unknown field (known: none)"
+    )
+
+
+def test_input_from_arguments_leaves_validation_to_call():
+    structured = order_tool()
+    assert structured.input_from_arguments("{not json") == "{not json"
+    assert Tool.input_from_arguments(structured, '{"input": "x"}') == "x"  # the base differs
+
+
+def test_return_values_become_text():
+    @tool
+    def answer(kind: str) -> Any:
+        """Answers."""
+        values: dict[str, Any] = {
+            "text": "原文",
+            "dict": {"城市": "北京", "colors": [Color.RED]},
+            "dataclass": Item("茶", 1.5),
+            "none": None,
+            "number": 3,
+        }
+        return values[kind]
+
+    assert answer.call("text") == "原文"
+    assert answer.call("dict") == '{"城市": "北京", "colors": ["red"]}'
+    assert answer.call("dataclass") == '{"name": "茶", "price": 1.5, "tags": [], "quantity": 1}'
+    assert answer.call("none") == "null"
+    assert answer.call("number") == "3"
+
+
+def test_function_errors_propagate_unchanged():
+    @tool
+    def fail(x: int) -> str:
+        """Fails."""
+        raise ToolError(f"no data for {x}")
+
+    with pytest.raises(ToolError, match=r"^no data for 3$"):
+        fail.call('{"x": 3}')
+
+
+# --- sync and async ------------------------------------------------------------------------
+
+
+def test_async_function_is_awaited_natively_by_acall():
+    @tool
+    async def lookup(key: str) -> str:
+        """Looks up."""
+        await asyncio.sleep(0)
+        return f"{key}:{threading.get_ident()}"
+
+    async def main():
+        return await lookup.acall('{"key": "k"}'), threading.get_ident()
+
+    result, loop_thread = asyncio.run(main())
+    assert result == f"k:{loop_thread}"
+
+
+def test_async_function_runs_from_call_with_and_without_a_running_loop():
+    @tool
+    async def double(x: int) -> int:
+        """Doubles."""
+        await asyncio.sleep(0)
+        return 2 * x
+
+    assert double.call("4") == "8"
+
+    async def inside_a_loop():
+        return double.call("5")
+
+    assert asyncio.run(inside_a_loop()) == "10"
+
+
+def test_sync_function_runs_in_a_worker_thread_under_acall():
+    @tool
+    def where() -> int:
+        """Which thread."""
+        return threading.get_ident()
+
+    async def main():
+        return await where.acall(""), threading.get_ident()
+
+    worker, loop_thread = asyncio.run(main())
+    assert int(worker) != loop_thread
+
+
+def test_async_bad_arguments_raise_before_the_function_runs():
+    calls = []
+
+    @tool
+    async def record(x: int) -> str:
+        """Records."""
+        calls.append(x)
+        return ""
+
+    with pytest.raises(InvalidArgumentsError, match="x: expected integer"):
+        asyncio.run(record.acall('{"x": "many"}'))
+    assert calls == []
+
+
+# --- the decorator -------------------------------------------------------------------------
+
+
+def test_bare_decorator():
+    def add(a: int, b: int) -> int:
+        """Adds two numbers."""
+        return a + b
+
+    decorated = tool(add)
+    assert isinstance(decorated, StructuredTool)
+    assert (decorated.name, decorated.description, decorated.return_direct) == (
+        "add",
+        "Adds two numbers.",
+        False,
+    )
+    assert decorated.func is add
+    assert decorated.call('{"a": 2, "b": "3"}') == "5"
+
+
+def test_decorator_with_options():
+    @tool(name="获取财报", description="获取上市公司财务报告", return_direct=True)
+    def report(stock: str, year: int) -> str:
+        return f"{year}年{stock}净利润685亿"
+
+    assert isinstance(report, StructuredTool)
+    assert (report.name, report.description, report.return_direct) == (
+        "获取财报",
+        "获取上市公司财务报告",
+        True,
+    )
+    assert report.call('{"stock": "贵州茅台", "year": "2025"}') == "2025年贵州茅台净利润685亿"
+    assert repr(report) == "StructuredTool(name='获取财报')"
+
+
+# --- through the executor ------------------------------------------------------------------
+
+
+def test_tool_calling_agent_hears_what_was_wrong_and_retries():
+    calls = []
+
+    @tool
+    def get_financial_report(stock: str, year: int) -> str:
+        """获取上市公司财务报告"""
+        calls.append((stock, year))
+        return f"{year}年贵州茅台净利润685亿"
+
+    def reply(arguments, call_id):
+        return Message.assistant(
+            "", [ToolCall(call_id, FunctionCall(get_financial_report.name, arguments))]
+        )
+
+    fake = FakeLLM(
+        [
+            reply('{"stock": "600519", "year": "去年"', "c1"),
+            reply('{"stock": "600519", "year": "last"}', "c2"),
+            reply('{"stock": 600519, "year": "2025"}', "c3"),
+            "2025年贵州茅台净利润685亿元",
+        ]
+    )
+    executor = Executor(ToolCallingAgent(fake, [get_financial_report]))
+    assert chains.run(executor, "茅台2025年净利润是多少?") == "2025年贵州茅台净利润685亿元"
+    observations = [m.content for m in fake.calls[3].messages if m.role == "tool"]
+    assert observations == [
+        "Invalid arguments for tool get_financial_report: malformed JSON at position 32 "
+        '(Expecting \',\' delimiter), near \'00519", "year": "去年"\'',
+        'Invalid arguments for tool get_financial_report: year: expected integer, got "last"',
+        "2025年贵州茅台净利润685亿",
+    ]
+    assert calls == [("600519", 2025)]
+    parameters = fake.calls[0].options["tools"][0].parameters
+    assert parameters["properties"]["year"] == {"type": "integer"}
+
+
+def test_mrkl_agent_passes_action_input_text():
+    @tool
+    def search(query: str) -> str:
+        """Searches announcements."""
+        return f"found: {query}"
+
+    fake = FakeLLM(
+        [
+            "I should search.\nAction: search\nAction Input: 茅台 公告",
+            "I now know the final answer.\nFinal Answer: done",
+        ]
+    )
+    outputs = chains.call(
+        Executor(OneShotAgent(fake, [search]), return_intermediate_steps=True), {"input": "q"}
+    )
+    assert [step.observation for step in outputs["intermediate_steps"]] == ["found: 茅台 公告"]

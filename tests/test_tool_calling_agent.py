@@ -1,0 +1,174 @@
+import asyncio
+import json
+import threading
+
+import pytest
+
+from chainkit import chains, tools
+from chainkit.agents import Executor, NotFinishedError, ToolCallingAgent
+from chainkit.callbacks import Handler
+from chainkit.llms import FakeLLM
+from chainkit.memory import ConversationBuffer
+from chainkit.schema import FunctionCall, Message, ToolCall
+
+
+def call(name, arguments, call_id):
+    return ToolCall(call_id, FunctionCall(name, json.dumps(arguments, ensure_ascii=False)))
+
+
+class Weather(tools.Tool):
+    name = "get_weather"
+    description = "weather for a city"
+
+    def __init__(self, barrier=None):
+        self.barrier = barrier
+        self.threads = set()
+
+    def call(self, input):
+        self.threads.add(threading.get_ident())
+        if self.barrier is not None:
+            self.barrier.wait(timeout=5)  # only passes if the calls run at the same time
+        return f"{input}: sunny"
+
+
+class Direct(tools.Tool):
+    name = "direct"
+    description = "answers directly"
+    return_direct = True
+
+    def call(self, input):
+        return f"direct {input}"
+
+
+def test_parallel_calls_run_concurrently_and_results_keep_call_order():
+    weather = Weather(barrier=threading.Barrier(3))
+    reply = Message.assistant(
+        "checking three cities",
+        [
+            call("get_weather", {"input": "北京"}, "c1"),
+            call("get_weather", {"input": "上海"}, "c2"),
+            call("get_weather", {"input": "广州"}, "c3"),
+        ],
+    )
+    fake = FakeLLM([reply, "北京、上海、广州都是晴天"])
+    executor = Executor(ToolCallingAgent(fake, [weather]), return_intermediate_steps=True)
+    outputs = chains.call(executor, {"input": "三个城市天气"})
+    assert outputs["output"] == "北京、上海、广州都是晴天"
+    assert len(weather.threads) == 3
+    second = fake.calls[1].messages
+    assert second[2] is reply  # the assistant message with its tool calls is kept
+    assert [(m.role, m.tool_call_id, m.tool_name, m.content) for m in second[3:]] == [
+        ("tool", "c1", "get_weather", "北京: sunny"),
+        ("tool", "c2", "get_weather", "上海: sunny"),
+        ("tool", "c3", "get_weather", "广州: sunny"),
+    ]
+    assert [s.action.tool_call_id for s in outputs["intermediate_steps"]] == ["c1", "c2", "c3"]
+
+
+def test_tools_are_sent_as_json_schemas_and_loop_ends_without_calls():
+    fake = FakeLLM(["no tools needed"])
+    agent = ToolCallingAgent(fake, [Weather()], system_prompt="你是助手")
+    assert chains.run(Executor(agent), "hi") == "no tools needed"
+    [info] = fake.calls[0].options["tools"]
+    assert info.name == "get_weather"
+    assert info.parameters["properties"]["input"]["type"] == "string"
+    assert fake.calls[0].messages == [Message.system("你是助手"), Message.user("hi")]
+
+
+def test_max_parallel_tools_limits_threads():
+    weather = Weather()
+    calls = [call("get_weather", {"input": str(i)}, f"c{i}") for i in range(6)]
+    fake = FakeLLM([Message.assistant("", calls), "ok"])
+    chains.run(Executor(ToolCallingAgent(fake, [weather], max_parallel_tools=2)), "q")
+    assert 1 <= len(weather.threads) <= 2
+    with pytest.raises(ValueError, match="max_parallel_tools"):
+        ToolCallingAgent(fake, [weather], max_parallel_tools=0)
+
+
+def test_malformed_arguments_become_an_observation():
+    truncated = ToolCall("c1", FunctionCall("get_weather", '{"input": "北'))
+    fake = FakeLLM([Message.assistant("", [truncated]), "sorry"])
+    executor = Executor(ToolCallingAgent(fake, [Weather()]), return_intermediate_steps=True)
+    outputs = chains.call(executor, {"input": "q"})
+    observation = outputs["intermediate_steps"][0].observation
+    assert observation.startswith("Invalid arguments for tool get_weather: not valid JSON")
+    assert fake.calls[1].messages[-1].content == observation
+
+
+def test_missing_call_ids_are_assigned():
+    fake = FakeLLM([Message.assistant("", [call("get_weather", {"input": "x"}, "")]), "ok"])
+    chains.run(Executor(ToolCallingAgent(fake, [Weather()])), "q")
+    assistant, result = fake.calls[1].messages[-2:]
+    assert assistant.tool_calls[0].id == "call_0" and result.tool_call_id == "call_0"
+
+
+def test_unknown_tool_return_direct_and_limits():
+    fake = FakeLLM([Message.assistant("", [call("nope", {}, "c1")]), "done"])
+    executor = Executor(ToolCallingAgent(fake, [Weather()]), return_intermediate_steps=True)
+    outputs = chains.call(executor, {"input": "q"})
+    assert outputs["intermediate_steps"][0].observation == (
+        "nope is not a valid tool, try one of [get_weather]."
+    )
+    fake = FakeLLM([Message.assistant("", [call("direct", {"input": "x"}, "c1")])])
+    assert chains.run(Executor(ToolCallingAgent(fake, [Weather(), Direct()])), "q") == "direct x"
+    looping = [Message.assistant("", [call("get_weather", {"input": "x"}, "c")])] * 2
+    fake = FakeLLM(looping)
+    with pytest.raises(NotFinishedError):
+        chains.run(Executor(ToolCallingAgent(fake, [Weather()]), max_iterations=2), "q")
+    fake = FakeLLM([*looping, "final after limit"])
+    executor = Executor(
+        ToolCallingAgent(fake, [Weather()]), max_iterations=2, early_stopping_method="generate"
+    )
+    assert chains.run(executor, "q") == "final after limit"
+    assert fake.calls[2].options.get("tools") is None
+    assert fake.calls[2].messages[-1].role == "user"
+
+
+def test_callbacks_fire_per_tool_call():
+    events: list[tuple[str, ...]] = []
+
+    class Spy(Handler):
+        def handle_tool_start(self, tool, input):
+            events.append(("start", tool, input))
+
+        def handle_agent_action(self, action):
+            events.append(("action", action.tool_call_id))
+
+    calls = [call("get_weather", {"input": "a"}, "c1"), call("get_weather", {"input": "b"}, "c2")]
+    fake = FakeLLM([Message.assistant("", calls), "ok"])
+    chains.run(Executor(ToolCallingAgent(fake, [Weather()]), callbacks_handler=Spy()), "q")
+    assert events[:2] == [("action", "c1"), ("action", "c2")]
+    assert sorted(events[2:]) == [
+        ("start", "get_weather", '{"input": "a"}'),
+        ("start", "get_weather", '{"input": "b"}'),
+    ]
+
+
+def test_async_parallel_calls_use_tasks():
+    started = []
+
+    class AsyncWeather(Weather):
+        async def acall(self, input):
+            started.append(input)
+            await asyncio.sleep(0.01)
+            assert len(started) == 3  # all three started before any finished
+            return f"{input}: rainy"
+
+    calls = [call("get_weather", {"input": c}, f"c{i}") for i, c in enumerate("abc")]
+    fake = FakeLLM([Message.assistant("", calls), "all rainy"])
+    executor = Executor(ToolCallingAgent(fake, [AsyncWeather()]))
+    assert asyncio.run(chains.arun(executor, "q")) == "all rainy"
+    assert [m.content for m in fake.calls[1].messages[-3:]] == ["a: rainy", "b: rainy", "c: rainy"]
+
+
+def test_history_from_memory_comes_before_the_question():
+    memory = ConversationBuffer(return_messages=True)
+    fake = FakeLLM(["first answer", "second answer"])
+    executor = Executor(ToolCallingAgent(fake, [Weather()], system_prompt=""), memory=memory)
+    chains.run(executor, "first")
+    chains.run(executor, "second")
+    assert fake.calls[1].messages == [
+        Message.user("first"),
+        Message.assistant("first answer"),
+        Message.user("second"),
+    ]
