@@ -3,7 +3,10 @@
 The model answers instantly (FakeLLM) and the tools return constants, so what is measured is
 chainkit: prompt formatting, the model call path, parsing, tool lookup and the loop. Run:
 
-    python bench/bench_agent_loop.py [--runs N] [--async] [--log]
+    python bench/bench_agent_loop.py [--runs N] [--async] [--native-async-tools] [--log]
+
+The tools are plain sync tools, so the async run pays for a worker-thread hop per tool call
+(Tool.acall's default); a natively async tool avoids it.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from chainkit.llms import FakeLLM
 TOOL_NAMES = ["search", "calculator", "weather", "stock_price", "translate", "calendar"]
 
 
-def make_tool(tool_name: str) -> tools.Tool:
+def make_tool(tool_name: str, native_async: bool) -> tools.Tool:
     class Constant(tools.Tool):
         name = tool_name
         description = f"looks things up with {tool_name}; input is a short query"
@@ -28,7 +31,11 @@ def make_tool(tool_name: str) -> tools.Tool:
         def call(self, input: str) -> str:
             return f"{tool_name} result for {input}"
 
-    return Constant()
+    class AsyncConstant(Constant):
+        async def acall(self, input: str) -> str:
+            return self.call(input)
+
+    return AsyncConstant() if native_async else Constant()
 
 
 SCRIPT = [
@@ -37,23 +44,40 @@ SCRIPT = [
 ] + [" I now know the final answer.\nFinal Answer: all five lookups agree"]
 
 
-def build(log: bool) -> tuple[agents.Executor, FakeLLM]:
+def build(log: bool, native_async: bool = False) -> tuple[agents.Executor, FakeLLM]:
     llm = FakeLLM(SCRIPT)
-    agent = agents.OneShotAgent(llm, [make_tool(name) for name in TOOL_NAMES])
+    agent = agents.OneShotAgent(llm, [make_tool(name, native_async) for name in TOOL_NAMES])
     handler = callbacks.LogHandler(io.StringIO()) if log else None
     return agents.Executor(agent, max_iterations=10, callbacks_handler=handler), llm
 
 
-def one_run(executor: agents.Executor, llm: FakeLLM, use_async: bool) -> float:
+def one_run(executor: agents.Executor, llm: FakeLLM) -> float:
     llm.calls.clear()
     start = time.perf_counter()
-    if use_async:
-        answer = asyncio.run(chains.arun(executor, "look up five things"))
-    else:
-        answer = chains.run(executor, "look up five things")
+    answer = chains.run(executor, "look up five things")
     elapsed = time.perf_counter() - start
     assert answer == "all five lookups agree" and len(llm.calls) == 6
     return elapsed
+
+
+async def one_async_run(executor: agents.Executor, llm: FakeLLM) -> float:
+    llm.calls.clear()
+    start = time.perf_counter()
+    answer = await chains.arun(executor, "look up five things")
+    elapsed = time.perf_counter() - start
+    assert answer == "all five lookups agree" and len(llm.calls) == 6
+    return elapsed
+
+
+async def async_runs(executor: agents.Executor, llm: FakeLLM, runs: int) -> list[float]:
+    """All runs in one event loop, as a server would have it."""
+    return [await one_async_run(executor, llm) for _ in range(runs)]
+
+
+def measure(executor: agents.Executor, llm: FakeLLM, runs: int, use_async: bool) -> list[float]:
+    if use_async:
+        return asyncio.run(async_runs(executor, llm, runs))
+    return [one_run(executor, llm) for _ in range(runs)]
 
 
 def main() -> None:
@@ -61,14 +85,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20000)
     parser.add_argument("--async", dest="use_async", action="store_true")
     parser.add_argument("--log", action="store_true", help="with a LogHandler to a buffer")
+    parser.add_argument(
+        "--native-async-tools", action="store_true", help="tools with their own async acall"
+    )
     args = parser.parse_args()
-    executor, llm = build(args.log)
-    for _ in range(min(1000, args.runs)):
-        one_run(executor, llm, args.use_async)
-    times = sorted(one_run(executor, llm, args.use_async) for _ in range(args.runs))
+    executor, llm = build(args.log, args.native_async_tools)
+    measure(executor, llm, min(1000, args.runs), args.use_async)
+    times = sorted(measure(executor, llm, args.runs, args.use_async))
     median = statistics.median(times) * 1e6
     p90 = times[int(len(times) * 0.9)] * 1e6
     mode = "async" if args.use_async else "sync"
+    mode += " +native async tools" if args.native_async_tools else ""
     print(
         f"{mode}{' +LogHandler' if args.log else ''}: {args.runs} runs of 6 model calls + 5 tool "
         f"calls: median {median:.1f} µs/run, p90 {p90:.1f} µs/run "

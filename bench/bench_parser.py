@@ -38,7 +38,10 @@ TYPICAL_ANSWER = (
 
 
 def cve_2024_58340(n: int) -> str:
-    """The input of LangChain issue #6898 (CVE-2024-58340); n=400 took LangChain 40-64 s."""
+    """The input of LangChain issue #6898 (CVE-2024-58340).
+
+    At n=400 (2,047 chars) LangChain's pre-fix action regex takes 64 s as reported, 40 s here.
+    """
     return (
         "Action"
         + "\n" * n

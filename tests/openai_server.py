@@ -67,7 +67,7 @@ class Reply:
     pause_after: int | None = None
 
 
-FaultKind = Literal["status", "drop", "slow", "cut", "malformed"]
+FaultKind = Literal["status", "drop", "slow", "cut", "truncate", "malformed"]
 
 
 @dataclass(slots=True)
@@ -107,6 +107,12 @@ class Fault:
         then closes the connection. They are those of `reply` if given, else of the next
         queued reply, which stays queued for the retry."""
         return cls("cut", after_chunks=after_chunks, reply=reply)
+
+    @classmethod
+    def truncate(cls, after_chunks: int = 2) -> Fault:
+        """Like `cut`, but ends the body properly, without [DONE] or a finish_reason: a stream
+        a proxy cut short without breaking the connection."""
+        return cls("truncate", after_chunks=after_chunks)
 
     @classmethod
     def malformed(cls) -> Fault:
@@ -304,7 +310,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _chat(self, body: dict[str, Any], fault: Fault | None) -> None:
         stream = bool(body.get("stream"))
-        if fault is not None and fault.kind != "cut":
+        if fault is not None and fault.kind not in ("cut", "truncate"):
             self._fault(fault, stream=stream)
             return
         reply = fault.reply if fault is not None else None
@@ -314,7 +320,7 @@ class _Handler(BaseHTTPRequestHandler):
         model = str(body.get("model"))
         if not stream:
             data = json.dumps(_completion(reply, model)).encode()
-            if fault is not None:  # cut
+            if fault is not None:  # cut or truncate: half the body, then close
                 self._send_head(200, "application/json", len(data))
                 self.wfile.write(data[: len(data) // 2])
                 self._drop()
@@ -323,12 +329,14 @@ class _Handler(BaseHTTPRequestHandler):
             return
         options = body.get("stream_options") or {}
         events = _stream_events(reply, model, bool(options.get("include_usage")))
-        limit = fault.after_chunks if fault is not None else None
         self._send_head(200, "text/event-stream", None)
         content_pieces = 0
         for number, (event, is_content) in enumerate(events):
-            if limit is not None and number >= limit:
-                self._drop()
+            if fault is not None and number >= fault.after_chunks:
+                if fault.kind == "truncate":
+                    self.wfile.write(b"0\r\n\r\n")
+                else:
+                    self._drop()
                 return
             self._write_chunk(f"data: {json.dumps(event)}\n\n".encode())
             content_pieces += is_content

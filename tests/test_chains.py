@@ -235,9 +235,11 @@ def test_default_acall_runs_sync_call():
 
 
 def test_sequential_chain_flows_keys():
-    first, fake1 = llm_chain(["synopsis!"], template="Write about {title}", output_key="synopsis")
+    first, _ = llm_chain(["synopsis!"], template="Write about {title}", output_key="synopsis")
     second, fake2 = llm_chain(["review!"], template="Review: {synopsis}", output_key="review")
-    seq = SequentialChain([first, second], input_variables=["title"], output_variables=["synopsis", "review"])
+    seq = SequentialChain(
+        [first, second], input_variables=["title"], output_variables=["synopsis", "review"]
+    )
     assert chains.call(seq, {"title": "Dune"}) == {"synopsis": "synopsis!", "review": "review!"}
     assert fake2.calls[0].messages[0].content == "Review: synopsis!"
 

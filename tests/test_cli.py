@@ -57,7 +57,9 @@ def test_openai_env_selects_the_openai_backend(variable):
     # proving the offline model was not used, and the key must not leak.
     env = {
         "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
-        variable: "sk-secret-test-key-0123456789abcdef" if variable == "OPENAI_API_KEY" else "http://127.0.0.1:9/v1",
+        variable: "sk-secret-test-key-0123456789abcdef"
+        if variable == "OPENAI_API_KEY"
+        else "http://127.0.0.1:9/v1",
     }
     result = run_cli("run", "--max-iterations", "1", "hi", env_extra=env)
     assert result.returncode == 1

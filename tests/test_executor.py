@@ -104,7 +104,9 @@ def test_plan_act_loop_and_scratchpad():
     assert echo.inputs == ["hello"]
     second_prompt = fake.calls[1].messages[0].content
     assert second_prompt.endswith(
-        "Question: say hello\nThought:" + act("echo", "hello") + "\nObservation: echo: hello\nThought:"
+        "Question: say hello\nThought:"
+        + act("echo", "hello")
+        + "\nObservation: echo: hello\nThought:"
     )
 
 
@@ -159,7 +161,7 @@ def test_parse_error_formatter():
 
 def test_unknown_tool_observation_and_case_insensitive_lookup():
     echo = Echo()
-    executor, fake = run_agent(
+    executor, _ = run_agent(
         [act("search", "x"), act("ECHO", "found"), final("ok")],
         [echo, Direct()],
         return_intermediate_steps=True,
@@ -214,7 +216,9 @@ def test_max_iterations_generate_asks_for_final_answer():
     assert len(fake.calls) == 3
     assert "I must now give my final answer" in fake.calls[2].messages[0].content
     executor, _ = run_agent(
-        [act("echo", "1"), final("parsed final")], max_iterations=1, early_stopping_method="generate"
+        [act("echo", "1"), final("parsed final")],
+        max_iterations=1,
+        early_stopping_method="generate",
     )
     assert chains.run(executor, "q") == "parsed final"
 
@@ -308,9 +312,7 @@ def test_async_run_uses_tool_acall():
 
     tool = AsyncEcho()
     events = Events()
-    executor, fake = run_agent(
-        [act("echo", "x"), final("ok")], [tool], callbacks_handler=events
-    )
+    executor, _ = run_agent([act("echo", "x"), final("ok")], [tool], callbacks_handler=events)
     assert asyncio.run(chains.arun(executor, "q")) == "ok"
     assert tool.inputs == ["async:x"]
     assert "tool_end:echo:async echo: x" in events.events
@@ -365,6 +367,13 @@ def test_finish_callback_value_type():
 
 
 def test_public_names():
-    for name in ["OneShotAgent", "Executor", "ParserErrorHandler", "parse_mrkl_output",
-                 "OutputParserError", "NotFinishedError", "ToolCallingAgent"]:
+    for name in [
+        "OneShotAgent",
+        "Executor",
+        "ParserErrorHandler",
+        "parse_mrkl_output",
+        "OutputParserError",
+        "NotFinishedError",
+        "ToolCallingAgent",
+    ]:
         assert hasattr(agents, name), name

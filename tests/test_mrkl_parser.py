@@ -8,6 +8,8 @@ Where chainkit deliberately differs, the test says how and why.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chainkit.agents.errors import OutputParserError
 from chainkit.agents.mrkl_parser import (
@@ -388,7 +390,8 @@ def test_exact_case_action_counts_mid_line():
 
 
 def test_keyword_inside_a_word_does_not_count():
-    assert error("Thought: check the Transaction: 42\nMyFinal Answer: no") == MISSING_ACTION
+    assert error("Thought: check the ReAction: 42\nMyFinal Answer: no") == MISSING_ACTION
+    assert error("Action: pay\nTransaction Input: 5") == MISSING_ACTION_INPUT
 
 
 @pytest.mark.parametrize(
@@ -439,6 +442,65 @@ def test_error_carries_the_model_output():
         parse_mrkl_output("Action: Search")
     assert info.value.llm_output == "Action: Search"
     assert isinstance(info.value, ValueError)
+
+
+# --- Properties -------------------------------------------------------------------------------
+
+_PIECES = st.sampled_from(
+    [
+        "Action",
+        "action input",
+        "Final Answer",
+        "Observation",
+        "the final answer is",
+        ":",
+        "：",
+        "\n",
+        " ",
+        "\t",
+        "**",
+        "```",
+        '"',
+        "`",
+        "1",
+        "İ",
+        "随机",
+        "Thought:",
+        "> ",
+        "#",
+    ]
+)
+
+
+@given(st.lists(_PIECES | st.text(max_size=5), max_size=40).map("".join))
+def test_any_reply_parses_or_raises_the_parser_error(text):
+    try:
+        step = parse_mrkl_output(text)
+    except OutputParserError as error:
+        assert error.observation in (MISSING_ACTION, MISSING_ACTION_INPUT)
+        return
+    assert step.log == text
+    if isinstance(step, AgentAction):
+        assert step.tool and step.tool == step.tool.strip()
+        assert step.tool_input in text or step.tool_input.strip("`\"'") in text
+
+
+_LINE = (
+    st.text(
+        alphabet=st.characters(
+            blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters=":："
+        ),
+        min_size=1,
+        max_size=30,
+    )
+    .map(str.strip)
+    .filter(lambda s: s and s[0] not in "\"'`“‘「*" and s[-1] not in "\"'`”’」*")
+)
+
+
+@given(tool=_LINE, tool_input=_LINE)
+def test_plain_action_round_trips(tool, tool_input):
+    assert action(f"Thought: go\nAction: {tool}\nAction Input: {tool_input}") == (tool, tool_input)
 
 
 # --- Adversarial 1 MB replies (the result, not the time: timings live in bench/) ---------------

@@ -35,9 +35,15 @@ def test_offline_model_picks_the_right_tool(question, tool, tool_input):
 
 
 def test_offline_calculator_answer():
-    assert chains.run(builtin_agent().__class__(
-        agents.OneShotAgent(OfflineModel(notice_stream=None), [tools.Calculator()])
-    ), "what is 12*(3+4)?") == "84"
+    assert (
+        chains.run(
+            builtin_agent().__class__(
+                agents.OneShotAgent(OfflineModel(notice_stream=None), [tools.Calculator()])
+            ),
+            "what is 12*(3+4)?",
+        )
+        == "84"
+    )
 
 
 def test_notice_on_stderr_once():
@@ -56,13 +62,19 @@ def test_no_matching_tool_gives_final_answer():
 
 def test_native_tool_calls():
     infos = [
-        ToolInfo("get_weather", "查询城市天气 weather", {"type": "object", "properties": {"city": {}}}),
-        ToolInfo("get_financial_report", "查询上市公司财报 净利润", {"type": "object", "properties": {}}),
+        ToolInfo(
+            "get_weather", "查询城市天气 weather", {"type": "object", "properties": {"city": {}}}
+        ),
+        ToolInfo(
+            "get_financial_report", "查询上市公司财报 净利润", {"type": "object", "properties": {}}
+        ),
     ]
     model = OfflineModel(notice_stream=None)
     reply = model.generate([Message.user("帮我查 2025 年贵州茅台的净利润")], tools=infos)
     [call] = reply.tool_calls
-    assert call.function.name == "get_financial_report" and json.loads(call.function.arguments) == {}
+    assert (
+        call.function.name == "get_financial_report" and json.loads(call.function.arguments) == {}
+    )
     weather = model.generate([Message.user("北京天气怎么样")], tools=infos)
     assert json.loads(weather.tool_calls[0].function.arguments) == {"city": "北京天气怎么样"}
     answer = model.generate([Message.user("q"), Message.tool("晴", "c1")], tools=infos)

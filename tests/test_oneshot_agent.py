@@ -67,7 +67,14 @@ def test_default_prompt_lists_tools_in_mrkl_format():
     assert prompt.startswith("Answer the following questions")
     assert "随机数计算工具: 用于获取随机数\nweather: current weather for a city" in prompt
     assert "one of [随机数计算工具, weather]" in prompt
-    for keyword in ["Question:", "Thought:", "Action:", "Action Input:", "Observation:", "Final Answer:"]:
+    for keyword in [
+        "Question:",
+        "Thought:",
+        "Action:",
+        "Action Input:",
+        "Observation:",
+        "Final Answer:",
+    ]:
         assert keyword in prompt
     assert prompt.endswith("Question: 北京天气\nThought:")
     assert agent.input_keys == ["input"] and agent.output_keys == ["output"]
@@ -84,7 +91,8 @@ def test_prefix_format_instructions_suffix_overrides():
     )
     chains.run(agents.Executor(agent), "随机")
     assert llm.calls[0].messages[0].content == (
-        "你可以使用这些工具：\n随机数计算工具: 用于获取随机数\n\n格式：Action: [随机数计算工具]\n\n问题：随机\n"
+        "你可以使用这些工具：\n随机数计算工具: 用于获取随机数\n\n"
+        "格式：Action: [随机数计算工具]\n\n问题：随机\n"
     )
 
 

@@ -84,6 +84,7 @@ def test_options_pass_through_and_unknown_options_reach_the_server(
         seed=7,
         model="other-model",
         repetition_penalty=1.1,
+        extra_body={"min_p": 0.05},
         max_tokens=None,  # None means "not set": the default from the constructor stays
         callbacks=Handler(),
     )
@@ -97,7 +98,17 @@ def test_options_pass_through_and_unknown_options_reach_the_server(
     assert body["max_tokens"] == 99
     assert body["top_k"] == 3  # a default the SDK has no parameter for
     assert body["repetition_penalty"] == 1.1  # an option the SDK has no parameter for
+    assert body["min_p"] == 0.05
+    assert "extra_body" not in body
     assert "callbacks" not in body
+
+
+def test_a_default_stop_word_may_be_one_string(openai_server: OpenAIServer, make_openai) -> None:
+    openai_server.push("ok", "ok")
+    llm = make_openai(stop="END")
+    llm.generate(ask())
+    llm.generate(ask(), stop=["HALT"])
+    assert [r.body["stop"] for r in openai_server.requests] == [["END"], ["HALT"]]
 
 
 def test_options_left_out_are_not_sent(openai_server: OpenAIServer, openai_llm: OpenAI) -> None:

@@ -78,13 +78,21 @@ def test_retried_fault_ends_in_the_answer(
     assert type(error) is error_type
 
 
-@pytest.mark.parametrize("name", ["cut_off", "malformed_json", "503", "dropped_connection"])
+STREAM_RETRIED = {
+    **RETRIED,
+    # The empty first delta, then "abcd" and "efgh", and no more.
+    "cut_off": (Fault.cut(after_chunks=3), ModelConnectionError),
+    "truncated": (Fault.truncate(after_chunks=3), ModelResponseError),
+}
+
+
+@pytest.mark.parametrize(
+    "name", ["cut_off", "truncated", "malformed_json", "503", "dropped_connection"]
+)
 def test_retried_fault_in_a_stream_hands_over_each_piece_once(
     openai_server: OpenAIServer, openai_llm: OpenAI, name: str
 ) -> None:
-    fault, error_type = RETRIED[name]
-    if name == "cut_off":
-        fault = Fault.cut(after_chunks=3)  # the empty first delta, then "abcd" and "efgh"
+    fault, error_type = STREAM_RETRIED[name]
     openai_server.fail(fault)
     openai_server.push(Reply("abcdefghijklmnop", chunk_size=4))
     pieces: list[str] = []
@@ -126,6 +134,19 @@ def test_retried_stream_that_differs_stops_handing_over(
     assert pieces == ["The ", "cat "]
     assert reply.content == "The dog ran off."
     assert len(openai_server.requests) == 2
+
+
+def test_a_failing_streaming_func_is_not_retried(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push("abcdefgh")
+
+    def broken(text: str) -> None:
+        raise KeyError(text)
+
+    with pytest.raises(KeyError):
+        openai_llm.generate(ask(), streaming_func=broken)
+    assert len(openai_server.requests) == 1
 
 
 @pytest.mark.parametrize("status", FAIL_FAST)

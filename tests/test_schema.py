@@ -26,7 +26,9 @@ def full_message() -> Message:
         content="thinking done",
         tool_calls=[
             ToolCall("call_1", FunctionCall("get_weather", '{"city":"北京"}'), index=0),
-            ToolCall("call_2", FunctionCall("search_food", '{"city":"上海"}'), index=1, extra={"k": 1}),
+            ToolCall(
+                "call_2", FunctionCall("search_food", '{"city":"上海"}'), index=1, extra={"k": 1}
+            ),
         ],
         name="bot",
         reasoning_content="the user wants two things",
@@ -42,7 +44,11 @@ def test_constructors_set_role_and_fields():
     assistant = Message.assistant("", [call])
     assert assistant.tool_calls == [call]
     tool = Message.tool("685亿", "call_001", "get_financial_report")
-    assert (tool.role, tool.tool_call_id, tool.tool_name) == ("tool", "call_001", "get_financial_report")
+    assert (tool.role, tool.tool_call_id, tool.tool_name) == (
+        "tool",
+        "call_001",
+        "get_financial_report",
+    )
 
 
 def test_types_are_slotted_dataclasses():
@@ -62,9 +68,13 @@ def test_tool_call_defaults_match_eino_shape():
         full_message(),
         Message.system("你是金融助手"),
         Message.tool("2025年贵州茅台净利润685亿", "call_001", "get_financial_report"),
-        Message.user([TextPart("what is in this image?"), ImagePart(url="https://x/y.png", detail="low")]),
+        Message.user(
+            [TextPart("what is in this image?"), ImagePart(url="https://x/y.png", detail="low")]
+        ),
         Message.user([ImagePart(base64_data="aGVsbG8=", mime_type="image/jpeg")]),
-        Message.user([FilePart(base64_data="JVBERi0=", mime_type="application/pdf", filename="a.pdf")]),
+        Message.user(
+            [FilePart(base64_data="JVBERi0=", mime_type="application/pdf", filename="a.pdf")]
+        ),
         Message.user([FilePart(file_id="file-123")]),
     ],
 )
@@ -105,7 +115,11 @@ def test_from_dict_rejects_unknown_role_and_part():
 
 def test_from_dict_accepts_null_content_from_servers():
     message = Message.from_dict(
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "a", "function": {"name": "f"}}]}
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "a", "function": {"name": "f"}}],
+        }
     )
     assert message.content == "" and message.tool_calls[0].function.arguments == ""
 

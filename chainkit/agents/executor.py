@@ -7,7 +7,6 @@ in). `call` and `acall` only carry those requests out, so the two cannot drift a
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Generator
 from concurrent.futures import ThreadPoolExecutor
@@ -221,6 +220,8 @@ class Executor(Chain):
             return list(pool.map(self._run_tool, actions))
 
     async def _aact(self, actions: list[AgentAction]) -> list[str]:
+        import asyncio  # loaded already by the running event loop, not at import
+
         if len(actions) == 1:
             return [await self._arun_tool(actions[0])]
         limit = asyncio.Semaphore(self.max_parallel_tools)
@@ -283,4 +284,3 @@ class Executor(Chain):
         if callbacks is not None:
             callbacks.handle_tool_end(tool.name, output)
         return output
-

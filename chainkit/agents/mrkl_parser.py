@@ -1,63 +1,65 @@
 """Parse a MRKL / ReAct reply ("Thought / Action / Action Input / Final Answer") into a step.
 
 Grammar
-=======
-A *keyword* is ``Action``, ``Action Input``, ``Observation`` or ``Final Answer`` followed by a
-colon, ASCII ``:`` or full-width ``：``. Keywords match in any case (``action:``,
-``ACTION INPUT:``), may carry a number and spaces before the colon (``Action 1:``,
-``Action Input 1:``, ``final answer :``) and markdown emphasis (``**Action:**``,
-``**Final Answer**:``). ``The final answer is:`` is a Final Answer keyword too.
+-------
+A keyword is `Action`, `Action Input`, `Observation` or `Final Answer` followed by a colon,
+ASCII `:` or full-width `：`. Keywords match in any case (`action:`, `ACTION INPUT:`). The
+first three may carry a step number (`Action 1:`, `Action Input 1:`), any keyword may have
+spaces before its colon (`final answer :`) and markdown emphasis around it (`**Action:**`,
+`**Final Answer**:`). `The final answer is:` is a Final Answer keyword too.
 
 Where a keyword counts:
 
-* at the start of a line, after optional indentation and markdown (``>``, ``#``, ``-``, ``*``,
-  ``_``), in any case;
-* anywhere after a non-alphanumeric character when written exactly ``Action:`` or
-  ``Final Answer:`` (LangChain finds these mid-line, e.g. "I know it now. Final Answer: 42");
-  lower-case ones mid-line are prose ("before I give the final answer: ...") and do not count;
-* ``Action Input:``, in any case, anywhere after the ``Action:`` it belongs to
-  ("Action: foo Action Input: bar").
+- at the start of a line, after optional indentation and markdown (`>`, `#`, `-`, `*`, `_`),
+  in any case;
+- anywhere after a non-alphanumeric character when written exactly `Action:` or
+  `Final Answer:`, as LangChain finds them ("I know it now. Final Answer: 42"); other cases
+  mid-line are prose ("before I give the final answer: ...") and do not count;
+- `Action Input:`, in any case, anywhere after the `Action:` it belongs to
+  ("Action: foo Action Input: bar", a langchaingo case).
 
-The reply is decided by its first ``Action:`` or ``Final Answer:`` keyword, whichever comes
-first in the text (LangChain raises when both appear; langchaingo prefers the answer):
+The first `Action:` or `Final Answer:` keyword in the text decides the reply:
 
-* ``Final Answer:`` gives ``AgentFinish({"output": answer})``; the answer is the text after
-  the keyword up to the next keyword line.
-* ``Action:`` gives ``AgentAction``. The tool is the first non-blank line after the keyword,
-  cut at an ``Action Input:`` on that line. The ``Action Input:`` must come before the next
-  keyword line; the input is the text after it up to the next keyword line.
+- `Final Answer:` gives `AgentFinish({"output": answer})`; the answer is the text after the
+  keyword up to the next keyword line.
+- `Action:` gives `AgentAction`. The tool is the first non-blank line after the keyword, cut
+  at an `Action Input:` on that line; other lines before `Action Input:` are ignored. The
+  `Action Input:` must come before the next keyword line; the input is the text after it up to
+  the next keyword line.
 
-"The next keyword line" is the next line starting with any keyword, so a section ends before
-an ``Observation:`` line (what follows it is made up by the model), before another
-``Action:`` / ``Action Input:`` (a second step) and before a ``Final Answer:``. LangChain keeps
-everything after ``Action Input:`` and relies on the ``\\nObservation:`` stop sequence; ending
-at keyword lines drops the same made-up text and, unlike LangChain, never hands a tool the
-steps the model wrote after it. ``Thought:`` lines do not end a section: input text may
-contain one. A section that opens with a fenced code block (```` ``` ````) runs at least to
-its closing fence, so keyword-looking lines of code stay in the input.
+"The next keyword line" is the next line that starts with any keyword: an `Observation:` line
+(it and what follows are made up by the model), another `Action:` / `Action Input:` (a second
+step) or a `Final Answer:`. `Thought:` lines do not end a section, since input text may hold
+one. A section that opens with a fenced code block (```) runs at least to its closing fence,
+so keyword-looking lines of code stay in it.
 
-Cleaning: whitespace is trimmed. The tool name and the input lose one matching pair of quotes
-or backticks (``"``, ``'``, `````, ``“”``, ``‘’``, ``「」``) when that quote does not occur
-inside; an input that is exactly one fenced block loses its fence lines (`````json`` ...
-`````). Markdown ``*`` around the tool name is dropped. The answer is only trimmed.
+Cleaning: whitespace is trimmed. The tool name and the input lose one enclosing pair of quotes
+or backticks (" ' ` “” ‘’ 「」) when that quote does not also occur inside; an input that is
+exactly one fenced block (```json, the code, ```) is reduced to the code. Markdown `*` around
+the tool name is dropped. The answer is only trimmed.
 
-Not accepted, by choice: ``Final answer -`` and other non-colon forms (a dash is too common in
-prose), langchaingo's ``The answer is:``, and keywords broken across lines.
+Not accepted, by choice: `Final answer -` and other forms without a colon (a dash is common in
+prose), langchaingo's `The answer is:`, and keywords broken across lines.
 
-Errors raise ``OutputParserError`` whose ``observation`` tells the model what to fix:
-no ``Action:`` (or an empty tool name) and no final answer gives :data:`MISSING_ACTION`; an
-``Action:`` with no ``Action Input:`` before the next keyword line gives
-:data:`MISSING_ACTION_INPUT`.
+Errors raise `OutputParserError`; its `observation` tells the model what to fix. No
+`Action:` (or an empty tool name) and no final answer gives `MISSING_ACTION`; an `Action:`
+without an `Action Input:` before the next keyword line gives `MISSING_ACTION_INPUT`.
+
+Deliberate differences from LangChain's MRKLOutputParser and langchaingo's OneShotZeroAgent:
+a reply holding both an action and a final answer is decided by position instead of raising
+(LangChain) or preferring the answer (langchaingo); the input stops at an `Observation:` line
+instead of keeping it (langchaingo trims it later, LangChain relies on the stop sequence); a
+fully fenced input loses its fences and trailing newlines are trimmed.
 
 Cost
-====
-Linear in the length of the reply. Keywords are found by a handful of compiled patterns; every
-repetition in them is possessive (``*+``, ``++``, ``?+``), so the engine never backtracks into
-one, and alternatives start with distinct letters. Each pattern opens with a literal (a newline
-or the keyword), so ``re`` jumps between candidates with a substring search, and a match
-attempt reads only the run of spaces or digits after its own candidate. Each region of the
-reply is searched a fixed number of times. ``bench/bench_parser.py`` measures 1 MB adversarial
-replies, among them LangChain's CVE-2024-58340 input.
+----
+Linear in the length of the reply. Keywords are found by a few compiled patterns in which
+every repetition is possessive (`*+`, `++`, `?+`), so the engine never backtracks into one,
+and alternatives begin with distinct letters. Each pattern opens with a literal (a newline or
+the keyword), so `re` moves between candidates by substring search, and an attempt reads only
+its candidate and the run of spaces, digits or markdown beside it. Each part of the reply is
+searched a fixed number of times. `bench/bench_parser.py` times 1 MB adversarial replies,
+LangChain's CVE-2024-58340 input among them.
 """
 
 from __future__ import annotations
@@ -146,8 +148,8 @@ def _first_step(text: str, probe: str) -> _Step | None:
         start = _keyword_start(line) - 1
         first = _Step(probe.startswith("action", start + 1), start, line.end() - 1)
     for pattern, is_action in ((_ACTION_INLINE, True), (_FINAL_INLINE, False)):
-        # A keyword cannot span a line break, so one that starts before `first` also ends
-        # before it: the search can stop there.
+        # Keywords never overlap, so one that starts before `first` also ends before it: the
+        # search can stop there.
         inline = pattern.search(text, 0, len(text) if first is None else first.start)
         if inline is not None:
             first = _Step(is_action, inline.start(), inline.end())
@@ -160,7 +162,7 @@ def _action(text: str, probe: str, action: _Step) -> AgentAction:
     """The action whose `Action:` keyword is `action`."""
     next_line = _KEYWORD_LINE.search(probe, action.end + 1)
     limit = len(probe) if next_line is None else next_line.end()
-    found = _INPUT_ANYWHERE.search(probe, action.end + 1)
+    found = _INPUT_ANYWHERE.search(probe, action.end + 1, limit)
     if found is None:
         raise OutputParserError(MISSING_ACTION_INPUT, llm_output=text)
     input_keyword = found.start() - 1
@@ -212,6 +214,7 @@ def _tool_name(between: str) -> str:
 
 
 def _clean_input(raw: str) -> str:
+    """The input trimmed, without enclosing quotes or, when it is one fenced block, fences."""
     value = raw.strip()
     if value.startswith("```") and value.endswith("```"):
         return _unfence(value)

@@ -23,5 +23,7 @@ SUFFIX = """Begin!
 Question: {input}
 Thought:{agent_scratchpad}"""
 
-FINAL_ANSWER_REQUEST = "\n\nI must now give my final answer based on the steps above.\nFinal Answer:"
+FINAL_ANSWER_REQUEST = (
+    "\n\nI must now give my final answer based on the steps above.\nFinal Answer:"
+)
 """Appended to the scratchpad when the executor's early stopping asks for a final answer."""

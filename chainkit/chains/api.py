@@ -6,7 +6,6 @@ callbacks, memory out. The sync and async twins share every step but the call it
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -152,6 +151,8 @@ async def abatch(
 ) -> list[Any]:
     """Async twin of `batch`: at most `max_workers` calls run at once, and the error raised is
     the first in input order, as in `batch`."""
+    import asyncio  # loaded already by the running event loop, not at import
+
     if max_workers < 1:
         raise ValueError(f"max_workers must be at least 1, got {max_workers}")
     limit = asyncio.Semaphore(max_workers)

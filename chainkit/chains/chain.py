@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -38,6 +37,8 @@ class Chain(ABC):
 
     async def acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         """Async twin of `call`; by default runs `call` in a worker thread."""
+        import asyncio  # loaded already by the running event loop, not at import
+
         return await asyncio.to_thread(self.call, inputs, **options)
 
     @property

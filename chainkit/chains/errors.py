@@ -24,7 +24,8 @@ class MissingInputKeysError(ChainKeyError):
 class MissingOutputKeysError(ChainKeyError):
     def __init__(self, chain: str, missing: Sequence[str], produced: Sequence[str]) -> None:
         super().__init__(
-            f"{chain} did not produce output key(s) {list(missing)}; it produced {sorted(produced)}",
+            f"{chain} did not produce output key(s) {list(missing)}; "
+            f"it produced {sorted(produced)}",
             chain,
             missing,
         )

@@ -9,8 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 _STOP_WORDS = frozenset(
-    "a an and are can could do does for from give how i in is it me my of on or please the "
-    "this to what whats which who why will with you your tell get use used using".split()
+    (
+        *("a", "an", "and", "are", "can", "could", "do", "does", "for", "from", "give", "how"),
+        *("i", "in", "is", "it", "me", "my", "of", "on", "or", "please", "the", "this", "to"),
+        *("what", "whats", "which", "who", "why", "will", "with", "you", "your", "tell", "get"),
+        *("use", "used", "using"),
+    )
 )
 _STOP_CHARS = frozenset("我你他她它的了吗呢吧啊是个一在有和就也都要请给")
 _ARITHMETIC_CHARS = frozenset("0123456789.+-*/()^×÷% ")

@@ -8,7 +8,6 @@ the very same conversion as a plain one. The openai package is imported on first
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import weakref
@@ -30,6 +29,8 @@ from chainkit.schema import Message, ResponseMeta, TokenUsage, ToolCall, ToolInf
 from chainkit.schema.concat import ConcatError, concat_messages
 
 if TYPE_CHECKING:
+    import asyncio
+
     import openai
 
 KEYLESS = "not-needed"
@@ -80,6 +81,8 @@ class Connection:
         return self._client
 
     async def async_client(self) -> openai.AsyncOpenAI:
+        import asyncio  # here, not at the top: importing chainkit.llms loads no asyncio
+
         loop = asyncio.get_running_loop()
         client, client_loop = self._async_client, self._async_loop
         if client is not None and client_loop is not None and client_loop() is loop:
@@ -109,6 +112,8 @@ class Connection:
 
     async def aclose(self) -> None:
         """Closes the async client's connections, if they belong to the running loop."""
+        import asyncio
+
         client, loop = self._async_client, self._async_loop
         self._async_client = self._async_loop = None
         if client is not None and loop is not None and loop() is asyncio.get_running_loop():
@@ -200,10 +205,9 @@ def build_request(
         else:
             extra[key] = value
     request["messages"] = [m.to_dict(request=True) for m in messages]
+    stop = stop or request.get("stop")
     if stop:
-        request["stop"] = list(stop)
-    elif "stop" in request:
-        request["stop"] = list(request["stop"])
+        request["stop"] = [stop] if isinstance(stop, str) else list(stop)
     if tools:
         request["tools"] = [t.to_dict() for t in tools]
     if stream:

@@ -3,12 +3,12 @@
 Retried: 408, 409, 429 and 5xx answers, timeouts, broken connections and unreadable replies
 (a malformed body is nearly always a proxy or a connection glitch, like a 5xx). Not retried:
 every other status (400, 401, 403, 404, 422...), which a second try would not change.
-tenacity is imported on first use, so importing chainkit.llms stays cheap.
+tenacity (like the date parsing of Retry-After) is imported on first use, so importing
+chainkit.llms stays cheap.
 """
 
 from __future__ import annotations
 
-import email.utils
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -68,6 +68,8 @@ def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None)
         return max(float(value), 0.0)
     except ValueError:
         pass
+    import email.utils
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

@@ -132,7 +132,18 @@ def _native_reply(messages: Sequence[Message], tools: Sequence[ToolInfo]) -> Mes
         return Message.assistant("The offline model found no tool matching this question.")
     name, tool_input = choice
     info = next(t for t in tools if t.name == name)
-    properties = list(info.parameters.get("properties", {}))
-    arguments = {properties[0]: tool_input} if len(properties) == 1 else {}
+    field = _text_field(info.parameters)
+    arguments = {field: tool_input} if field is not None else {}
     call = ToolCall("call_offline_0", FunctionCall(name, json.dumps(arguments, ensure_ascii=False)))
     return Message.assistant("", [call])
+
+
+def _text_field(parameters: dict[str, Any]) -> str | None:
+    """The argument to put the question in: the only one, or the first required string."""
+    properties: dict[str, Any] = parameters.get("properties") or {}
+    if len(properties) == 1:
+        return next(iter(properties))
+    for name in parameters.get("required") or ():
+        if (properties.get(name) or {}).get("type") == "string":
+            return str(name)
+    return None

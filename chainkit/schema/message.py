@@ -255,7 +255,9 @@ def _part_to_dict(part: ContentPart) -> dict[str, Any]:
         return {"type": "image_url", "image_url": image}
     file: dict[str, Any] = {}
     if part.base64_data is not None:
-        file["file_data"] = f"data:{part.mime_type or 'application/octet-stream'};base64,{part.base64_data}"
+        file["file_data"] = (
+            f"data:{part.mime_type or 'application/octet-stream'};base64,{part.base64_data}"
+        )
     if part.file_id is not None:
         file["file_id"] = part.file_id
     if part.filename is not None:

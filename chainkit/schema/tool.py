@@ -12,9 +12,7 @@ class ToolInfo:
 
     name: str
     description: str
-    parameters: dict[str, Any] = field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
 
     def to_dict(self) -> dict[str, Any]:
         """The OpenAI `tools` entry for this tool."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -37,6 +36,8 @@ class Tool:
 
     async def acall(self, input: str) -> str:
         """Runs `call` in a worker thread; override for a natively async tool."""
+        import asyncio  # loaded already by the running event loop, not at import
+
         return await asyncio.to_thread(self.call, input)
 
     def __repr__(self) -> str:

@@ -8,7 +8,6 @@ reported back to the model in one observation so it can fix them all in its next
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import enum
 import inspect
@@ -305,6 +304,8 @@ def _render(result: object) -> str:
 
 def _run_coroutine(coroutine: Coroutine[Any, Any, object]) -> object:
     """Runs an async tool function's coroutine to completion from synchronous code."""
+    import asyncio  # only async functions called synchronously need it; kept off import time
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:

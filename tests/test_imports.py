@@ -1,0 +1,39 @@
+"""Importing chainkit stays light: no openai, no jinja2, no asyncio until they are used."""
+
+import subprocess
+import sys
+
+import pytest
+
+
+def loaded_after(statement: str) -> set[str]:
+    code = f"{statement}\nimport sys\nprint(' '.join(sorted(sys.modules)))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    return set(result.stdout.split())
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "import chainkit.chains, chainkit.prompts, chainkit.callbacks",
+        "from chainkit import agents, callbacks, chains, llms, memory, schema, tools",
+        "from chainkit.llms import OfflineModel, FakeLLM",
+    ],
+)
+def test_core_imports_load_no_heavy_dependency(statement):
+    loaded = loaded_after(statement)
+    assert not {"openai", "jinja2", "tenacity", "httpx", "asyncio"} & loaded
+
+
+def test_openai_backend_module_imports_openai_lazily():
+    assert "openai" not in loaded_after("from chainkit.llms import OpenAI, OpenAIEmbeddings")
+
+
+def test_jinja2_loaded_only_for_jinja2_templates():
+    loaded = loaded_after(
+        "from chainkit.prompts import PromptTemplate\n"
+        "PromptTemplate.from_template('{{ x }}', template_format='jinja2').format(x=1)"
+    )
+    assert "jinja2" in loaded

@@ -1,0 +1,41 @@
+"""Every Python example in the README runs as written (the OpenAI one against the loopback
+server, whose address replaces the example's)."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.openai_server import OpenAIServer
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+EXAMPLE_URL = "http://127.0.0.1:8000/v1"
+
+
+def python_blocks():
+    return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+
+
+def test_readme_has_the_two_setup_commands():
+    text = README.read_text(encoding="utf-8")
+    assert '<!-- setup:run -->\n```sh\npip install -e . && chainkit run "' in text
+    assert '<!-- setup:test -->\n```sh\npip install -e ".[dev]" && pytest\n```' in text
+
+
+@pytest.mark.parametrize("index", range(len(python_blocks())))
+def test_readme_example_runs(index, openai_server: OpenAIServer, tmp_path):
+    code = python_blocks()[index]
+    if EXAMPLE_URL in code:
+        openai_server.push("hello from the loopback server")
+        code = code.replace(EXAMPLE_URL, openai_server.base_url)
+    script = tmp_path / "example.py"
+    script.write_text(code, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip(), "the example printed nothing"
