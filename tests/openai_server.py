@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
-import socketserver
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -193,7 +192,9 @@ class OpenAIServer:
             connections = list(self._connections)
         for connection in connections:
             _shut(connection)
-        self._httpd.server_close()  # joins the handler threads
+        self._httpd.server_close()
+        for thread in self._httpd.handler_threads:
+            thread.join()
         self._thread.join()
         self._httpd = self._thread = None
 
@@ -235,27 +236,25 @@ def server_threads() -> list[threading.Thread]:
 
 
 class _HTTPServer(ThreadingHTTPServer):
-    # Non-daemon handler threads, joined by server_close(): nothing outlives stop().
+    # Non-daemon handler threads, joined by OpenAIServer.stop(): nothing outlives it.
     daemon_threads = False
-    block_on_close = True
+    block_on_close = False
 
     def __init__(self, owner: OpenAIServer) -> None:
         self.owner = owner
-        self._count = 0
+        self.handler_threads: list[threading.Thread] = []
         super().__init__(("127.0.0.1", 0), _Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         # ThreadingMixIn's own steps, plus: named threads, so leaks are easy to spot, and the
         # socket tracked before its thread starts, so stop() can always wake that thread.
         self.owner._track(request, open=True)
-        vars(self).setdefault("_threads", socketserver._Threads())  # type: ignore[attr-defined]
-        self._count += 1
         thread = threading.Thread(
             target=self.process_request_thread,
             args=(request, client_address),
-            name=f"{_THREAD_PREFIX}-conn-{self._count}",
+            name=f"{_THREAD_PREFIX}-conn-{len(self.handler_threads) + 1}",
         )
-        self._threads.append(thread)  # type: ignore[attr-defined]
+        self.handler_threads.append(thread)
         thread.start()
 
     def shutdown_request(self, request: Any) -> None:

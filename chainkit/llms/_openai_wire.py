@@ -1,9 +1,9 @@
 """The wire layer of the OpenAI backend, shared by its sync and async paths.
 
 `Connection` resolves where the server is, owns the SDK clients and turns SDK errors into
-chainkit's; the functions build requests and read replies. Replies are read from the JSON the
-server sent, through `Message.from_dict`, so a streamed reply, once put together, goes through
-the very same conversion as a plain one. The openai package is imported on first use only.
+chainkit's; the functions build requests and read replies. A plain reply is read from the JSON
+the server sent, through `Message.from_dict` (cheaper than the SDK's parsed objects); a
+streamed one from the SDK's chunks. The openai package is imported on first use only.
 """
 
 from __future__ import annotations
@@ -153,11 +153,11 @@ class Connection:
 
 
 async def _discard(client: openai.AsyncOpenAI, loop: asyncio.AbstractEventLoop | None) -> None:
-    """Marks a client of an earlier event loop closed. Left open, the SDK would try to close
-    it when collected, on whatever loop runs then, and log the failure."""
+    """Lets go of a client made in another event loop. If that loop has ended, the client is
+    marked closed first: left open, the SDK would try to close it when collected, on whatever
+    loop runs then, and log the failure. (Closing its connections fails, as they belong to the
+    ended loop; their sockets are freed with the client.)"""
     if loop is None or loop.is_closed():
-        # Its connections belong to the ended loop, so closing them fails; marked closed
-        # all the same, and the sockets are freed with the client.
         with suppress(RuntimeError):
             await client.close()
 
@@ -281,7 +281,7 @@ def _reply(message: dict[str, Any], finish_reason: Any, usage: Any) -> Message:
 
 
 def _assistant_message(data: dict[str, Any]) -> Message:
-    """Message from the wire shape of a reply message or of a stream delta."""
+    """Message from the wire shape of a reply message."""
     try:
         message = Message.from_dict({**data, "role": "assistant"})
     except (AttributeError, TypeError, ValueError) as error:

@@ -26,12 +26,23 @@ class OpenAI(BaseModel):
 
     Arguments left out are read from OPENAI_MODEL (else gpt-4o-mini), OPENAI_BASE_URL and
     OPENAI_API_KEY; a base URL without a key is fine for local servers. `default_options`
-    (temperature=0, seed=1, ...) apply to every call, under the options a call gives.
+    (temperature=0, seed=1, ...) apply to every call, under the options a call gives. Options
+    the SDK has no parameter for (top_k, repetition_penalty...) go into the request body all
+    the same; an option set to None counts as not given.
 
-    Failed calls are retried (see `chainkit.llms._retry`): up to `max_attempts` attempts,
-    waiting as `backoff` says, each retry reported to `handle_retry` of the call's callbacks.
-    Errors are those of `chainkit.llms.errors`. With a `streaming_func`, each content delta
-    is handed over as it arrives, and never twice when a broken stream is retried.
+    A call makes up to `max_attempts` attempts, `timeout` seconds each, waiting between them as
+    `backoff` says (or as the server's Retry-After asks), and reports each retry to
+    `handle_retry` of its callbacks. Retried: 408, 409, 429 and 5xx answers, timeouts, broken
+    connections, unreadable replies. 400, 401, 403, 404 and 422 fail at once. Errors are those
+    of `chainkit.llms.errors`, and never show the key.
+
+    With a `streaming_func`, each content delta is handed over as it arrives. When a stream
+    breaks and is retried, text already handed over is not handed over again, and if the
+    retry's text differs from it, nothing more is. The returned Message is always the whole
+    reply, equal to what a plain call returns.
+
+    Clients are made on first use and kept: `close()` (and `aclose()` in async code, before
+    its event loop ends) releases their connections.
     """
 
     def __init__(
