@@ -86,10 +86,13 @@ def test_moutai_net_profit_run_renders_the_article_prompts(kept_as):
 
     first, second = (call.messages for call in llm.calls)
     if kept_as == "AgenticMessage":
-        first, second = to_agentic(first), to_agentic(second)
-        assert from_agentic(second) == llm.calls[1].messages
-    assert render_chat(first) == MESSAGE_ROUND_1
-    assert render_chat(second) == MESSAGE_ROUND_2
+        agentic_first, agentic_second = to_agentic(first), to_agentic(second)
+        assert from_agentic(agentic_second) == second
+        assert render_chat(agentic_first) == MESSAGE_ROUND_1
+        assert render_chat(agentic_second) == MESSAGE_ROUND_2
+    else:
+        assert render_chat(first) == MESSAGE_ROUND_1
+        assert render_chat(second) == MESSAGE_ROUND_2
 
 
 def test_structured_tool_schema_for_the_report_tool():
