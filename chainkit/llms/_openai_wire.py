@@ -1,15 +1,16 @@
 """The wire layer of the OpenAI backend, shared by its sync and async paths.
 
 `Connection` resolves where the server is, owns the SDK clients and turns SDK errors into
-chainkit's; the functions build requests and read replies. A plain reply is read from the JSON
-the server sent, through `Message.from_dict` (cheaper than the SDK's parsed objects); a
-streamed one from the SDK's chunks. The openai package is imported on first use only.
+chainkit's; the functions build requests and read replies. Replies are read from what the
+server sent, plain JSON through `Message.from_dict` and streams line by line, which is cheaper
+than the SDK's typed objects. The openai package is imported on first use only.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -140,16 +141,27 @@ class Connection:
         except openai.APIConnectionError as error:
             url, cause = self.redact(str(error.request.url)), self.redact(_root_cause(error))
             raise ModelConnectionError(f"the connection to {url} failed: {cause}") from None
+        except _http_errors("TimeoutException") as error:
+            # Raised while a streamed body is read: the SDK wraps only the request itself.
+            raise ModelTimeoutError(
+                f"the stream stalled for more than {self.timeout} s: {self.redact(str(error))}"
+            ) from None
+        except _http_errors("TransportError") as error:
+            raise ModelConnectionError(
+                f"the connection broke while reading the stream: {self.redact(str(error))}"
+            ) from None
         except openai.APIError as error:
             message = self.redact(error.message)
             raise ModelResponseError(
                 f"the server reported an error in its reply: {message}"
             ) from None
-        except json.JSONDecodeError as error:
-            raise ModelResponseError(
-                f"the server sent a stream event that is not valid JSON ({error.msg}): "
-                f"{self.redact(error.doc[:_SNIPPET])!r}"
-            ) from None
+
+
+def _http_errors(name: str) -> tuple[type[Exception], ...]:
+    """The exception class `name` of the HTTP library the openai package runs on (httpx, or
+    httpx2 in newer releases), whichever it has loaded."""
+    found = (getattr(sys.modules.get(module), name, None) for module in ("httpx2", "httpx"))
+    return tuple(cls for cls in found if isinstance(cls, type) and issubclass(cls, Exception))
 
 
 async def _discard(client: openai.AsyncOpenAI, loop: asyncio.AbstractEventLoop | None) -> None:
@@ -312,47 +324,62 @@ def _usage(data: dict[str, Any]) -> TokenUsage:
 
 
 class StreamAccumulator:
-    """Puts one streamed reply together from the SDK's chunks, handing on each content delta.
+    """Puts one streamed reply together from the server's SSE lines, handing on each content
+    delta as it arrives.
 
-    Chunks are read by attribute, as the SDK parsed them: a stream may have hundreds, and
-    converting each to a dict would cost more than the rest of the call. Tool-call deltas,
-    rare by comparison, are joined by `concat_messages`, the schema's one set of rules for
+    Lines are read raw and each event decoded with json.loads: a stream may have hundreds of
+    events, and the SDK's typed chunk objects would cost more than the rest of the call.
+    Tool-call deltas are joined by `concat_messages`, the schema's one set of rules for
     streamed chunks (by index, arguments concatenated).
     """
 
-    def __init__(self, on_text: StreamingFunc) -> None:
+    def __init__(self, on_text: StreamingFunc, mask: Masker) -> None:
         self._on_text = on_text
+        self._mask = mask
         self._content: list[str] = []
         self._reasoning: list[str] = []
         self._calls: list[Message] = []
         self._finish_reason: str | None = None
         self._usage: TokenUsage | None = None
 
-    def add(self, chunk: Any) -> None:
-        """Takes one `ChatCompletionChunk`."""
-        for choice in getattr(chunk, "choices", None) or ():
-            delta = getattr(choice, "delta", None)
-            if delta is not None:
-                self._add_delta(delta)
-            if choice.finish_reason:
-                self._finish_reason = choice.finish_reason
-        usage = getattr(chunk, "usage", None)
-        if usage is not None:
-            self._usage = _usage(usage.to_dict())
+    def feed(self, line: str) -> bool:
+        """Takes one line of the SSE body; True once the stream says it is done."""
+        if not line.startswith("data:"):
+            return False  # blank separators, comments, `event:` and `id:` fields
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            return True
+        if payload:
+            self.add(_event(payload, self._mask))
+        return False
 
-    def _add_delta(self, delta: Any) -> None:
-        text = delta.content
+    def add(self, chunk: dict[str, Any]) -> None:
+        """Takes one decoded `chat.completion.chunk` event."""
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta")
+            if delta:
+                self._add_delta(delta)
+            if choice.get("finish_reason"):
+                self._finish_reason = choice["finish_reason"]
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self._usage = _usage(usage)
+
+    def _add_delta(self, delta: dict[str, Any]) -> None:
+        text = delta.get("content")
         if text:  # real servers send None and "" deltas too
             self._content.append(text)
             self._on_text(text)
-        extra = delta.model_extra  # fields the SDK does not know, such as the reasoning
-        if extra:
-            reasoning = extra.get("reasoning_content") or extra.get("reasoning")
-            if isinstance(reasoning, str):
-                self._reasoning.append(reasoning)
-        if delta.tool_calls:
-            calls = [ToolCall.from_dict(call.to_dict()) for call in delta.tool_calls]
-            self._calls.append(Message("assistant", tool_calls=calls))
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str):
+            self._reasoning.append(reasoning)
+        calls = delta.get("tool_calls")
+        if calls:
+            try:
+                tool_calls = [ToolCall.from_dict(call) for call in calls]
+            except (AttributeError, TypeError) as error:
+                raise ModelResponseError(f"a streamed tool call is malformed: {error}") from None
+            self._calls.append(Message("assistant", tool_calls=tool_calls))
 
     def message(self) -> Message:
         """The whole reply. A stream that ended without a finish_reason was cut off (a proxy
@@ -370,6 +397,27 @@ class StreamAccumulator:
             return _without_indexes(concat_messages([reply, *self._calls]))
         except ConcatError as error:
             raise ModelResponseError(f"the stream's tool calls do not add up: {error}") from None
+
+
+def _event(payload: str, mask: Masker) -> dict[str, Any]:
+    """One decoded stream event; an error event or an undecodable one is ModelResponseError."""
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        raise ModelResponseError(
+            f"the server sent a stream event that is not valid JSON: {mask(payload[:_SNIPPET])!r}"
+        ) from None
+    if not isinstance(data, dict):
+        raise ModelResponseError(
+            f"a stream event is not a JSON object: {mask(payload[:_SNIPPET])!r}"
+        )
+    error = data.get("error")
+    if error:
+        message = error.get("message") if isinstance(error, dict) else error
+        raise ModelResponseError(
+            f"the server reported an error in its stream: {mask(str(message))}"
+        )
+    return data
 
 
 class StreamRelay:
@@ -390,12 +438,12 @@ class StreamRelay:
         self._matched = 0  # how much of it the current attempt has repeated
         self._diverged = False
 
-    def attempt(self) -> StreamAccumulator:
-        """Starts an attempt; returns the accumulator it feeds its chunks to."""
+    def attempt(self, mask: Masker) -> StreamAccumulator:
+        """Starts an attempt; returns the accumulator it feeds its lines to."""
         self._shown = "".join(self._sent)
         self._matched = 0
         self._diverged = False
-        return StreamAccumulator(self._relay)
+        return StreamAccumulator(self._relay, mask)
 
     def _relay(self, text: str) -> None:
         if self._diverged:

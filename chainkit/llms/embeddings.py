@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from chainkit.llms._openai_wire import Connection, parse_embeddings
-from chainkit.llms._retry import Backoff, RetryPolicy
+from chainkit.llms._endpoint import OpenAIEndpoint
+from chainkit.llms._openai_wire import parse_embeddings
+from chainkit.llms._retry import Backoff
 
 
-class OpenAIEmbeddings:
+class OpenAIEmbeddings(OpenAIEndpoint):
     """Embeds texts with `model`, `batch_size` texts per request, in input order.
 
     The base URL and key are found as for `OpenAI` (arguments, then OPENAI_BASE_URL and
@@ -31,26 +32,13 @@ class OpenAIEmbeddings:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.model = model
         self.batch_size = batch_size
-        self.retry_policy = RetryPolicy(max_attempts, backoff or Backoff())
-        self._connection = Connection(base_url, api_key, timeout)
-
-    @property
-    def base_url(self) -> str | None:
-        return self._connection.base_url
-
-    def __repr__(self) -> str:
-        return (
-            f"OpenAIEmbeddings(model={self.model!r}, base_url={self.base_url!r}, "
-            f"api_key={self._connection.masked_key!r})"
+        super().__init__(
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_attempts=max_attempts,
+            backoff=backoff,
         )
-
-    def close(self) -> None:
-        """Closes the sync client's pooled connections."""
-        self._connection.close()
-
-    async def aclose(self) -> None:
-        """Closes the async client's pooled connections."""
-        await self._connection.aclose()
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in the order of `texts`."""

@@ -8,20 +8,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from chainkit.callbacks import Handler
-from chainkit.llms._openai_wire import (
-    Connection,
-    StreamRelay,
-    build_request,
-    parse_completion,
-)
-from chainkit.llms._retry import Backoff, RetryPolicy
+from chainkit.llms._endpoint import OpenAIEndpoint
+from chainkit.llms._openai_wire import StreamRelay, build_request, parse_completion
+from chainkit.llms._retry import Backoff
 from chainkit.llms.model import BaseModel, StreamingFunc
 from chainkit.schema import Message, ToolInfo
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
 
-class OpenAI(BaseModel):
+class OpenAI(OpenAIEndpoint, BaseModel):
     """A chat model served over the OpenAI chat-completions API.
 
     Arguments left out are read from OPENAI_MODEL (else gpt-4o-mini), OPENAI_BASE_URL and
@@ -58,26 +54,13 @@ class OpenAI(BaseModel):
     ) -> None:
         self.model = model or os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL
         self.default_options = default_options
-        self.retry_policy = RetryPolicy(max_attempts, backoff or Backoff())
-        self._connection = Connection(base_url, api_key, timeout)
-
-    @property
-    def base_url(self) -> str | None:
-        return self._connection.base_url
-
-    def __repr__(self) -> str:
-        return (
-            f"OpenAI(model={self.model!r}, base_url={self.base_url!r}, "
-            f"api_key={self._connection.masked_key!r})"
+        super().__init__(
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_attempts=max_attempts,
+            backoff=backoff,
         )
-
-    def close(self) -> None:
-        """Closes the sync client's pooled connections."""
-        self._connection.close()
-
-    async def aclose(self) -> None:
-        """Closes the async client's pooled connections."""
-        await self._connection.aclose()
 
     def _request(
         self,
@@ -141,21 +124,22 @@ class OpenAI(BaseModel):
 
     def _stream(self, request: dict[str, Any], relay: StreamRelay) -> Message:
         connection = self._connection
-        chunks = relay.attempt()
-        with (
-            connection.translated_errors(),
-            connection.client().chat.completions.create(**request) as stream,
-        ):
-            for chunk in stream:
-                chunks.add(chunk)
+        chunks = relay.attempt(connection.redact)
+        create = connection.client().chat.completions.with_streaming_response.create
+        with connection.translated_errors(), create(**request) as response:
+            for line in response.iter_lines():
+                if chunks.feed(line):
+                    break
         return chunks.message()
 
     async def _astream(self, request: dict[str, Any], relay: StreamRelay) -> Message:
         connection = self._connection
         client = await connection.async_client()
-        chunks = relay.attempt()
+        chunks = relay.attempt(connection.redact)
+        create = client.chat.completions.with_streaming_response.create
         with connection.translated_errors():
-            async with await client.chat.completions.create(**request) as stream:
-                async for chunk in stream:
-                    chunks.add(chunk)
+            async with create(**request) as response:
+                async for line in response.iter_lines():
+                    if chunks.feed(line):
+                        break
         return chunks.message()

@@ -1,0 +1,43 @@
+"""What every class backed by an OpenAI-compatible server shares: where the server is, how
+calls are retried, and the lifecycle of the clients."""
+
+from __future__ import annotations
+
+from chainkit.llms._openai_wire import Connection
+from chainkit.llms._retry import Backoff, RetryPolicy
+
+
+class OpenAIEndpoint:
+    """Holds the connection and the retry policy; `model` names what is asked for."""
+
+    model: str
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        timeout: float,
+        max_attempts: int,
+        backoff: Backoff | None,
+    ) -> None:
+        self.retry_policy = RetryPolicy(max_attempts, backoff or Backoff())
+        self._connection = Connection(base_url, api_key, timeout)
+
+    @property
+    def base_url(self) -> str | None:
+        return self._connection.base_url
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, "
+            f"api_key={self._connection.masked_key!r})"
+        )
+
+    def close(self) -> None:
+        """Closes the sync client's pooled connections."""
+        self._connection.close()
+
+    async def aclose(self) -> None:
+        """Closes the async client's pooled connections; call it before the event loop ends."""
+        await self._connection.aclose()
