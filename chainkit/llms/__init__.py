@@ -12,7 +12,7 @@ from chainkit.llms.errors import (
     ModelTimeoutError,
 )
 from chainkit.llms.fake import FakeCall, FakeLLM, FakeLLMExhaustedError
-from chainkit.llms.model import BaseModel, Model, StreamingFunc, acall, call
+from chainkit.llms.model import BaseModel, Model, ModelRequest, StreamingFunc, acall, call
 from chainkit.llms.offline import OfflineModel
 from chainkit.llms.openai import OpenAI
 
@@ -26,6 +26,7 @@ __all__ = [
     "ModelConfigError",
     "ModelConnectionError",
     "ModelError",
+    "ModelRequest",
     "ModelResponseError",
     "ModelStatusError",
     "ModelTimeoutError",

@@ -6,10 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chainkit.callbacks import Handler
 from chainkit.llms._streaming import stream_text
-from chainkit.llms.model import BaseModel, StreamingFunc
-from chainkit.schema import Message, ToolInfo
+from chainkit.llms.model import BaseModel, ModelRequest
+from chainkit.schema import Message
 
 
 class FakeLLMExhaustedError(RuntimeError):
@@ -38,17 +37,10 @@ class FakeLLM(BaseModel):
     def __repr__(self) -> str:
         return f"FakeLLM({len(self.responses)} responses, {len(self.calls)} calls)"
 
-    def _generate(
-        self,
-        messages: Sequence[Message],
-        stop: Sequence[str] | None,
-        tools: Sequence[ToolInfo] | None,
-        streaming_func: StreamingFunc | None,
-        callbacks: Handler | None,
-        options: dict[str, Any],
-    ) -> Message:
+    def _generate(self, request: ModelRequest) -> Message:
         index = len(self.calls)
-        self.calls.append(FakeCall(list(messages), {"stop": stop, "tools": tools, **options}))
+        options = {"stop": request.stop, "tools": request.tools, **request.options}
+        self.calls.append(FakeCall(list(request.messages), options))
         if index >= len(self.responses):
             raise FakeLLMExhaustedError(
                 f"FakeLLM has {len(self.responses)} scripted responses and was called "
@@ -56,6 +48,6 @@ class FakeLLM(BaseModel):
             )
         response = self.responses[index]
         reply = Message.assistant(response) if isinstance(response, str) else response
-        if streaming_func is not None:
-            stream_text(reply.content, streaming_func, self.chunk_size)
+        if request.streaming_func is not None:
+            stream_text(reply.content, request.streaming_func, self.chunk_size)
         return reply

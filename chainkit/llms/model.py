@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from chainkit.callbacks import CombiningHandler, Handler, guard
@@ -42,6 +43,18 @@ class Model(Protocol):
     ) -> Message: ...
 
 
+@dataclass(slots=True)
+class ModelRequest:
+    """One call as a backend sees it: what `generate` was given, with `callbacks` guarded."""
+
+    messages: Sequence[Message]
+    stop: Sequence[str] | None = None
+    tools: Sequence[ToolInfo] | None = None
+    streaming_func: StreamingFunc | None = None
+    callbacks: Handler | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
 class BaseModel:
     """Implements `Model` around `_generate`/`_agenerate`, firing the LLM callbacks.
 
@@ -59,11 +72,12 @@ class BaseModel:
         callbacks: Handler | None = None,
         **options: Any,
     ) -> Message:
+        request = ModelRequest(messages, stop, tools, streaming_func, None, options)
         if callbacks is None:
-            return self._generate(messages, stop, tools, streaming_func, None, options)
-        handler, streaming_func = _start(callbacks, messages, stop, tools, streaming_func, options)
+            return self._generate(request)
+        handler = _start(callbacks, request)
         try:
-            reply = self._generate(messages, stop, tools, streaming_func, handler, options)
+            reply = self._generate(request)
         except BaseException as error:
             handler.handle_llm_error(error)
             raise
@@ -80,64 +94,46 @@ class BaseModel:
         callbacks: Handler | None = None,
         **options: Any,
     ) -> Message:
+        request = ModelRequest(messages, stop, tools, streaming_func, None, options)
         if callbacks is None:
-            return await self._agenerate(messages, stop, tools, streaming_func, None, options)
-        handler, streaming_func = _start(callbacks, messages, stop, tools, streaming_func, options)
+            return await self._agenerate(request)
+        handler = _start(callbacks, request)
         try:
-            reply = await self._agenerate(messages, stop, tools, streaming_func, handler, options)
+            reply = await self._agenerate(request)
         except BaseException as error:
             handler.handle_llm_error(error)
             raise
         handler.handle_llm_end(reply)
         return reply
 
-    def _generate(
-        self,
-        messages: Sequence[Message],
-        stop: Sequence[str] | None,
-        tools: Sequence[ToolInfo] | None,
-        streaming_func: StreamingFunc | None,
-        callbacks: Handler | None,
-        options: dict[str, Any],
-    ) -> Message:
+    def _generate(self, request: ModelRequest) -> Message:
         raise NotImplementedError(f"{type(self).__name__} must implement _generate")
 
-    async def _agenerate(
-        self,
-        messages: Sequence[Message],
-        stop: Sequence[str] | None,
-        tools: Sequence[ToolInfo] | None,
-        streaming_func: StreamingFunc | None,
-        callbacks: Handler | None,
-        options: dict[str, Any],
-    ) -> Message:
+    async def _agenerate(self, request: ModelRequest) -> Message:
         """Defaults to the sync path: right for models that never block."""
-        return self._generate(messages, stop, tools, streaming_func, callbacks, options)
+        return self._generate(request)
 
 
-def _start(
-    callbacks: Handler,
-    messages: Sequence[Message],
-    stop: Sequence[str] | None,
-    tools: Sequence[ToolInfo] | None,
-    streaming_func: StreamingFunc | None,
-    options: dict[str, Any],
-) -> tuple[Handler, StreamingFunc | None]:
+def _start(callbacks: Handler, request: ModelRequest) -> Handler:
+    """Fires llm start and routes streamed chunks to the handler too; returns the guarded
+    handler, which `request.callbacks` now holds (for retry events)."""
     handler = callbacks if isinstance(callbacks, CombiningHandler) else guard(callbacks)
     assert handler is not None
-    shown: dict[str, Any] = {"stop": list(stop) if stop else None, **options}
-    if tools:
-        shown["tools"] = [t.name for t in tools]
-    handler.handle_llm_start(messages, shown)
-    if streaming_func is None:
-        return handler, None
-    user_func = streaming_func
+    request.callbacks = handler
+    shown: dict[str, Any] = {"stop": list(request.stop) if request.stop else None}
+    shown.update(request.options)
+    if request.tools:
+        shown["tools"] = [t.name for t in request.tools]
+    handler.handle_llm_start(request.messages, shown)
+    user_func = request.streaming_func
+    if user_func is not None:
 
-    def stream(chunk: str) -> None:
-        handler.handle_streaming_func(chunk)
-        user_func(chunk)
+        def stream(chunk: str) -> None:
+            handler.handle_streaming_func(chunk)
+            user_func(chunk)
 
-    return handler, stream
+        request.streaming_func = stream
+    return handler
 
 
 def call(model: Model, prompt: str, **options: Any) -> str:

@@ -13,10 +13,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from chainkit.callbacks import Handler
 from chainkit.llms._lexical import MATH_TOKENS, best_match, find_expression, tokens
 from chainkit.llms._streaming import stream_text
-from chainkit.llms.model import BaseModel, StreamingFunc
+from chainkit.llms.model import BaseModel, ModelRequest
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
 
 NOTICE = (
@@ -39,24 +38,17 @@ class OfflineModel(BaseModel):
     def __repr__(self) -> str:
         return "OfflineModel()"
 
-    def _generate(
-        self,
-        messages: Sequence[Message],
-        stop: Sequence[str] | None,
-        tools: Sequence[ToolInfo] | None,
-        streaming_func: StreamingFunc | None,
-        callbacks: Handler | None,
-        options: dict[str, Any],
-    ) -> Message:
+    def _generate(self, request: ModelRequest) -> Message:
         if not self._noticed and self.notice_stream is not None:
             self.notice_stream.write(NOTICE + "\n")
             self.notice_stream.flush()
         self._noticed = True
+        messages, tools = request.messages, request.tools
         reply = (
             _native_reply(messages, tools) if tools else Message.assistant(_mrkl_reply(messages))
         )
-        if streaming_func is not None:
-            stream_text(reply.content, streaming_func, 8)
+        if request.streaming_func is not None:
+            stream_text(reply.content, request.streaming_func, 8)
         return reply
 
 

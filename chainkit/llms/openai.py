@@ -4,15 +4,13 @@ the llama.cpp server, LM Studio), through the official openai package."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import Any
 
-from chainkit.callbacks import Handler
 from chainkit.llms._endpoint import OpenAIEndpoint
 from chainkit.llms._openai_wire import StreamRelay, build_request, parse_completion
 from chainkit.llms._retry import Backoff
-from chainkit.llms.model import BaseModel, StreamingFunc
-from chainkit.schema import Message, ToolInfo
+from chainkit.llms.model import BaseModel, ModelRequest
+from chainkit.schema import Message
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -62,50 +60,30 @@ class OpenAI(OpenAIEndpoint, BaseModel):
             backoff=backoff,
         )
 
-    def _request(
-        self,
-        messages: Sequence[Message],
-        stop: Sequence[str] | None,
-        tools: Sequence[ToolInfo] | None,
-        options: dict[str, Any],
-        stream: bool,
-    ) -> dict[str, Any]:
-        merged = options
+    def _request(self, request: ModelRequest) -> dict[str, Any]:
+        options = request.options
         if self.default_options:
             # A call's option set to None means "not set", so it leaves the default in place.
-            merged = dict(self.default_options)
-            merged.update((k, v) for k, v in options.items() if v is not None)
-        return build_request(self.model, messages, stop, tools, merged, stream=stream)
+            options = dict(self.default_options)
+            options.update((k, v) for k, v in request.options.items() if v is not None)
+        stream = request.streaming_func is not None
+        return build_request(
+            self.model, request.messages, request.stop, request.tools, options, stream=stream
+        )
 
-    def _generate(
-        self,
-        messages: Sequence[Message],
-        stop: Sequence[str] | None,
-        tools: Sequence[ToolInfo] | None,
-        streaming_func: StreamingFunc | None,
-        callbacks: Handler | None,
-        options: dict[str, Any],
-    ) -> Message:
-        request = self._request(messages, stop, tools, options, streaming_func is not None)
-        retrying = self.retry_policy.retrying(callbacks)
-        if streaming_func is None:
-            return retrying(self._complete, request)
-        return retrying(self._stream, request, StreamRelay(streaming_func))
+    def _generate(self, request: ModelRequest) -> Message:
+        body = self._request(request)
+        retrying = self.retry_policy.retrying(request.callbacks)
+        if request.streaming_func is None:
+            return retrying(self._complete, body)
+        return retrying(self._stream, body, StreamRelay(request.streaming_func))
 
-    async def _agenerate(
-        self,
-        messages: Sequence[Message],
-        stop: Sequence[str] | None,
-        tools: Sequence[ToolInfo] | None,
-        streaming_func: StreamingFunc | None,
-        callbacks: Handler | None,
-        options: dict[str, Any],
-    ) -> Message:
-        request = self._request(messages, stop, tools, options, streaming_func is not None)
-        retrying = self.retry_policy.async_retrying(callbacks)
-        if streaming_func is None:
-            return await retrying(self._acomplete, request)
-        return await retrying(self._astream, request, StreamRelay(streaming_func))
+    async def _agenerate(self, request: ModelRequest) -> Message:
+        body = self._request(request)
+        retrying = self.retry_policy.async_retrying(request.callbacks)
+        if request.streaming_func is None:
+            return await retrying(self._acomplete, body)
+        return await retrying(self._astream, body, StreamRelay(request.streaming_func))
 
     # One attempt each.
 
