@@ -26,19 +26,43 @@ def _parser() -> argparse.ArgumentParser:
             "OPENAI_BASE_URL is set (or --base-url is given), else the built-in offline model."
         ),
     )
-    run.add_argument("question", help="the question to answer")
+    run.add_argument("question", type=_question, help="the question to answer")
     run.add_argument("-v", "--verbose", action="store_true", help="trace each step on stderr")
-    run.add_argument("--max-iterations", type=int, default=5, help="step limit (default 5)")
+    run.add_argument(
+        "--max-iterations", type=_positive, default=5, help="step limit, at least 1 (default 5)"
+    )
     run.add_argument("--model", help="model name (default: $OPENAI_MODEL or gpt-4o-mini)")
     run.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     return parser
 
 
+def _question(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the question is empty")
+    return text
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _model(args: argparse.Namespace) -> Model:
+    """An OpenAI-compatible endpoint when one is configured, else the offline model."""
     if args.base_url or os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
         from chainkit.llms.openai import OpenAI
 
         return OpenAI(args.model, base_url=args.base_url)
+    if args.model:
+        raise ValueError(
+            f"--model {args.model} needs an OpenAI-compatible endpoint: set OPENAI_API_KEY, "
+            "or OPENAI_BASE_URL or --base-url for a local server"
+        )
     from chainkit.llms import OfflineModel
 
     return OfflineModel()

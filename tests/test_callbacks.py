@@ -100,10 +100,10 @@ def test_failing_handler_with_raise_error_propagates():
         CombiningHandler([StrictBroken()]).handle_text("x")
 
 
-def test_guard_returns_none_without_handlers_and_flattens():
+def test_guard_returns_none_without_handlers_flattens_and_dedupes():
     assert guard() is None and guard(None, None) is None
     a, b = Recorder(), Recorder()
-    combined = guard(CombiningHandler([a]), b)
+    combined = guard(CombiningHandler([a]), b, a)
     assert isinstance(combined, CombiningHandler) and combined.handlers == [a, b]
 
 
@@ -157,3 +157,18 @@ def test_log_handler_never_prints_api_key(monkeypatch):
 
 def test_public_names():
     assert callbacks.Handler is Handler and callbacks.LogHandler is LogHandler
+
+
+def test_log_handler_masks_credential_options():
+    out = io.StringIO()
+    LogHandler(out).handle_llm_start(
+        [Message.user("q")],
+        {
+            "api_key": "abcdEFGH1234secretvalue",
+            "extra_headers": {"api-key": "azurekey999"},
+            "seed": 1,
+        },
+    )
+    line = out.getvalue()
+    assert "abcdEFGH1234secretvalue" not in line and "azurekey999" not in line
+    assert "'seed': 1" in line and "'api_key': '***'" in line

@@ -4,6 +4,9 @@ import sys
 
 import pytest
 
+from chainkit.cli import _model, _parser
+from chainkit.llms import OfflineModel, OpenAI
+
 
 def run_cli(*args, env_extra=None):
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
@@ -37,10 +40,22 @@ def test_verbose_streams_the_trace():
     assert "[chainkit] tool end: calculator output='4'" in result.stderr
 
 
-def test_max_iterations_option_and_error_exit():
-    result = run_cli("run", "--max-iterations", "0", "2+2")
+def test_max_iterations_is_honoured():
+    # The offline model needs two model calls (act, then answer): one is not enough.
+    result = run_cli("run", "--max-iterations", "1", "2+2")
     assert result.returncode == 1
-    assert "max_iterations must be at least 1" in result.stderr
+    assert "NotFinishedError" in result.stderr and "max_iterations=1" in result.stderr
+    assert run_cli("run", "--max-iterations", "2", "2+2").stdout == "4\n"
+
+
+def test_bad_arguments_are_named():
+    result = run_cli("run", "--max-iterations", "0", "2+2")
+    assert result.returncode == 2 and "--max-iterations: must be at least 1" in result.stderr
+    result = run_cli("run", "   ")
+    assert result.returncode == 2 and "the question is empty" in result.stderr
+    result = run_cli("run", "--model", "gpt-4o", "2+2")
+    assert result.returncode == 1
+    assert "--model gpt-4o needs an OpenAI-compatible endpoint" in result.stderr
 
 
 def test_usage_errors():
@@ -51,17 +66,39 @@ def test_usage_errors():
         assert option in help_text
 
 
-@pytest.mark.parametrize("variable", ["OPENAI_API_KEY", "OPENAI_BASE_URL"])
-def test_openai_env_selects_the_openai_backend(variable):
-    # Nothing listens on port 9 of loopback: the run must fail trying the OpenAI backend,
-    # proving the offline model was not used, and the key must not leak.
+@pytest.mark.parametrize(
+    ("env", "argv"),
+    [
+        ({"OPENAI_API_KEY": "sk-secret-test-key-0123456789abcdef"}, []),
+        ({"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, []),
+        ({}, ["--base-url", "http://127.0.0.1:9/v1"]),
+    ],
+)
+def test_openai_settings_select_the_openai_backend(monkeypatch, env, argv):
+    for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"):
+        monkeypatch.delenv(variable, raising=False)
+    for variable, value in env.items():
+        monkeypatch.setenv(variable, value)
+    args = _parser().parse_args(["run", *argv, "--model", "m-1", "hi"])
+    model = _model(args)
+    assert isinstance(model, OpenAI) and model.model == "m-1"
+    assert "sk-secret-test-key-0123456789abcdef" not in repr(model)
+
+
+def test_without_settings_the_offline_model_is_used(monkeypatch):
+    for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(variable, raising=False)
+    assert isinstance(_model(_parser().parse_args(["run", "hi"])), OfflineModel)
+
+
+def test_unreachable_endpoint_fails_with_a_clear_error_and_no_key():
+    # Nothing listens on port 9 of loopback: the run fails in the OpenAI backend.
     env = {
         "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
-        variable: "sk-secret-test-key-0123456789abcdef"
-        if variable == "OPENAI_API_KEY"
-        else "http://127.0.0.1:9/v1",
+        "OPENAI_API_KEY": "sk-secret-test-key-0123456789abcdef",
     }
     result = run_cli("run", "--max-iterations", "1", "hi", env_extra=env)
     assert result.returncode == 1
+    assert "ModelConnectionError" in result.stderr and "127.0.0.1:9" in result.stderr
     assert "offline model" not in result.stderr
     assert "sk-secret-test-key-0123456789abcdef" not in result.stderr + result.stdout

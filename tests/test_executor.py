@@ -1,6 +1,5 @@
 import asyncio
 import io
-import time
 
 import pytest
 
@@ -16,7 +15,7 @@ from chainkit.agents import (
 from chainkit.callbacks import Handler
 from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer
-from chainkit.schema import AgentFinish, AgentStep
+from chainkit.schema import AgentStep
 
 
 class Echo(tools.Tool):
@@ -119,17 +118,29 @@ def test_default_stop_words_and_caller_stop_words_replace_them():
     assert fake.calls[0].options["stop"] == ["\nSTOP"]
 
 
-def test_call_options_reach_the_model_through_the_executor():
+OPTIONS = {"temperature": 0, "max_tokens": 50, "top_p": 0.5, "seed": 7, "model": "m-2"}
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_call_options_reach_the_model_through_the_executor(use_async):
     executor, fake = run_agent([act("echo", "x"), final("a")])
     chunks: list[str] = []
-    chains.run(executor, "q", temperature=0, max_tokens=50, seed=7, streaming_func=chunks.append)
+    if use_async:
+        asyncio.run(chains.arun(executor, "q", streaming_func=chunks.append, **OPTIONS))
+    else:
+        chains.run(executor, "q", streaming_func=chunks.append, **OPTIONS)
     for call in fake.calls:
-        assert (call.options["temperature"], call.options["max_tokens"], call.options["seed"]) == (
-            0,
-            50,
-            7,
-        )
+        assert {key: call.options[key] for key in OPTIONS} == OPTIONS
     assert "".join(chunks) == act("echo", "x") + final("a")
+
+
+def test_stop_words_none_keeps_defaults_and_conflicts_are_named():
+    executor, fake = run_agent([final("a")])
+    chains.run(executor, "q", stop_words=None)
+    assert list(fake.calls[0].options["stop"]) == ["\nObservation:", "\n\tObservation:"]
+    executor, _ = run_agent([final("a")])
+    with pytest.raises(chains.OptionsError, match="stop_words or stop, not both"):
+        chains.run(executor, "q", stop_words=["A"], stop=["B"])
 
 
 def test_parse_error_raised_without_handler():
@@ -223,21 +234,38 @@ def test_max_iterations_generate_asks_for_final_answer():
     assert chains.run(executor, "q") == "parsed final"
 
 
-def test_max_execution_time():
+class FakeClock:
+    """time.monotonic for the executor: each tool call takes 10 seconds."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_max_execution_time(monkeypatch, use_async):
+    clock = FakeClock()
+    monkeypatch.setattr("chainkit.agents.executor.time.monotonic", clock)
+
     class Slow(Echo):
         def call(self, input):
-            time.sleep(0.05)
+            clock.now += 10
             return super().call(input)
 
     executor, fake = run_agent(
         [act("echo", str(i)) for i in range(10)],
         [Slow()],
         max_iterations=None,
-        max_execution_time=0.01,
+        max_execution_time=25,
     )
-    with pytest.raises(NotFinishedError, match="max_execution_time") as info:
-        chains.run(executor, "q")
-    assert len(info.value.steps) == 1 and len(fake.calls) == 1
+    with pytest.raises(NotFinishedError, match="max_execution_time=25s") as info:
+        if use_async:
+            asyncio.run(chains.arun(executor, "q"))
+        else:
+            chains.run(executor, "q")
+    assert len(info.value.steps) == 3 and len(fake.calls) == 3
 
 
 def test_return_intermediate_steps():
@@ -358,12 +386,58 @@ def test_log_handler_trace_of_a_run():
     assert "agent finish: {'output': 'ok'}" in trace
 
 
-def test_finish_callback_value_type():
+def test_unknown_tool_and_parse_errors_show_in_callbacks():
     events = Events()
-    executor, _ = run_agent([final("42")], callbacks_handler=events)
+    texts: list[str] = []
+    events.handle_text = texts.append  # type: ignore[method-assign]
+    executor, _ = run_agent(
+        ["gibberish", act("nope", "x"), final("ok")],
+        callbacks_handler=events,
+        error_handler=ParserErrorHandler(),
+    )
     chains.run(executor, "q")
-    assert events.events[-2] == "finish:42"
-    assert isinstance(AgentFinish({"output": "x"}), AgentFinish)
+    assert texts == [
+        "unparsable reply, sent back to the model: "
+        "Invalid Format: Missing 'Action:' after 'Thought:'"
+    ]
+    assert "tool_start:nope:x" in events.events
+    assert "tool_error:nope:nope is not a valid tool, try one of [echo]." in events.events
+
+
+def test_same_handler_on_agent_and_executor_hears_each_event_once():
+    events = Events()
+    fake = FakeLLM([final("ok")])
+    agent = OneShotAgent(fake, [Echo()], callbacks_handler=events)
+    chains.run(Executor(agent, callbacks_handler=events), "q")
+    assert events.events.count("llm_start") == 1 and events.events.count("llm_end") == 1
+
+
+def test_per_call_callbacks_join_the_executor_handler():
+    outer, per_call = Events(), Events()
+    executor, _ = run_agent([act("echo", "x"), final("ok")], callbacks_handler=outer)
+    chains.run(executor, "q", callbacks=per_call)
+    assert outer.events.count("llm_start") == 2 and per_call.events.count("llm_start") == 2
+    assert "tool_end:echo:echo: x" in outer.events
+
+
+def test_tool_returning_a_non_string_is_named():
+    class Number(Echo):
+        def call(self, input):
+            return 42
+
+    executor, _ = run_agent([act("echo", "x")], [Number()])
+    with pytest.raises(TypeError, match="tool 'echo' returned int; call\\(\\) must return str"):
+        chains.run(executor, "q")
+
+
+def test_bad_inputs_are_named():
+    executor, _ = run_agent([final("ok")])
+    with pytest.raises(TypeError, match=r"needs its inputs as a dict.*got str"):
+        chains.call(executor, "q")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="'agent_scratchpad' is filled in by the agent"):
+        chains.call(executor, {"input": "q", "agent_scratchpad": "x"})
+    with pytest.raises(ValueError, match="max_execution_time must be a positive"):
+        Executor(OneShotAgent(FakeLLM([]), [Echo()]), max_execution_time=0)
 
 
 def test_public_names():
@@ -377,3 +451,32 @@ def test_public_names():
         "ToolCallingAgent",
     ]:
         assert hasattr(agents, name), name
+
+
+def test_async_branches_match_sync():
+    executor, fake = run_agent([act("direct", "x")], [Echo(), Direct()])
+    assert asyncio.run(chains.arun(executor, "q")) == "direct answer for x"
+    executor, fake = run_agent(
+        [act("failing", "x"), final("ok")],
+        [Failing(RuntimeError("disk full"))],
+        handle_tool_errors=True,
+    )
+    assert asyncio.run(chains.arun(executor, "q")) == "ok"
+    assert "Observation: Tool error: disk full\n" in fake.calls[1].messages[0].content
+    executor, _ = run_agent([act("failing", "x")], [Failing(KeyError("k"))])
+    with pytest.raises(KeyError):
+        asyncio.run(chains.arun(executor, "q"))
+    executor, _ = run_agent(["no format"])
+    with pytest.raises(OutputParserError):
+        asyncio.run(chains.arun(executor, "q"))
+    executor, _ = run_agent([act("nope", "x"), final("ok")], return_intermediate_steps=True)
+    outputs = asyncio.run(chains.acall(executor, {"input": "q"}))
+    assert outputs["intermediate_steps"][0].observation.startswith("nope is not a valid tool")
+
+
+def test_async_callback_order_matches_sync():
+    sync_events, async_events = Events(), Events()
+    script = [act("echo", "x"), final("ok")]
+    chains.run(run_agent(script, callbacks_handler=sync_events)[0], "q")
+    asyncio.run(chains.arun(run_agent(script, callbacks_handler=async_events)[0], "q"))
+    assert async_events.events == sync_events.events

@@ -23,7 +23,8 @@ from chainkit.schema import AgentAction, AgentFinish
 def action(text: str) -> tuple[str, str]:
     step = parse_mrkl_output(text)
     assert isinstance(step, AgentAction), step
-    assert step.log == text
+    # The log is the reply up to the end of the input, nothing the model made up after it.
+    assert text.startswith(step.log) and step.log == step.log.rstrip()
     return step.tool, step.tool_input
 
 
@@ -479,8 +480,8 @@ def test_any_reply_parses_or_raises_the_parser_error(text):
     except OutputParserError as error:
         assert error.observation in (MISSING_ACTION, MISSING_ACTION_INPUT)
         return
-    assert step.log == text
     if isinstance(step, AgentAction):
+        assert text.startswith(step.log)
         assert step.tool and step.tool == step.tool.strip()
         assert step.tool_input in text or step.tool_input.strip("`\"'") in text
 
@@ -561,3 +562,13 @@ def test_megabyte_one_line_input():
 def test_action_after_a_megabyte_of_observation_lines():
     text = "Observation:\n" * (MB // 13) + "Action: a\nAction Input: b"
     assert action(text) == ("a", "b")
+
+
+def test_log_stops_where_the_input_ends():
+    text = (
+        " I need a number\nAction: random\nAction Input: 1-6\n"
+        "Observation: 4\nThought: done\nFinal Answer: 4"
+    )
+    step = parse_mrkl_output(text)
+    assert isinstance(step, AgentAction)
+    assert step.log == " I need a number\nAction: random\nAction Input: 1-6"

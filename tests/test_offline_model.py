@@ -35,15 +35,16 @@ def test_offline_model_picks_the_right_tool(question, tool, tool_input):
 
 
 def test_offline_calculator_answer():
-    assert (
-        chains.run(
-            builtin_agent().__class__(
-                agents.OneShotAgent(OfflineModel(notice_stream=None), [tools.Calculator()])
-            ),
-            "what is 12*(3+4)?",
-        )
-        == "84"
-    )
+    agent = agents.OneShotAgent(OfflineModel(notice_stream=None), [tools.Calculator()])
+    assert chains.run(agents.Executor(agent), "what is 12*(3+4)?") == "84"
+    assert chains.run(agents.Executor(agent), "sqrt(16)/2 等于多少") == "2"
+
+
+def test_prompt_without_a_question_line_gets_no_tool():
+    model = OfflineModel(notice_stream=None)
+    prompt = "calculator: does math\nAction: one of [calculator]\nSolve 12*(3+4)"
+    reply = model.generate([Message.user(prompt)])
+    assert "Final Answer:" in reply.content and "Action:" not in reply.content
 
 
 def test_notice_on_stderr_once():
@@ -86,4 +87,8 @@ def test_lexical_helpers():
     assert "number" in tokens("Random Numbers")
     assert find_expression("what is 12*(3+4)?") == "12*(3+4)"
     assert find_expression("in 2025 there") is None
+    assert find_expression("sqrt(2)/3 是多少") == "sqrt(2)/3"
+    assert find_expression("2024-01-01 是星期几") is None
+    assert find_expression("１２+３") == "12+3"
+    assert find_expression("e.g. 5-3") == "5-3"
     assert best_match("nothing", [("a", "b")]) == (-1, 0.0)

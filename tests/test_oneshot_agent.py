@@ -120,3 +120,38 @@ def test_needs_tools_with_unique_names():
 
     with pytest.raises(ValueError, match="empty name"):
         OneShotAgent(FakeLLM([]), [Nameless()])
+
+
+def test_custom_prompt_gets_tool_names_and_descriptions():
+    prompt = PromptTemplate.from_template(
+        "Tools: {tool_names}\n{tool_descriptions}\nQ: {input}\n{agent_scratchpad}"
+    )
+    llm = FakeLLM([" Final Answer: ok"])
+    agent = OneShotAgent(llm, [RandomNumberTool()], prompt=prompt)
+    assert agent.input_keys == ["input"]
+    chains.run(agents.Executor(agent), "q")
+    assert llm.calls[0].messages[0].content == (
+        "Tools: 随机数计算工具\n随机数计算工具: 用于获取随机数\nQ: q\n"
+    )
+
+
+def test_tools_must_be_a_list_of_tools():
+    with pytest.raises(TypeError, match="tools must be a list of Tool, got RandomNumberTool"):
+        OneShotAgent(FakeLLM([]), RandomNumberTool())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="tools must be Tool instances, got str"):
+        OneShotAgent(FakeLLM([]), ["calculator"])  # type: ignore[list-item]
+
+
+def test_made_up_observation_never_reaches_the_next_prompt():
+    llm = FakeLLM(
+        [
+            " Need it\nAction: 随机数计算工具\nAction Input: x\nObservation: FAKE 999\n"
+            "Thought: done\nFinal Answer: 999",
+            " Final Answer: 1024",
+        ]
+    )
+    agent = OneShotAgent(llm, [RandomNumberTool()])
+    assert chains.run(agents.Executor(agent), "q") == "1024"
+    second = llm.calls[1].messages[0].content
+    assert "FAKE 999" not in second and "999" not in second
+    assert second.endswith("Action Input: x\nObservation: 1024\nThought:")

@@ -1,6 +1,7 @@
 import asyncio
 import json
 import threading
+import time
 
 import pytest
 
@@ -75,14 +76,27 @@ def test_tools_are_sent_as_json_schemas_and_loop_ends_without_calls():
     assert fake.calls[0].messages == [Message.system("你是助手"), Message.user("hi")]
 
 
-def test_max_parallel_tools_limits_threads():
-    weather = Weather()
+def test_max_parallel_tools_limits_concurrency():
+    running, peak = 0, 0
+    lock = threading.Lock()
+
+    class Counting(Weather):
+        def call(self, input):
+            nonlocal running, peak
+            with lock:
+                running += 1
+                peak = max(peak, running)
+            time.sleep(0.02)
+            with lock:
+                running -= 1
+            return super().call(input)
+
     calls = [call("get_weather", {"input": str(i)}, f"c{i}") for i in range(6)]
     fake = FakeLLM([Message.assistant("", calls), "ok"])
-    chains.run(Executor(ToolCallingAgent(fake, [weather], max_parallel_tools=2)), "q")
-    assert 1 <= len(weather.threads) <= 2
+    chains.run(Executor(ToolCallingAgent(fake, [Counting()], max_parallel_tools=2)), "q")
+    assert peak == 2
     with pytest.raises(ValueError, match="max_parallel_tools"):
-        ToolCallingAgent(fake, [weather], max_parallel_tools=0)
+        ToolCallingAgent(fake, [Weather()], max_parallel_tools=0)
 
 
 def test_malformed_arguments_become_an_observation():
@@ -93,6 +107,20 @@ def test_malformed_arguments_become_an_observation():
     observation = outputs["intermediate_steps"][0].observation
     assert observation.startswith("Invalid arguments for tool get_weather: not valid JSON")
     assert fake.calls[1].messages[-1].content == observation
+
+
+def test_repeated_call_ids_are_made_unique():
+    calls = [
+        call("get_weather", {"input": "a"}, "call_1"),
+        call("get_weather", {"input": "b"}, ""),
+        call("get_weather", {"input": "c"}, "call_1"),
+    ]
+    fake = FakeLLM([Message.assistant("", calls), "ok"])
+    chains.run(Executor(ToolCallingAgent(fake, [Weather()])), "q")
+    assistant, *results = fake.calls[1].messages[-4:]
+    ids = [c.id for c in assistant.tool_calls]
+    assert ids[0] == "call_1" and len(set(ids)) == 3
+    assert [r.tool_call_id for r in results] == ids
 
 
 def test_missing_call_ids_are_assigned():

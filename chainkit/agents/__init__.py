@@ -2,7 +2,12 @@
 
 from chainkit.agents.agent import Agent
 from chainkit.agents.error_handler import ParserErrorHandler
-from chainkit.agents.errors import NoReturnError, NotFinishedError, OutputParserError
+from chainkit.agents.errors import (
+    NoReturnError,
+    NotFinishedError,
+    OutputParserError,
+    UnknownToolError,
+)
 from chainkit.agents.executor import Executor
 from chainkit.agents.mrkl import OneShotAgent, create_mrkl_prompt
 from chainkit.agents.mrkl_parser import parse_mrkl_output
@@ -17,6 +22,7 @@ __all__ = [
     "OutputParserError",
     "ParserErrorHandler",
     "ToolCallingAgent",
+    "UnknownToolError",
     "create_mrkl_prompt",
     "parse_mrkl_output",
 ]

@@ -32,3 +32,12 @@ class NotFinishedError(RuntimeError):
 
 class NoReturnError(RuntimeError):
     """The agent returned neither an action nor a final answer."""
+
+
+class UnknownToolError(LookupError):
+    """The model named a tool the agent does not have. Not raised: its message becomes the
+    observation, and callbacks see it as the tool's error."""
+
+    def __init__(self, tool: str, known: str) -> None:
+        super().__init__(f"{tool} is not a valid tool, try one of [{known}].")
+        self.tool = tool

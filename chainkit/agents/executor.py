@@ -14,9 +14,15 @@ from typing import Any, Literal
 
 from chainkit.agents.agent import Agent
 from chainkit.agents.error_handler import ParserErrorHandler
-from chainkit.agents.errors import NoReturnError, NotFinishedError, OutputParserError
+from chainkit.agents.errors import (
+    NoReturnError,
+    NotFinishedError,
+    OutputParserError,
+    UnknownToolError,
+)
 from chainkit.callbacks import Handler
 from chainkit.chains import Chain
+from chainkit.chains.options import model_options
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Memory
 from chainkit.tools import Tool, ToolError
 
@@ -73,6 +79,11 @@ class Executor(Chain):
             )
         if max_iterations is not None and max_iterations < 1:
             raise ValueError(f"max_iterations must be at least 1 or None, got {max_iterations}")
+        if max_execution_time is not None and max_execution_time <= 0:
+            raise ValueError(
+                f"max_execution_time must be a positive number of seconds or None, "
+                f"got {max_execution_time}"
+            )
         self.agent = agent
         self.max_iterations = max_iterations
         self.max_execution_time = max_execution_time
@@ -103,7 +114,7 @@ class Executor(Chain):
 
     def call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         steps: list[AgentStep] = []
-        options = self._agent_options(options)
+        options = model_options(options, self.callbacks)
         loop = self._loop(steps)
         try:
             request = next(loop)
@@ -126,7 +137,7 @@ class Executor(Chain):
 
     async def acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         steps: list[AgentStep] = []
-        options = self._agent_options(options)
+        options = model_options(options, self.callbacks)
         loop = self._loop(steps)
         try:
             request = next(loop)
@@ -147,12 +158,6 @@ class Executor(Chain):
             outputs: dict[str, Any] = done.value
             return outputs
 
-    def _agent_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        callbacks = self.callbacks
-        if callbacks is None or "callbacks" in options:
-            return options
-        return {**options, "callbacks": callbacks}
-
     def _loop(self, steps: list[AgentStep]) -> _Loop:
         callbacks = self.callbacks
         limit = self.max_iterations
@@ -169,8 +174,13 @@ class Executor(Chain):
             except OutputParserError as error:
                 if self.error_handler is None:
                     raise
+                observation = self.error_handler.observation(error)
+                if callbacks is not None:
+                    callbacks.handle_text(
+                        f"unparsable reply, sent back to the model: {observation}"
+                    )
                 action = AgentAction(PARSE_ERROR_TOOL, error.observation, error.llm_output)
-                steps.append(AgentStep(action, self.error_handler.observation(error)))
+                steps.append(AgentStep(action, observation))
                 continue
             if isinstance(decision, AgentFinish):
                 return self._finish(decision, steps)
@@ -182,13 +192,14 @@ class Executor(Chain):
                 for action in decision:
                     callbacks.handle_agent_action(action)
             observations = yield decision
+            direct: str | None = None
             for action, observation in zip(decision, observations, strict=True):
                 steps.append(AgentStep(action, observation))
-            for action, observation in zip(decision, observations, strict=True):
-                tool = self._lookup(action.tool)
-                if tool is not None and tool.return_direct:
-                    output_key = self.agent.output_keys[0]
-                    return self._finish(AgentFinish({output_key: observation}, ""), steps)
+                if direct is None and self._returns_direct(action.tool):
+                    direct = observation
+            if direct is not None:
+                output_key = self.agent.output_keys[0]
+                return self._finish(AgentFinish({output_key: direct}, ""), steps)
         reason = (
             f"reached max_iterations={limit}"
             if limit is not None and iteration >= limit
@@ -206,6 +217,10 @@ class Executor(Chain):
         if self.return_intermediate_steps:
             return {**finish.return_values, INTERMEDIATE_STEPS_KEY: steps}
         return finish.return_values
+
+    def _returns_direct(self, name: str) -> bool:
+        tool = self._lookup(name)
+        return tool is not None and tool.return_direct
 
     def _lookup(self, name: str) -> Tool | None:
         tool = self._tools.get(name)
@@ -257,9 +272,13 @@ class Executor(Chain):
     def _start_tool(self, action: AgentAction) -> tuple[Tool, str] | str:
         """The tool and its input, or the observation when the call cannot be made."""
         tool = self._lookup(action.tool)
-        if tool is None:
-            return f"{action.tool} is not a valid tool, try one of [{self._tool_list}]."
         callbacks = self.callbacks
+        if tool is None:
+            unknown = UnknownToolError(action.tool, self._tool_list)
+            if callbacks is not None:
+                callbacks.handle_tool_start(action.tool, action.tool_input)
+                callbacks.handle_tool_error(action.tool, unknown)
+            return str(unknown)
         if callbacks is not None:
             callbacks.handle_tool_start(tool.name, action.tool_input)
         if action.tool_call_id is None:
@@ -280,6 +299,10 @@ class Executor(Chain):
         raise error
 
     def _tool_ended(self, tool: Tool, output: str) -> str:
+        if not isinstance(output, str):
+            raise TypeError(
+                f"tool {tool.name!r} returned {type(output).__name__}; call() must return str"
+            )
         callbacks = self.callbacks
         if callbacks is not None:
             callbacks.handle_tool_end(tool.name, output)

@@ -7,7 +7,7 @@ from typing import Any
 
 from chainkit.agents import mrkl_prompt
 from chainkit.agents.mrkl_parser import parse_mrkl_output
-from chainkit.callbacks import Handler, guard
+from chainkit.callbacks import Handler
 from chainkit.chains.options import model_options
 from chainkit.llms import Model
 from chainkit.prompts import PromptTemplate
@@ -19,11 +19,15 @@ _PROMPT_PARTIALS = ("tool_names", "tool_descriptions", "agent_scratchpad")
 
 
 def check_tools(tools: Sequence[Tool]) -> list[Tool]:
-    """The tools as a list; raises ValueError when there are none or names repeat."""
+    """The tools as a list; raises when there are none, one is not a Tool, or names repeat."""
+    if isinstance(tools, Tool) or not isinstance(tools, Sequence):
+        raise TypeError(f"tools must be a list of Tool, got {type(tools).__name__}")
     if not tools:
         raise ValueError("an agent needs at least one tool")
     seen: set[str] = set()
     for tool in tools:
+        if not isinstance(tool, Tool):
+            raise TypeError(f"tools must be Tool instances, got {type(tool).__name__}: {tool!r}")
         if not tool.name:
             raise ValueError(f"tool {tool!r} has an empty name")
         if tool.name in seen:
@@ -41,11 +45,18 @@ def create_mrkl_prompt(
     """The MRKL prompt with the tool names and descriptions filled in."""
     return PromptTemplate(
         "\n\n".join((prefix, format_instructions, suffix)),
-        partial_variables={
-            "tool_names": ", ".join(tool.name for tool in tools),
-            "tool_descriptions": "\n".join(f"{tool.name}: {tool.description}" for tool in tools),
-        },
+        partial_variables=_tool_values(tools, ("tool_names", "tool_descriptions")),
     )
+
+
+def _tool_values(tools: Sequence[Tool], wanted: Sequence[str]) -> dict[str, str]:
+    """The {tool_names} and {tool_descriptions} values, for those of them a prompt uses."""
+    values = {}
+    if "tool_names" in wanted:
+        values["tool_names"] = ", ".join(tool.name for tool in tools)
+    if "tool_descriptions" in wanted:
+        values["tool_descriptions"] = "\n".join(f"{t.name}: {t.description}" for t in tools)
+    return values
 
 
 def mrkl_scratchpad(steps: Sequence[AgentStep]) -> str:
@@ -83,6 +94,8 @@ class OneShotAgent:
             )
         elif prefix is not None or format_instructions is not None or suffix is not None:
             raise ValueError("give either prompt or prefix/format_instructions/suffix, not both")
+        else:
+            prompt = prompt.partial(**_tool_values(self._tools, prompt.input_variables))
         if "agent_scratchpad" not in prompt.input_variables:
             raise ValueError("the MRKL prompt needs an {agent_scratchpad} variable")
         self.prompt = prompt
@@ -133,15 +146,14 @@ class OneShotAgent:
     def _messages(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], tail: str = ""
     ) -> list[Message]:
+        if "agent_scratchpad" in inputs:
+            raise ValueError("'agent_scratchpad' is filled in by the agent; it cannot be an input")
         scratchpad = mrkl_scratchpad(steps) + tail if steps or tail else ""
         return [Message.user(self.prompt.format(**inputs, agent_scratchpad=scratchpad))]
 
     def _options(self, options: dict[str, Any]) -> dict[str, Any]:
-        callbacks = options.pop("callbacks", None) if "callbacks" in options else None
-        if self.callbacks_handler is not None:
-            callbacks = guard(callbacks, self.callbacks_handler)
-        options = model_options(options, callbacks)
-        if "stop" not in options:
+        options = model_options(options, self.callbacks_handler)
+        if options.get("stop") is None:
             options["stop"] = DEFAULT_STOP
         return options
 

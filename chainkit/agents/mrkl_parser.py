@@ -22,8 +22,10 @@ The first `Action:` or `Final Answer:` keyword in the text decides the reply:
 
 - `Final Answer:` gives `AgentFinish({"output": answer})`; the answer is the text after the
   keyword up to the next keyword line.
-- `Action:` gives `AgentAction`. The tool is the first non-blank line after the keyword, cut
-  at an `Action Input:` on that line; other lines before `Action Input:` are ignored. The
+- `Action:` gives `AgentAction`, whose `log` is the reply up to the end of the input (what the
+  model made up after it is dropped, so it never reaches the scratchpad). The tool is the
+  first non-blank line after the keyword, cut at an `Action Input:` on that line; other lines
+  before `Action Input:` are ignored. The
   `Action Input:` must come before the next keyword line; the input is the text after it up to
   the next keyword line.
 
@@ -170,8 +172,10 @@ def _action(text: str, probe: str, action: _Step) -> AgentAction:
     if not tool:
         raise OutputParserError(MISSING_ACTION, llm_output=text)
     start = _after_emphasis(text, input_keyword, found.end() - 1)
-    tool_input = _clean_input(text[start : _section_end(text, probe, start)])
-    return AgentAction(tool=tool, tool_input=tool_input, log=text)
+    end = _section_end(text, probe, start)
+    # The log goes back to the model in the scratchpad: what follows the input (an
+    # Observation, a Final Answer the model made up) must not reach it as if it were real.
+    return AgentAction(tool=tool, tool_input=_clean_input(text[start:end]), log=text[:end].rstrip())
 
 
 def _keyword_start(line: re.Match[str]) -> int:

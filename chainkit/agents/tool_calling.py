@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from itertools import count
 from typing import Any
 
 from chainkit.agents.mrkl import check_tools
-from chainkit.callbacks import Handler, guard
+from chainkit.callbacks import Handler
 from chainkit.chains.options import model_options
 from chainkit.llms import Model
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message
@@ -119,10 +120,7 @@ class ToolCallingAgent:
         return messages
 
     def _options(self, options: dict[str, Any], *, tools: bool) -> dict[str, Any]:
-        callbacks = options.pop("callbacks", None) if "callbacks" in options else None
-        if self.callbacks_handler is not None:
-            callbacks = guard(callbacks, self.callbacks_handler)
-        options = model_options(options, callbacks)
+        options = model_options(options, self.callbacks_handler)
         if tools:
             options["tools"] = self._tool_infos
         return options
@@ -130,12 +128,17 @@ class ToolCallingAgent:
     def _decide(self, reply: Message) -> list[AgentAction] | AgentFinish:
         if not reply.tool_calls:
             return self._finish(reply)
-        if not all(call.id for call in reply.tool_calls):
-            # Some servers omit ids; the tool results must still point at their calls.
-            calls = [
-                call if call.id else replace(call, id=f"call_{index}")
-                for index, call in enumerate(reply.tool_calls)
-            ]
+        ids = [call.id for call in reply.tool_calls]
+        if not all(ids) or len(set(ids)) < len(ids):
+            # Some servers omit or repeat ids; each result must still point at its own call.
+            taken = set(ids)
+            calls = []
+            for index, call in enumerate(reply.tool_calls):
+                if not call.id or ids.index(call.id) != index:
+                    fresh = next(f"call_{n}" for n in count(index) if f"call_{n}" not in taken)
+                    taken.add(fresh)
+                    call = replace(call, id=fresh)
+                calls.append(call)
             reply = replace(reply, tool_calls=calls)
         log = [reply]
         return [

@@ -90,8 +90,7 @@ def guard(*handlers: Handler | None) -> CombiningHandler | None:
     """
     present: list[Handler] = []
     for handler in handlers:
-        if isinstance(handler, CombiningHandler):
-            present.extend(handler.handlers)
-        elif handler is not None:
-            present.append(handler)
+        inner = handler.handlers if isinstance(handler, CombiningHandler) else [handler]
+        # The same handler given twice (to an agent and its executor) hears each event once.
+        present.extend(h for h in inner if h is not None and all(h is not p for p in present))
     return CombiningHandler(present) if present else None

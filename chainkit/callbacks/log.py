@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
@@ -9,6 +10,11 @@ from typing import Any, TextIO
 from chainkit._redact import redact
 from chainkit.callbacks.handler import Handler
 from chainkit.schema import AgentAction, AgentFinish, Message
+
+# Options whose names say they hold a credential, or that carry headers, are never shown.
+_SECRET_NAME = re.compile(r"key|token|secret|password|auth|header|cookie", re.IGNORECASE)
+_NOT_SHOWN = frozenset(("streaming_func", "callbacks"))
+_MASK = "***"
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -48,7 +54,11 @@ class LogHandler(Handler):
         self._write("text", text)
 
     def handle_llm_start(self, messages: Sequence[Message], options: Mapping[str, Any]) -> None:
-        shown = {k: v for k, v in options.items() if v is not None and k != "streaming_func"}
+        shown = {
+            k: _MASK if _SECRET_NAME.search(k) else v
+            for k, v in options.items()
+            if v is not None and k not in _NOT_SHOWN
+        }
         prompt = " | ".join(_describe(m) for m in messages)
         self._write("llm start", f"{prompt} options={shown}" if shown else prompt)
 

@@ -21,6 +21,7 @@ from chainkit.chains.errors import (
     SingleKeyError,
 )
 from chainkit.chains.llm import LLMChain
+from chainkit.chains.options import OptionsError
 from chainkit.chains.sequential import ChainWiringError, SequentialChain, SimpleSequentialChain
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "LLMChain",
     "MissingInputKeysError",
     "MissingOutputKeysError",
+    "OptionsError",
     "OutputNotStringError",
     "SequentialChain",
     "SimpleSequentialChain",

@@ -20,6 +20,11 @@ from chainkit.chains.errors import (
 
 
 def _prepare(chain: Chain, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(inputs, Mapping):
+        raise TypeError(
+            f"{chain.name} needs its inputs as a dict of key to value, got "
+            f"{type(inputs).__name__}; use chains.run for a single input"
+        )
     full = dict(inputs)
     if chain.memory is not None:
         for key, value in chain.memory.load_memory_variables(full).items():

@@ -6,6 +6,7 @@ characters, weighted low), since Chinese has no spaces between words.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 
 _STOP_WORDS = frozenset(
@@ -17,7 +18,8 @@ _STOP_WORDS = frozenset(
     )
 )
 _STOP_CHARS = frozenset("我你他她它的了吗呢吧啊是个一在有和就也都要请给")
-_ARITHMETIC_CHARS = frozenset("0123456789.+-*/()^×÷% ")
+_ARITHMETIC_CHARS = frozenset("0123456789.,+-*/()^×÷% ")
+_FUNCTIONS = frozenset(("sqrt", "abs", "round", "min", "max", "floor", "ceil", "exp", "log", "pi"))
 _OPERATORS = frozenset("+-*/^×÷%")
 MATH_TOKENS = frozenset(("calculator", "calculate", "math", "arithmetic", "expression", "计算"))
 """Tokens a question with an arithmetic expression in it is taken to contain."""
@@ -67,24 +69,55 @@ def tokens(text: str) -> dict[str, float]:
 
 
 def find_expression(text: str) -> str | None:
-    """The longest stretch of `text` that looks like arithmetic (digits and an operator)."""
+    """The longest stretch of `text` that looks like arithmetic: digits, operators, brackets,
+    and the calculator's function names ("sqrt(2)/3"); dates ("2024-01-01") are not."""
     best = ""
-    start = None
-    for index, char in enumerate([*text, "\0"]):
-        if char in _ARITHMETIC_CHARS:
-            if start is None:
-                start = index
-            continue
-        if start is not None:
-            candidate = text[start:index].strip()
-            if (
-                len(candidate) > len(best)
-                and any(c.isdigit() for c in candidate)
-                and any(c in _OPERATORS for c in candidate[1:])
-            ):
-                best = candidate
-            start = None
+    for candidate in _arithmetic_runs(unicodedata.normalize("NFKC", text)):
+        if (
+            len(candidate) > len(best)
+            and any(c.isdigit() for c in candidate)
+            and any(c in _OPERATORS for c in candidate.lstrip("+-"))
+            and not _looks_like_date(candidate)
+        ):
+            best = candidate
     return best or None
+
+
+def _arithmetic_runs(text: str) -> list[str]:
+    """Maximal runs of arithmetic characters and known function names, trimmed of what
+    cannot start or end an expression."""
+    runs: list[str] = []
+    start: int | None = None
+    index = 0
+    while index <= len(text):
+        char = text[index] if index < len(text) else "\0"
+        if char.isascii() and char.isalpha():
+            end = index
+            while end < len(text) and text[end].isascii() and text[end].isalpha():
+                end += 1
+            if text[index:end].lower() in _FUNCTIONS:
+                start = index if start is None else start
+            elif start is not None:
+                runs.append(_trim(text[start:index]))
+                start = None
+            index = end
+            continue
+        if char in _ARITHMETIC_CHARS:
+            start = index if start is None else start
+        elif start is not None:
+            runs.append(_trim(text[start:index]))
+            start = None
+        index += 1
+    return runs
+
+
+def _trim(run: str) -> str:
+    return run.lstrip(" .,*/^×÷%)").rstrip(" .,+-*/^×÷%(")
+
+
+def _looks_like_date(candidate: str) -> bool:
+    parts = candidate.split("-")
+    return len(parts) == 3 and all(p.isdigit() for p in parts) and len(parts[0]) == 4
 
 
 def best_match(query: str, candidates: Iterable[tuple[str, str]]) -> tuple[int, float]:

@@ -101,11 +101,12 @@ def _mrkl_reply(messages: Sequence[Message]) -> str:
     prompt = _last_user_text(messages)
     # The format instructions show a Question and an Observation too: look past them.
     asked_at = max(prompt.rfind("Question:"), 0)
-    question = _between(prompt, "Question:", "\nThought:") or prompt
+    # Without a "Question:" line there is no telling the question from the instructions.
+    question = _between(prompt, "Question:", "\nThought:") or ""
     observation = _between(prompt[asked_at:], "\nObservation:", "\nThought:")
     if observation is not None:
         return f" I now know the final answer.\nFinal Answer: {observation}"
-    choice = _choose(question, _prompt_tools(prompt))
+    choice = _choose(question, _prompt_tools(prompt)) if question else None
     if choice is None:
         return (
             " None of the tools matches this question.\nFinal Answer: The offline model can "
