@@ -389,7 +389,7 @@ def test_log_handler_trace_of_a_run():
 def test_unknown_tool_and_parse_errors_show_in_callbacks():
     events = Events()
     texts: list[str] = []
-    events.handle_text = texts.append  # type: ignore[method-assign]
+    events.handle_text = texts.append  # type: ignore[method-assign, assignment]
     executor, _ = run_agent(
         ["gibberish", act("nope", "x"), final("ok")],
         callbacks_handler=events,
