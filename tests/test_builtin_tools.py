@@ -67,6 +67,7 @@ def test_arithmetic(expression, result):
         "12*(3+4)?",
         "12*(3+4)？",
         "12＊（3＋4）",
+        "１２＊（３＋４）＝",
         "  12*(3+4)  \n",
     ],
 )
@@ -77,6 +78,52 @@ def test_model_formatting_is_forgiven(written):
 def test_other_spellings():
     assert calculate("2^10") == "1024"
     assert calculate("84 ÷ 2 − 40") == "2"
+    assert calculate("１２+３") == "15"
+    assert calculate("（２）") == "2"
+
+
+@pytest.mark.parametrize(
+    ("expression", "result"),
+    [("3²", "9"), ("(1+2)²", "9"), ("2¹⁰", "1024"), ("10⁻³", "0.001"), ("２³", "8")],
+)
+def test_superscripts_are_powers_not_digits(expression, result):
+    assert calculate(expression) == result
+
+
+def test_subscripts_are_refused_rather_than_read_as_digits():
+    assert calculation_error("10₂ + 1") == "unexpected subscript '₂' in '10₂ + 1'"
+
+
+@pytest.mark.parametrize(
+    ("expression", "result"),
+    [
+        ("1" + "+1" * 499, "500"),
+        ("1" + "-1" * 499, "-498"),
+        ("1" + "*2" * 300, str(2**300)),
+        ("2" + "**1" * 300, "2"),
+        ("1" + "+2*3" * 200, "1201"),
+        ("1+(2" * MAX_DEPTH + ")" * MAX_DEPTH, str(1 + 21 * (MAX_DEPTH - 1) + 2)),
+    ],
+)
+def test_long_flat_chains_are_not_nesting(expression, result):
+    assert len(expression) <= MAX_LENGTH
+    assert calculate(expression) == result
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "1+(2" * (MAX_DEPTH + 1) + ")" * (MAX_DEPTH + 1),
+        "-" * (MAX_DEPTH + 1) + "1",
+        "sqrt(" * (MAX_DEPTH + 1) + "1" + ")" * (MAX_DEPTH + 1),
+        "2**-" * (MAX_DEPTH + 1) + "1",
+    ],
+)
+def test_real_nesting_stays_bounded(expression):
+    assert calculation_error(expression).endswith(
+        f"the expression is nested more than {MAX_DEPTH} levels deep "
+        "(parentheses, signs or function calls)"
+    )
 
 
 @pytest.mark.timeout(5)
@@ -93,6 +140,10 @@ def test_other_spellings():
         "10**3999 * 10**3999",
         "(10**2000)**2",
         "9**(9**9) - 1",
+        "1" + "*10**3999" * 2,
+        "2" + "**2" * 300,
+        "９**９**９",
+        "9⁹⁹⁹⁹",
     ],
 )
 def test_huge_integer_results_are_refused_quickly(expression):

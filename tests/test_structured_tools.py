@@ -445,7 +445,7 @@ def order_tool():
 
 def test_malformed_json_names_position_and_excerpt():
     assert error_of(order_tool(), '{"color": "red" "items": []}') == (
-        "Invalid arguments for tool place_order: malformed JSON at position 16 "
+        "Invalid arguments for tool place_order: not valid JSON at position 16 "
         '(Expecting \',\' delimiter), near \'{"color": "red" "items": [\''
     )
 
@@ -453,7 +453,7 @@ def test_malformed_json_names_position_and_excerpt():
 def test_malformed_json_position_counts_leading_whitespace():
     message = error_of(order_tool(), '  \n {"items": [1,')
     assert message.startswith(
-        "Invalid arguments for tool place_order: malformed JSON at position 17 "
+        "Invalid arguments for tool place_order: not valid JSON at position 17 "
     )
 
 
@@ -461,14 +461,14 @@ def test_malformed_json_excerpt_is_short_and_around_the_error():
     arguments = '{"items": [' + '{"name": "a", "price": 1}, ' * 10 + '{"name": "b" "price": 2}]}'
     message = error_of(order_tool(), arguments)
     assert message == (
-        "Invalid arguments for tool place_order: malformed JSON at position 294 "
+        "Invalid arguments for tool place_order: not valid JSON at position 294 "
         '(Expecting \',\' delimiter), near \'": 1}, {"name": "b" "price": 2\''
     )
 
 
 def test_deeply_nested_json_is_refused():
     assert error_of(order_tool(), "[" * 100_000) == (
-        "Invalid arguments for tool place_order: malformed JSON: nested too deeply"
+        "Invalid arguments for tool place_order: not valid JSON: nested too deeply"
     )
 
 
@@ -587,7 +587,7 @@ def test_single_parameter_of_another_type_takes_the_bare_value():
 
     assert square.call("5") == "25"
     assert square.call('"6"') == "36"
-    assert error_of(square, "five").startswith("Invalid arguments for tool square: malformed JSON")
+    assert error_of(square, "five").startswith("Invalid arguments for tool square: not valid JSON")
 
 
 def test_a_function_without_parameters_ignores_text():
@@ -602,10 +602,95 @@ def test_a_function_without_parameters_ignores_text():
     )
 
 
-def test_input_from_arguments_leaves_validation_to_call():
-    structured = order_tool()
-    assert structured.input_from_arguments("{not json") == "{not json"
-    assert Tool.input_from_arguments(structured, '{"input": "x"}') == "x"  # the base differs
+# --- native tool calls: strict arguments ------------------------------------------------------
+
+
+def search_tool(calls):
+    @tool
+    def search(query: str) -> str:
+        """Searches announcements."""
+        calls.append(query)
+        return f"found: {query}"
+
+    return search
+
+
+def native_error_of(structured, arguments):
+    with pytest.raises(InvalidArgumentsError) as caught:
+        structured.input_from_arguments(arguments)
+    return str(caught.value)
+
+
+def test_cut_off_native_arguments_never_reach_the_function():
+    calls: list[str] = []
+    search = search_tool(calls)
+    cut_off = ToolCall("c1", FunctionCall("search", '{"query": "moutai net'))
+    fake = FakeLLM([Message.assistant("", [cut_off]), "sorry"])
+    outputs = chains.call(
+        Executor(ToolCallingAgent(fake, [search]), return_intermediate_steps=True), {"input": "q"}
+    )
+    assert calls == []
+    assert outputs["intermediate_steps"][0].observation == (
+        "Invalid arguments for tool search: not valid JSON at position 10 (Unterminated string "
+        'starting at), near \'{"query": "moutai ne\''
+    )
+    assert search.call('{"query": "moutai net') == 'found: {"query": "moutai net'  # MRKL text
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ('"moutai net profit"', 'expected object, got "moutai net profit"'),
+        ("[1, 2]", "expected object, got [1, 2]"),
+        ("null", "expected object, got null"),
+        ('{"q": "x"}', "q: unknown field (known: query); query: missing required field"),
+    ],
+)
+def test_native_arguments_must_be_an_object_fitting_the_schema(arguments, problem):
+    assert native_error_of(search_tool([]), arguments) == (
+        f"Invalid arguments for tool search: {problem}"
+    )
+
+
+def test_checked_native_arguments_are_what_call_takes():
+    calls: list[str] = []
+    search = search_tool(calls)
+    checked = search.input_from_arguments('{"query": 600519}')
+    assert checked == '{"query": 600519}'
+    assert search.call(checked) == "found: 600519"
+    assert search.call(checked) == "found: 600519"  # calling again gives the same
+    assert asyncio.run(search.acall(checked)) == "found: 600519"
+    double_encoded = json.dumps(json.dumps({"query": "x"}))
+    assert search.call(search.input_from_arguments(double_encoded)) == "found: x"
+    assert calls == ["600519", "600519", "600519", "x"]
+
+
+def test_blank_native_arguments_mean_none():
+    @tool
+    def now() -> str:
+        """The time."""
+        return "noon"
+
+    assert now.call(now.input_from_arguments("")) == "noon"
+    assert native_error_of(search_tool([]), " ") == (
+        "Invalid arguments for tool search: query: missing required field"
+    )
+
+
+def test_malformed_arguments_are_worded_alike_for_every_tool():
+    class Plain(Tool):
+        name = "search"
+        description = "d"
+
+    arguments = '{"input": "a" "b"}'
+    with pytest.raises(ToolError) as plain:
+        Plain().input_from_arguments(arguments)
+    expected = (
+        "Invalid arguments for tool search: not valid JSON at position 14 (Expecting ',' "
+        'delimiter), near \'{"input": "a" "b"}\''
+    )
+    assert str(plain.value) == native_error_of(search_tool([]), arguments) == expected
+    assert Tool.input_from_arguments(search_tool([]), '{"input": "x"}') == "x"  # the base differs
 
 
 def test_return_values_become_text():
@@ -760,7 +845,7 @@ def test_tool_calling_agent_hears_what_was_wrong_and_retries():
     assert chains.run(executor, "茅台2025年净利润是多少?") == "2025年贵州茅台净利润685亿元"
     observations = [m.content for m in fake.calls[3].messages if m.role == "tool"]
     assert observations == [
-        "Invalid arguments for tool get_financial_report: malformed JSON at position 32 "
+        "Invalid arguments for tool get_financial_report: not valid JSON at position 32 "
         '(Expecting \',\' delimiter), near \'00519", "year": "去年"\'',
         'Invalid arguments for tool get_financial_report: year: expected integer, got "last"',
         "2025年贵州茅台净利润685亿",

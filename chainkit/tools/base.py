@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from chainkit.schema import ToolInfo
+from chainkit.tools._arguments import MalformedJSONError, decode_json
 
 _STRING_INPUT: dict[str, Any] = {
     "type": "object",
@@ -58,12 +58,9 @@ class Tool:
         Raises ToolError, naming what is wrong, when the arguments are not `{"input": "..."}`.
         """
         try:
-            value = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as error:
-            raise ToolError(
-                f"Invalid arguments for tool {self.name}: not valid JSON ({error.msg} at "
-                f"position {error.pos}): {arguments[:200]!r}"
-            ) from None
+            value = decode_json(arguments) if arguments.strip() else {}
+        except MalformedJSONError as error:
+            raise ToolError(f"Invalid arguments for tool {self.name}: {error}") from None
         if isinstance(value, dict):
             value = value.get("input")
         if isinstance(value, str):

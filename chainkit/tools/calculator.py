@@ -4,25 +4,29 @@ Supported: + - * / // % ** (also written ^), unary + and -, parentheses, int and
 literals (1_000, 1e3, 0x1f), the constants pi and e, and the functions abs, round, min, max,
 sqrt, floor, ceil, exp and log (log(x) is natural, log(x, base) any base).
 
-Model formatting is forgiven: surrounding quotes, backticks or a code fence, `×` `÷` `−` and
-full-width operators, and a trailing `=` or `?`. Thousands separators are not: `1,000` is
-rejected with a hint, since a comma also separates function arguments (`max(1,000)`).
+Model formatting is forgiven: surrounding quotes, backticks or a code fence, `×` `÷` `−`,
+full-width digits and operators (the text is NFKC-normalised), superscript powers (`2³`), and
+a trailing `=` or `?`. Thousands separators are not: `1,000` is rejected with a hint, since a
+comma also separates function arguments (`max(1,000)`).
 
 Results: integers are exact; a float with an integral value below 2**53 prints as an integer
 (`6/2` gives `3`, `7/2` gives `3.5`); other floats print in Python's shortest round-trip form
 (`0.1+0.2` gives `0.30000000000000004`).
 
-Every cost is bounded before it is paid: the expression is at most 1000 characters and 100
-levels deep, and a power whose integer result would exceed 4000 digits is refused before it is
-computed (`9**9**9`), as is any other integer result over 4000 digits (within Python's limit
-for turning integers into text). Each refusal, and division by zero, is a ToolError.
+Every cost is bounded before it is paid: the expression is at most 1000 characters and nested
+(parentheses, signs, function calls) at most 100 levels deep, and a power whose integer result
+would exceed 4000 digits is refused before it is computed (`9**9**9`), as is any other integer
+result over 4000 digits (within Python's limit for turning integers into text). Each refusal,
+and division by zero, is a ToolError.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import string
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -44,14 +48,11 @@ _SPELLINGS = str.maketrans(
         "÷": "/",
         "^": "**",
         "−": "-",
-        "＋": "+",
-        "－": "-",
-        "＊": "*",
-        "／": "/",
-        "（": "(",
-        "）": ")",
     }
 )
+# NFKC would read `2³` as `23`, and `10₂` as `102`: superscripts are powers, subscripts refused.
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾", "0123456789+-()")
+_SUBSCRIPTS = frozenset("₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎")
 
 Number = int | float
 
@@ -111,7 +112,9 @@ class Calculator(Tool):
 
 def normalize(text: str) -> str:
     """The expression in `text`, with model formatting undone; ToolError if it cannot be one."""
-    expression = _unwrap(text.strip()).rstrip("=?？＝ \t\n").translate(_SPELLINGS).strip()
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", _powers_from_superscripts(text))
+    expression = _unwrap(text.strip()).rstrip("=? \t\n").translate(_SPELLINGS).strip()
     if not expression:
         raise ToolError("empty expression: give one such as 12*(3+4)")
     if len(expression) > MAX_LENGTH:
@@ -122,6 +125,21 @@ def normalize(text: str) -> str:
                 f"unexpected character {char!r} at position {position} of {_quote(expression)}"
             )
     return expression
+
+
+def _powers_from_superscripts(text: str) -> str:
+    """`text` with each run of superscripts written as a power: `10⁻³` as `10**(-3)`."""
+    parts: list[str] = []
+    for is_superscript, chars in itertools.groupby(text, lambda char: ord(char) in _SUPERSCRIPTS):
+        run = "".join(chars)
+        if is_superscript:
+            parts.append(f"**({run.translate(_SUPERSCRIPTS)})")
+        elif _SUBSCRIPTS.isdisjoint(run):
+            parts.append(run)
+        else:
+            subscript = next(char for char in run if char in _SUBSCRIPTS)
+            raise ToolError(f"unexpected subscript {subscript!r} in {_quote(text)}")
+    return "".join(parts)
 
 
 def _unwrap(text: str) -> str:
@@ -175,6 +193,7 @@ def _power(base: Number, exponent: Number) -> object:
     return base**exponent
 
 
+# The left-associative operators; ** (right-associative) is walked separately.
 _BINARY: dict[type[ast.operator], Callable[[Number, Number], object]] = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
@@ -182,19 +201,25 @@ _BINARY: dict[type[ast.operator], Callable[[Number, Number], object]] = {
     ast.Div: lambda a, b: a / b,
     ast.FloorDiv: lambda a, b: a // b,
     ast.Mod: lambda a, b: a % b,
-    ast.Pow: _power,
 }
 
 
 @dataclass(slots=True)
 class _Evaluator:
-    """Walks an expression's tree; `source` is for naming the parts it refuses."""
+    """Walks an expression's tree; `source` is for naming the parts it refuses.
+
+    A chain of operators such as `1+2+...+9` is a tree as deep as it is long, so chains are
+    walked in a loop: only parentheses, signs and function calls count as nesting.
+    """
 
     source: str
 
     def evaluate(self, node: ast.expr, depth: int) -> Number:
         if depth > MAX_DEPTH:
-            raise ToolError(f"the expression is nested more than {MAX_DEPTH} levels deep")
+            raise ToolError(
+                f"the expression is nested more than {MAX_DEPTH} levels deep "
+                "(parentheses, signs or function calls)"
+            )
         try:
             return _checked(self._evaluate(node, depth + 1))
         except ZeroDivisionError:
@@ -219,8 +244,10 @@ class _Evaluator:
                 return self.evaluate(operand, depth)
             case ast.UnaryOp(op=ast.USub(), operand=operand):
                 return -self.evaluate(operand, depth)
-            case ast.BinOp(left=left, op=op, right=right) if type(op) in _BINARY:
-                return _BINARY[type(op)](self.evaluate(left, depth), self.evaluate(right, depth))
+            case ast.BinOp(op=ast.Pow()):
+                return self._powers(node, depth)
+            case ast.BinOp(op=op) if type(op) in _BINARY:
+                return self._left_chain(node, depth)
             case ast.Call(func=ast.Name(id=name), args=args, keywords=[]) if name in _FUNCTIONS:
                 return self._call(name, [self.evaluate(arg, depth) for arg in args])
             case ast.Tuple():
@@ -229,6 +256,28 @@ class _Evaluator:
                     "thousands separators (1000, not 1,000)"
                 )
         raise ToolError(f"unsupported: {self._text(node)}; known: {_known_names()}")
+
+    def _left_chain(self, node: ast.expr, depth: int) -> Number:
+        """`a - b + c`, parsed as `(a - b) + c`, from left to right."""
+        steps: list[tuple[ast.operator, ast.expr]] = []
+        while isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            steps.append((node.op, node.right))
+            node = node.left
+        value = self.evaluate(node, depth)
+        for op, right in reversed(steps):
+            value = _checked(_BINARY[type(op)](value, self.evaluate(right, depth)))
+        return value
+
+    def _powers(self, node: ast.expr, depth: int) -> Number:
+        """`a ** b ** c`, parsed as `a ** (b ** c)`, from right to left once all are known."""
+        bases: list[Number] = []
+        while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            bases.append(self.evaluate(node.left, depth))
+            node = node.right
+        value = self.evaluate(node, depth)
+        for base in reversed(bases):
+            value = _checked(_power(base, value))
+        return value
 
     def _call(self, name: str, args: list[Number]) -> object:
         function = _FUNCTIONS[name]

@@ -16,6 +16,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, overload
 
+from chainkit.tools._arguments import MalformedJSONError, decode_json
 from chainkit.tools._jsonschema import (
     INVALID,
     FieldSpec,
@@ -26,9 +27,6 @@ from chainkit.tools._jsonschema import (
 )
 from chainkit.tools.base import Tool, ToolError
 
-# The text around a JSON error, mostly before it: what precedes the error usually caused it.
-_BEFORE_ERROR = 20
-_AFTER_ERROR = 10
 _GOOGLE_ARGS_HEADERS = frozenset(("args:", "arguments:", "parameters:", "params:"))
 
 
@@ -49,6 +47,7 @@ class StructuredTool(Tool):
     also takes plain text (what a MRKL model writes as its Action Input), and a function with
     one parameter of another type takes that value alone (`5` for `def square(x: int)`).
     Blank input means no arguments, and a function without parameters ignores text input.
+    A native tool call's arguments get no such leniency: see `input_from_arguments`.
     Async functions are awaited natively by `acall`.
     """
 
@@ -86,8 +85,19 @@ class StructuredTool(Tool):
         return self._schema
 
     def input_from_arguments(self, arguments: str) -> str:
-        """The native tool call's JSON arguments, unchanged: `call` validates them."""
-        return arguments
+        """The native tool call's arguments, checked and returned unchanged for `call`.
+
+        Strict, since a model calling tools natively was asked for JSON: they must be a JSON
+        object fitting the schema (blank means no arguments), else InvalidArgumentsError. Text
+        that is cut off or not JSON is never handed to the function as a plain string.
+        """
+        try:
+            value = decode_json(arguments) if arguments.strip() else {}
+        except MalformedJSONError as error:
+            raise _malformed(self.name, error) from None
+        self._validated(value)
+        # An object sent as a JSON string (double-encoded) is passed on as the object's text.
+        return value if isinstance(value, str) else arguments
 
     def call(self, input: str) -> str:
         args, kwargs = self._bind(input)
@@ -103,10 +113,7 @@ class StructuredTool(Tool):
 
     def _bind(self, input: str) -> tuple[list[object], dict[str, object]]:
         """Positional-only and keyword arguments for the function, validated from `input`."""
-        problems: list[Problem] = []
-        arguments = self._spec.coerce(self._arguments(input), "", problems)
-        if arguments is INVALID or not isinstance(arguments, dict):
-            raise InvalidArgumentsError(self.name, problems)
+        arguments = self._validated(self._arguments(input))
         args: list[object] = []
         for parameter in self._signature.parameters.values():
             if parameter.kind is not inspect.Parameter.POSITIONAL_ONLY:
@@ -114,22 +121,26 @@ class StructuredTool(Tool):
             args.append(arguments.pop(parameter.name, parameter.default))
         return args, arguments
 
+    def _validated(self, value: object) -> dict[str, object]:
+        problems: list[Problem] = []
+        arguments = self._spec.coerce(value, "", problems)
+        if not isinstance(arguments, dict):
+            raise InvalidArgumentsError(self.name, problems)
+        return arguments
+
     def _arguments(self, input: str) -> object:
         """The arguments object `input` stands for, before validation."""
         if not input.strip():
             return {}
         single = self._single_field
         try:
-            value = json.loads(input)
-        except json.JSONDecodeError as error:
+            value = decode_json(input)
+        except MalformedJSONError as error:
             if single is not None and single.spec.accepts_text:
                 return {single.name: input}
             if self._takes_nothing:
                 return {}
-            raise InvalidArgumentsError(self.name, [_malformed_json(input, error)]) from None
-        except RecursionError:
-            problem = Problem("", "malformed JSON: nested too deeply")
-            raise InvalidArgumentsError(self.name, [problem]) from None
+            raise _malformed(self.name, error) from None
         if isinstance(value, dict) or (single is None and not self._takes_nothing):
             # A non-object goes on to validation, which decodes a double-encoded object.
             return value
@@ -276,9 +287,8 @@ def _arguments_spec(
     return ObjectSpec(fields)
 
 
-def _malformed_json(text: str, error: json.JSONDecodeError) -> Problem:
-    near = text[max(error.pos - _BEFORE_ERROR, 0) : error.pos + _AFTER_ERROR]
-    return Problem("", f"malformed JSON at position {error.pos} ({error.msg}), near {near!r}")
+def _malformed(tool_name: str, error: MalformedJSONError) -> InvalidArgumentsError:
+    return InvalidArgumentsError(tool_name, [Problem("", str(error))])
 
 
 def _jsonable(value: object) -> object:

@@ -1,0 +1,26 @@
+"""Decoding the JSON arguments of a tool call, with one wording for what is wrong with them."""
+
+from __future__ import annotations
+
+import json
+
+# The text around a JSON error, mostly before it: what precedes the error usually caused it.
+_BEFORE_ERROR = 20
+_AFTER_ERROR = 10
+
+
+class MalformedJSONError(ValueError):
+    """Text that should be JSON is not; the message names where and quotes the text around it."""
+
+
+def decode_json(text: str) -> object:
+    """The JSON value `text` holds; MalformedJSONError when it holds none."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        near = text[max(error.pos - _BEFORE_ERROR, 0) : error.pos + _AFTER_ERROR]
+        raise MalformedJSONError(
+            f"not valid JSON at position {error.pos} ({error.msg}), near {near!r}"
+        ) from None
+    except RecursionError:
+        raise MalformedJSONError("not valid JSON: nested too deeply") from None
