@@ -3,9 +3,9 @@
 Stdlib only. It serves POST /v1/chat/completions (plain JSON, or SSE when the request asks for
 `stream`) and POST /v1/embeddings on 127.0.0.1 with a free port. A test pushes `Reply`s (what
 the model says) and `Fault`s (what goes wrong); each request first takes the next queued
-fault, if any, and otherwise the next reply. Faults that show part of a reply (a cut-off
-stream) only peek at it, so the retried request gets the whole reply. Every request is
-recorded, faulted or not, so a test can count attempts and read what was sent.
+fault, if any, and otherwise the next reply. Faults that show part of a reply (a cut-off or
+stalled stream) only peek at it, so the retried request gets the whole reply. Every request
+is recorded, faulted or not, so a test can count attempts and read what was sent.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal, cast
+from urllib.parse import parse_qsl
 
 DEFAULT_USAGE: dict[str, Any] = {
     "prompt_tokens": 11,
@@ -47,12 +48,20 @@ class Call:
     id: str = ""
 
 
+ToolCallIndex = Literal["position", "zero", "omitted"]
+"""How a stream numbers its tool-call deltas: by the call's position (as OpenAI does), every
+call at index 0 (a server bug seen with parallel calls), or not at all."""
+
+
 @dataclass(slots=True)
 class Reply:
     """What the model says to one chat request.
 
-    `finish_reason` defaults to "tool_calls" when there are tool calls, else "stop". Streams
-    split content, reasoning and tool-call arguments into pieces of `chunk_size` characters.
+    `finish_reason` defaults to "tool_calls" when there are tool calls, else "stop"; with
+    `sends_finish_reason=False` there is none (null in a plain reply, no final chunk in a
+    stream). Streams split content, reasoning and tool-call arguments into pieces of
+    `chunk_size` characters; with `tool_calls_in_one_chunk` every call comes whole in a single
+    chunk instead, and `tool_call_index` says how the tool-call deltas are numbered.
     With `pause_after`, the stream stops after that many content pieces until the test sets
     `OpenAIServer.resume`, which proves the client hands text over as it arrives.
     """
@@ -61,12 +70,17 @@ class Reply:
     tool_calls: list[Call] = field(default_factory=list)
     reasoning_content: str | None = None
     finish_reason: str | None = None
+    sends_finish_reason: bool = True
     usage: dict[str, Any] | None = field(default_factory=lambda: dict(DEFAULT_USAGE))
     chunk_size: int = 4
+    tool_calls_in_one_chunk: bool = False
+    tool_call_index: ToolCallIndex = "position"
     pause_after: int | None = None
 
 
-FaultKind = Literal["status", "drop", "slow", "cut", "truncate", "malformed"]
+FaultKind = Literal["status", "drop", "slow", "cut", "truncate", "stall", "malformed"]
+_PARTIAL_KINDS = ("cut", "truncate", "stall")
+"""Faults that send part of a reply before going wrong."""
 
 
 @dataclass(slots=True)
@@ -114,6 +128,12 @@ class Fault:
         return cls("truncate", after_chunks=after_chunks)
 
     @classmethod
+    def stall(cls, after_chunks: int = 2, seconds: float = 5.0) -> Fault:
+        """Like `cut`, but first goes silent for `seconds` (or until the server stops), keeping
+        the connection open: a stream that stalls partway, past the client's timeout."""
+        return cls("stall", after_chunks=after_chunks, seconds=seconds)
+
+    @classmethod
     def malformed(cls) -> Fault:
         """Answers 200 with a body (or, streaming, an event) that is not valid JSON."""
         return cls("malformed")
@@ -121,10 +141,12 @@ class Fault:
 
 @dataclass(slots=True)
 class Recorded:
-    """One request as received; header names are lower-case. Requests that share a
-    `client_port` came over the same (kept-alive) connection."""
+    """One request as received: `path` without the query string, which is parsed into
+    `query`; header names are lower-case. Requests that share a `client_port` came over the
+    same (kept-alive) connection."""
 
     path: str
+    query: dict[str, str]
     headers: dict[str, str]
     body: Any
     client_port: int
@@ -294,22 +316,25 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
+        path, _, query = self.path.partition("?")
         headers = {k.lower(): v for k, v in self.headers.items()}
-        fault = self.owner._record(Recorded(self.path, headers, body, self.client_address[1]))
+        fault = self.owner._record(
+            Recorded(path, dict(parse_qsl(query)), headers, body, self.client_address[1])
+        )
         if not isinstance(body, dict):
             self._send_error(400, "loopback server: the request body is not a JSON object")
-        elif self.path == "/v1/chat/completions":
+        elif path == "/v1/chat/completions":
             self._chat(body, fault)
-        elif self.path == "/v1/embeddings":
+        elif path == "/v1/embeddings":
             self._embeddings(body, fault)
         else:
-            self._send_error(404, f"loopback server: no route for {self.path}")
+            self._send_error(404, f"loopback server: no route for {path}")
 
     # Replies.
 
     def _chat(self, body: dict[str, Any], fault: Fault | None) -> None:
         stream = bool(body.get("stream"))
-        if fault is not None and fault.kind not in ("cut", "truncate"):
+        if fault is not None and fault.kind not in _PARTIAL_KINDS:
             self._fault(fault, stream=stream)
             return
         reply = fault.reply if fault is not None else None
@@ -319,10 +344,10 @@ class _Handler(BaseHTTPRequestHandler):
         model = str(body.get("model"))
         if not stream:
             data = json.dumps(_completion(reply, model)).encode()
-            if fault is not None:  # cut or truncate: half the body, then close
+            if fault is not None:  # half the body, then the fault's ending
                 self._send_head(200, "application/json", len(data))
                 self.wfile.write(data[: len(data) // 2])
-                self._drop()
+                self._end_early(fault)
                 return
             self._send_bytes(200, data, "application/json")
             return
@@ -332,10 +357,7 @@ class _Handler(BaseHTTPRequestHandler):
         content_pieces = 0
         for number, (event, is_content) in enumerate(events):
             if fault is not None and number >= fault.after_chunks:
-                if fault.kind == "truncate":
-                    self.wfile.write(b"0\r\n\r\n")
-                else:
-                    self._drop()
+                self._end_early(fault)
                 return
             self._write_chunk(f"data: {json.dumps(event)}\n\n".encode())
             content_pieces += is_content
@@ -394,6 +416,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_bytes(
                 200, b'{"id": "chatcmpl-broken", "choices": [{"mess', "application/json"
             )
+
+    def _end_early(self, fault: Fault) -> None:
+        """Ends a reply partway through its body as a cut, truncate or stall fault says."""
+        if fault.kind == "truncate":
+            self.wfile.write(b"0\r\n\r\n")  # the chunked body's proper end
+            return
+        if fault.kind == "stall":
+            self.owner._stopping.wait(fault.seconds)
+        self._drop()
 
     def _bearer(self) -> str:
         auth = self.headers.get("Authorization") or ""
@@ -473,7 +504,9 @@ def _completion(reply: Reply, model: str) -> dict[str, Any]:
     return data
 
 
-def _finish(reply: Reply) -> str:
+def _finish(reply: Reply) -> str | None:
+    if not reply.sends_finish_reason:
+        return None
     return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
 
 
@@ -499,17 +532,36 @@ def _stream_events(
         yield chunk({"reasoning_content": piece, "content": None}), False
     for piece in _chunks(reply.content, size):
         yield chunk({"content": piece}), True
-    for i, call in enumerate(reply.tool_calls):
-        head: dict[str, Any] = {
-            "index": i,
-            "id": call.id or f"call_{i}",
-            "type": "function",
-            "function": {"name": call.name, "arguments": ""},
-        }
-        yield chunk({"content": None, "tool_calls": [head]}), False
-        for piece in _chunks(call.arguments, size):
-            delta = {"tool_calls": [{"index": i, "function": {"arguments": piece}}]}
-            yield chunk(delta), False
-    yield chunk({}, _finish(reply)), False
+    for calls in _tool_call_deltas(reply):
+        yield chunk({"content": None, "tool_calls": calls}), False
+    finish = _finish(reply)
+    if finish is not None:
+        yield chunk({}, finish), False
     if include_usage and reply.usage is not None:
         yield {**base, "choices": [], "usage": reply.usage}, False
+
+
+def _tool_call_deltas(reply: Reply) -> Iterator[list[dict[str, Any]]]:
+    """The `tool_calls` lists of the stream's tool-call chunks: per call a head with id and
+    name, then its arguments in pieces; or, with `tool_calls_in_one_chunk`, one list of
+    every call whole."""
+
+    def numbered(delta: dict[str, Any], position: int) -> dict[str, Any]:
+        if reply.tool_call_index == "omitted":
+            return delta
+        return {"index": position if reply.tool_call_index == "position" else 0, **delta}
+
+    def head(position: int, call: Call, arguments: str) -> dict[str, Any]:
+        function = {"name": call.name, "arguments": arguments}
+        delta = {"id": call.id or f"call_{position}", "type": "function", "function": function}
+        return numbered(delta, position)
+
+    calls = list(enumerate(reply.tool_calls))
+    if reply.tool_calls_in_one_chunk:
+        if calls:
+            yield [head(i, call, call.arguments) for i, call in calls]
+        return
+    for i, call in calls:
+        yield [head(i, call, "")]
+        for piece in _chunks(call.arguments, reply.chunk_size):
+            yield [numbered({"function": {"arguments": piece}}, i)]

@@ -44,6 +44,25 @@ REPLIES = {
         "", tool_calls=[Call("weather", '{"city": "San Fr')], finish_reason="length"
     ),
     "unicode": Reply("随机数是 1024 🎲, ok", chunk_size=3),
+    "no_finish_reason": Reply(
+        "Some servers never say why they stopped.", sends_finish_reason=False
+    ),
+    "tool_calls_without_index": Reply(
+        "",
+        tool_calls=[
+            Call("weather", '{"city": "Paris"}', id="call_a"),
+            Call("clock", '{"zone": "CET"}', id="call_b"),
+        ],
+        tool_call_index="omitted",
+    ),
+    "tool_calls_in_one_chunk": Reply(
+        "Both at once.",
+        tool_calls=[
+            Call("weather", '{"city": "Paris"}', id="call_a"),
+            Call("clock", "{}", id="call_b"),
+        ],
+        tool_calls_in_one_chunk=True,
+    ),
 }
 
 
@@ -203,6 +222,85 @@ def test_streamed_reply_equals_plain_reply(
     # Each delta handed over as sent: nothing merged, nothing empty, nothing lost.
     size = reply.chunk_size
     assert pieces == [reply.content[i : i + size] for i in range(0, len(reply.content), size)]
+
+
+def test_a_stream_without_finish_reason_is_complete_at_done(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    reply = REPLIES["no_finish_reason"]
+    openai_server.push(reply, reply)
+
+    plain = openai_llm.generate(ask())
+    streamed = openai_llm.generate(ask(), streaming_func=lambda _: None)
+
+    assert (
+        streamed
+        == plain
+        == Message.assistant(reply.content, response_meta=ResponseMeta(None, USAGE))
+    )
+    assert len(openai_server.requests) == 2  # neither was retried
+
+
+def test_tool_call_deltas_are_joined_however_the_server_numbers_them(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    expected = [
+        ToolCall("call_a", FunctionCall("weather", '{"city": "Paris"}')),
+        ToolCall("call_b", FunctionCall("clock", '{"zone": "CET"}')),
+    ]
+    calls = [
+        Call("weather", '{"city": "Paris"}', id="call_a"),
+        Call("clock", '{"zone": "CET"}', id="call_b"),
+    ]
+    openai_server.push(
+        Reply("", tool_calls=calls, tool_call_index="omitted", chunk_size=3),
+        Reply("", tool_calls=calls, tool_calls_in_one_chunk=True),
+        Reply("", tool_calls=calls, tool_calls_in_one_chunk=True, tool_call_index="omitted"),
+    )
+    for _ in range(3):
+        reply = openai_llm.generate(ask(), tools=[WEATHER, CLOCK], streaming_func=lambda _: None)
+        assert reply.tool_calls == expected
+
+
+def test_per_call_request_options_reach_headers_query_and_body(
+    openai_server: OpenAIServer, make_openai
+) -> None:
+    llm = make_openai()
+    openai_server.push("plain", "streamed")
+    options = {
+        "extra_headers": {"X-Tenant": "tenant-7", "X-Api-Token": "token-not-for-the-body"},
+        "extra_query": {"api-version": "2024-06-01"},
+        "extra_body": {"min_p": 0.05},
+        "timeout": 3,
+        "top_k": 2,
+    }
+
+    llm.generate(ask(), **options)
+    llm.generate(ask(), streaming_func=lambda _: None, **options)
+
+    for request in openai_server.requests:
+        assert request.headers["x-tenant"] == "tenant-7"
+        assert request.headers["x-api-token"] == "token-not-for-the-body"
+        assert request.query == {"api-version": "2024-06-01"}
+        assert request.body["min_p"] == 0.05
+        assert request.body["top_k"] == 2
+        assert not {"extra_headers", "extra_query", "extra_body", "timeout"} & set(request.body)
+        assert "token-not-for-the-body" not in str(request.body)
+
+
+def test_default_request_options_reach_the_headers_like_any_default(
+    openai_server: OpenAIServer, make_openai
+) -> None:
+    llm = make_openai(extra_headers={"X-Default": "d"})
+    openai_server.push("default", "replaced")
+
+    llm.generate(ask())
+    llm.generate(ask(), extra_headers={"X-Call": "c"})  # a call's option replaces the default
+
+    first, second = openai_server.requests
+    assert first.headers["x-default"] == "d"
+    assert (second.headers["x-call"], "x-default" in second.headers) == ("c", False)
+    assert "extra_headers" not in first.body
 
 
 def test_stream_request_asks_for_usage(openai_server: OpenAIServer, openai_llm: OpenAI) -> None:
@@ -389,6 +487,16 @@ def test_embed_query_and_empty_input(openai_server: OpenAIServer) -> None:
     assert embeddings.embed_query("hello") == embedding_of("hello")
     assert embeddings.embed_documents([]) == []
     assert len(openai_server.requests) == 1
+    embeddings.close()
+
+
+def test_embed_documents_refuses_a_bare_string(openai_server: OpenAIServer, arun) -> None:
+    embeddings = make_embeddings(openai_server)
+    with pytest.raises(TypeError, match="embed_query"):
+        embeddings.embed_documents("hello")
+    with pytest.raises(TypeError, match="aembed_query"):
+        arun(embeddings, embeddings.aembed_documents("hello"))
+    assert openai_server.requests == []
     embeddings.close()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import socket
+import traceback
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -14,13 +15,14 @@ from chainkit.llms._retry import Backoff, retry_after_seconds
 from chainkit.llms.errors import (
     ModelConnectionError,
     ModelError,
+    ModelReplyShapeError,
     ModelResponseError,
     ModelStatusError,
     ModelTimeoutError,
 )
 from chainkit.llms.openai import OpenAI
 from chainkit.schema import Message
-from tests.openai_server import TEST_API_KEY, Fault, OpenAIServer, Reply
+from tests.openai_server import TEST_API_KEY, Call, Fault, OpenAIServer, Reply
 
 ANSWER = "The answer, at last."
 
@@ -134,6 +136,51 @@ def test_retried_stream_that_differs_stops_handing_over(
     assert pieces == ["The ", "cat "]
     assert reply.content == "The dog ran off."
     assert len(openai_server.requests) == 2
+
+
+@pytest.mark.parametrize("run_async", [False, True], ids=["sync", "async"])
+def test_stream_that_stalls_partway_is_retried_without_repeating_text(
+    openai_server: OpenAIServer, make_openai, arun, run_async: bool
+) -> None:
+    llm = make_openai(timeout=0.3)  # the stall lasts until the server stops: far past it
+    openai_server.fail(Fault.stall(after_chunks=3))
+    openai_server.push(Reply("abcdefghijklmnop", chunk_size=4))
+    pieces: list[str] = []
+    retries = Retries()
+
+    generate = llm.agenerate if run_async else llm.generate
+    reply = generate(ask(), streaming_func=pieces.append, callbacks=retries)
+    if run_async:
+        reply = arun(llm, reply)
+
+    assert reply.content == "abcdefghijklmnop"
+    assert pieces == ["abcd", "efgh", "ijkl", "mnop"]
+    [(_, error, _)] = retries.retries
+    assert type(error) is ModelTimeoutError
+    assert "stream stalled for more than 0.3 s" in str(error)
+
+
+def test_stream_whose_tool_calls_do_not_add_up_fails_at_once(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    # Parallel calls all sent at index 0: every attempt would get the same conflict.
+    calls = [Call("weather", "{}", id="call_a"), Call("clock", "{}", id="call_b")]
+    openai_server.push(*[Reply("", tool_calls=calls, tool_call_index="zero")] * 2)
+    retries = Retries()
+
+    with pytest.raises(ModelReplyShapeError, match="'call_a' and 'call_b'"):
+        openai_llm.generate(ask(), streaming_func=lambda _: None, callbacks=retries)
+
+    assert len(openai_server.requests) == 1
+    assert retries.retries == []
+
+
+def test_a_per_call_timeout_replaces_the_default(openai_server: OpenAIServer, make_openai) -> None:
+    llm = make_openai(timeout=5, max_attempts=1)
+    openai_server.fail(Fault.slow(2.0))  # well within the default, far past the call's
+    with pytest.raises(ModelTimeoutError, match=r"did not answer within 0\.2 s"):
+        llm.generate(ask(), timeout=0.2)
+    assert "timeout" not in openai_server.requests[0].body
 
 
 def test_a_failing_streaming_func_is_not_retried(
@@ -312,6 +359,52 @@ def test_api_key_never_appears_in_a_malformed_reply_error(
     assert "local-secret-token-9876" not in str(caught.value)
 
 
+def error_chain(error: BaseException) -> list[BaseException]:
+    """`error` and every exception reachable from it through __cause__ and __context__."""
+    found: list[BaseException] = []
+    todo = [error]
+    while todo:
+        current = todo.pop()
+        if any(current is seen for seen in found):
+            continue
+        found.append(current)
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return found
+
+
+CHAIN_FAULTS = {
+    "401": Fault.http(401),  # its body quotes the key
+    "dropped": Fault.drop(),
+    "slow": Fault.slow(2.0),
+    "stalled": Fault.stall(after_chunks=3),
+    "malformed": Fault.malformed(),
+}
+
+
+@pytest.mark.parametrize("mode", ["sync", "sync_stream", "async", "async_stream"])
+@pytest.mark.parametrize("name", sorted(CHAIN_FAULTS))
+def test_no_sdk_exception_is_chained_to_a_chainkit_error(
+    openai_server: OpenAIServer, make_openai, arun, name: str, mode: str
+) -> None:
+    # The SDK's exception quotes the key and holds the request with its Authorization header:
+    # it must not be reachable from what chainkit raises, hidden or not.
+    llm = make_openai(timeout=0.3, max_attempts=1)
+    openai_server.fail(CHAIN_FAULTS[name])
+    openai_server.push("never complete")
+    streaming_func = (lambda _: None) if mode.endswith("stream") else None
+
+    with pytest.raises(ModelError) as caught:
+        if mode.startswith("async"):
+            arun(llm, llm.agenerate(ask(), streaming_func=streaming_func))
+        else:
+            llm.generate(ask(), streaming_func=streaming_func)
+
+    chain = error_chain(caught.value)
+    assert [type(e) for e in chain if not isinstance(e, ModelError)] == []
+    assert not [e for e in chain if TEST_API_KEY in f"{e} {e!r}"]
+    assert TEST_API_KEY not in "".join(traceback.format_exception(caught.value))
+
+
 def test_errors_share_one_base(openai_server: OpenAIServer, make_openai) -> None:
     llm = make_openai(max_attempts=1)
     for fault in (Fault.http(401), Fault.drop(), Fault.malformed()):
@@ -395,4 +488,30 @@ def test_embeddings_retry_and_fail_fast(openai_server: OpenAIServer, arun) -> No
     assert caught.value.status_code == 401
     assert TEST_API_KEY not in str(caught.value)
     assert len(openai_server.requests) == 4
+    embeddings.close()
+
+
+def test_embedding_retries_reach_the_callbacks(openai_server: OpenAIServer, arun) -> None:
+    from chainkit.llms.embeddings import OpenAIEmbeddings
+
+    class Broken(Handler):
+        def handle_retry(self, attempt: int, error: BaseException, wait_seconds: float) -> None:
+            raise RuntimeError("a broken handler must not break the call")
+
+    embeddings = OpenAIEmbeddings(
+        base_url=openai_server.base_url, api_key=TEST_API_KEY, backoff=Backoff(0.001, 0.001)
+    )
+    retries = Retries()
+    openai_server.fail(Fault.http(503), Fault.drop())
+    assert len(embeddings.embed_documents(["a", "b"], callbacks=retries)) == 2
+    openai_server.fail(Fault.http(429))
+    assert len(embeddings.embed_query("a", callbacks=Broken())) == 3
+    openai_server.fail(Fault.http(500))
+    assert len(arun(embeddings, embeddings.aembed_query("a", callbacks=retries))) == 3
+
+    assert [(a, type(e)) for a, e, _ in retries.retries] == [
+        (1, ModelStatusError),
+        (2, ModelConnectionError),
+        (1, ModelStatusError),
+    ]
     embeddings.close()

@@ -1,10 +1,10 @@
 """The wire layer of the OpenAI backend, shared by its sync and async paths.
 
-`Connection` resolves where the server is, owns the SDK clients and turns SDK errors into
-chainkit's; the functions build requests and read replies. Replies are read from what the
-server sent, plain JSON through `Message.from_dict` and streams line by line, which is cheaper
-than the SDK's typed objects. The openai package is imported on first use only.
-"""
+`Connection` resolves where the server is, owns the SDK clients and runs each attempt,
+turning SDK errors into chainkit's; the functions build requests and read replies. Replies
+are read from what the server sent, plain JSON through `Message.from_dict` and streams line
+by line, which is cheaper than the SDK's typed objects. The openai package is imported on
+first use only."""
 
 from __future__ import annotations
 
@@ -12,15 +12,17 @@ import json
 import os
 import sys
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from chainkit._redact import mask_key, redact
 from chainkit.llms._retry import retry_after_seconds
 from chainkit.llms.errors import (
     ModelConfigError,
     ModelConnectionError,
+    ModelError,
+    ModelReplyShapeError,
     ModelResponseError,
     ModelStatusError,
     ModelTimeoutError,
@@ -37,9 +39,20 @@ if TYPE_CHECKING:
 KEYLESS = "not-needed"
 """Sent as the key to servers that need none: the SDK refuses to run without one."""
 
-# Options with a parameter of their own in the SDK; any other option goes into extra_body.
-_TYPED_OPTIONS = frozenset(("model", "stop", "temperature", "max_tokens", "top_p", "seed"))
+# Options `create` has a parameter of its own for: fields of the request body, and settings of
+# the HTTP request (timeout, headers, query) that must not reach the body, where a server
+# would refuse an unknown key and a header's value, perhaps a credential, does not belong.
+# Any other option goes into extra_body.
+_SDK_PARAMETERS = frozenset(
+    (
+        *("model", "stop", "temperature", "max_tokens", "top_p", "seed"),
+        *("timeout", "extra_headers", "extra_query"),
+    )
+)
 _SNIPPET = 200
+_NOT_JSON = object()
+
+T = TypeVar("T")
 
 Masker = Callable[[str], str]
 """Masks the API key in a text; `Connection.redact`."""
@@ -120,41 +133,61 @@ class Connection:
         if client is not None and loop is not None and loop() is asyncio.get_running_loop():
             await client.close()
 
-    @contextmanager
-    def translated_errors(self) -> Iterator[None]:
-        """Turns the SDK's errors into chainkit's, key masked. The SDK's exception is not
-        chained: its text may quote the key and its request carries it."""
+    def run(self, attempt: Callable[[], T], timeout: float | None = None) -> T:
+        """Runs one attempt, raising the SDK's errors as chainkit's, key masked; `timeout` is
+        the attempt's own, if it has one.
+
+        The error is raised after the except block, so that neither its __cause__ nor its
+        __context__ holds the SDK's exception: that one's text may quote the key, and its
+        request carries it.
+        """
+        try:
+            return attempt()
+        except Exception as error:
+            failure = self._translated(error, timeout)
+            if failure is None:
+                raise
+        raise failure
+
+    async def arun(self, attempt: Callable[[], Awaitable[T]], timeout: float | None = None) -> T:
+        """Async twin of `run`."""
+        try:
+            return await attempt()
+        except Exception as error:
+            failure = self._translated(error, timeout)
+            if failure is None:
+                raise
+        raise failure
+
+    def _translated(self, error: Exception, timeout: float | None) -> ModelError | None:
+        """chainkit's error for an error of the SDK or its HTTP library; None for any other."""
         import openai
 
-        try:
-            yield
-        except openai.APIStatusError as error:
-            raise ModelStatusError(
+        seconds = self.timeout if timeout is None else timeout
+        if isinstance(error, openai.APIStatusError):
+            return ModelStatusError(
                 error.status_code,
                 self.redact(_server_message(error)),
                 url=self.redact(f"{error.request.method} {error.request.url}"),
                 retry_after=retry_after_seconds(error.response.headers),
-            ) from None
-        except openai.APITimeoutError as error:
+            )
+        if isinstance(error, openai.APITimeoutError):
             url = self.redact(str(error.request.url))
-            raise ModelTimeoutError(f"{url} did not answer within {self.timeout} s") from None
-        except openai.APIConnectionError as error:
+            return ModelTimeoutError(f"{url} did not answer within {seconds} s")
+        if isinstance(error, openai.APIConnectionError):
             url, cause = self.redact(str(error.request.url)), self.redact(_root_cause(error))
-            raise ModelConnectionError(f"the connection to {url} failed: {cause}") from None
-        except _http_errors("TimeoutException") as error:
-            # Raised while a streamed body is read: the SDK wraps only the request itself.
-            raise ModelTimeoutError(
-                f"the stream stalled for more than {self.timeout} s: {self.redact(str(error))}"
-            ) from None
-        except _http_errors("TransportError") as error:
-            raise ModelConnectionError(
-                f"the connection broke while reading the stream: {self.redact(str(error))}"
-            ) from None
-        except openai.APIError as error:
-            message = self.redact(error.message)
-            raise ModelResponseError(
-                f"the server reported an error in its reply: {message}"
-            ) from None
+            return ModelConnectionError(f"the connection to {url} failed: {cause}")
+        # Raised while a streamed body is read: the SDK wraps only the request itself.
+        if isinstance(error, _http_errors("TimeoutException")):
+            text = self.redact(str(error))
+            return ModelTimeoutError(f"the stream stalled for more than {seconds} s: {text}")
+        if isinstance(error, _http_errors("TransportError")):
+            text = self.redact(str(error))
+            return ModelConnectionError(f"the connection broke while reading the stream: {text}")
+        if isinstance(error, openai.APIError):
+            text = self.redact(error.message)
+            return ModelResponseError(f"the server reported an error in its reply: {text}")
+        return None
 
 
 def _http_errors(name: str) -> tuple[type[Exception], ...]:
@@ -202,15 +235,16 @@ def build_request(
 ) -> dict[str, Any]:
     """Keyword arguments for `chat.completions.create`.
 
-    Options the SDK has a parameter for go there; any other goes into `extra_body`, so it
-    reaches the server rather than being dropped. Options set to None are left out.
+    Options the SDK has a parameter for go there (so `timeout`, `extra_headers` and
+    `extra_query` set the HTTP request); any other goes into `extra_body`, so it reaches the
+    server rather than being dropped. Options set to None are left out.
     """
     request: dict[str, Any] = {"model": model}
     extra: dict[str, Any] = {}
     for key, value in options.items():
         if value is None:
             continue
-        if key in _TYPED_OPTIONS:
+        if key in _SDK_PARAMETERS:
             request[key] = value
         elif key == "extra_body":
             extra.update(value)
@@ -232,11 +266,11 @@ def build_request(
 
 def parse_completion(body: bytes, mask: Masker) -> Message:
     """The reply message of a chat completion body; `mask` hides the key in error texts."""
-    data = _json_object(body, mask)
+    data = _json_object(body, "reply", mask)
     choices = data.get("choices")
     choice = choices[0] if isinstance(choices, list) and choices else None
     if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
-        raise ModelResponseError(
+        raise ModelReplyShapeError(
             f"the server's reply has no choices[0].message: {mask(_snippet(body))!r}"
         )
     return _reply(choice["message"], choice.get("finish_reason"), data.get("usage"))
@@ -244,7 +278,7 @@ def parse_completion(body: bytes, mask: Masker) -> Message:
 
 def parse_embeddings(body: bytes, count: int, mask: Masker) -> list[list[float]]:
     """The `count` vectors of an embeddings body, in input order (given by each `index`)."""
-    items = _json_object(body, mask).get("data")
+    items = _json_object(body, "reply", mask).get("data")
     vectors: list[list[float] | None] = [None] * count
     if isinstance(items, list) and len(items) == count:
         for position, item in enumerate(items):
@@ -254,32 +288,41 @@ def parse_embeddings(body: bytes, count: int, mask: Masker) -> list[list[float]]
                 if isinstance(embedding, list):
                     vectors[index] = [float(x) for x in embedding]
     if None in vectors:
-        raise ModelResponseError(
+        raise ModelReplyShapeError(
             f"expected {count} embeddings indexed 0..{count - 1}, got: {mask(_snippet(body))!r}"
         )
     return vectors  # type: ignore[return-value]  # no None left, checked above
 
 
-def _json_object(body: bytes, mask: Masker) -> dict[str, Any]:
+def _json_object(payload: str | bytes, what: str, mask: Masker) -> dict[str, Any]:
+    """The JSON object of a reply body or stream event (`what` names which). Not JSON is
+    ModelResponseError; another JSON value, ModelReplyShapeError; an object with an `error`,
+    ModelResponseError with its message."""
     try:
-        data = json.loads(body)
+        data = json.loads(payload)
     except ValueError:
+        # Raised below, out of this block: the decode error would keep the whole payload.
+        data = _NOT_JSON
+    if data is _NOT_JSON:
         raise ModelResponseError(
-            f"the server's reply is not valid JSON: {mask(_snippet(body))!r}"
-        ) from None
+            f"the server's {what} is not valid JSON: {mask(_snippet(payload))!r}"
+        )
     if not isinstance(data, dict):
-        raise ModelResponseError(
-            f"the server's reply is not a JSON object: {mask(_snippet(body))!r}"
+        raise ModelReplyShapeError(
+            f"the server's {what} is not a JSON object: {mask(_snippet(payload))!r}"
         )
     error = data.get("error")
     if error:
         message = error.get("message") if isinstance(error, dict) else error
-        raise ModelResponseError(f"the server answered with an error: {mask(str(message))}")
+        raise ModelResponseError(
+            f"the server reported an error in its {what}: {mask(str(message))}"
+        )
     return data
 
 
-def _snippet(body: bytes) -> str:
-    text = body[: _SNIPPET + 1].decode("utf-8", "replace")
+def _snippet(payload: str | bytes) -> str:
+    head = payload[: _SNIPPET + 1]
+    text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
     return text if len(text) <= _SNIPPET else f"{text[:_SNIPPET]}…"
 
 
@@ -297,7 +340,7 @@ def _assistant_message(data: dict[str, Any]) -> Message:
     try:
         message = Message.from_dict({**data, "role": "assistant"})
     except (AttributeError, TypeError, ValueError) as error:
-        raise ModelResponseError(f"the server's reply message is malformed: {error}") from None
+        raise ModelReplyShapeError(f"the server's reply message is malformed: {error}") from None
     if not message.reasoning_content and isinstance(data.get("reasoning"), str):
         message.reasoning_content = data["reasoning"]  # the field's name on some servers
     return message
@@ -330,7 +373,10 @@ class StreamAccumulator:
     Lines are read raw and each event decoded with json.loads: a stream may have hundreds of
     events, and the SDK's typed chunk objects would cost more than the rest of the call.
     Tool-call deltas are joined by `concat_messages`, the schema's one set of rules for
-    streamed chunks (by index, arguments concatenated).
+    streamed chunks (by index, else by id, arguments concatenated).
+
+    The stream is whole once it has sent [DONE] or a finish_reason: servers that send no
+    finish_reason still end with [DONE], and some end after the finish_reason without it.
     """
 
     def __init__(self, on_text: StreamingFunc, mask: Masker) -> None:
@@ -341,6 +387,7 @@ class StreamAccumulator:
         self._calls: list[Message] = []
         self._finish_reason: str | None = None
         self._usage: TokenUsage | None = None
+        self._done = False
 
     def feed(self, line: str) -> bool:
         """Takes one line of the SSE body; True once the stream says it is done."""
@@ -348,9 +395,10 @@ class StreamAccumulator:
             return False  # blank separators, comments, `event:` and `id:` fields
         payload = line[5:].strip()
         if payload == "[DONE]":
+            self._done = True
             return True
         if payload:
-            self.add(_event(payload, self._mask))
+            self.add(_json_object(payload, "stream event", self._mask))
         return False
 
     def add(self, chunk: dict[str, Any]) -> None:
@@ -378,14 +426,17 @@ class StreamAccumulator:
             try:
                 tool_calls = [ToolCall.from_dict(call) for call in calls]
             except (AttributeError, TypeError) as error:
-                raise ModelResponseError(f"a streamed tool call is malformed: {error}") from None
+                raise ModelReplyShapeError(f"a streamed tool call is malformed: {error}") from None
             self._calls.append(Message("assistant", tool_calls=tool_calls))
 
     def message(self) -> Message:
-        """The whole reply. A stream that ended without a finish_reason was cut off (a proxy
-        may end a body early without breaking the connection): ModelResponseError."""
-        if self._finish_reason is None:
-            raise ModelResponseError("the stream ended before the server sent a finish_reason")
+        """The whole reply. A stream that ended with neither [DONE] nor a finish_reason was cut
+        off (a proxy may end a body early without breaking the connection):
+        ModelResponseError."""
+        if not self._done and self._finish_reason is None:
+            raise ModelResponseError(
+                "the stream ended before the server sent [DONE] or a finish_reason"
+            )
         reply = Message.assistant(
             "".join(self._content),
             reasoning_content="".join(self._reasoning),
@@ -396,28 +447,7 @@ class StreamAccumulator:
         try:
             return _without_indexes(concat_messages([reply, *self._calls]))
         except ConcatError as error:
-            raise ModelResponseError(f"the stream's tool calls do not add up: {error}") from None
-
-
-def _event(payload: str, mask: Masker) -> dict[str, Any]:
-    """One decoded stream event; an error event or an undecodable one is ModelResponseError."""
-    try:
-        data = json.loads(payload)
-    except ValueError:
-        raise ModelResponseError(
-            f"the server sent a stream event that is not valid JSON: {mask(payload[:_SNIPPET])!r}"
-        ) from None
-    if not isinstance(data, dict):
-        raise ModelResponseError(
-            f"a stream event is not a JSON object: {mask(payload[:_SNIPPET])!r}"
-        )
-    error = data.get("error")
-    if error:
-        message = error.get("message") if isinstance(error, dict) else error
-        raise ModelResponseError(
-            f"the server reported an error in its stream: {mask(str(message))}"
-        )
-    return data
+            raise ModelReplyShapeError(f"the stream's tool calls do not add up: {error}") from None
 
 
 class StreamRelay:

@@ -1,8 +1,9 @@
 """The one retry policy of the OpenAI backend, built into tenacity's sync and async drivers.
 
 Retried: 408, 409, 429 and 5xx answers, timeouts, broken connections and unreadable replies
-(a malformed body is nearly always a proxy or a connection glitch, like a 5xx). Not retried:
-every other status (400, 401, 403, 404, 422...), which a second try would not change.
+(a body that is not JSON or ends early is nearly always a proxy or a connection glitch, like a
+5xx). Not retried: every other status (400, 401, 403, 404, 422...), and replies read whole
+but of the wrong shape (ModelReplyShapeError), which a second try would not change.
 tenacity (like the date parsing of Retry-After) is imported on first use, so importing
 chainkit.llms stays cheap.
 """
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from chainkit.callbacks import Handler
 from chainkit.llms.errors import (
     ModelConnectionError,
+    ModelReplyShapeError,
     ModelResponseError,
     ModelStatusError,
 )
@@ -49,6 +51,8 @@ class Backoff:
 def is_retryable(error: BaseException) -> bool:
     if isinstance(error, ModelStatusError):
         return error.status_code in _RETRYABLE_STATUS or error.status_code >= 500
+    if isinstance(error, ModelReplyShapeError):
+        return False
     return isinstance(error, ModelConnectionError | ModelResponseError)
 
 

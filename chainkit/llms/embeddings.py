@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from chainkit.callbacks import Handler, guard
 from chainkit.llms._endpoint import OpenAIEndpoint
 from chainkit.llms._openai_wire import parse_embeddings
 from chainkit.llms._retry import Backoff
@@ -14,7 +15,8 @@ class OpenAIEmbeddings(OpenAIEndpoint):
     """Embeds texts with `model`, `batch_size` texts per request, in input order.
 
     The base URL and key are found as for `OpenAI` (arguments, then OPENAI_BASE_URL and
-    OPENAI_API_KEY), and each request is retried by the same policy.
+    OPENAI_API_KEY), and each request is retried by the same policy, each retry reported to
+    `handle_retry` of the `callbacks` a call gives, as `OpenAI.generate` does.
     """
 
     def __init__(
@@ -40,27 +42,38 @@ class OpenAIEmbeddings(OpenAIEndpoint):
             backoff=backoff,
         )
 
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in the order of `texts`."""
-        vectors: list[list[float]] = []
-        for batch in self._batches(texts):
-            vectors.extend(self.retry_policy.retrying(None)(self._embed, batch))
-        return vectors
+    def embed_documents(
+        self, texts: Sequence[str], *, callbacks: Handler | None = None
+    ) -> list[list[float]]:
+        """One vector per text, in the order of `texts`; retries go to `callbacks`."""
+        batches = self._batches(texts, "embed_query")
+        retrying = self.retry_policy.retrying(guard(callbacks))
+        return [vector for batch in batches for vector in retrying(self._embed, batch)]
 
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
+    def embed_query(self, text: str, *, callbacks: Handler | None = None) -> list[float]:
+        return self.embed_documents([text], callbacks=callbacks)[0]
 
-    async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+    async def aembed_documents(
+        self, texts: Sequence[str], *, callbacks: Handler | None = None
+    ) -> list[list[float]]:
         """Async twin of `embed_documents`."""
+        batches = self._batches(texts, "aembed_query")
+        retrying = self.retry_policy.async_retrying(guard(callbacks))
         vectors: list[list[float]] = []
-        for batch in self._batches(texts):
-            vectors.extend(await self.retry_policy.async_retrying(None)(self._aembed, batch))
+        for batch in batches:
+            vectors.extend(await retrying(self._aembed, batch))
         return vectors
 
-    async def aembed_query(self, text: str) -> list[float]:
-        return (await self.aembed_documents([text]))[0]
+    async def aembed_query(self, text: str, *, callbacks: Handler | None = None) -> list[float]:
+        return (await self.aembed_documents([text], callbacks=callbacks))[0]
 
-    def _batches(self, texts: Sequence[str]) -> list[list[str]]:
+    def _batches(self, texts: Sequence[str], for_one_text: str) -> list[list[str]]:
+        # A str is a Sequence[str] too: embedded, it would give one vector per character.
+        if isinstance(texts, str):
+            raise TypeError(
+                f"embed_documents takes a list of texts, not one str: "
+                f"use {for_one_text}(text) to embed a single text"
+            )
         size = self.batch_size
         return [list(texts[start : start + size]) for start in range(0, len(texts), size)]
 
@@ -72,13 +85,13 @@ class OpenAIEmbeddings(OpenAIEndpoint):
 
     def _embed(self, batch: list[str]) -> list[list[float]]:
         connection = self._connection
-        with connection.translated_errors():
-            raw = connection.client().embeddings.with_raw_response.create(**self._request(batch))
+        create = connection.client().embeddings.with_raw_response.create
+        raw = connection.run(lambda: create(**self._request(batch)))
         return parse_embeddings(raw.http_response.content, len(batch), connection.redact)
 
     async def _aembed(self, batch: list[str]) -> list[list[float]]:
         connection = self._connection
         client = await connection.async_client()
-        with connection.translated_errors():
-            raw = await client.embeddings.with_raw_response.create(**self._request(batch))
+        create = client.embeddings.with_raw_response.create
+        raw = await connection.arun(lambda: create(**self._request(batch)))
         return parse_embeddings(raw.http_response.content, len(batch), connection.redact)

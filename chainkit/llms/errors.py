@@ -48,3 +48,9 @@ class ModelTimeoutError(ModelConnectionError):
 class ModelResponseError(ModelError):
     """The server's reply could not be read: not JSON, not the expected shape, or an error
     reported inside a stream."""
+
+
+class ModelReplyShapeError(ModelResponseError):
+    """The server's reply was read whole but does not have the shape of a reply: no message
+    in it, or streamed tool calls that do not add up. Unlike a cut-off or garbled reply, this
+    is how the server answers, so a retry would get the same: it is not retried."""

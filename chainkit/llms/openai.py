@@ -24,11 +24,23 @@ class OpenAI(OpenAIEndpoint, BaseModel):
     the SDK has no parameter for (top_k, repetition_penalty...) go into the request body all
     the same; an option set to None counts as not given.
 
+    A call may also set `timeout` (seconds per attempt, in place of the constructor's),
+    `extra_headers` and `extra_query`, which go to the HTTP request, never into the body; an
+    `extra_body` dict is merged into the body.
+
     A call makes up to `max_attempts` attempts, `timeout` seconds each, waiting between them as
     `backoff` says (or as the server's Retry-After asks), and reports each retry to
-    `handle_retry` of its callbacks. Retried: 408, 409, 429 and 5xx answers, timeouts, broken
-    connections, unreadable replies. 400, 401, 403, 404 and 422 fail at once. Errors are those
-    of `chainkit.llms.errors`, and never show the key.
+    `handle_retry` of its callbacks. Errors are those of `chainkit.llms.errors`, and never
+    show the key, nor hold the SDK's exception (which may) as cause or context.
+
+    - Retried: 408, 409, 429 and 5xx answers (ModelStatusError), timeouts and broken
+      connections (ModelConnectionError, ModelTimeoutError), and replies a glitch spoils
+      (ModelResponseError): a body or stream event that is not JSON, a stream that ends with
+      neither [DONE] nor a finish_reason, an error the server reports inside a 200 reply.
+    - Not retried, as another attempt would fail alike: other statuses (400, 401, 403, 404,
+      422...), and replies read whole but of the wrong shape (ModelReplyShapeError): JSON that
+      is no reply message, streamed tool calls that do not add up (such as parallel calls all
+      sent at index 0).
 
     With a `streaming_func`, each content delta is handed over as it arrives. When a stream
     breaks and is retried, text already handed over is not handed over again, and if the
@@ -89,25 +101,29 @@ class OpenAI(OpenAIEndpoint, BaseModel):
 
     def _complete(self, request: dict[str, Any]) -> Message:
         connection = self._connection
-        with connection.translated_errors():
-            raw = connection.client().chat.completions.with_raw_response.create(**request)
+        create = connection.client().chat.completions.with_raw_response.create
+        raw = connection.run(lambda: create(**request), request.get("timeout"))
         return parse_completion(raw.http_response.content, connection.redact)
 
     async def _acomplete(self, request: dict[str, Any]) -> Message:
         connection = self._connection
         client = await connection.async_client()
-        with connection.translated_errors():
-            raw = await client.chat.completions.with_raw_response.create(**request)
+        create = client.chat.completions.with_raw_response.create
+        raw = await connection.arun(lambda: create(**request), request.get("timeout"))
         return parse_completion(raw.http_response.content, connection.redact)
 
     def _stream(self, request: dict[str, Any], relay: StreamRelay) -> Message:
         connection = self._connection
         chunks = relay.attempt(connection.redact)
         create = connection.client().chat.completions.with_streaming_response.create
-        with connection.translated_errors(), create(**request) as response:
-            for line in response.iter_lines():
-                if chunks.feed(line):
-                    break
+
+        def read() -> None:
+            with create(**request) as response:
+                for line in response.iter_lines():
+                    if chunks.feed(line):
+                        break
+
+        connection.run(read, request.get("timeout"))
         return chunks.message()
 
     async def _astream(self, request: dict[str, Any], relay: StreamRelay) -> Message:
@@ -115,9 +131,12 @@ class OpenAI(OpenAIEndpoint, BaseModel):
         client = await connection.async_client()
         chunks = relay.attempt(connection.redact)
         create = client.chat.completions.with_streaming_response.create
-        with connection.translated_errors():
+
+        async def read() -> None:
             async with create(**request) as response:
                 async for line in response.iter_lines():
                     if chunks.feed(line):
                         break
+
+        await connection.arun(read, request.get("timeout"))
         return chunks.message()
