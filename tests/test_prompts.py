@@ -279,10 +279,132 @@ def test_jinja2_environment_is_shared_sandboxed_and_strict() -> None:
 
     env = environment()
     assert env is environment()
-    assert isinstance(env, jinja2.sandbox.SandboxedEnvironment)
+    assert isinstance(env, jinja2.sandbox.ImmutableSandboxedEnvironment)
     assert env.undefined is jinja2.StrictUndefined
     assert env.autoescape is False
     assert env.keep_trailing_newline is True
+
+
+def test_text_and_chat_templates_share_one_sandbox_policy() -> None:
+    from chainkit.prompts._jinja import Sandbox, chat_environment, environment
+
+    assert type(environment()) is type(chat_environment()) is Sandbox
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        # The stock sandbox answers False here, letting a template probe what is blocked.
+        "{{ x.__class__ is defined }}",
+        "{{ x.__class__ | default('hidden') }}",
+        # ...and lets a template change the values it was given.
+        "{% set _ = items.append(4) %}{{ items }}",
+        "{% set _ = table.update(k=2) %}{{ table }}",
+    ],
+)
+def test_jinja2_unsafe_access_and_mutation_raise(template: str) -> None:
+    items, table = [1, 2, 3], {"k": 1}
+    prompt = PromptTemplate(template, template_format="jinja2")
+    with pytest.raises(PromptError, match="sandbox blocked unsafe access"):
+        prompt.format(x="text", items=items, table=table)
+    assert (items, table) == ([1, 2, 3], {"k": 1})
+
+
+@pytest.mark.parametrize(
+    ("template", "limit"),
+    [
+        ("{{ 'a' * 10**8 }}", "at most 1000000 characters or items"),
+        ("{{ 10**8 * 'a' }}", "at most 1000000 characters or items"),
+        ("{% set x = 'a' * 300000000 %}done", "at most 1000000 characters or items"),
+        ("{{ [0] * 10**7 }}", "at most 1000000 characters or items"),
+        ("{{ ('ab' * 500001) | length }}", "at most 1000000 characters or items"),
+        (
+            "{% set ns = namespace(s='ab') %}{% for _ in range(40) %}"
+            "{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s | length }}",
+            "at most 1000000 characters or items",
+        ),
+        ("{{ 3 ** 10000000 }}", "limit of 10000 digits"),
+        ("{{ 2 ** (10 ** 400) }}", "limit of 10000 digits"),
+        ("{{ (-10) ** 10001 }}", "limit of 10000 digits"),
+        ("{{ (10 ** 9000) * (10 ** 9000) }}", "limit of 10000 digits"),
+        (
+            "{% set ns = namespace(n=3) %}{% for _ in range(40) %}"
+            "{% set ns.n = ns.n * ns.n %}{% endfor %}{{ ns.n % 10 }}",
+            "limit of 10000 digits",
+        ),
+        ("{{ range(10**9) | length }}", "MAX_RANGE \\(100000\\)"),
+    ],
+)
+def test_jinja2_results_over_the_sandbox_bounds_are_refused(template: str, limit: str) -> None:
+    prompt = PromptTemplate(template, template_format="jinja2")
+    with pytest.raises(PromptError, match=limit):
+        prompt.format()
+
+
+def test_jinja2_results_within_the_sandbox_bounds_render() -> None:
+    def render(template: str) -> str:
+        return PromptTemplate(template, template_format="jinja2").format()
+
+    assert (
+        render("{{ 'ab' * 3 }}|{{ 2 * [1] }}|{{ 'a' + 'b' }}|{{ 2 ** 10 }}")
+        == "ababab|[1, 1]|ab|1024"
+    )
+    assert render("{{ ('ab' * 500000) | length }}") == "1000000"
+    assert render("{{ (10 ** 9999) % 7 }}") == str(10**9999 % 7)
+    assert render("{{ (2 ** 33000).bit_length() }}|{{ 2 ** -2 }}") == "33001|0.25"
+    assert render("{{ (-1) ** (10 ** 400) }}|{{ 0 ** (10 ** 400) }}") == "1|0"
+
+
+@pytest.mark.parametrize(
+    ("template", "values", "message"),
+    [
+        ("{{ 1/0 }}", {}, "at line 1: ZeroDivisionError: division by zero"),
+        (
+            "ok\n{{ x + 1 }}",
+            {"x": "s"},
+            'at line 2: TypeError: can only concatenate str (not "int") to str',
+        ),
+        ("{{ 'a,b'.split('') }}", {}, "at line 1: ValueError: empty separator"),
+        (
+            "{{ 10.0 ** 400 }}",
+            {},
+            "at line 1: OverflowError: (34, 'Numerical result out of range')",
+        ),
+        (
+            "{{ f() }}",
+            {"f": lambda: int("x")},
+            "at line 1: ValueError: invalid literal for int() with base 10: 'x'",
+        ),
+    ],
+)
+def test_jinja2_errors_while_rendering_become_prompt_errors(
+    template: str, values: dict[str, object], message: str
+) -> None:
+    prompt = PromptTemplate(template, template_format="jinja2")
+    with pytest.raises(PromptError) as caught:
+        prompt.format(**values)
+    assert str(caught.value) == f"jinja2 template failed {message}"
+
+
+def test_jinja2_prompt_errors_pass_through_unchanged() -> None:
+    def refuse() -> str:
+        raise PromptError("refused by the value itself")
+
+    prompt = PromptTemplate("{{ f() }}", template_format="jinja2")
+    with pytest.raises(PromptError, match=r"^refused by the value itself$"):
+        prompt.format(f=refuse)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}",
+        "{% if 1 %}" * 3000 + "{% endif %}" * 3000,
+    ],
+)
+def test_jinja2_absurdly_nested_template_is_a_prompt_error(template: str) -> None:
+    with pytest.raises(PromptError, match="invalid jinja2 template: RecursionError"):
+        PromptTemplate(template, template_format="jinja2")
 
 
 def _run_python(code: str) -> subprocess.CompletedProcess[str]:

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from chainkit.prompts.chat_template import _environment, render_chat
+from chainkit.prompts.chat_template import render_chat
 from chainkit.prompts.errors import PromptError
 from chainkit.schema import FunctionCall, ImagePart, Message, TextPart, ToolCall, ToolInfo
 from chainkit.schema.agentic import (
@@ -278,7 +279,7 @@ def test_a_huggingface_style_template_string_is_rendered_with_hf_settings():
     assert prompt == (
         f"user: {QUESTION}\n"
         '<tool_call>{"name": "get_financial_report", "arguments": '
-        '"{\\"stock\\":\\"600519\\",\\"year\\":\\"2025\\"}"}</tool_call>\n'
+        '{"stock": "600519", "year": "2025"}}</tool_call>\n'
         f'<tool_response name="get_financial_report">{RESULT}</tool_response>\n'
         f"assistant: {ANSWER} (thought: 有数据了)\n"
         "tools: get_financial_report,get_stock_price\n"
@@ -318,7 +319,9 @@ def test_malicious_templates_raise_instead_of_running(template, tmp_path):
 
 
 def test_a_template_string_is_compiled_once(monkeypatch):
-    env = _environment()
+    from chainkit.prompts._jinja import chat_environment
+
+    env = chat_environment()
     compiled: list[str] = []
     original = env.from_string
 
@@ -357,16 +360,285 @@ def outcome(conversation):
         return f"PromptError: {error}"
 
 
-def test_importing_render_chat_does_not_load_jinja2():
+def test_the_built_in_template_renders_without_loading_jinja2():
     code = (
         "import sys\n"
         "from chainkit.prompts.chat_template import render_chat\n"
-        "assert 'jinja2' not in sys.modules\n"
-        "from chainkit.schema import Message\n"
-        "render_chat([Message.user('hi')])\n"
+        "from tests.test_render_chat import TOOLS, eino_messages\n"
+        "assert render_chat(eino_messages(), TOOLS).startswith('<|im_start|>system')\n"
+        "assert 'jinja2' not in sys.modules, 'chatml loaded jinja2'\n"
+        "render_chat(eino_messages(), template='{{ messages | length }}')\n"
         "assert 'jinja2' in sys.modules\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+# The jinja2 template chatml was before it became plain Python, kept as the oracle that the
+# Python version must match byte for byte.
+CHATML_ORACLE = """\
+{%- macro text(content) -%}
+    {%- if content is string -%}
+        {{- content -}}
+    {%- else -%}
+        {%- for part in content -%}
+            {%- if part.type != 'text' -%}
+                {{- raise_exception('chatml renders text only, not a ' ~ part.type ~ ' part') -}}
+            {%- endif -%}
+            {{- part.text -}}
+        {%- endfor -%}
+    {%- endif -%}
+{%- endmacro -%}
+{%- macro turn(role, content) -%}
+    {{- '<|im_start|>' ~ role ~ '\\n' ~ content ~ '\\n<|im_end|>\\n' -}}
+{%- endmacro -%}
+{%- set ns = namespace(tools='') -%}
+{%- if tools -%}
+    {%- set ns.tools = '<tools>\\n'
+        ~ (tools | map('tojson', separators=(',', ':')) | join('\\n')) ~ '\\n</tools>' -%}
+    {%- if not messages or messages[0].role != 'system' -%}
+        {{- turn('system', ns.tools) -}}
+    {%- endif -%}
+{%- endif -%}
+{%- for message in messages -%}
+    {%- set content = text(message.content) -%}
+    {%- if loop.first and message.role == 'system' and ns.tools -%}
+        {%- set content = content ~ '\\n\\n' ~ ns.tools -%}
+    {%- endif -%}
+    {%- if message.role == 'assistant' and message.tool_calls -%}
+        {%- set calls = message.tool_calls | tojson(separators=(',', ':')) -%}
+        {%- set content = (content ~ '\\n' ~ calls) if content else calls -%}
+    {%- endif -%}
+    {{- turn(message.role, content) -}}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{- '<|im_start|>assistant\\n' -}}
+{%- endif -%}
+"""
+
+
+@settings(deadline=None, max_examples=200)
+@given(conversations, st.sampled_from([None, [], TOOLS[:1], TOOLS[:3]]), st.booleans())
+def test_chatml_matches_its_jinja2_original_byte_for_byte(conversation, tools, generation):
+    from chainkit.prompts._jinja import chat_environment
+
+    oracle = chat_environment().from_string(CHATML_ORACLE)
+    wire = [message.to_dict(request=True) for message in conversation]
+    tool_dicts = None if tools is None else [tool.to_dict() for tool in tools]
+    try:
+        expected = oracle.render(messages=wire, tools=tool_dicts, add_generation_prompt=generation)
+    except PromptError:
+        with pytest.raises(PromptError, match="chatml renders text only"):
+            render_chat(conversation, tools, add_generation_prompt=generation)
+    else:
+        assert render_chat(conversation, tools, add_generation_prompt=generation) == expected
+
+
+# --- HuggingFace compatibility for user templates ----------------------------------------
+
+ARGUMENTS_TEMPLATE = """\
+{% for call in messages[0].tool_calls %}
+{{ call.function.arguments is mapping }} {{ call.function.arguments | tojson }}
+{% endfor %}"""
+
+
+def test_tool_call_arguments_reach_user_templates_as_objects_when_they_are_json_objects():
+    message = Message.assistant(
+        tool_calls=[
+            ToolCall(f"c{index}", FunctionCall("get_weather", arguments))
+            for index, arguments in enumerate(
+                ['{"city":"北京","days":[1,2]}', "[1, 2]", '"北京"', '{"city":', "", "{}"]
+            )
+        ]
+    )
+    prompt = render_chat([message], template=ARGUMENTS_TEMPLATE, add_generation_prompt=False)
+    assert prompt.splitlines() == [
+        'True {"city": "北京", "days": [1, 2]}',
+        'False "[1, 2]"',
+        'False "\\"北京\\""',
+        'False "{\\"city\\":"',
+        'False ""',
+        "True {}",
+    ]
+    # The conversation itself keeps the model's text, and chatml still writes it as text.
+    assert message.tool_calls[0].function.arguments == '{"city":"北京","days":[1,2]}'
+    assert '"arguments":"{\\"city\\":\\"北京\\",\\"days\\":[1,2]}"' in render_chat([message])
+
+
+# Written to the convention of Qwen2.5's chat template (tools in the system turn, <tool_call>
+# blocks carrying the arguments object, consecutive tool results grouped in one user turn),
+# with Qwen3's `enable_thinking` switch on the generation prompt.
+QWEN_STYLE_TEMPLATE = r"""
+{%- if tools %}
+    {{- '<|im_start|>system\n' }}
+    {%- if messages[0].role == 'system' %}
+        {{- messages[0].content }}
+    {%- else %}
+        {{- 'You are a helpful assistant.' }}
+    {%- endif %}
+    {{- '\n\n# Tools\n\nYou may call the functions described inside <tools></tools>:\n<tools>' }}
+    {%- for tool in tools %}
+        {{- '\n' }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- '\n</tools>\n\nTo call one, reply with its name and arguments as a JSON object '
+        'inside <tool_call></tool_call> tags.<|im_end|>\n' }}
+{%- elif messages[0].role == 'system' %}
+    {{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
+{%- endif %}
+{%- for message in messages %}
+    {%- if message.role == 'user' or (message.role == 'system' and not loop.first)
+        or (message.role == 'assistant' and not message.tool_calls) %}
+        {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' }}
+    {%- elif message.role == 'assistant' %}
+        {{- '<|im_start|>assistant' }}
+        {%- if message.content %}
+            {{- '\n' + message.content }}
+        {%- endif %}
+        {%- for tool_call in message.tool_calls %}
+            {%- set call = tool_call.function %}
+            {{- '\n<tool_call>\n{"name": "' + call.name + '", "arguments": ' }}
+            {{- call.arguments | tojson }}
+            {{- '}\n</tool_call>' }}
+        {%- endfor %}
+        {{- '<|im_end|>\n' }}
+    {%- elif message.role == 'tool' %}
+        {%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\n<tool_response>\n' + message.content + '\n</tool_response>' }}
+        {%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}
+            {{- '<|im_end|>\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+    {%- if enable_thinking is defined and enable_thinking is false %}
+        {{- '<think>\n\n</think>\n\n' }}
+    {%- endif %}
+{%- endif %}
+"""
+
+
+def test_a_qwen_style_template_renders_tools_calls_results_and_template_variables():
+    conversation = [
+        Message.system("You are a finance assistant."),
+        Message.user(QUESTION),
+        Message.assistant(
+            "Checking both.",
+            [
+                ToolCall("call_001", FunctionCall("get_financial_report", ARGUMENTS)),
+                ToolCall("call_002", FunctionCall("get_stock_price", '{"stock":"600519"}')),
+            ],
+        ),
+        Message.tool(RESULT, "call_001", "get_financial_report"),
+        Message.tool("股价1500元", "call_002", "get_stock_price"),
+    ]
+    prompt = render_chat(conversation, TOOLS[:1], QWEN_STYLE_TEMPLATE, enable_thinking=False)
+    assert prompt == (
+        "<|im_start|>system\nYou are a finance assistant.\n\n# Tools\n\n"
+        "You may call the functions described inside <tools></tools>:\n<tools>\n"
+        '{"type": "function", "function": {"name": "get_financial_report", '
+        '"description": "查询上市公司财报，参数 stock 股票代码，year 年份", '
+        '"parameters": {"type": "object", "properties": {}}}}\n</tools>\n\n'
+        "To call one, reply with its name and arguments as a JSON object inside "
+        "<tool_call></tool_call> tags.<|im_end|>\n"
+        f"<|im_start|>user\n{QUESTION}<|im_end|>\n"
+        "<|im_start|>assistant\nChecking both.\n<tool_call>\n"
+        '{"name": "get_financial_report", "arguments": {"stock": "600519", "year": "2025"}}'
+        "\n</tool_call>\n<tool_call>\n"
+        '{"name": "get_stock_price", "arguments": {"stock": "600519"}}\n</tool_call><|im_end|>\n'
+        f"<|im_start|>user\n<tool_response>\n{RESULT}\n</tool_response>\n"
+        "<tool_response>\n股价1500元\n</tool_response><|im_end|>\n"
+        "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    )
+    thinking = prompt.removesuffix("<think>\n\n</think>\n\n")
+    assert render_chat(conversation, TOOLS[:1], QWEN_STYLE_TEMPLATE) == thinking
+    assert render_chat(conversation, TOOLS[:1], QWEN_STYLE_TEMPLATE, enable_thinking=True) == (
+        thinking
+    )
+    assert render_chat(conversation[:2], None, QWEN_STYLE_TEMPLATE) == (
+        "<|im_start|>system\nYou are a finance assistant.<|im_end|>\n"
+        f"<|im_start|>user\n{QUESTION}<|im_end|>\n<|im_start|>assistant\n"
+    )
+
+
+def test_special_tokens_are_passed_as_template_variables():
+    template = (
+        "{{ bos_token }}{% for m in messages %}"
+        "<|{{ m.role }}|>{{ m.content }}{{ eos_token }}{% endfor %}"
+    )
+    conversation = [Message.user("hi"), Message.assistant("yo")]
+    rendered = render_chat(
+        conversation,
+        template=template,
+        add_generation_prompt=False,
+        bos_token="<s>",
+        eos_token="</s>",
+    )
+    assert rendered == "<s><|user|>hi</s><|assistant|>yo</s>"
+    # Built-in templates take no variables and ignore them, as HF does for unused ones.
+    assert render_chat(conversation, bos_token="<s>") == render_chat(conversation)
+
+
+def test_the_generation_block_renders_its_body():
+    template = """\
+{% for message in messages %}
+{% if message.role == 'assistant' %}
+{% generation %}
+{{ message.role }}: {{ message.content }}
+{% endgeneration %}
+{% else %}
+{{ message.role }}: {{ message.content }}
+{% endif %}
+{% endfor %}"""
+    conversation = [Message.user("hi"), Message.assistant("yo")]
+    prompt = render_chat(conversation, template=template, add_generation_prompt=False)
+    assert prompt == "user: hi\nassistant: yo\n"
+
+
+# --- errors and bounds --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ("{{ 1/0 }}", "chat template failed at line 1: ZeroDivisionError: division by zero"),
+        (
+            "{% for m in messages %}\n{{ m.content + 1 }}\n{% endfor %}",
+            "chat template failed at line 2: "
+            'TypeError: can only concatenate str (not "int") to str',
+        ),
+        (
+            "{{ range(10**9) | length }}",
+            "chat template failed at line 1: OverflowError: Range too big. "
+            "The sandbox blocks ranges larger than MAX_RANGE (100000).",
+        ),
+        (
+            "{{ messages[0].content.split('') }}",
+            "chat template failed at line 1: ValueError: empty separator",
+        ),
+        (
+            "{{ 'a' * 10**8 }}",
+            "template's '*' would build 100000000 items; "
+            "the sandbox allows at most 1000000 characters or items in one string or list",
+        ),
+        (
+            "{{ 3 ** 10000000 }}",
+            "template's '**' would build an integer over the sandbox's limit of 10000 digits",
+        ),
+        ("{{ raise_exception('no') }}", "chat template raised: no"),
+        (
+            "{{ cycler(1) | tojson }}",
+            "chat template failed at line 1: "
+            "TypeError: Object of type Cycler is not JSON serializable",
+        ),
+    ],
+)
+def test_errors_while_rendering_a_chat_template_become_prompt_errors(template, message):
+    with pytest.raises(PromptError) as caught:
+        render_chat([Message.user("hi")], template=template)
+    assert str(caught.value) == message

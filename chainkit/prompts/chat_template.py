@@ -7,26 +7,28 @@ template sees:
 - `messages`: dicts in the OpenAI request shape (role, content as a str or a list of parts,
   tool_calls with id/type/function{name, arguments}, tool_call_id, name), plus
   `reasoning_content` when a message has some and, on tool messages without a `name`, the tool's
-  name as `name`;
+  name as `name`; as in HF and vLLM, a tool call's `arguments` is a dict when it holds a JSON
+  object (templates `tojson` it), and the model's text otherwise;
 - `tools`: OpenAI tool dicts, or None;
-- `add_generation_prompt`;
+- `add_generation_prompt`, and any extra keyword given to render_chat (`bos_token`,
+  `enable_thinking`, ...);
 - HuggingFace's helpers: the `tojson` filter (non-ASCII kept; HF's keyword arguments
-  `ensure_ascii`, `indent`, `separators`, `sort_keys`), `raise_exception(message)` and
-  `strftime_now(format)`.
+  `ensure_ascii`, `indent`, `separators`, `sort_keys`), `raise_exception(message)`,
+  `strftime_now(format)` and the `{% generation %}` block.
 
-Templates render in jinja2's immutable sandbox with HF's settings (trim_blocks, lstrip_blocks,
-loop controls). Any failure, a blocked access or a template's own raise_exception included,
-raises PromptError.
+Templates render in chainkit's jinja2 sandbox (chainkit/prompts/_jinja.py) with HF's settings
+(trim_blocks, lstrip_blocks, loop controls). Any failure, a blocked access, a result over the
+sandbox's size bounds or a template's own raise_exception included, raises PromptError.
+Built-in templates are plain Python, so rendering with them never imports jinja2.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from chainkit.prompts.errors import PromptError
 from chainkit.schema import Message, ToolInfo
@@ -35,54 +37,65 @@ from chainkit.schema.convert import from_agentic
 
 if TYPE_CHECKING:
     import jinja2
-    import jinja2.sandbox
 
-# ChatML as the Eino article prints it: the content on its own line, `<|im_end|>` on the next.
-# An assistant's tool calls are written as a compact JSON array, after its text if it has any;
-# tool messages show their content; reasoning is left out, as in most models' own templates.
-# Given `tools`, the compact JSON of each tool goes in a <tools> list at the end of the first
-# system message, after a blank line, or in a system message of its own when there is none.
-CHATML = """\
-{%- macro text(content) -%}
-    {%- if content is string -%}
-        {{- content -}}
-    {%- else -%}
-        {%- for part in content -%}
-            {%- if part.type != 'text' -%}
-                {{- raise_exception('chatml renders text only, not a ' ~ part.type ~ ' part') -}}
-            {%- endif -%}
-            {{- part.text -}}
-        {%- endfor -%}
-    {%- endif -%}
-{%- endmacro -%}
-{%- macro turn(role, content) -%}
-    {{- '<|im_start|>' ~ role ~ '\\n' ~ content ~ '\\n<|im_end|>\\n' -}}
-{%- endmacro -%}
-{%- set ns = namespace(tools='') -%}
-{%- if tools -%}
-    {%- set ns.tools = '<tools>\\n'
-        ~ (tools | map('tojson', separators=(',', ':')) | join('\\n')) ~ '\\n</tools>' -%}
-    {%- if not messages or messages[0].role != 'system' -%}
-        {{- turn('system', ns.tools) -}}
-    {%- endif -%}
-{%- endif -%}
-{%- for message in messages -%}
-    {%- set content = text(message.content) -%}
-    {%- if loop.first and message.role == 'system' and ns.tools -%}
-        {%- set content = content ~ '\\n\\n' ~ ns.tools -%}
-    {%- endif -%}
-    {%- if message.role == 'assistant' and message.tool_calls -%}
-        {%- set calls = message.tool_calls | tojson(separators=(',', ':')) -%}
-        {%- set content = (content ~ '\\n' ~ calls) if content else calls -%}
-    {%- endif -%}
-    {{- turn(message.role, content) -}}
-{%- endfor -%}
-{%- if add_generation_prompt -%}
-    {{- '<|im_start|>assistant\\n' -}}
-{%- endif -%}
-"""
+ChatRenderer = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None, bool], str]
+"""A built-in template: (messages, tools, add_generation_prompt) -> prompt, over the same
+values a jinja2 chat template sees (its arguments are left as the model's text)."""
 
-CHAT_TEMPLATES: Mapping[str, str] = MappingProxyType({"chatml": CHATML})
+
+def _chatml(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, add_generation_prompt: bool
+) -> str:
+    """ChatML as the Eino article prints it: the content on its own line, `<|im_end|>` on the
+    next. An assistant's tool calls are written as a compact JSON array, after its text if it
+    has any; tool messages show their content; reasoning is left out, as in most models' own
+    templates. Given `tools`, the compact JSON of each tool goes in a <tools> list at the end of
+    the first system message, after a blank line, or in a system message of its own when there
+    is none."""
+    listing = ""
+    if tools:
+        listing = "<tools>\n" + "\n".join(_compact_json(tool) for tool in tools) + "\n</tools>"
+    turns: list[str] = []
+    if listing and (not messages or messages[0]["role"] != "system"):
+        turns.append(_chatml_turn("system", listing))
+    for index, message in enumerate(messages):
+        role = message["role"]
+        content = _chatml_text(message["content"])
+        if index == 0 and role == "system" and listing:
+            content = f"{content}\n\n{listing}"
+        calls = message.get("tool_calls")
+        if role == "assistant" and calls:
+            written = _compact_json(calls)
+            content = f"{content}\n{written}" if content else written
+        turns.append(_chatml_turn(role, content))
+    if add_generation_prompt:
+        turns.append("<|im_start|>assistant\n")
+    return "".join(turns)
+
+
+def _chatml_turn(role: str, content: str) -> str:
+    return f"<|im_start|>{role}\n{content}\n<|im_end|>\n"
+
+
+def _chatml_text(content: str | list[dict[str, Any]]) -> str:
+    if isinstance(content, str):
+        return content
+    texts: list[str] = []
+    for part in content:
+        if part["type"] != "text":
+            raise PromptError(f"chatml renders text only, not a {part['type']!r} part")
+        texts.append(part["text"])
+    return "".join(texts)
+
+
+def _compact_json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as error:
+        raise PromptError(f"chatml could not write a value as JSON: {error}") from None
+
+
+CHAT_TEMPLATES: Mapping[str, ChatRenderer] = MappingProxyType({"chatml": _chatml})
 
 
 def render_chat(
@@ -91,35 +104,40 @@ def render_chat(
     template: str = "chatml",
     *,
     add_generation_prompt: bool = True,
+    **template_vars: Any,
 ) -> str:
     """The prompt `template` makes of the conversation.
 
     AgenticMessages are converted with `from_agentic` first, so a conversation renders the same
     whichever form holds it. `template` is a name from CHAT_TEMPLATES or a jinja2 template
-    string; each distinct string is compiled once.
+    string; each distinct string is compiled once. `template_vars` are passed to a jinja2
+    template as extra variables; built-in templates take none and ignore them.
     """
-    source = CHAT_TEMPLATES.get(template)
-    if source is None:
-        if "{" not in template:
-            raise PromptError(
-                f"unknown chat template {template!r}: not a built-in "
-                f"({', '.join(sorted(CHAT_TEMPLATES))}) and not a jinja2 template",
-                field=template,
-            )
-        source = template
-    import jinja2
+    builtin = CHAT_TEMPLATES.get(template)
+    if builtin is None and "{" not in template:
+        raise PromptError(
+            f"unknown chat template {template!r}: not a built-in "
+            f"({', '.join(sorted(CHAT_TEMPLATES))}) and not a jinja2 template",
+            field=template,
+        )
+    wire = [_wire(message) for message in _as_messages(messages)]
+    tool_dicts = None if tools is None else [_tool_dict(tool) for tool in tools]
+    if builtin is not None:
+        return builtin(wire, tool_dicts, add_generation_prompt)
+    from chainkit.prompts._jinja import render_error
 
-    compiled = _compile(source)
+    compiled = _compile(template)
     try:
         return compiled.render(
-            messages=[_wire(message) for message in _as_messages(messages)],
-            tools=None if tools is None else [_tool_dict(tool) for tool in tools],
+            template_vars,
+            messages=[_with_argument_objects(message) for message in wire],
+            tools=tool_dicts,
             add_generation_prompt=add_generation_prompt,
         )
-    except jinja2.exceptions.SecurityError as error:
-        raise PromptError(f"jinja2 sandbox blocked unsafe access: {error}") from None
-    except jinja2.TemplateError as error:
-        raise PromptError(f"chat template failed: {error}") from None
+    except PromptError:
+        raise
+    except Exception as error:
+        raise render_error(error, "chat template") from error
 
 
 def _as_messages(messages: Sequence[Message | AgenticMessage]) -> list[Message]:
@@ -145,64 +163,29 @@ def _tool_dict(tool: ToolInfo | Mapping[str, Any]) -> dict[str, Any]:
     return tool.to_dict() if isinstance(tool, ToolInfo) else dict(tool)
 
 
+def _with_argument_objects(message: dict[str, Any]) -> dict[str, Any]:
+    """`message` with each tool call's arguments as a dict when they hold a JSON object: HF's
+    convention for chat templates, followed by vLLM, so Qwen2.5 and Llama 3.1 templates can
+    `tojson` them. Anything else (truncated JSON, an array) stays the model's text."""
+    for call in message.get("tool_calls", ()):
+        function = call["function"]
+        function["arguments"] = _json_object_or_text(function["arguments"])
+    return message
+
+
+def _json_object_or_text(text: str) -> Any:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    return value if isinstance(value, dict) else text
+
+
 @functools.lru_cache(maxsize=64)
 def _compile(source: str) -> jinja2.Template:
-    import jinja2
+    from chainkit.prompts._jinja import chat_environment, compile_error
 
     try:
-        return _environment().from_string(source)
-    except jinja2.TemplateSyntaxError as error:
-        raise PromptError(
-            f"invalid chat template at line {error.lineno}: {error.message}", field=source
-        ) from None
-
-
-@functools.cache
-def _environment() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
-    """HuggingFace's chat-template settings, in the sandbox that also forbids changing the
-    values a template is given."""
-    import jinja2.exceptions
-    import jinja2.ext
-    import jinja2.sandbox
-
-    class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
-        # The stock sandbox turns an unsafe attribute into an undefined value, which renders
-        # as empty text; a chat template has no business there, so fail loudly instead.
-        def unsafe_undefined(self, obj: Any, attribute: str) -> jinja2.Undefined:
-            raise jinja2.exceptions.SecurityError(
-                f"access to attribute {attribute!r} of {type(obj).__name__!r} object is unsafe"
-            )
-
-    env = Sandbox(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
-    env.filters["tojson"] = _tojson
-    env.globals["raise_exception"] = _raise_exception
-    env.globals["strftime_now"] = _strftime_now
-    return env
-
-
-def _tojson(
-    value: Any,
-    ensure_ascii: bool = False,
-    indent: int | None = None,
-    separators: tuple[str, str] | None = None,
-    sort_keys: bool = False,
-) -> str:
-    # HF's tojson: plain json.dumps, no HTML escaping (jinja's own filter escapes <, > and &).
-    try:
-        return json.dumps(
-            value,
-            ensure_ascii=ensure_ascii,
-            indent=indent,
-            separators=separators,
-            sort_keys=sort_keys,
-        )
-    except (TypeError, ValueError) as error:
-        raise PromptError(f"chat template's tojson failed: {error}") from None
-
-
-def _raise_exception(message: str) -> NoReturn:
-    raise PromptError(f"chat template raised: {message}")
-
-
-def _strftime_now(date_format: str) -> str:
-    return datetime.now().strftime(date_format)
+        return chat_environment().from_string(source)
+    except Exception as error:
+        raise compile_error(error, "chat template", source) from None

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from chainkit.prompts._fstring import FStringTemplate
-from chainkit.prompts._jinja import JinjaTemplate
 from chainkit.prompts._partials import with_partials
 from chainkit.prompts.errors import PromptError
 from chainkit.schema import Message
+
+if TYPE_CHECKING:
+    from chainkit.prompts._jinja import JinjaTemplate
 
 TemplateFormat = Literal["f-string", "jinja2"]
 
@@ -106,6 +108,9 @@ class PromptTemplate:
         if template_format == "f-string":
             compiled = FStringTemplate(source)
         elif template_format == "jinja2":
+            # Imported here so that jinja2 loads only once a jinja2 template is built.
+            from chainkit.prompts._jinja import JinjaTemplate
+
             compiled = JinjaTemplate(source)
         else:
             raise PromptError(
