@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from chainkit.agents.errors import OutputParserError
 from chainkit.agents.mrkl_parser import parse_mrkl_output
 from chainkit.schema import AgentAction
+from tests.test_mrkl_parser import cve_2024_58340
 
 MB = 1_000_000
 
@@ -35,26 +36,6 @@ TYPICAL_ANSWER = (
     "census metropolitan area.\n"
     "Final Answer: Toronto, with 2,794,356 people at the 2021 census (city proper)."
 )
-
-
-def cve_2024_58340(n: int) -> str:
-    """The input of LangChain issue #6898 (CVE-2024-58340).
-
-    At n=400 (2,047 chars) LangChain's pre-fix action regex takes 64 s as reported, 40 s here.
-    """
-    return (
-        "Action"
-        + "\n" * n
-        + ":"
-        + "\t" * n
-        + "\t0Input:"
-        + "\t" * n
-        + "\nAction"
-        + "\t" * n
-        + "Input"
-        + "\t" * n
-        + "\t0Input:ActionInput:"
-    )
 
 
 def repeat(unit: str, size: int) -> str:

@@ -510,7 +510,8 @@ MB = 1_000_000
 
 
 def cve_2024_58340(n: int) -> str:
-    """The input of LangChain issue #6898 (CVE-2024-58340)."""
+    """The input of LangChain issue #6898 (CVE-2024-58340). At n=400 (2,047 chars)
+    LangChain's pre-fix action regex took 64 s as reported, 40 s on this project's machine."""
     return (
         "Action"
         + "\n" * n

@@ -1,6 +1,7 @@
 """Agents: the MRKL OneShotAgent, the native ToolCallingAgent, and the Executor that runs them."""
 
 from chainkit.agents.agent import Agent
+from chainkit.agents.base import BaseAgent, check_tools
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
     NoReturnError,
@@ -15,6 +16,7 @@ from chainkit.agents.tool_calling import ToolCallingAgent
 
 __all__ = [
     "Agent",
+    "BaseAgent",
     "Executor",
     "NoReturnError",
     "NotFinishedError",
@@ -23,6 +25,7 @@ __all__ = [
     "ParserErrorHandler",
     "ToolCallingAgent",
     "UnknownToolError",
+    "check_tools",
     "create_mrkl_prompt",
     "parse_mrkl_output",
 ]

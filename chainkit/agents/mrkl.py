@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chainkit.agents import mrkl_prompt
+from chainkit.agents.base import BaseAgent
 from chainkit.agents.mrkl_parser import parse_mrkl_output
 from chainkit.callbacks import Handler
 from chainkit.chains.options import model_options
@@ -16,24 +17,6 @@ from chainkit.tools import Tool
 
 DEFAULT_STOP = ("\nObservation:", "\n\tObservation:")
 _PROMPT_PARTIALS = ("tool_names", "tool_descriptions", "agent_scratchpad")
-
-
-def check_tools(tools: Sequence[Tool]) -> list[Tool]:
-    """The tools as a list; raises when there are none, one is not a Tool, or names repeat."""
-    if isinstance(tools, Tool) or not isinstance(tools, Sequence):
-        raise TypeError(f"tools must be a list of Tool, got {type(tools).__name__}")
-    if not tools:
-        raise ValueError("an agent needs at least one tool")
-    seen: set[str] = set()
-    for tool in tools:
-        if not isinstance(tool, Tool):
-            raise TypeError(f"tools must be Tool instances, got {type(tool).__name__}: {tool!r}")
-        if not tool.name:
-            raise ValueError(f"tool {tool!r} has an empty name")
-        if tool.name in seen:
-            raise ValueError(f"tool names must be unique; {tool.name!r} appears twice")
-        seen.add(tool.name)
-    return list(tools)
 
 
 def create_mrkl_prompt(
@@ -64,7 +47,7 @@ def mrkl_scratchpad(steps: Sequence[AgentStep]) -> str:
     return "".join(f"{s.action.log}\nObservation: {s.observation}\nThought:" for s in steps)
 
 
-class OneShotAgent:
+class OneShotAgent(BaseAgent):
     """Builds the MRKL prompt from its tools, calls the model with the stop words
     "\\nObservation:" and "\\n\\tObservation:" (stop_words given by the caller replace them),
     and parses the reply into an action or a final answer."""
@@ -81,8 +64,7 @@ class OneShotAgent:
         output_key: str = "output",
         callbacks_handler: Handler | None = None,
     ) -> None:
-        self.llm = llm
-        self._tools = check_tools(tools)
+        super().__init__(llm, tools, output_key, callbacks_handler)
         if prompt is None:
             prompt = create_mrkl_prompt(
                 self._tools,
@@ -99,24 +81,11 @@ class OneShotAgent:
         if "agent_scratchpad" not in prompt.input_variables:
             raise ValueError("the MRKL prompt needs an {agent_scratchpad} variable")
         self.prompt = prompt
-        self.output_key = output_key
-        self.callbacks_handler = callbacks_handler
         self._input_keys = [v for v in prompt.input_variables if v not in _PROMPT_PARTIALS]
-
-    def __repr__(self) -> str:
-        return f"OneShotAgent(llm={self.llm!r}, tools={[t.name for t in self._tools]})"
-
-    @property
-    def tools(self) -> list[Tool]:
-        return self._tools
 
     @property
     def input_keys(self) -> list[str]:
         return self._input_keys
-
-    @property
-    def output_keys(self) -> list[str]:
-        return [self.output_key]
 
     def plan(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any

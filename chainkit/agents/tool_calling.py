@@ -7,7 +7,7 @@ from dataclasses import replace
 from itertools import count
 from typing import Any
 
-from chainkit.agents.mrkl import check_tools
+from chainkit.agents.base import BaseAgent
 from chainkit.callbacks import Handler
 from chainkit.chains.options import model_options
 from chainkit.llms import Model
@@ -23,7 +23,7 @@ FINAL_ANSWER_REQUEST = (
 )
 
 
-class ToolCallingAgent:
+class ToolCallingAgent(BaseAgent):
     """Sends the tools' JSON schemas with every model call and runs every tool call the reply
     holds (up to `max_parallel_tools` at once, under the Executor). The run ends with the
     first reply that calls no tool.
@@ -46,29 +46,15 @@ class ToolCallingAgent:
     ) -> None:
         if max_parallel_tools < 1:
             raise ValueError(f"max_parallel_tools must be at least 1, got {max_parallel_tools}")
-        self.llm = llm
-        self._tools = check_tools(tools)
+        super().__init__(llm, tools, output_key, callbacks_handler)
         self._tool_infos = [tool.info() for tool in self._tools]
         self.system_prompt = DEFAULT_SYSTEM_PROMPT if system_prompt is None else system_prompt
         self.max_parallel_tools = max_parallel_tools
-        self.output_key = output_key
         self.history_key = history_key
-        self.callbacks_handler = callbacks_handler
-
-    def __repr__(self) -> str:
-        return f"ToolCallingAgent(llm={self.llm!r}, tools={[t.name for t in self._tools]})"
-
-    @property
-    def tools(self) -> list[Tool]:
-        return self._tools
 
     @property
     def input_keys(self) -> list[str]:
         return ["input"]
-
-    @property
-    def output_keys(self) -> list[str]:
-        return [self.output_key]
 
     def plan(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any

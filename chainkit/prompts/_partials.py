@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 
 def with_partials(partials: Mapping[str, Any], values: dict[str, Any]) -> dict[str, Any]:
@@ -18,3 +19,20 @@ def with_partials(partials: Mapping[str, Any], values: dict[str, Any]) -> dict[s
     }
     merged.update(values)
     return merged
+
+
+class _Partial(Protocol):
+    partial_variables: dict[str, Any]
+    input_variables: list[str]
+
+
+T = TypeVar("T", bound=_Partial)
+
+
+def with_values_fixed(template: T, values: Mapping[str, Any]) -> T:
+    """A copy of `template` with `values` fixed as partials; a callable value is called on
+    every format."""
+    clone = copy.copy(template)
+    clone.partial_variables = {**template.partial_variables, **values}
+    clone.input_variables = [name for name in template.input_variables if name not in values]
+    return clone

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chainkit.prompts._partials import with_partials
+from chainkit.prompts._partials import with_partials, with_values_fixed
 from chainkit.prompts.errors import PromptError
 from chainkit.prompts.placeholder import MessagesPlaceholder
 from chainkit.prompts.template import PromptTemplate, TemplateFormat
@@ -89,10 +88,7 @@ class ChatPromptTemplate:
 
     def partial(self, **values: Any) -> ChatPromptTemplate:
         """A copy with `values` fixed; a callable value is called on every format."""
-        clone = copy.copy(self)
-        clone.partial_variables = {**self.partial_variables, **values}
-        clone.input_variables = [name for name in self.input_variables if name not in values]
-        return clone
+        return with_values_fixed(self, values)
 
     def __repr__(self) -> str:
         return (

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any, Literal
 
 from chainkit.prompts._fstring import FStringTemplate
-from chainkit.prompts._partials import with_partials
+from chainkit.prompts._partials import with_partials, with_values_fixed
 from chainkit.prompts.errors import PromptError
 from chainkit.schema import Message
 
@@ -76,10 +75,7 @@ class PromptTemplate:
 
     def partial(self, **values: Any) -> PromptTemplate:
         """A copy with `values` fixed; a callable value is called on every format."""
-        clone = copy.copy(self)
-        clone.partial_variables = {**self.partial_variables, **values}
-        clone.input_variables = [name for name in self.input_variables if name not in values]
-        return clone
+        return with_values_fixed(self, values)
 
     def __repr__(self) -> str:
         return (
