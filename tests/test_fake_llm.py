@@ -96,3 +96,28 @@ def test_async_generate_fires_callbacks():
 def test_fake_llm_satisfies_model_protocol():
     assert isinstance(FakeLLM([]), llms.Model)
     assert isinstance(llms.OfflineModel(notice_stream=None), llms.Model)
+
+
+def test_concurrent_calls_each_get_their_own_response():
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    fake = FakeLLM([str(i) for i in range(400)])
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        with ThreadPoolExecutor(16) as pool:
+            replies = list(
+                pool.map(lambda _: fake.generate([Message.user("q")]).content, range(400))
+            )
+    finally:
+        sys.setswitchinterval(interval)
+    assert sorted(replies, key=int) == [str(i) for i in range(400)]
+
+
+def test_async_streaming_func_is_refused():
+    async def on_chunk(chunk: str) -> None:
+        pass
+
+    with pytest.raises(TypeError, match="streaming_func must be a plain function"):
+        FakeLLM(["x"]).generate([Message.user("q")], streaming_func=on_chunk)  # type: ignore[arg-type]

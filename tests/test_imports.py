@@ -24,7 +24,13 @@ def loaded_after(statement: str) -> set[str]:
 )
 def test_core_imports_load_no_heavy_dependency(statement):
     loaded = loaded_after(statement)
-    assert not {"openai", "jinja2", "tenacity", "httpx", "asyncio"} & loaded
+    assert not {"openai", "jinja2", "tenacity", "httpx", "httpx2", "asyncio"} & loaded
+
+
+def test_chains_prompts_callbacks_load_no_backend_module():
+    loaded = loaded_after("import chainkit.chains, chainkit.prompts, chainkit.callbacks")
+    backends = {"chainkit.llms.openai", "chainkit.llms._openai_wire", "chainkit.llms.offline"}
+    assert not backends & loaded
 
 
 def test_openai_backend_module_imports_openai_lazily():

@@ -512,3 +512,24 @@ def test_async_embeddings(openai_server: OpenAIServer, arun) -> None:
     assert vectors == [embedding_of(t) for t in texts]
     assert query == embedding_of("question")
     assert [len(r.body["input"]) for r in openai_server.requests] == [3, 3, 1, 1]
+
+
+def test_repr_hides_credentials_in_the_base_url() -> None:
+    secret = "sk-proj-SECRETSECRETSECRET"
+    llm = OpenAI(
+        "m", base_url=f"http://user:{secret}@127.0.0.1:8/v1?api-key={secret}", api_key=secret
+    )
+    assert repr(llm) == "OpenAI(model='m', base_url='http://127.0.0.1:8/v1', api_key='sk-p***')"
+
+
+def test_models_are_context_managers(openai_server: OpenAIServer) -> None:
+    openai_server.push("sync reply", "async reply")
+    with OpenAI("m", base_url=openai_server.base_url) as llm:
+        assert llm.generate([Message.user("q")]).content == "sync reply"
+    assert llm._connection._client is None  # closed on exit
+
+    async def main() -> str:
+        async with OpenAI("m", base_url=openai_server.base_url) as allm:
+            return (await allm.agenerate([Message.user("q")])).content
+
+    assert asyncio.run(main()) == "async reply"

@@ -1,8 +1,8 @@
 """Models: the `Model` contract, the FakeLLM test double, the offline model, and the
 OpenAI-compatible backend (which imports openai only when it first sends a request)."""
 
-from chainkit.llms._retry import Backoff
-from chainkit.llms.embeddings import OpenAIEmbeddings
+from typing import TYPE_CHECKING, Any
+
 from chainkit.llms.errors import (
     ModelConfigError,
     ModelConnectionError,
@@ -14,8 +14,37 @@ from chainkit.llms.errors import (
 )
 from chainkit.llms.fake import FakeCall, FakeLLM, FakeLLMExhaustedError
 from chainkit.llms.model import BaseModel, Model, ModelRequest, StreamingFunc, acall, call
-from chainkit.llms.offline import OfflineModel
-from chainkit.llms.openai import OpenAI
+
+if TYPE_CHECKING:
+    from chainkit.llms._retry import Backoff
+    from chainkit.llms.embeddings import OpenAIEmbeddings
+    from chainkit.llms.offline import OfflineModel
+    from chainkit.llms.openai import OpenAI
+
+# Loaded on first use, so that chains, prompts and callbacks, which import the model
+# contract from here, do not pay for the backends at import time.
+_LAZY = {
+    "Backoff": "chainkit.llms._retry",
+    "OpenAIEmbeddings": "chainkit.llms.embeddings",
+    "OfflineModel": "chainkit.llms.offline",
+    "OpenAI": "chainkit.llms.openai",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'chainkit.llms' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "Backoff",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,14 +34,16 @@ class FakeLLM(BaseModel):
         self.responses: list[str | Message] = list(responses)
         self.chunk_size = chunk_size
         self.calls: list[FakeCall] = []
+        self._lock = threading.Lock()  # chains.apply calls one model from several threads
 
     def __repr__(self) -> str:
         return f"FakeLLM({len(self.responses)} responses, {len(self.calls)} calls)"
 
     def _generate(self, request: ModelRequest) -> Message:
-        index = len(self.calls)
         options = {"stop": request.stop, "tools": request.tools, **request.options}
-        self.calls.append(FakeCall(list(request.messages), options))
+        with self._lock:
+            index = len(self.calls)
+            self.calls.append(FakeCall(list(request.messages), options))
         if index >= len(self.responses):
             raise FakeLLMExhaustedError(
                 f"FakeLLM has {len(self.responses)} scripted responses and was called "

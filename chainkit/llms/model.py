@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -72,7 +73,7 @@ class BaseModel:
         callbacks: Handler | None = None,
         **options: Any,
     ) -> Message:
-        request = ModelRequest(messages, stop, tools, streaming_func, None, options)
+        request = _request(messages, stop, tools, streaming_func, options)
         if callbacks is None:
             return self._generate(request)
         handler = _start(callbacks, request)
@@ -94,7 +95,7 @@ class BaseModel:
         callbacks: Handler | None = None,
         **options: Any,
     ) -> Message:
-        request = ModelRequest(messages, stop, tools, streaming_func, None, options)
+        request = _request(messages, stop, tools, streaming_func, options)
         if callbacks is None:
             return await self._agenerate(request)
         handler = _start(callbacks, request)
@@ -112,6 +113,21 @@ class BaseModel:
     async def _agenerate(self, request: ModelRequest) -> Message:
         """Defaults to the sync path: right for models that never block."""
         return self._generate(request)
+
+
+def _request(
+    messages: Sequence[Message],
+    stop: Sequence[str] | None,
+    tools: Sequence[ToolInfo] | None,
+    streaming_func: StreamingFunc | None,
+    options: dict[str, Any],
+) -> ModelRequest:
+    if streaming_func is not None and inspect.iscoroutinefunction(streaming_func):
+        raise TypeError(
+            "streaming_func must be a plain function: it is called once per chunk and never "
+            "awaited, so an async one would lose every chunk"
+        )
+    return ModelRequest(messages, stop, tools, streaming_func, None, options)
 
 
 def _start(callbacks: Handler, request: ModelRequest) -> Handler:
