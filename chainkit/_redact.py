@@ -8,14 +8,14 @@ import re
 # Bounded quantifiers over disjoint character classes: linear time on any input.
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_-]{4})[A-Za-z0-9_-]{4,200}|(Bearer )[^\s\"']{1,400}")
 _KEY_ENV_VARS = ("OPENAI_API_KEY",)
-_MASK = "***"
+MASK = "***"
 
 
 def mask_key(key: str | None) -> str:
     """A key as it may be shown: never more than its first four characters."""
     if not key:
         return "None"
-    return f"{key[:4]}{_MASK}" if len(key) > 8 else _MASK
+    return f"{key[:4]}{MASK}" if len(key) > 8 else MASK
 
 
 def redact(text: str, *secrets: str | None) -> str:
@@ -24,5 +24,5 @@ def redact(text: str, *secrets: str | None) -> str:
         if secret and len(secret) >= 4 and secret in text:
             text = text.replace(secret, mask_key(secret))
     if "sk-" in text or "Bearer " in text:
-        text = _KEY_PATTERN.sub(lambda m: f"{m.group(1) or m.group(2)}{_MASK}", text)
+        text = _KEY_PATTERN.sub(lambda m: f"{m.group(1) or m.group(2)}{MASK}", text)
     return text

@@ -172,3 +172,20 @@ def test_log_handler_masks_credential_options():
     line = out.getvalue()
     assert "abcdEFGH1234secretvalue" not in line and "azurekey999" not in line
     assert "'seed': 1" in line and "'api_key': '***'" in line
+
+
+def test_log_handler_shows_token_counts_masks_nested_secrets_and_sums_up_steps():
+    from chainkit.schema import AgentStep
+
+    out = io.StringIO()
+    log = LogHandler(out, max_chars=40)
+    log.handle_llm_start(
+        [Message.user("q")], {"max_tokens": 5, "extra_body": {"api_key": "local-secret-123"}}
+    )
+    log.handle_text("x" * 30 + " sk-ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    step = AgentStep(AgentAction("t", "i", "log"), "o")
+    LogHandler(out).handle_chain_end("Executor", {"output": "ok", "intermediate_steps": [step] * 3})
+    first, second, third = out.getvalue().splitlines()
+    assert "'max_tokens': 5" in first and "local-secret-123" not in first
+    assert "ABCDEF" not in second  # redacted before the line was cut
+    assert "'intermediate_steps': [3 steps]" in third

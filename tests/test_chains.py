@@ -18,7 +18,7 @@ from chainkit.chains import (
     SingleKeyError,
 )
 from chainkit.llms import FakeLLM
-from chainkit.memory import ConversationBuffer
+from chainkit.memory import ConversationBuffer, MemoryKeyError
 from chainkit.prompts import ChatPromptTemplate, MessagesPlaceholder, PromptTemplate
 from chainkit.schema import Message
 
@@ -270,3 +270,41 @@ def test_simple_sequential_chain_and_async():
     d, _ = llm_chain(["s2"], template="{s}", output_key="t")
     seq = SequentialChain([c, d], input_variables=["x"])
     assert asyncio.run(chains.acall(seq, {"x": "1"})) == {"t": "s2"}
+
+
+def test_abatch_cancels_the_rest_after_a_failure():
+    started: list[str] = []
+
+    class Slow(Echo):
+        async def acall(self, inputs, **options):
+            started.append(inputs["text"])
+            if inputs["text"] == "boom":
+                raise RuntimeError("boom failed")
+            await asyncio.sleep(10)  # cancelled long before
+            return {"out": "late"}
+
+    items = [{"text": "boom"}] + [{"text": str(i)} for i in range(20)]
+    with pytest.raises(RuntimeError, match="boom failed"):
+        asyncio.run(chains.aapply(Slow(), items, max_workers=2))
+    assert len(started) <= 3
+
+
+def test_per_call_callbacks_hear_chain_and_llm_events():
+    events = Events()
+    chain, _ = llm_chain(["fine"])
+    chains.call(chain, {"topic": "t"}, callbacks=events)
+    assert [e[0] for e in events.events] == ["chain_start", "llm_start", "llm_end", "chain_end"]
+
+
+def test_memory_is_saved_before_chain_end_and_key_errors_come_first():
+    events = Events()
+    fake = FakeLLM(["r"])
+    chain = LLMChain(
+        PromptTemplate.from_template("{history} {a} {b}"),
+        fake,
+        memory=ConversationBuffer(),
+        callbacks_handler=events,
+    )
+    with pytest.raises(MemoryKeyError, match="cannot tell which input key"):
+        chains.call(chain, {"a": 1, "b": 2})
+    assert fake.calls == []  # failed before the model was called

@@ -15,7 +15,8 @@ from chainkit.agents import (
 from chainkit.callbacks import Handler
 from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer
-from chainkit.schema import AgentStep
+from chainkit.prompts import ChatPromptTemplate
+from chainkit.schema import AgentStep, Message
 
 
 class Echo(tools.Tool):
@@ -480,3 +481,85 @@ def test_async_callback_order_matches_sync():
     chains.run(run_agent(script, callbacks_handler=sync_events)[0], "q")
     asyncio.run(chains.arun(run_agent(script, callbacks_handler=async_events)[0], "q"))
     assert async_events.events == sync_events.events
+
+
+def test_error_handler_must_be_a_parser_error_handler():
+    with pytest.raises(TypeError, match=r"use error_handler=agents\.ParserErrorHandler"):
+        Executor(OneShotAgent(FakeLLM([]), [Echo()]), error_handler=True)  # type: ignore[arg-type]
+
+
+def test_memory_the_agent_does_not_read_is_refused():
+    agent = OneShotAgent(FakeLLM([]), [Echo()])
+    with pytest.raises(ValueError, match=r"does not read memory variable\(s\) \['history'\]"):
+        Executor(agent, memory=ConversationBuffer())
+    tool_agent = agents.ToolCallingAgent(FakeLLM([]), [Echo()])
+    with pytest.raises(ValueError, match=r"\['chat_history'\]"):
+        Executor(tool_agent, memory=ConversationBuffer(memory_key="chat_history"))
+    Executor(tool_agent, memory=ConversationBuffer(return_messages=True))  # reads "history"
+
+
+def test_per_call_callbacks_hear_agent_and_tool_events():
+    events = Events()
+    executor, _ = run_agent([act("echo", "x"), final("ok")])
+    chains.run(executor, "q", callbacks=events)
+    assert "tool_end:echo:echo: x" in events.events and "finish:ok" in events.events
+    assert events.events[0] == "chain_start:Executor"
+
+
+def test_a_model_raising_stop_iteration_surfaces_as_itself():
+    class Broken(FakeLLM):
+        def _generate(self, request):
+            raise StopIteration
+
+    executor = Executor(OneShotAgent(Broken([]), [Echo()]))
+    with pytest.raises(StopIteration):
+        chains.run(executor, "q")
+
+
+def test_chat_prompt_keeps_its_roles_in_a_mrkl_agent():
+    prompt = ChatPromptTemplate(
+        [("system", "Tools:\n{tool_descriptions}"), ("user", "{input}\n{agent_scratchpad}")]
+    )
+    fake = FakeLLM([final("ok")])
+    chains.run(Executor(OneShotAgent(fake, [Echo()], prompt=prompt)), "hi")
+    assert fake.calls[0].messages == [
+        Message.system("Tools:\necho: repeats its input"),
+        Message.user("hi\n"),
+    ]
+
+
+def test_async_failure_of_one_parallel_tool_cancels_the_others():
+    finished: list[str] = []
+
+    class Slow(tools.Tool):
+        name = "slow"
+        description = "slow"
+
+        async def acall(self, input):
+            await asyncio.sleep(5)
+            finished.append(input)
+            return "late"
+
+    class Bad(tools.Tool):
+        name = "bad"
+        description = "bad"
+
+        async def acall(self, input):
+            raise KeyError(input)
+
+    from chainkit.schema import FunctionCall, ToolCall
+
+    calls = [
+        ToolCall("c1", FunctionCall("slow", '{"input": "a"}')),
+        ToolCall("c2", FunctionCall("bad", '{"input": "b"}')),
+    ]
+    fake = FakeLLM([Message.assistant("", calls)])
+    executor = Executor(agents.ToolCallingAgent(fake, [Slow(), Bad()]))
+
+    async def main():
+        with pytest.raises(KeyError):
+            await chains.arun(executor, "q")
+        await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert finished == []

@@ -573,3 +573,18 @@ def test_log_stops_where_the_input_ends():
     step = parse_mrkl_output(text)
     assert isinstance(step, AgentAction)
     assert step.log == " I need a number\nAction: random\nAction Input: 1-6"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I will take no Action: just answer.\nFinal Answer: 4",
+        "Thought: no Action: needed here\nFinal Answer: 4",
+    ],
+)
+def test_an_action_word_in_prose_gives_way_to_a_final_answer(text):
+    assert answer(text) == "4"
+
+
+def test_an_action_at_line_start_without_input_still_fails():
+    assert error("Action: search\nFinal Answer: 4") == MISSING_ACTION_INPUT

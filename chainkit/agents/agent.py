@@ -12,7 +12,12 @@ from chainkit.tools import Tool
 @runtime_checkable
 class Agent(Protocol):
     """Plans from the steps taken so far. Options (stop_words, temperature, callbacks, …)
-    must reach the model unchanged."""
+    must reach the model unchanged.
+
+    Optional attributes the Executor reads when present: `optional_input_keys` (inputs used
+    when given, such as a memory's history) and `max_parallel_tools` (how many of one plan's
+    actions may run at once; default 8).
+    """
 
     @property
     def tools(self) -> Sequence[Tool]: ...

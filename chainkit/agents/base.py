@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from chainkit.callbacks import Handler
+from chainkit.callbacks import Handler, Observed
 from chainkit.llms import Model
 from chainkit.tools import Tool
 
@@ -28,7 +28,7 @@ def check_tools(tools: Sequence[Tool]) -> list[Tool]:
     return list(tools)
 
 
-class BaseAgent:
+class BaseAgent(Observed):
     """Holds what OneShotAgent and ToolCallingAgent have in common; the planning is theirs."""
 
     def __init__(

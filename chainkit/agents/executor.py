@@ -1,8 +1,9 @@
 """Executor: the plan → act loop, written once and driven by a sync and an async shell.
 
 `_loop` is a generator holding every decision of a run. It yields what it needs done — plan,
-plan a final answer, or run these actions — and receives the result (or the exception, thrown
-in). `call` and `acall` only carry those requests out, so the two cannot drift apart.
+plan a final answer, or run these actions — and receives the result, or the parse error thrown
+in; any other error ends the run where it is raised. Its last yield is the run's outputs.
+`call` and `acall` only carry those requests out, so the two cannot drift apart.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from chainkit.agents.errors import (
     OutputParserError,
     UnknownToolError,
 )
-from chainkit.callbacks import Handler
+from chainkit.callbacks import CombiningHandler, Handler
 from chainkit.chains import Chain
-from chainkit.chains.options import model_options
+from chainkit.chains.options import with_callbacks
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Memory
 from chainkit.tools import Tool, ToolError
 
@@ -45,7 +46,8 @@ class _Request:
 
 _PLAN = _Request("plan")
 _PLAN_FINAL = _Request("plan final answer")
-_Loop = Generator[_Request | list[AgentAction], Any, dict[str, Any]]
+_Loop = Generator[_Request | list[AgentAction] | dict[str, Any], Any, None]
+"""Yields requests, then the run's outputs (a dict) last."""
 
 
 class Executor(Chain):
@@ -84,6 +86,13 @@ class Executor(Chain):
                 f"max_execution_time must be a positive number of seconds or None, "
                 f"got {max_execution_time}"
             )
+        if error_handler is not None and not isinstance(error_handler, ParserErrorHandler):
+            raise TypeError(
+                f"error_handler must be an agents.ParserErrorHandler, got {error_handler!r}; "
+                "use error_handler=agents.ParserErrorHandler() to send parse errors back"
+            )
+        if memory is not None:
+            _check_memory_is_read(agent, memory)
         self.agent = agent
         self.max_iterations = max_iterations
         self.max_execution_time = max_execution_time
@@ -114,52 +123,47 @@ class Executor(Chain):
 
     def call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         steps: list[AgentStep] = []
-        options = model_options(options, self.callbacks)
-        loop = self._loop(steps)
-        try:
-            request = next(loop)
-            while True:
-                try:
-                    if request is _PLAN:
-                        result: Any = self.agent.plan(steps, inputs, **options)
-                    elif request is _PLAN_FINAL:
-                        result = self.agent.plan_final(steps, inputs, **options)
-                    else:
-                        assert isinstance(request, list)
-                        result = self._act(request)
-                except Exception as error:
-                    request = loop.throw(error)
+        callbacks, options = with_callbacks(options, self.callbacks)
+        loop = self._loop(steps, callbacks)
+        request = next(loop)
+        while not isinstance(request, dict):
+            try:
+                if request is _PLAN:
+                    result: Any = self.agent.plan(steps, inputs, **options)
+                elif request is _PLAN_FINAL:
+                    result = self.agent.plan_final(steps, inputs, **options)
                 else:
-                    request = loop.send(result)
-        except StopIteration as done:
-            outputs: dict[str, Any] = done.value
-            return outputs
+                    assert isinstance(request, list)
+                    result = self._act(request, callbacks)
+            except OutputParserError as error:
+                request = loop.throw(error)
+            else:
+                request = loop.send(result)
+        loop.close()
+        return request
 
     async def acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         steps: list[AgentStep] = []
-        options = model_options(options, self.callbacks)
-        loop = self._loop(steps)
-        try:
-            request = next(loop)
-            while True:
-                try:
-                    if request is _PLAN:
-                        result: Any = await self.agent.aplan(steps, inputs, **options)
-                    elif request is _PLAN_FINAL:
-                        result = await self.agent.aplan_final(steps, inputs, **options)
-                    else:
-                        assert isinstance(request, list)
-                        result = await self._aact(request)
-                except Exception as error:
-                    request = loop.throw(error)
+        callbacks, options = with_callbacks(options, self.callbacks)
+        loop = self._loop(steps, callbacks)
+        request = next(loop)
+        while not isinstance(request, dict):
+            try:
+                if request is _PLAN:
+                    result: Any = await self.agent.aplan(steps, inputs, **options)
+                elif request is _PLAN_FINAL:
+                    result = await self.agent.aplan_final(steps, inputs, **options)
                 else:
-                    request = loop.send(result)
-        except StopIteration as done:
-            outputs: dict[str, Any] = done.value
-            return outputs
+                    assert isinstance(request, list)
+                    result = await self._aact(request, callbacks)
+            except OutputParserError as error:
+                request = loop.throw(error)
+            else:
+                request = loop.send(result)
+        loop.close()
+        return request
 
-    def _loop(self, steps: list[AgentStep]) -> _Loop:
-        callbacks = self.callbacks
+    def _loop(self, steps: list[AgentStep], callbacks: CombiningHandler | None) -> _Loop:
         limit = self.max_iterations
         deadline = None
         if self.max_execution_time is not None:
@@ -183,7 +187,8 @@ class Executor(Chain):
                 steps.append(AgentStep(action, observation))
                 continue
             if isinstance(decision, AgentFinish):
-                return self._finish(decision, steps)
+                yield self._finish(decision, steps, callbacks)
+                return
             if not decision:
                 raise NoReturnError(
                     f"{type(self.agent).__name__}.plan returned neither actions nor a final answer"
@@ -199,7 +204,8 @@ class Executor(Chain):
                     direct = observation
             if direct is not None:
                 output_key = self.agent.output_keys[0]
-                return self._finish(AgentFinish({output_key: direct}, ""), steps)
+                yield self._finish(AgentFinish({output_key: direct}, ""), steps, callbacks)
+                return
         reason = (
             f"reached max_iterations={limit}"
             if limit is not None and iteration >= limit
@@ -208,10 +214,11 @@ class Executor(Chain):
         if self.early_stopping_method == "force":
             raise NotFinishedError(reason, steps)
         final = yield _PLAN_FINAL
-        return self._finish(final, steps)
+        yield self._finish(final, steps, callbacks)
 
-    def _finish(self, finish: AgentFinish, steps: list[AgentStep]) -> dict[str, Any]:
-        callbacks = self.callbacks
+    def _finish(
+        self, finish: AgentFinish, steps: list[AgentStep], callbacks: CombiningHandler | None
+    ) -> dict[str, Any]:
         if callbacks is not None:
             callbacks.handle_agent_finish(finish)
         if self.return_intermediate_steps:
@@ -228,51 +235,60 @@ class Executor(Chain):
             tool = self._tools_folded.get(name.casefold())
         return tool
 
-    def _act(self, actions: list[AgentAction]) -> list[str]:
+    def _act(self, actions: list[AgentAction], callbacks: CombiningHandler | None) -> list[str]:
         if len(actions) == 1:
-            return [self._run_tool(actions[0])]
+            return [self._run_tool(actions[0], callbacks)]
         with ThreadPoolExecutor(min(len(actions), self.max_parallel_tools)) as pool:
-            return list(pool.map(self._run_tool, actions))
+            return list(pool.map(self._run_tool, actions, [callbacks] * len(actions)))
 
-    async def _aact(self, actions: list[AgentAction]) -> list[str]:
+    async def _aact(
+        self, actions: list[AgentAction], callbacks: CombiningHandler | None
+    ) -> list[str]:
         import asyncio  # loaded already by the running event loop, not at import
 
         if len(actions) == 1:
-            return [await self._arun_tool(actions[0])]
+            return [await self._arun_tool(actions[0], callbacks)]
         limit = asyncio.Semaphore(self.max_parallel_tools)
 
         async def run(action: AgentAction) -> str:
             async with limit:
-                return await self._arun_tool(action)
+                return await self._arun_tool(action, callbacks)
 
-        return list(await asyncio.gather(*(run(action) for action in actions)))
+        tasks = [asyncio.ensure_future(run(action)) for action in actions]
+        try:
+            return list(await asyncio.gather(*tasks))
+        finally:
+            # A failed or cancelled call leaves no sibling running behind the raised error.
+            for task in tasks:
+                task.cancel()
 
-    def _run_tool(self, action: AgentAction) -> str:
-        prepared = self._start_tool(action)
+    def _run_tool(self, action: AgentAction, callbacks: CombiningHandler | None) -> str:
+        prepared = self._start_tool(action, callbacks)
         if isinstance(prepared, str):
             return prepared
         tool, tool_input = prepared
         try:
             output = tool.call(tool_input)
-        except Exception as error:
-            return self._tool_failed(tool, error)
-        return self._tool_ended(tool, output)
+        except BaseException as error:
+            return self._tool_failed(tool, error, callbacks)
+        return self._tool_ended(tool, output, callbacks)
 
-    async def _arun_tool(self, action: AgentAction) -> str:
-        prepared = self._start_tool(action)
+    async def _arun_tool(self, action: AgentAction, callbacks: CombiningHandler | None) -> str:
+        prepared = self._start_tool(action, callbacks)
         if isinstance(prepared, str):
             return prepared
         tool, tool_input = prepared
         try:
             output = await tool.acall(tool_input)
-        except Exception as error:
-            return self._tool_failed(tool, error)
-        return self._tool_ended(tool, output)
+        except BaseException as error:
+            return self._tool_failed(tool, error, callbacks)
+        return self._tool_ended(tool, output, callbacks)
 
-    def _start_tool(self, action: AgentAction) -> tuple[Tool, str] | str:
+    def _start_tool(
+        self, action: AgentAction, callbacks: CombiningHandler | None
+    ) -> tuple[Tool, str] | str:
         """The tool and its input, or the observation when the call cannot be made."""
         tool = self._lookup(action.tool)
-        callbacks = self.callbacks
         if tool is None:
             unknown = UnknownToolError(action.tool, self._tool_list)
             if callbacks is not None:
@@ -286,24 +302,38 @@ class Executor(Chain):
         try:
             return tool, tool.input_from_arguments(action.tool_input)
         except ToolError as error:
-            return self._tool_failed(tool, error)
+            return self._tool_failed(tool, error, callbacks)
 
-    def _tool_failed(self, tool: Tool, error: Exception) -> str:
-        callbacks = self.callbacks
+    def _tool_failed(
+        self, tool: Tool, error: BaseException, callbacks: CombiningHandler | None
+    ) -> str:
+        """The observation for a tool's failure; re-raises what is not to be observed."""
         if callbacks is not None:
             callbacks.handle_tool_error(tool.name, error)
         if isinstance(error, ToolError):
             return str(error)
-        if self.handle_tool_errors:
+        if self.handle_tool_errors and isinstance(error, Exception):
             return f"Tool error: {error}"
         raise error
 
-    def _tool_ended(self, tool: Tool, output: str) -> str:
+    def _tool_ended(self, tool: Tool, output: str, callbacks: CombiningHandler | None) -> str:
         if not isinstance(output, str):
             raise TypeError(
                 f"tool {tool.name!r} returned {type(output).__name__}; call() must return str"
             )
-        callbacks = self.callbacks
         if callbacks is not None:
             callbacks.handle_tool_end(tool.name, output)
         return output
+
+
+def _check_memory_is_read(agent: Agent, memory: Memory) -> None:
+    """Raises when the agent would drop what the memory loads: history silently lost is worse
+    than an error at construction."""
+    read = {*agent.input_keys, *getattr(agent, "optional_input_keys", ())}
+    unread = [name for name in memory.memory_variables if name not in read]
+    if unread:
+        raise ValueError(
+            f"{type(agent).__name__} does not read memory variable(s) {unread}; it reads "
+            f"{sorted(read)}. Name the memory's key after one of these, or add "
+            f"{{{unread[0]}}} to the agent's prompt"
+        )

@@ -11,7 +11,7 @@ from chainkit.agents.mrkl_parser import parse_mrkl_output
 from chainkit.callbacks import Handler
 from chainkit.chains.options import model_options
 from chainkit.llms import Model
-from chainkit.prompts import PromptTemplate
+from chainkit.prompts import ChatPromptTemplate, PromptTemplate
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message
 from chainkit.tools import Tool
 
@@ -60,7 +60,7 @@ class OneShotAgent(BaseAgent):
         prefix: str | None = None,
         format_instructions: str | None = None,
         suffix: str | None = None,
-        prompt: PromptTemplate | None = None,
+        prompt: PromptTemplate | ChatPromptTemplate | None = None,
         output_key: str = "output",
         callbacks_handler: Handler | None = None,
     ) -> None:
@@ -80,7 +80,7 @@ class OneShotAgent(BaseAgent):
             prompt = prompt.partial(**_tool_values(self._tools, prompt.input_variables))
         if "agent_scratchpad" not in prompt.input_variables:
             raise ValueError("the MRKL prompt needs an {agent_scratchpad} variable")
-        self.prompt = prompt
+        self.prompt: PromptTemplate | ChatPromptTemplate = prompt
         self._input_keys = [v for v in prompt.input_variables if v not in _PROMPT_PARTIALS]
 
     @property
@@ -118,10 +118,10 @@ class OneShotAgent(BaseAgent):
         if "agent_scratchpad" in inputs:
             raise ValueError("'agent_scratchpad' is filled in by the agent; it cannot be an input")
         scratchpad = mrkl_scratchpad(steps) + tail if steps or tail else ""
-        return [Message.user(self.prompt.format(**inputs, agent_scratchpad=scratchpad))]
+        return self.prompt.format_messages(**inputs, agent_scratchpad=scratchpad)
 
     def _options(self, options: dict[str, Any]) -> dict[str, Any]:
-        options = model_options(options, self.callbacks_handler)
+        options = model_options(options, self.callbacks)
         if options.get("stop") is None:
             options["stop"] = DEFAULT_STOP
         return options

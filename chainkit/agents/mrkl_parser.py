@@ -40,6 +40,9 @@ or backticks (" ' ` “” ‘’ 「」) when that quote does not also occur in
 exactly one fenced block (```json, the code, ```) is reduced to the code. Markdown `*` around
 the tool name is dropped. The answer is only trimmed.
 
+An `Action:` found mid-line ("Thought: no Action: needed") with no `Action Input:` after it
+was prose: a `Final Answer:` after it decides instead, as in LangChain and langchaingo.
+
 Not accepted, by choice: `Final answer -` and other forms without a colon (a dash is common in
 prose), langchaingo's `The answer is:`, and keywords broken across lines.
 
@@ -87,6 +90,8 @@ _COLON = r"[*_]*+:"
 
 # An `Action:` or `Final Answer:` line: the keywords that decide the reply.
 _DECISION_LINE = re.compile(rf"{_LINE_START}(?:{_ACTION}|{_FINAL}|the[ \t]++{_FINAL}){_COLON}")
+# A `Final Answer:` line, looked for past an action that turned out to be prose.
+_FINAL_LINE = re.compile(rf"{_LINE_START}(?:{_FINAL}|the[ \t]++{_FINAL}){_COLON}")
 # Any keyword line: where a section ends.
 _KEYWORD_LINE = re.compile(
     rf"{_LINE_START}(?:{_ACTION}(?:{_INPUT})?+|{_OBSERVATION}|{_FINAL}|the[ \t]++{_FINAL}){_COLON}"
@@ -125,9 +130,37 @@ def parse_mrkl_output(text: str) -> AgentAction | AgentFinish:
     if step is None:
         raise OutputParserError(MISSING_ACTION, llm_output=text)
     if step.is_action:
-        return _action(text, probe, step)
+        try:
+            return _action(text, probe, step)
+        except OutputParserError:
+            # "Thought: no Action: needed\nFinal Answer: 4": an `Action:` inside a sentence,
+            # with no input, was prose; a final answer after it decides (as the peers do).
+            final = _final_after(text, probe, step.end) if _mid_line(text, step.start) else None
+            if final is None:
+                raise
+            step = final
     answer = text[step.end : _section_end(text, probe, step.end)].strip()
     return AgentFinish({"output": answer}, log=text)
+
+
+def _mid_line(text: str, position: int) -> bool:
+    """Whether words precede `position` on its line (not just indentation or markdown)."""
+    line_start = text.rfind("\n", 0, position) + 1
+    return bool(text[line_start:position].strip(_DECORATION))
+
+
+def _final_after(text: str, probe: str, position: int) -> _Step | None:
+    """The first `Final Answer:` keyword after `position`, if any."""
+    first: _Step | None = None
+    line = _FINAL_LINE.search(probe, position + 1)
+    if line is not None:
+        first = _Step(False, _keyword_start(line) - 1, line.end() - 1)
+    inline = _FINAL_INLINE.search(text, position, len(text) if first is None else first.start)
+    if inline is not None:
+        first = _Step(False, inline.start(), inline.end())
+    if first is None:
+        return None
+    return _Step(False, first.start, _after_emphasis(text, first.start, first.end))
 
 
 def _lowered(text: str) -> str:

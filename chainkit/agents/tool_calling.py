@@ -56,6 +56,11 @@ class ToolCallingAgent(BaseAgent):
     def input_keys(self) -> list[str]:
         return ["input"]
 
+    @property
+    def optional_input_keys(self) -> list[str]:
+        """Inputs read when present: the conversation history."""
+        return [self.history_key]
+
     def plan(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> list[AgentAction] | AgentFinish:
@@ -106,7 +111,7 @@ class ToolCallingAgent(BaseAgent):
         return messages
 
     def _options(self, options: dict[str, Any], *, tools: bool) -> dict[str, Any]:
-        options = model_options(options, self.callbacks_handler)
+        options = model_options(options, self.callbacks)
         if tools:
             options["tools"] = self._tool_infos
         return options

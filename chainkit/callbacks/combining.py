@@ -82,6 +82,21 @@ class CombiningHandler(Handler):
         self._dispatch("handle_retry", attempt, error, wait_seconds)
 
 
+def join(given: Handler | None, own: CombiningHandler | None) -> CombiningHandler | None:
+    """`own` (a component's guarded handler) together with a handler `given` for one call.
+
+    No allocation when either is missing or `given` already holds everything `own` does, as
+    it does when a chain passes its handler down to the components it calls.
+    """
+    if given is None:
+        return own
+    if isinstance(given, CombiningHandler) and (
+        own is None or all(any(h is g for g in given.handlers) for h in own.handlers)
+    ):
+        return given
+    return guard(given, own)
+
+
 def guard(*handlers: Handler | None) -> CombiningHandler | None:
     """One handler that isolates failures of the given ones; None when none is given.
 

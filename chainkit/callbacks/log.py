@@ -7,14 +7,37 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from chainkit._redact import redact
+from chainkit._redact import MASK, redact
 from chainkit.callbacks.handler import Handler
-from chainkit.schema import AgentAction, AgentFinish, Message
+from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message
 
-# Options whose names say they hold a credential, or that carry headers, are never shown.
+# Values under names that say they hold a credential, or carry headers, are never shown
+# (at any depth: extra_body={"api_key": ...}). Token counts are not credentials.
 _SECRET_NAME = re.compile(r"key|token|secret|password|auth|header|cookie", re.IGNORECASE)
+_COUNTS = frozenset(("max_tokens", "max_completion_tokens", "max_new_tokens"))
 _NOT_SHOWN = frozenset(("streaming_func", "callbacks"))
-_MASK = "***"
+
+
+def _masked(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        name: MASK
+        if _SECRET_NAME.search(name) and name not in _COUNTS
+        else _masked(value)
+        if isinstance(value, Mapping)
+        else value
+        for name, value in options.items()
+    }
+
+
+def _fields(values: Mapping[str, Any]) -> str:
+    return "{" + ", ".join(f"{name!r}: {_shown(value)}" for name, value in values.items()) + "}"
+
+
+def _shown(value: Any) -> str:
+    """An input or output value, with a list of agent steps summed up rather than dumped."""
+    if isinstance(value, list) and value and all(isinstance(v, AgentStep) for v in value):
+        return f"[{len(value)} steps]"
+    return repr(value)
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -46,7 +69,8 @@ class LogHandler(Handler):
         return f"LogHandler(stream={getattr(self.stream, 'name', self.stream)!r})"
 
     def _write(self, event: str, detail: str) -> None:
-        line = redact(f"[chainkit] {event}: {_one_line(detail, self.max_chars)}")
+        # Redact before cutting: a key cut in two would no longer look like one.
+        line = f"[chainkit] {event}: {_one_line(redact(detail), self.max_chars)}"
         self.stream.write(line + "\n")
         self.stream.flush()
 
@@ -54,11 +78,7 @@ class LogHandler(Handler):
         self._write("text", text)
 
     def handle_llm_start(self, messages: Sequence[Message], options: Mapping[str, Any]) -> None:
-        shown = {
-            k: _MASK if _SECRET_NAME.search(k) else v
-            for k, v in options.items()
-            if v is not None and k not in _NOT_SHOWN
-        }
+        shown = _masked({k: v for k, v in options.items() if v is not None and k not in _NOT_SHOWN})
         prompt = " | ".join(_describe(m) for m in messages)
         self._write("llm start", f"{prompt} options={shown}" if shown else prompt)
 
@@ -73,10 +93,10 @@ class LogHandler(Handler):
         self._write("llm error", f"{type(error).__name__}: {error}")
 
     def handle_chain_start(self, chain: str, inputs: Mapping[str, Any]) -> None:
-        self._write("chain start", f"{chain} inputs={dict(inputs)!r}")
+        self._write("chain start", f"{chain} inputs={_fields(inputs)}")
 
     def handle_chain_end(self, chain: str, outputs: Mapping[str, Any]) -> None:
-        self._write("chain end", f"{chain} outputs={dict(outputs)!r}")
+        self._write("chain end", f"{chain} outputs={_fields(outputs)}")
 
     def handle_chain_error(self, chain: str, error: BaseException) -> None:
         self._write("chain error", f"{chain} {type(error).__name__}: {error}")

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from chainkit.callbacks import CombiningHandler
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import (
     MissingInputKeysError,
@@ -17,9 +18,12 @@ from chainkit.chains.errors import (
     OutputNotStringError,
     SingleKeyError,
 )
+from chainkit.chains.options import with_callbacks
 
 
-def _prepare(chain: Chain, inputs: Mapping[str, Any]) -> dict[str, Any]:
+def _prepare(
+    chain: Chain, inputs: Mapping[str, Any], callbacks: CombiningHandler | None
+) -> dict[str, Any]:
     if not isinstance(inputs, Mapping):
         raise TypeError(
             f"{chain.name} needs its inputs as a dict of key to value, got "
@@ -32,47 +36,52 @@ def _prepare(chain: Chain, inputs: Mapping[str, Any]) -> dict[str, Any]:
     missing = [key for key in chain.input_keys if key not in full]
     if missing:
         raise MissingInputKeysError(chain.name, missing, list(full))
-    callbacks = chain.callbacks
     if callbacks is not None:
         callbacks.handle_chain_start(chain.name, full)
     return full
 
 
-def _finish(chain: Chain, full: dict[str, Any], outputs: dict[str, Any]) -> dict[str, Any]:
+def _finish(
+    chain: Chain,
+    full: dict[str, Any],
+    outputs: dict[str, Any],
+    callbacks: CombiningHandler | None,
+) -> dict[str, Any]:
     missing = [key for key in chain.output_keys if key not in outputs]
     if missing:
         raise MissingOutputKeysError(chain.name, missing, list(outputs))
-    callbacks = chain.callbacks
-    if callbacks is not None:
-        callbacks.handle_chain_end(chain.name, outputs)
     if chain.memory is not None:
         chain.memory.save_context(full, outputs)
+    if callbacks is not None:
+        callbacks.handle_chain_end(chain.name, outputs)
     return outputs
 
 
-def _failed(chain: Chain, error: BaseException) -> None:
-    callbacks = chain.callbacks
-    if callbacks is not None:
-        callbacks.handle_chain_error(chain.name, error)
-
-
 def call(chain: Chain, inputs: Mapping[str, Any], **options: Any) -> dict[str, Any]:
-    """Runs `chain` on `inputs` with memory, key checks and callbacks; returns its outputs."""
-    full = _prepare(chain, inputs)
+    """Runs `chain` on `inputs` with memory, key checks and callbacks; returns its outputs.
+
+    A `callbacks` option (a Handler) hears this call's events, and those of everything the
+    chain calls, besides the chain's own `callbacks_handler`.
+    """
+    callbacks, options = with_callbacks(options, chain.callbacks)
+    full = _prepare(chain, inputs, callbacks)
     try:
-        return _finish(chain, full, chain.call(full, **options))
-    except Exception as error:
-        _failed(chain, error)
+        return _finish(chain, full, chain.call(full, **options), callbacks)
+    except BaseException as error:  # an interrupted run still closes its trace
+        if callbacks is not None:
+            callbacks.handle_chain_error(chain.name, error)
         raise
 
 
 async def acall(chain: Chain, inputs: Mapping[str, Any], **options: Any) -> dict[str, Any]:
     """Async twin of `call`."""
-    full = _prepare(chain, inputs)
+    callbacks, options = with_callbacks(options, chain.callbacks)
+    full = _prepare(chain, inputs, callbacks)
     try:
-        return _finish(chain, full, await chain.acall(full, **options))
-    except Exception as error:
-        _failed(chain, error)
+        return _finish(chain, full, await chain.acall(full, **options), callbacks)
+    except BaseException as error:
+        if callbacks is not None:
+            callbacks.handle_chain_error(chain.name, error)
         raise
 
 
@@ -154,8 +163,9 @@ async def abatch(
     return_exceptions: bool = False,
     **options: Any,
 ) -> list[Any]:
-    """Async twin of `batch`: at most `max_workers` calls run at once, and the error raised is
-    the first in input order, as in `batch`."""
+    """Async twin of `batch`: at most `max_workers` calls run at once. Without
+    `return_exceptions`, the first failure cancels the calls not yet finished, and the error
+    raised is the first in input order among those that failed."""
     import asyncio  # loaded already by the running event loop, not at import
 
     if max_workers < 1:
@@ -166,11 +176,18 @@ async def abatch(
         async with limit:
             return await acall(chain, item, **options)
 
-    results = await asyncio.gather(*(one(item) for item in inputs), return_exceptions=True)
-    if not return_exceptions:
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
+    tasks = [asyncio.ensure_future(one(item)) for item in inputs]
+    if return_exceptions:
+        return list(await asyncio.gather(*tasks, return_exceptions=True))
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            task.cancel()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+            raise result
     return results
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from chainkit.callbacks import CombiningHandler, Handler, guard
+from chainkit.callbacks import Observed
 from chainkit.schema import Memory
 
 
-class Chain(ABC):
+class Chain(Observed, ABC):
     """Base of every chain. Call it through `chains.call` / `chains.run`, which add memory,
     key checks and chain callbacks around `call`.
 
@@ -18,8 +18,6 @@ class Chain(ABC):
     """
 
     memory: Memory | None = None
-    _callbacks_handler: Handler | None = None
-    _callbacks: CombiningHandler | None = None
 
     @property
     @abstractmethod
@@ -40,20 +38,6 @@ class Chain(ABC):
         import asyncio  # loaded already by the running event loop, not at import
 
         return await asyncio.to_thread(self.call, inputs, **options)
-
-    @property
-    def callbacks_handler(self) -> Handler | None:
-        return self._callbacks_handler
-
-    @callbacks_handler.setter
-    def callbacks_handler(self, handler: Handler | None) -> None:
-        self._callbacks_handler = handler
-        self._callbacks = guard(handler)
-
-    @property
-    def callbacks(self) -> CombiningHandler | None:
-        """The handler wrapped so that a failing callback cannot break the run."""
-        return self._callbacks
 
     @property
     def name(self) -> str:

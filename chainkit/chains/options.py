@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from chainkit.callbacks import Handler, guard
+from chainkit.callbacks import CombiningHandler, join
 
 
 class OptionsError(ValueError):
     """Call options that contradict each other."""
 
 
-def model_options(options: dict[str, Any], callbacks: Handler | None) -> dict[str, Any]:
+def model_options(options: dict[str, Any], callbacks: CombiningHandler | None) -> dict[str, Any]:
     """The keyword arguments for `Model.generate`.
 
     `stop_words` becomes the model's `stop` (None counts as not given; giving both is an
@@ -25,10 +25,20 @@ def model_options(options: dict[str, Any], callbacks: Handler | None) -> dict[st
             if options.get("stop") is not None:
                 raise OptionsError("give stop_words or stop, not both")
             options["stop"] = stop_words
-    if callbacks is not None:
-        given = options.get("callbacks")
-        if given is None:
-            options = {**options, "callbacks": callbacks}
-        elif given is not callbacks:
-            options = {**options, "callbacks": guard(given, callbacks)}
+    given = options.get("callbacks")
+    joined = join(given, callbacks)
+    if joined is not given:
+        options = {**options, "callbacks": joined}
     return options
+
+
+def with_callbacks(
+    options: dict[str, Any], own: CombiningHandler | None
+) -> tuple[CombiningHandler | None, dict[str, Any]]:
+    """The handler for one call: a component's own, joined to a `callbacks` option, and the
+    options passing it down, so the components it calls report to it too."""
+    given = options.get("callbacks")
+    callbacks = join(given, own)
+    if callbacks is not given:
+        options = {**options, "callbacks": callbacks}
+    return callbacks, options

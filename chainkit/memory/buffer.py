@@ -45,6 +45,9 @@ class ConversationBuffer:
         return [self.memory_key]
 
     def load_memory_variables(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        if inputs:
+            # Fail before the chain runs, not after, when the exchange could not be saved.
+            self._key(inputs, self.input_key, "input", exclude=self.memory_key)
         if self.return_messages:
             return {self.memory_key: list(self.messages)}
         return {self.memory_key: self.buffer_text()}
@@ -59,8 +62,8 @@ class ConversationBuffer:
     def save_context(self, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> None:
         question = inputs[self._key(inputs, self.input_key, "input", exclude=self.memory_key)]
         answer = outputs[self._key(outputs, self.output_key, "output")]
-        self.messages.append(Message.user(str(question)))
-        self.messages.append(Message.assistant(str(answer)))
+        # One extend, so concurrent calls cannot interleave a question with another's answer.
+        self.messages.extend((Message.user(str(question)), Message.assistant(str(answer))))
 
     def clear(self) -> None:
         self.messages.clear()
