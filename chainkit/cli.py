@@ -52,17 +52,18 @@ def _positive(text: str) -> int:
     return value
 
 
+def _endpoint_configured(args: argparse.Namespace) -> bool:
+    return bool(
+        args.base_url or os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")
+    )
+
+
 def _model(args: argparse.Namespace) -> Model:
     """An OpenAI-compatible endpoint when one is configured, else the offline model."""
-    if args.base_url or os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
+    if _endpoint_configured(args):
         from chainkit.llms.openai import OpenAI
 
         return OpenAI(args.model, base_url=args.base_url)
-    if args.model:
-        raise ValueError(
-            f"--model {args.model} needs an OpenAI-compatible endpoint: set OPENAI_API_KEY, "
-            "or OPENAI_BASE_URL or --base-url for a local server"
-        )
     from chainkit.llms import OfflineModel
 
     return OfflineModel()
@@ -84,7 +85,13 @@ def _run(args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.model and not _endpoint_configured(args):
+        parser.error(
+            f"--model {args.model} needs an OpenAI-compatible endpoint: set OPENAI_API_KEY, "
+            "or OPENAI_BASE_URL or --base-url for a local server"
+        )
     try:
         print(_run(args))
     except KeyboardInterrupt:

@@ -3,7 +3,6 @@ import logging
 
 import pytest
 
-from chainkit import callbacks
 from chainkit.callbacks import CombiningHandler, Handler, LogHandler, guard
 from chainkit.schema import AgentAction, AgentFinish, FunctionCall, Message, ToolCall
 
@@ -153,10 +152,6 @@ def test_log_handler_never_prints_api_key(monkeypatch):
     assert "some-other-token-value" not in text
     assert "ZZZZZZZZZZZZZZZZ" not in text
     assert repr(log).startswith("LogHandler(")
-
-
-def test_public_names():
-    assert callbacks.Handler is Handler and callbacks.LogHandler is LogHandler
 
 
 def test_log_handler_masks_credential_options():

@@ -202,16 +202,21 @@ def test_apply_keeps_order_and_runs_concurrently():
 
 
 def test_apply_raises_first_error_in_input_order():
+    bad2_failed = threading.Event()
+
     class Fails(Echo):
         def call(self, inputs, **options):
+            if inputs["text"] == "bad1":
+                bad2_failed.wait(timeout=5)  # fail only after the later input has failed
             if inputs["text"].startswith("bad"):
-                if inputs["text"] == "bad1":
-                    time.sleep(0.05)
+                if inputs["text"] == "bad2":
+                    bad2_failed.set()
                 raise RuntimeError(inputs["text"])
             return super().call(inputs, **options)
 
     with pytest.raises(RuntimeError, match="bad1"):
         chains.apply(Fails(), [{"text": "ok"}, {"text": "bad1"}, {"text": "bad2"}])
+    assert bad2_failed.is_set()
     results = chains.batch(Fails(), [{"text": "ok"}, {"text": "bad2"}], return_exceptions=True)
     assert results[0] == {"out": "OK"} and str(results[1]) == "bad2"
 
@@ -308,3 +313,23 @@ def test_memory_is_saved_before_chain_end_and_key_errors_come_first():
     with pytest.raises(MemoryKeyError, match="cannot tell which input key"):
         chains.call(chain, {"a": 1, "b": 2})
     assert fake.calls == []  # failed before the model was called
+
+
+def test_sequence_handler_hears_the_inner_chains():
+    events = Events()
+    first, _ = llm_chain(["s1"], template="{x}", output_key="s")
+    second, _ = llm_chain(["s2"], template="{s}", output_key="t")
+    seq = SequentialChain([first, second], input_variables=["x"], callbacks_handler=events)
+    chains.call(seq, {"x": "1"})
+    assert [e[:2] for e in events.events if e[0].startswith("chain")] == [
+        ("chain_start", "SequentialChain"),
+        ("chain_start", "LLMChain"),
+        ("chain_end", "LLMChain"),
+        ("chain_start", "LLMChain"),
+        ("chain_end", "LLMChain"),
+        ("chain_end", "SequentialChain"),
+    ]
+    assert events.events.count(("llm_start",)) == 2
+    assert repr(seq) == (
+        "SequentialChain(['LLMChain', 'LLMChain'], input_variables=['x'], output_variables=['t'])"
+    )

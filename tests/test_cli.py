@@ -54,7 +54,7 @@ def test_bad_arguments_are_named():
     result = run_cli("run", "   ")
     assert result.returncode == 2 and "the question is empty" in result.stderr
     result = run_cli("run", "--model", "gpt-4o", "2+2")
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "--model gpt-4o needs an OpenAI-compatible endpoint" in result.stderr
 
 

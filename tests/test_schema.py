@@ -12,6 +12,7 @@ from chainkit.schema import (
     FunctionCall,
     ImagePart,
     Message,
+    MessageFormatError,
     ResponseMeta,
     TextPart,
     TokenUsage,
@@ -76,6 +77,7 @@ def test_tool_call_defaults_match_eino_shape():
             [FilePart(base64_data="JVBERi0=", mime_type="application/pdf", filename="a.pdf")]
         ),
         Message.user([FilePart(file_id="file-123")]),
+        Message.user([FilePart(base64_data="AAAA")]),
     ],
 )
 def test_to_dict_from_dict_round_trip(message):
@@ -107,9 +109,9 @@ def test_request_shape_drops_what_servers_reject():
 
 
 def test_from_dict_rejects_unknown_role_and_part():
-    with pytest.raises(ValueError, match="'robot'"):
+    with pytest.raises(MessageFormatError, match="'robot'"):
         Message.from_dict({"role": "robot", "content": "x"})
-    with pytest.raises(ValueError, match="'audio'"):
+    with pytest.raises(MessageFormatError, match="'audio'"):
         Message.from_dict({"role": "user", "content": [{"type": "audio"}]})
 
 
@@ -143,3 +145,12 @@ def test_schema_imports_nothing_else_from_chainkit():
         "and not m.startswith('chainkit.schema')]; print(bad); assert not bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_image_part_must_say_what_it_holds():
+    with pytest.raises(MessageFormatError, match="either url or base64_data"):
+        ImagePart()
+    with pytest.raises(MessageFormatError, match="either url or base64_data"):
+        ImagePart(url="u", base64_data="AAAA")
+    with pytest.raises(MessageFormatError, match="needs its mime_type"):
+        ImagePart(base64_data="AAAA")

@@ -1,7 +1,6 @@
 import asyncio
 import json
 import threading
-import time
 
 import pytest
 
@@ -80,13 +79,15 @@ def test_max_parallel_tools_limits_concurrency():
     running, peak = 0, 0
     lock = threading.Lock()
 
+    pairs = threading.Barrier(2)  # passes only when two calls run at the same time
+
     class Counting(Weather):
         def call(self, input):
             nonlocal running, peak
             with lock:
                 running += 1
                 peak = max(peak, running)
-            time.sleep(0.02)
+            pairs.wait(timeout=5)
             with lock:
                 running -= 1
             return super().call(input)

@@ -29,6 +29,11 @@ class NotFinishedError(RuntimeError):
         self.reason = reason
         self.steps = steps
 
+    @property
+    def intermediate_steps(self) -> list[AgentStep]:
+        """The steps, under the name the Executor's outputs (and LangChain) give them."""
+        return self.steps
+
 
 class NoReturnError(RuntimeError):
     """The agent returned neither an action nor a final answer."""

@@ -67,6 +67,13 @@ class SequentialChain(Chain):
             )
         self.output_variables = list(output_variables)
 
+    def __repr__(self) -> str:
+        names = [chain.name for chain in self.chains]
+        return (
+            f"SequentialChain({names}, input_variables={self.input_variables}, "
+            f"output_variables={self.output_variables})"
+        )
+
     @property
     def input_keys(self) -> list[str]:
         return self.input_variables
@@ -107,6 +114,9 @@ class SimpleSequentialChain(Chain):
                 )
         self.chains = list(chains)
         self.callbacks_handler = callbacks_handler
+
+    def __repr__(self) -> str:
+        return f"SimpleSequentialChain({[chain.name for chain in self.chains]})"
 
     @property
     def input_keys(self) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
@@ -76,6 +77,7 @@ class Connection:
             )
         self.timeout = timeout
         self._client: openai.OpenAI | None = None
+        self._lock = threading.Lock()
         self._async_client: openai.AsyncOpenAI | None = None
         self._async_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
 
@@ -88,6 +90,12 @@ class Connection:
         return redact(text, self._api_key)
 
     def client(self) -> openai.OpenAI:
+        if self._client is None:
+            with self._lock:  # threads sharing one model share one client, and its pool
+                return self._locked_client()
+        return self._client
+
+    def _locked_client(self) -> openai.OpenAI:
         if self._client is None:
             import openai
 

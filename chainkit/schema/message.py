@@ -118,6 +118,10 @@ class TextPart:
     text: str
 
 
+class MessageFormatError(ValueError):
+    """A message or content part that is not in the shape chainkit and the wire expect."""
+
+
 @dataclass(slots=True)
 class ImagePart:
     """An image in user content: a URL, or base64 data with its MIME type."""
@@ -126,6 +130,12 @@ class ImagePart:
     base64_data: str | None = None
     mime_type: str | None = None
     detail: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.url is None) == (self.base64_data is None):
+            raise MessageFormatError("ImagePart needs either url or base64_data, not both")
+        if self.base64_data is not None and not self.mime_type:
+            raise MessageFormatError("ImagePart with base64_data needs its mime_type")
 
 
 @dataclass(slots=True)
@@ -221,7 +231,7 @@ class Message:
     def from_dict(cls, data: dict[str, Any]) -> Message:
         role = data.get("role")
         if role not in ROLES:
-            raise ValueError(f"message role must be one of {sorted(ROLES)}, got {role!r}")
+            raise MessageFormatError(f"message role must be one of {sorted(ROLES)}, got {role!r}")
         content = data.get("content")
         parts: list[ContentPart] = []
         if isinstance(content, list):
@@ -248,16 +258,15 @@ def _part_to_dict(part: ContentPart) -> dict[str, Any]:
     if isinstance(part, ImagePart):
         url = part.url
         if url is None:
-            url = f"data:{part.mime_type or 'image/png'};base64,{part.base64_data or ''}"
+            url = f"data:{part.mime_type};base64,{part.base64_data}"
         image: dict[str, Any] = {"url": url}
         if part.detail is not None:
             image["detail"] = part.detail
         return {"type": "image_url", "image_url": image}
     file: dict[str, Any] = {}
     if part.base64_data is not None:
-        file["file_data"] = (
-            f"data:{part.mime_type or 'application/octet-stream'};base64,{part.base64_data}"
-        )
+        # A data URL may leave its media type out, as a FilePart may.
+        file["file_data"] = f"data:{part.mime_type or ''};base64,{part.base64_data}"
     if part.file_id is not None:
         file["file_id"] = part.file_id
     if part.filename is not None:
@@ -294,6 +303,8 @@ def _part_from_dict(data: dict[str, Any]) -> ContentPart:
             base64_data=inline[1] if inline else None,
             file_id=file.get("file_id"),
             filename=file.get("filename"),
-            mime_type=inline[0] if inline else None,
+            mime_type=(inline[0] or None) if inline else None,
         )
-    raise ValueError(f"unknown content part type {kind!r}; expected text, image_url or file")
+    raise MessageFormatError(
+        f"unknown content part type {kind!r}; expected text, image_url or file"
+    )
