@@ -25,6 +25,21 @@ def test_readme_has_the_two_setup_commands():
     assert '<!-- setup:test -->\n```sh\npip install -e ".[dev]" && pytest\n```' in text
 
 
+# What each example must print, in README order: running is not enough, it must work.
+EXPECTED = [
+    "1024",
+    "Cats sleep 16 hours a day.",
+    "You said hi.",
+    "北京天气怎么样?: 21 celsius, sunny",
+    "hello from the loopback server",
+    "<|im_start|>user\n帮我查 2025 年贵州茅台的净利润\n<|im_end|>",
+]
+
+
+def test_every_example_has_an_expectation():
+    assert len(python_blocks()) == len(EXPECTED)
+
+
 @pytest.mark.parametrize("index", range(len(python_blocks())))
 def test_readme_example_runs(index, openai_server: OpenAIServer, tmp_path):
     code = python_blocks()[index]
@@ -38,4 +53,4 @@ def test_readme_example_runs(index, openai_server: OpenAIServer, tmp_path):
         [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip(), "the example printed nothing"
+    assert EXPECTED[index] in result.stdout
