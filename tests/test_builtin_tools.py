@@ -34,10 +34,12 @@ def calculation_error(expression):
         ("2**-2", "0.25"),
         ("-3**2", "-9"),
         ("+5 - -5", "10"),
-        ("0.1+0.2", "0.30000000000000004"),
+        ("0.1+0.2", "0.3"),
         ("1e3 + 1_000 + 0x10", "2016"),
         ("2**100", "1267650600228229401496703205376"),
-        ("2.0**60", "1.152921504606847e+18"),
+        ("2.0**60", "1152921504606846976"),
+        ("2.5**-2", "0.16"),
+        ("sqrt(2)", "1.4142135623730951"),
         ("sqrt(16) + abs(-2)", "6"),
         ("round(3.14159, 2)", "3.14"),
         ("round(2.5)", "2"),
@@ -159,7 +161,9 @@ def test_huge_integer_results_are_refused_quickly(expression):
         ("-" * 500 + "1", f"the expression is nested more than {MAX_DEPTH} levels deep"),
         ("round(5, -10**9)", "round: digits must be an integer from -100 to 100"),
         ("1.5**100000", "the result is too large"),
-        ("1e308 * 10", "the result is too large"),
+        ("1e3999 * 100", "the result is too large (over 4000 digits)"),
+        ("1e99999 + 1", "the result is too large"),
+        ("1e308 * 10.0 * pi", "the result is too large"),
         ("exp(1000)", "the result is too large"),
         ("(10**3000)**0.5", "the result is too large"),
         ("10**3000 / 3", "the result is too large"),
@@ -167,6 +171,45 @@ def test_huge_integer_results_are_refused_quickly(expression):
 )
 def test_other_costly_inputs_are_refused_quickly(expression, message):
     assert message in calculation_error(expression)
+
+
+@pytest.mark.parametrize(
+    ("expression", "result"),
+    [
+        ("0.1+0.2", "0.3"),
+        ("0.3-0.1", "0.2"),
+        ("-0.1-0.2", "-0.3"),
+        ("1.1*1.1", "1.21"),
+        ("0.1**3", "0.001"),
+        ("1/3*3", "1"),
+        ("10**-2 + 0.005", "0.015"),
+        ("2.5e3 + 1e-3", "2500.001"),
+        ("1_000.25 * 4", "4001"),
+        ("1e20 * 3", "300000000000000000000"),
+        ("7.5 // 2 + 1.5 % 1", "3.5"),
+        ("round(2.675, 2)", "2.68"),  # 2.675 as a float is just below, and rounds to 2.67
+        ("max(0.1+0.2, 0.3)", "0.3"),
+        ("0.5**20", "0.00000095367431640625"),
+        # A division that never ends prints as the nearest float.
+        ("1/3", "0.3333333333333333"),
+        ("-2/3", "-0.6666666666666666"),
+        # Irrational steps are floating point, and so is what is computed from them.
+        ("0.1 + sqrt(4)", "2.1"),
+        ("pi - 3.1", "0.04159265358979303"),
+        ("4**0.5", "2"),
+        # Too long to keep exact: computed as a float.
+        ("1e-5000 + 1", "1"),
+        ("0.5**(4 * 10**5)", "0"),
+    ],
+)
+def test_decimals_are_exact(expression, result):
+    assert calculate(expression) == result
+
+
+def test_exact_decimals_print_in_full_up_to_the_bound():
+    # 0.5**4000 is 5**4000 / 10**4000: 4000 decimal places, the last one a 5.
+    assert calculate("0.5**4000") == "0." + str(5**4000).zfill(4000)
+    assert calculate("1.0000001**5000").startswith("1.0005001")
 
 
 def test_the_bounds_leave_room_for_large_exact_results():
@@ -213,6 +256,9 @@ def test_calculator_is_named_and_described_for_matching():
     assert calculator.name == "calculator"
     for keyword in ("arithmetic", "math", "计算"):
         assert keyword in calculator.description
+    # What the description promises holds.
+    assert "exact (0.1+0.2 gives 0.3)" in calculator.description
+    assert calculate("0.1+0.2") == "0.3"
 
 
 def test_calculator_async():

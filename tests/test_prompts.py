@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from chainkit.prompts import (
     MessagesPlaceholder,
     PromptError,
     PromptTemplate,
+    TemplateFormat,
 )
 from chainkit.schema import Message
 
@@ -52,9 +54,37 @@ def test_input_variables_are_inferred_in_first_appearance_order_without_repeats(
     assert prompt.input_variables == ["b", "a", "c"]
 
 
-def test_explicit_input_variables_are_kept() -> None:
-    prompt = PromptTemplate("{a}", input_variables=["a", "extra"])
-    assert prompt.input_variables == ["a", "extra"]
+def test_explicit_input_variables_are_kept_in_their_order() -> None:
+    prompt = PromptTemplate("{a} {b} {c}", input_variables=["c", "a", "b", "a"])
+    assert prompt.input_variables == ["c", "a", "b"]
+    partly = PromptTemplate("{a} {b}", input_variables=["b", "a"], partial_variables={"a": 1})
+    assert partly.input_variables == ["b"]
+    assert partly.format(b=2) == "1 2"
+
+
+@pytest.mark.parametrize(
+    ("template", "declared", "template_format", "message", "variable"),
+    [
+        (
+            "Hello {name}",
+            ["nme"],
+            "f-string",
+            "the template uses ['name'], which input_variables leaves out; "
+            "input_variables names ['nme'], which the template does not use",
+            "name",
+        ),
+        ("Hello {name}", [], "f-string", "the template uses ['name']", "name"),
+        ("{a}", ["a", "extra"], "f-string", "input_variables names ['extra'], which", "extra"),
+        ("{{ a }}{{ b }}", ["a"], "jinja2", "the template uses ['b']", "b"),
+    ],
+)
+def test_explicit_input_variables_must_match_the_template(
+    template: str, declared: list[str], template_format: TemplateFormat, message: str, variable: str
+) -> None:
+    with pytest.raises(PromptError, match=re.escape(message)) as caught:
+        PromptTemplate(template, input_variables=declared, template_format=template_format)
+    assert str(caught.value).startswith("input_variables do not match the template: ")
+    assert caught.value.variable == variable
 
 
 def test_inferred_input_variables_exclude_partials() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ from chainkit.schema.agentic import (
     UserInputText,
 )
 from chainkit.schema.convert import to_agentic
+from chainkit.tools import Tool, tool
 from tests.test_agentic import conversations
 
 REPO = Path(__file__).resolve().parents[1]
@@ -227,6 +229,43 @@ def test_tools_are_listed_at_the_end_of_the_system_message():
         "<|im_start|>user\nhi\n<|im_end|>\n<|im_start|>assistant\n"
     )
     assert render_chat([Message.user("hi")], []) == render_chat([Message.user("hi")])
+
+
+def test_tools_may_be_chainkit_tools():
+    @tool
+    def get_weather(city: str) -> str:
+        """查询城市天气"""
+        return "晴"
+
+    class Lookup(Tool):
+        name = "lookup"
+        description = "looks a word up"
+
+    conversation = [Message.user("hi")]
+    prompt = render_chat(conversation, [get_weather, Lookup()])
+    assert prompt == render_chat(conversation, [get_weather.info(), Lookup().info().to_dict()])
+    assert (
+        '{"type":"function","function":{"name":"get_weather","description":"查询城市天气",'
+        '"parameters":{"type":"object","properties":{"city":{"type":"string"}},'
+        '"required":["city"],"additionalProperties":false}}}'
+    ) in prompt
+    jinja = "{% for tool in tools %}{{ tool.function.name }};{% endfor %}"
+    assert render_chat(conversation, [get_weather, Lookup()], jinja) == "get_weather;lookup;"
+
+
+class _Informal:
+    def info(self) -> dict[str, str]:
+        return {"name": "x"}
+
+
+@pytest.mark.parametrize(
+    ("tool_like", "named"),
+    [("get_weather", "got str$"), (42, "got int$"), (_Informal(), "got _Informal whose info")],
+)
+def test_other_tools_are_refused_naming_what_is_accepted(tool_like, named):
+    with pytest.raises(TypeError, match="ToolInfo, OpenAI tool dicts or objects whose info") as e:
+        render_chat([Message.user("hi")], [tool_like])
+    assert re.search(named, str(e.value))
 
 
 def test_text_parts_render_as_text_and_other_parts_are_refused():

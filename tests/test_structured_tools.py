@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, NotRequired, Optional, Required, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, Optional, Required, TypedDict, Union
 
 import pytest
 
@@ -71,6 +72,20 @@ Point = TypedDict("Point", {"x": int, "y": NotRequired[int]})  # noqa: UP013
 @dataclass
 class Node:
     children: list[Node]
+
+
+ITEM_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "price": {"type": "number"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "quantity": {"type": "integer", "default": 1},
+    },
+    "required": ["name", "price"],
+    "additionalProperties": False,
+    "description": "A line of an order.",
+}
 
 
 def schema_of(func):
@@ -154,22 +169,10 @@ def test_schema_of_nested_dataclasses():
     def f(order: Order):
         return ""
 
-    item = {
-        "type": "object",
-        "properties": {
-            "name": {"type": "string"},
-            "price": {"type": "number"},
-            "tags": {"type": "array", "items": {"type": "string"}},
-            "quantity": {"type": "integer", "default": 1},
-        },
-        "required": ["name", "price"],
-        "additionalProperties": False,
-        "description": "A line of an order.",
-    }
     assert schema_of(f)["properties"]["order"] == {
         "type": "object",
         "properties": {
-            "items": {"type": "array", "items": item},
+            "items": {"type": "array", "items": ITEM_SCHEMA},
             "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
         },
         "required": ["items"],
@@ -205,6 +208,135 @@ def test_typeddict_functional_form():
     assert structured.call('{"point": {"x": "1"}}') == '{"x": 1}'
 
 
+def test_string_forward_references_inside_generics_resolve():
+    def f(
+        counts: Optional[list["int"]],  # noqa: UP037, UP045 - the nested string is the point
+        items: dict[str, "Item"] | None = None,  # noqa: UP037
+        note: Annotated["str", "a note"] = "",  # noqa: UP037
+    ):
+        return repr((counts, items, note))
+
+    structured = StructuredTool(f, description="d")
+    assert structured.parameters["properties"] == {
+        "counts": {"anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}]},
+        "items": {
+            "anyOf": [{"type": "object", "additionalProperties": ITEM_SCHEMA}, {"type": "null"}],
+            "default": None,
+        },
+        "note": {"type": "string", "description": "a note", "default": ""},
+    }
+    assert structured.call('{"counts": ["1", 2], "items": {"a": {"name": "x", "price": 1}}}') == (
+        "([1, 2], {'a': Item(name='x', price=1.0, tags=[], quantity=1)}, '')"
+    )
+
+
+def test_a_forward_reference_to_an_undefined_name_fails_when_the_tool_is_made():
+    def f(value: list["Missing"]):  # type: ignore[name-defined]  # noqa: F821, UP037
+        return ""
+
+    with pytest.raises(TypeError, match=r"tool f: .*Missing"):
+        StructuredTool(f, description="d")
+
+
+def test_hints_are_read_from_classes_callable_objects_and_partials():
+    class Scale:
+        def __call__(self, factor: float, values: list["int"]) -> list[float]:  # noqa: UP037
+            return [factor * value for value in values]
+
+    def times(base: int, by: int) -> int:
+        return base * by
+
+    item = StructuredTool(Item, description="d")
+    scale = StructuredTool(Scale(), name="scale", description="d")
+    double = StructuredTool(functools.partial(times, 2), name="double", description="d")
+    assert item.parameters["properties"]["price"] == {"type": "number"}
+    assert scale.call('{"factor": 2, "values": ["3"]}') == "[6.0]"
+    assert double.call('{"by": "10"}') == "20"
+
+
+def test_schema_of_unions():
+    def f(
+        key: int | str,
+        spot: Union[Item, list[float]],  # noqa: UP007 - both spellings on purpose
+        tag: Annotated[Literal["a", "b"] | bool | None, "a tag"] = None,
+    ):
+        return ""
+
+    assert schema_of(f)["properties"] == {
+        "key": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        "spot": {
+            "anyOf": [
+                ITEM_SCHEMA,
+                {"type": "array", "items": {"type": "number"}},
+            ]
+        },
+        # None joins the members rather than wrapping them in a second anyOf.
+        "tag": {
+            "anyOf": [
+                {"type": "string", "enum": ["a", "b"]},
+                {"type": "boolean"},
+                {"type": "null"},
+            ],
+            "description": "a tag",
+            "default": None,
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("annotation", "value", "received"),
+    [
+        # A value of a member's own JSON type keeps it, whatever the members' order.
+        ("int | str", '"3"', "'3'"),
+        ("int | str", "3", "3"),
+        ("str | int", "3", "3"),
+        ("str | int", '"3"', "'3'"),
+        ("bool | str", '"true"', "'true'"),
+        ("float | int", "3", "3"),
+        ("int | float", "2.5", "2.5"),
+        ("int | float", "3.0", "3.0"),
+        # Else the first member that accepts it after coercion, in the declared order.
+        ("int | list[int]", '"3"', "3"),
+        ("float | bool", '"true"', "True"),
+        ("list[int] | float", '"[1, 2]"', "[1, 2]"),
+        ("Color | int", '"RED"', "<Color.RED: 'red'>"),
+        (
+            "Item | list[int]",
+            '{"name": "n", "price": 1}',
+            "Item(name='n', price=1.0, tags=[], quantity=1)",
+        ),
+        ("Item | Order", '{"items": []}', "Order(items=[], note=None)"),
+        ("int | str | None", "null", "None"),
+    ],
+)
+def test_unions_keep_what_a_value_means(annotation, value, received):
+    namespace: dict[str, Any] = {"Item": Item, "Order": Order, "Color": Color}
+    exec(f"def f(value: {annotation}): return repr(value)", namespace)
+    assert StructuredTool(namespace["f"], description="d").call(f'{{"value": {value}}}') == (
+        received
+    )
+
+
+def test_union_errors_name_what_was_expected():
+    def f(key: int | bool = 0, numbers: list[int] | str = ""):
+        return ""
+
+    echo = echo_tool(f)
+    assert error_of(echo, '{"key": "x"}').endswith('key: expected integer or boolean, got "x"')
+    # The member of the value's own JSON type says what is wrong inside it.
+    assert error_of(echo, '{"numbers": [1, "a"]}').endswith('numbers[1]: expected integer, got "a"')
+
+
+def test_a_union_with_a_string_takes_plain_text():
+    @tool
+    def lookup(key: int | str) -> str:
+        """Looks up."""
+        return repr(key)
+
+    assert lookup.call("贵州茅台") == "'贵州茅台'"
+    assert lookup.call('{"key": 600519}') == "600519"
+
+
 def test_annotated_description_beats_the_docstring():
     def f(city: Annotated[str, "城市名称"], days: Annotated[int, "how many days"] = 1):
         """Weather forecast.
@@ -224,7 +356,7 @@ def test_annotated_description_beats_the_docstring():
     ("annotation", "reason"),
     [
         ("set[int]", "unsupported type set[int]"),
-        ("int | str", "only Optional[T] unions"),
+        ("int | set[int]", "unsupported type set[int]"),
         ("dict[int, str]", "JSON object keys are strings"),
         ("Node", "recursive types"),
     ],
@@ -799,6 +931,24 @@ def test_bare_decorator():
     )
     assert decorated.func is add
     assert decorated.call('{"a": 2, "b": "3"}') == "5"
+
+
+def test_a_tool_stays_callable_like_its_function():
+    @tool
+    def add(a: int, b: int = 10) -> int:
+        """Adds two numbers."""
+        return a + b
+
+    @tool(name="scale")
+    async def scale(x: float, /, factor: float) -> float:
+        """Scales."""
+        return x * factor
+
+    # Called directly the function runs as written: no schema, no coercion.
+    assert add(1, 2) == 3
+    assert add(1) == 11
+    assert add("a", b="b") == "ab"
+    assert asyncio.run(scale(2.0, factor=3.0)) == 6.0
 
 
 def test_decorator_with_options():

@@ -9,7 +9,8 @@ template sees:
   `reasoning_content` when a message has some and, on tool messages without a `name`, the tool's
   name as `name`; as in HF and vLLM, a tool call's `arguments` is a dict when it holds a JSON
   object (templates `tojson` it), and the model's text otherwise;
-- `tools`: OpenAI tool dicts, or None;
+- `tools`: OpenAI tool dicts, or None (render_chat takes ToolInfo, OpenAI tool dicts or
+  chainkit Tools, and gives the template the dicts);
 - `add_generation_prompt`, and any extra keyword given to render_chat (`bos_token`,
   `enable_thinking`, ...);
 - HuggingFace's helpers: the `tojson` filter (non-ASCII kept; HF's keyword arguments
@@ -28,7 +29,7 @@ import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from chainkit.prompts.errors import PromptError
 from chainkit.schema import Message, ToolInfo
@@ -37,6 +38,16 @@ from chainkit.schema.convert import from_agentic
 
 if TYPE_CHECKING:
     import jinja2
+
+
+class DescribesTool(Protocol):
+    """Anything that describes itself as a tool for a model, such as a chainkit Tool."""
+
+    def info(self) -> ToolInfo: ...
+
+
+ToolLike = ToolInfo | Mapping[str, Any] | DescribesTool
+"""A tool as render_chat takes it: a ToolInfo, an OpenAI tool dict or a chainkit Tool."""
 
 ChatRenderer = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None, bool], str]
 """A built-in template: (messages, tools, add_generation_prompt) -> prompt, over the same
@@ -100,7 +111,7 @@ CHAT_TEMPLATES: Mapping[str, ChatRenderer] = MappingProxyType({"chatml": _chatml
 
 def render_chat(
     messages: Sequence[Message | AgenticMessage],
-    tools: Sequence[ToolInfo | Mapping[str, Any]] | None = None,
+    tools: Sequence[ToolLike] | None = None,
     template: str = "chatml",
     *,
     add_generation_prompt: bool = True,
@@ -159,8 +170,20 @@ def _wire(message: Message) -> dict[str, Any]:
     return data
 
 
-def _tool_dict(tool: ToolInfo | Mapping[str, Any]) -> dict[str, Any]:
-    return tool.to_dict() if isinstance(tool, ToolInfo) else dict(tool)
+def _tool_dict(tool: object) -> dict[str, Any]:
+    if isinstance(tool, ToolInfo):
+        return tool.to_dict()
+    if isinstance(tool, Mapping):
+        return dict(tool)
+    info = getattr(tool, "info", None)
+    described = info() if callable(info) else None
+    if isinstance(described, ToolInfo):
+        return described.to_dict()
+    returned = f" whose info() returned {type(described).__name__}" if callable(info) else ""
+    raise TypeError(
+        "render_chat tools must be ToolInfo, OpenAI tool dicts or objects whose info() "
+        f"returns a ToolInfo (such as chainkit Tools); got {type(tool).__name__}{returned}"
+    )
 
 
 def _with_argument_objects(message: dict[str, Any]) -> dict[str, Any]:

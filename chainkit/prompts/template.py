@@ -21,7 +21,9 @@ class PromptTemplate:
     f-string templates take plain `{name}` fields only (`{{`/`}}` are literal braces); jinja2
     templates render in a sandbox. The template is compiled once; if `template` or
     `template_format` is reassigned, the next format compiles and validates it again.
-    Values not used by the template are ignored.
+    Values not used by the template are ignored. Explicit `input_variables` must name exactly
+    the variables the template uses that no partial fills (PromptError otherwise); left out,
+    they are read from the template.
     """
 
     __slots__ = (
@@ -44,11 +46,16 @@ class PromptTemplate:
         self.template = template
         self.template_format = template_format
         self.partial_variables: dict[str, Any] = dict(partial_variables or {})
-        compiled = self._compile()
-        names = compiled.variables if input_variables is None else input_variables
-        self.input_variables: list[str] = [
-            name for name in names if name not in self.partial_variables
-        ]
+        used = [name for name in self._compile().variables if name not in self.partial_variables]
+        if input_variables is not None:
+            declared = [
+                name
+                for name in dict.fromkeys(input_variables)
+                if name not in self.partial_variables
+            ]
+            _check_declared(declared, used)
+            used = declared  # the caller's order
+        self.input_variables: list[str] = used
 
     @classmethod
     def from_template(
@@ -117,3 +124,21 @@ class PromptTemplate:
         self._compiled_source = source
         self._compiled_format = template_format
         return compiled
+
+
+def _check_declared(declared: list[str], used: list[str]) -> None:
+    """PromptError naming the differences when `declared` input variables are not the `used`
+    ones: a template that would fail, or wait for a value it never reads, at format time."""
+    missing = [name for name in used if name not in declared]
+    extra = [name for name in declared if name not in used]
+    if not (missing or extra):
+        return
+    problems = []
+    if missing:
+        problems.append(f"the template uses {missing}, which input_variables leaves out")
+    if extra:
+        problems.append(f"input_variables names {extra}, which the template does not use")
+    raise PromptError(
+        f"input_variables do not match the template: {'; '.join(problems)}",
+        variable=(missing or extra)[0],
+    )

@@ -4,10 +4,11 @@
 (for a tool-calling model) and checks and coerces the JSON value a model sent back. Keeping both
 in one object means the schema a model sees and the rules applied to its answer cannot drift.
 
-Supported: str, int, float, bool, list[T], dict[str, T], Optional[T] / T | None, Literal[...],
-Enum subclasses, dataclasses, TypedDict (total or not, Required / NotRequired), Annotated[T,
-"description"] and Any. Anything else raises TypeError when the spec is built, so a bad tool
-fails at definition time, not when a model calls it.
+Supported: str, int, float, bool, list[T], dict[str, T], Optional[T] / T | None, unions of
+supported types (A | B, as `anyOf`), Literal[...], Enum subclasses, dataclasses, TypedDict (total
+or not, Required / NotRequired), Annotated[T, "description"] and Any. Anything else raises
+TypeError when the spec is built, so a bad tool fails at definition time, not when a model
+calls it.
 """
 
 from __future__ import annotations
@@ -234,10 +235,87 @@ class _NullableSpec(Spec):
         self.inner = inner
 
     def _schema(self) -> dict[str, Any]:
-        return {"anyOf": [self.inner.schema(), {"type": "null"}]}
+        inner = self.inner.schema()
+        # A | B | None lists null beside A and B rather than nesting one anyOf in another.
+        options = inner["anyOf"] if list(inner) == ["anyOf"] else [inner]
+        return {"anyOf": [*options, {"type": "null"}]}
 
     def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
         return None if value is None else self.inner.coerce(value, path, problems)
+
+
+# bool before int: True is an int to Python but a boolean to JSON.
+_JSON_TYPE_NAMES: Final = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "object"),
+)
+
+
+def _json_type_of(value: object) -> str | None:
+    """The JSON schema type name of a decoded JSON value."""
+    for python_type, name in _JSON_TYPE_NAMES:
+        if isinstance(value, python_type):
+            return name
+    return None
+
+
+class _UnionSpec(Spec):
+    """A value of any one of `members`, tried in an order that never changes what it means.
+
+    Members whose JSON type is the value's own come first, then numeric near-misses (an integer
+    for a number, 3.0 for an integer) and members with no single type (Any, mixed literals),
+    and only then members that would coerce it. So for `int | str` the string "3" stays "3"
+    and 3 stays 3, while for `int | list[int]` the string "3" still becomes 3. Ties keep the
+    declared order.
+    """
+
+    def __init__(self, members: list[Spec]) -> None:
+        self.members = members
+        self.types = [member.schema().get("type") for member in members]
+        self.accepts_text = any(member.accepts_text for member in members)
+
+    def _schema(self) -> dict[str, Any]:
+        return {"anyOf": [member.schema() for member in self.members]}
+
+    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+        own_type = _json_type_of(value)
+        near: str | None
+        if own_type == "number" and isinstance(value, float) and value.is_integer():
+            near = "integer"
+        else:
+            near = "number" if own_type == "integer" else None
+
+        def rank(index: int) -> int:
+            member_type = self.types[index]
+            if member_type == own_type:
+                return 0
+            return 1 if member_type is None or member_type == near else 2
+
+        closest: list[Problem] | None = None
+        for index in sorted(range(len(self.members)), key=rank):
+            attempt: list[Problem] = []
+            result = self.members[index].coerce(value, path, attempt)
+            if result is not INVALID:
+                return result
+            if closest is None and rank(index) == 0:
+                closest = attempt
+        if closest:
+            # The member of the value's own JSON type says best what is wrong inside it.
+            problems.extend(closest)
+            return INVALID
+        expected = " or ".join(_expectation(member.schema()) for member in self.members)
+        return self._reject(value, path, problems, expected)
+
+
+def _expectation(schema: dict[str, Any]) -> str:
+    """How an error message names what a union member takes."""
+    if "enum" in schema:
+        return f"one of {_choices_text(schema['enum'])}"
+    return str(schema.get("type", "a value"))
 
 
 def _json_type(values: Sequence[object]) -> str | None:
@@ -402,7 +480,8 @@ def _strip_annotated(annotation: object) -> tuple[object, str | None]:
     return annotation, None
 
 
-def _resolved_hints(owner: object) -> dict[str, Any]:
+def resolved_hints(owner: object) -> dict[str, Any]:
+    """`owner`'s type hints, Annotated kept; TypeError when a name in them is undefined."""
     try:
         return typing.get_type_hints(owner, include_extras=True)
     except NameError as error:
@@ -418,7 +497,7 @@ def _own_docstring(cls: type) -> str | None:
 
 
 def _dataclass_spec(cls: type, seen: frozenset[type]) -> ObjectSpec:
-    hints = _resolved_hints(cls)
+    hints = resolved_hints(cls)
     fields = []
     for field in dataclasses.fields(cls):
         if not field.init:
@@ -443,7 +522,7 @@ def _typeddict_spec(cls: type, seen: frozenset[type]) -> ObjectSpec:
     # misses Required/NotRequired when it fills __required_keys__.
     required_keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
     fields = []
-    for name, hint in _resolved_hints(cls).items():
+    for name, hint in resolved_hints(cls).items():
         required = name in required_keys
         origin = typing.get_origin(hint)
         if origin is Required or origin is NotRequired:
@@ -488,10 +567,9 @@ def _compile_bare(annotation: object, seen: frozenset[type]) -> Spec:
             raise TypeError(f"unsupported type {annotation!r}: JSON object keys are strings")
         return _MapSpec(_compile(args[1], seen) if args else None)
     if origin is typing.Union or origin is types.UnionType:
-        others = [arg for arg in args if arg is not type(None)]
-        if len(others) != 1 or len(others) == len(args):
-            raise TypeError(f"unsupported type {annotation!r}: only Optional[T] unions")
-        return _NullableSpec(_compile(others[0], seen))
+        others = [_compile(arg, seen) for arg in args if arg is not type(None)]
+        spec = others[0] if len(others) == 1 else _UnionSpec(others)
+        return spec if len(others) == len(args) else _NullableSpec(spec)
     if origin is Literal:
         if not _are_json_scalars(args):
             raise TypeError(f"unsupported type {annotation!r}: Literal of non-JSON values")

@@ -9,9 +9,14 @@ full-width digits and operators (the text is NFKC-normalised), superscript power
 a trailing `=` or `?`. Thousands separators are not: `1,000` is rejected with a hint, since a
 comma also separates function arguments (`max(1,000)`).
 
-Results: integers are exact; a float with an integral value below 2**53 prints as an integer
-(`6/2` gives `3`, `7/2` gives `3.5`); other floats print in Python's shortest round-trip form
-(`0.1+0.2` gives `0.30000000000000004`).
+Results: integers and decimals are exact. A decimal literal is the fraction it writes (0.1 is
+1/10, not the nearest float), and + - * / // % and integer powers keep fractions exact, so
+`0.1+0.2` gives `0.3` and `1/3*3` gives `1`. An exact result prints in full when its decimals
+end within 4000 places (`7/2` gives `3.5`); one that never ends (`1/3`) prints as the nearest
+float. sqrt, exp, log, pi, e and fractional powers are floating point, and so is anything
+computed from them: a float with an integral value below 2**53 prints as an integer
+(`sqrt(16)` gives `4`), others in Python's shortest round-trip form. A fraction whose numerator
+or denominator would pass 4000 digits (`1.0000001**5000`) is computed as a float instead.
 
 Every cost is bounded before it is paid: the expression is at most 1000 characters and nested
 (parentheses, signs, function calls) at most 100 levels deep, and a power whose integer result
@@ -23,12 +28,14 @@ and division by zero, is a ToolError.
 from __future__ import annotations
 
 import ast
+import decimal
 import itertools
 import math
 import string
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 from chainkit.tools.base import Tool, ToolError
 
@@ -54,17 +61,17 @@ _SPELLINGS = str.maketrans(
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾", "0123456789+-()")
 _SUBSCRIPTS = frozenset("₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎")
 
-Number = int | float
+Number = int | Fraction | float
 
 
 @dataclass(slots=True, frozen=True)
 class _Function:
-    apply: Callable[..., Number]
+    apply: Callable[..., object]  # checked by _checked like any other result
     min_args: int
     max_args: int
 
 
-def _round(value: Number, digits: Number | None = None) -> Number:
+def _round(value: Number, digits: Number | None = None) -> object:
     if digits is None:
         return round(value)
     if not isinstance(digits, int) or abs(digits) > _MAX_ROUND_DIGITS:
@@ -92,9 +99,10 @@ class Calculator(Tool):
 
     name = "calculator"
     description = (
-        "Evaluates an arithmetic expression and returns the exact result (计算 数学 算术 "
-        "math arithmetic calculate). Input: one expression such as 12*(3+4), 2**10 or "
-        "sqrt(2)/3; supports + - * / // % ** ( ), pi, e, abs, round, min, max, sqrt, floor, "
+        "Evaluates an arithmetic expression (计算 数学 算术 math arithmetic calculate). "
+        "Integers and decimals are exact (0.1+0.2 gives 0.3); sqrt, exp, log, pi, e and "
+        "fractional powers are floating point. Input: one expression such as 12*(3+4), 2**10 "
+        "or sqrt(2)/3; supports + - * / // % ** ( ), pi, e, abs, round, min, max, sqrt, floor, "
         "ceil, exp, log."
     )
 
@@ -159,13 +167,44 @@ def _quote(expression: str) -> str:
 
 
 def _format(value: Number) -> str:
+    if isinstance(value, Fraction):
+        exact = _decimal_text(value)
+        if exact is not None:
+            return exact
+        try:
+            value = float(value)
+        except OverflowError:
+            raise ToolError("the result is too large") from None
     if isinstance(value, float) and value.is_integer() and abs(value) < _EXACT_FLOAT_INTS:
         return str(int(value))
     return repr(value)
 
 
+def _decimal_text(value: Fraction) -> str | None:
+    """`value` written out in full, if its decimals end within MAX_DIGITS places."""
+    scaled, remainder = divmod(abs(value.numerator) * _INT_LIMIT, value.denominator)
+    if remainder:
+        return None
+    whole, decimals = divmod(scaled, _INT_LIMIT)
+    sign = "-" if value < 0 else ""
+    # Not an integer (see _checked), so some decimal is non-zero and the point stays.
+    return f"{sign}{whole}.{decimals:0{MAX_DIGITS}d}".rstrip("0")
+
+
+def _exact(value: Number) -> bool:
+    return isinstance(value, int | Fraction)
+
+
 def _checked(value: object) -> Number:
-    """`value` if it is a real number of bounded size; ToolError otherwise."""
+    """`value` if it is a real number of bounded size, an integral fraction as an int, and a
+    fraction too long to keep exact as a float; ToolError otherwise."""
+    if isinstance(value, Fraction):
+        if value.denominator == 1:
+            value = value.numerator
+        elif abs(value.numerator) < _INT_LIMIT and value.denominator < _INT_LIMIT:
+            return value
+        else:
+            value = float(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ToolError("the result is not a real number")
     if isinstance(value, int):
@@ -180,17 +219,36 @@ def _checked(value: object) -> Number:
 
 
 def _power(base: Number, exponent: Number) -> object:
-    # An integer power has about exponent * log10(|base|) digits: refuse before computing it.
-    # A base of 2 or more gives over 0.3 digits per unit of exponent, so a larger exponent
-    # than 4 * MAX_DIGITS is refused without multiplying (it may not even fit a float).
-    if (
-        isinstance(base, int)
-        and isinstance(exponent, int)
-        and abs(base) > 1
-        and (exponent > 4 * MAX_DIGITS or exponent * math.log10(abs(base)) > MAX_DIGITS)
-    ):
-        raise ToolError(f"the result is too large (over {MAX_DIGITS} digits)")
-    return base**exponent
+    if not (_exact(base) and isinstance(exponent, int)):
+        return base**exponent
+    exact_base = Fraction(base)
+    # The exact power's numerator or denominator has about |exponent| * log10(size) digits:
+    # check before computing it. A size of 2 or more gives over 0.3 digits per unit of
+    # exponent, so a larger exponent than 4 * MAX_DIGITS fails without multiplying (it may not
+    # even fit a float).
+    size = max(abs(exact_base.numerator), exact_base.denominator)
+    steps = abs(exponent)
+    if size > 1 and (steps > 4 * MAX_DIGITS or steps * math.log10(size) > MAX_DIGITS):
+        if isinstance(base, int) and exponent > 0:
+            raise ToolError(f"the result is too large (over {MAX_DIGITS} digits)")
+        return float(base) ** exponent
+    return exact_base**exponent
+
+
+def _divide(dividend: Number, divisor: Number) -> Number:
+    if _exact(dividend) and _exact(divisor):
+        return Fraction(dividend) / divisor
+    return dividend / divisor
+
+
+def _exact_literal(text: str, value: float) -> Number:
+    """The number a decimal literal such as `0.1` or `2.5e-3` writes, as an exact fraction;
+    its float `value` when its exponent is too far out to keep it exact."""
+    literal = decimal.Decimal(text)
+    exponent = literal.as_tuple().exponent
+    if not isinstance(exponent, int) or abs(exponent) > MAX_DIGITS:
+        return value
+    return Fraction(literal)
 
 
 # The left-associative operators; ** (right-associative) is walked separately.
@@ -198,7 +256,7 @@ _BINARY: dict[type[ast.operator], Callable[[Number, Number], object]] = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
     ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b,
+    ast.Div: _divide,
     ast.FloorDiv: lambda a, b: a // b,
     ast.Mod: lambda a, b: a % b,
 }
@@ -234,8 +292,11 @@ class _Evaluator:
         match node:
             case ast.Constant(value=bool()):
                 raise ToolError(f"{self._text(node)} is not a number")
-            case ast.Constant(value=int() | float() as value):
+            case ast.Constant(value=int() as value):
                 return value
+            case ast.Constant(value=float() as value):
+                text = ast.get_source_segment(self.source, node)
+                return value if text is None else _exact_literal(text, value)
             case ast.Name(id=name) if name in _CONSTANTS:
                 return _CONSTANTS[name]
             case ast.Name(id=name):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import inspect
 import json
 from collections.abc import Callable, Coroutine, Mapping
@@ -24,6 +25,7 @@ from chainkit.tools._jsonschema import (
     Problem,
     compile_type,
     json_default,
+    resolved_hints,
 )
 from chainkit.tools.base import Tool, ToolError
 
@@ -48,7 +50,8 @@ class StructuredTool(Tool):
     one parameter of another type takes that value alone (`5` for `def square(x: int)`).
     Blank input means no arguments, and a function without parameters ignores text input.
     A native tool call's arguments get no such leniency: see `input_from_arguments`.
-    Async functions are awaited natively by `acall`.
+    Async functions are awaited natively by `acall`. Called directly, the tool is the
+    function: `add(1, 2)` runs `add` as written, with no validation.
     """
 
     def __init__(
@@ -71,13 +74,20 @@ class StructuredTool(Tool):
                 "the function a docstring"
             )
         self.return_direct = return_direct
-        self._signature = _signature(func, self.name)
-        self._spec = _arguments_spec(self._signature, parameter_docs, self.name)
+        self._signature = inspect.signature(func)
+        self._spec = _arguments_spec(
+            self._signature, _type_hints(func, self.name), parameter_docs, self.name
+        )
         self._schema = self._spec.schema()
         self._is_async = inspect.iscoroutinefunction(func)
         fields = list(self._spec.fields.values())
         self._takes_nothing = not fields
         self._single_field = fields[0] if len(fields) == 1 else None
+
+    # Typed loosely on purpose: a ParamSpec-generic tool would keep the signature, but mypy
+    # would then infer list[object] for a list of tools with different signatures.
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -252,23 +262,33 @@ def _rest_params(lines: list[str]) -> dict[str, str]:
     return found
 
 
-def _signature(func: Callable[..., Any], name: str) -> inspect.Signature:
+def _type_hints(func: Callable[..., Any], name: str) -> dict[str, Any]:
+    """The function's type hints with every forward reference resolved, nested ones included
+    (`Optional[list["Item"]]`), which `inspect.signature(eval_str=True)` leaves as strings."""
+    target: object = func
+    while isinstance(target, functools.partial):
+        target = target.func
+    if inspect.isclass(target):
+        target = target.__init__
+    elif not inspect.isroutine(target):
+        target = type(target).__call__  # a callable object: its method holds the hints
     try:
-        return inspect.signature(func, eval_str=True)
-    except NameError as error:
-        raise TypeError(f"tool {name}: cannot resolve the function's type hints: {error}") from None
+        return resolved_hints(target)
+    except TypeError as error:
+        raise TypeError(f"tool {name}: {error}") from None
 
 
 def _arguments_spec(
-    signature: inspect.Signature, parameter_docs: Mapping[str, str], name: str
+    signature: inspect.Signature,
+    hints: Mapping[str, Any],
+    parameter_docs: Mapping[str, str],
+    name: str,
 ) -> ObjectSpec:
     fields = []
     for parameter in signature.parameters.values():
         if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             raise TypeError(f"tool {name}: *args and **kwargs cannot be described to a model")
-        annotation = (
-            Any if parameter.annotation is inspect.Parameter.empty else parameter.annotation
-        )
+        annotation = hints.get(parameter.name, Any)
         try:
             spec = compile_type(annotation)
         except TypeError as error:
