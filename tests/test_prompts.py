@@ -633,3 +633,11 @@ def test_package_exports_the_public_names() -> None:
         "PromptError",
         "PromptTemplate",
     }
+
+
+def test_a_variable_may_be_named_self() -> None:
+    assert PromptTemplate.from_template("{self} and {other}").format(self="a", other="b") == (
+        "a and b"
+    )
+    chat = ChatPromptTemplate([("user", "{self}")])
+    assert chat.format_messages(self="x")[0].content == "x"

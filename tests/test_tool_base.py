@@ -52,3 +52,12 @@ def test_deeply_nested_arguments_become_an_observation_not_a_crash():
     assert outputs["intermediate_steps"][0].observation == (
         "Invalid arguments for tool echo: not valid JSON: nested too deeply"
     )
+
+
+def test_parameters_are_a_fresh_copy_per_call() -> None:
+    class A(Tool):
+        name = "a"
+
+    first = A().parameters
+    first["properties"]["input"]["description"] = "changed"
+    assert A().parameters["properties"]["input"]["description"] != "changed"

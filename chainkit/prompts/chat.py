@@ -68,7 +68,7 @@ class ChatPromptTemplate:
         """The same as the constructor; named like LangChain's for familiarity."""
         return cls(messages, template_format=template_format)
 
-    def format_messages(self, **values: Any) -> list[Message]:
+    def format_messages(self, /, **values: Any) -> list[Message]:
         """Every entry in order: templates formatted, placeholders expanded, fixed messages
         as they are. Raises PromptError naming a missing or wrongly typed variable."""
         merged = with_partials(self.partial_variables, values)
@@ -82,11 +82,11 @@ class ChatPromptTemplate:
                 messages.append(entry)
         return messages
 
-    def format(self, **values: Any) -> str:
+    def format(self, /, **values: Any) -> str:
         """The messages as readable text, one `role: content` line each."""
         return "\n".join(f"{m.role}: {m.content}" for m in self.format_messages(**values))
 
-    def partial(self, **values: Any) -> ChatPromptTemplate:
+    def partial(self, /, **values: Any) -> ChatPromptTemplate:
         """A copy with `values` fixed; a callable value is called on every format."""
         return with_values_fixed(self, values)
 

@@ -68,7 +68,7 @@ class PromptTemplate:
         """A template whose input variables are read from the template text."""
         return cls(template, template_format=template_format, partial_variables=partial_variables)
 
-    def format(self, **values: Any) -> str:
+    def format(self, /, **values: Any) -> str:
         """The template filled with `values` over the partial values.
 
         Raises PromptError naming a variable with no value, or the field of a template that
@@ -76,11 +76,11 @@ class PromptTemplate:
         """
         return self._current().render(with_partials(self.partial_variables, values))
 
-    def format_messages(self, **values: Any) -> list[Message]:
+    def format_messages(self, /, **values: Any) -> list[Message]:
         """The formatted text as one user message."""
         return [Message.user(self.format(**values))]
 
-    def partial(self, **values: Any) -> PromptTemplate:
+    def partial(self, /, **values: Any) -> PromptTemplate:
         """A copy with `values` fixed; a callable value is called on every format."""
         return with_values_fixed(self, values)
 

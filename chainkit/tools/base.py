@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from chainkit.schema import ToolInfo
@@ -46,7 +47,7 @@ class Tool:
     @property
     def parameters(self) -> dict[str, Any]:
         """JSON schema of the arguments a tool-calling model sends: one string, `input`."""
-        return _STRING_INPUT
+        return copy.deepcopy(_STRING_INPUT)  # a caller may edit it; other tools must not see that
 
     def info(self) -> ToolInfo:
         """How this tool is presented to a model that calls tools natively."""
