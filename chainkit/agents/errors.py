@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from chainkit._text import shorten
 from chainkit.schema import AgentStep
 
 
@@ -13,7 +14,7 @@ class OutputParserError(ValueError):
     """
 
     def __init__(self, observation: str, llm_output: str) -> None:
-        super().__init__(f"{observation}\nModel output: {llm_output[:500]!r}")
+        super().__init__(f"{observation}\nModel output: {shorten(llm_output, 500)!r}")
         self.observation = observation
         self.llm_output = llm_output
 

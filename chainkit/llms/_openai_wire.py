@@ -18,6 +18,7 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chainkit._redact import mask_key, redact
+from chainkit._text import shorten
 from chainkit.llms._retry import retry_after_seconds
 from chainkit.llms.errors import (
     ModelConfigError,
@@ -331,7 +332,7 @@ def _json_object(payload: str | bytes, what: str, mask: Masker) -> dict[str, Any
 def _snippet(payload: str | bytes) -> str:
     head = payload[: _SNIPPET + 1]
     text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
-    return text if len(text) <= _SNIPPET else f"{text[:_SNIPPET]}…"
+    return shorten(text, _SNIPPET)
 
 
 def _reply(message: dict[str, Any], finish_reason: Any, usage: Any) -> Message:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from chainkit._text import shorten
 from chainkit.prompts.errors import PromptError
 
 
@@ -75,7 +76,7 @@ def _compile(source: str) -> tuple[list[str], tuple[tuple[int, str], ...]]:
             if not name.isidentifier():
                 field = "{" + name + "}"
                 raise PromptError(
-                    f"template field {_shorten(field)!r} is not allowed: fields must be plain "
+                    f"template field {shorten(field, 80)!r} is not allowed: fields must be plain "
                     "variable names, without attribute access, indexing, positions, "
                     "conversions or format specs",
                     field=field,
@@ -98,8 +99,3 @@ def _find(source: str, char: str, start: int) -> int:
     """Index of `char` at or after `start`, or len(source) when there is none."""
     index = source.find(char, start)
     return index if index >= 0 else len(source)
-
-
-def _shorten(text: str, limit: int = 80) -> str:
-    """`text` cut to `limit` characters, so an error message stays readable."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."

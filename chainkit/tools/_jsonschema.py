@@ -24,6 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NotRequired, Required
 
+from chainkit._text import shorten
+
 # Python refuses to parse longer digit strings (sys.int_max_str_digits); stop before that.
 _MAX_INT_TEXT = 4000
 _EXCERPT = 40
@@ -53,7 +55,7 @@ def _excerpt(value: object) -> str:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
         text = f"<{type(value).__name__}>"
-    return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…"
+    return shorten(text, _EXCERPT)
 
 
 def _key_path(path: str, key: str) -> str:

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
+from chainkit._text import shorten
 from chainkit.tools.base import Tool, ToolError
 
 MAX_LENGTH = 1000
@@ -163,7 +164,7 @@ def _unwrap(text: str) -> str:
 
 
 def _quote(expression: str) -> str:
-    return repr(expression if len(expression) <= 60 else expression[:59] + "…")
+    return repr(shorten(expression, 60))
 
 
 def _format(value: Number) -> str:
