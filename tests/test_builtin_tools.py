@@ -403,3 +403,9 @@ def test_current_time_is_named_and_described_for_matching():
     assert tool.name == "current_time"
     for keyword in ("时间", "几点", "日期", "time", "date", "now"):
         assert keyword in tool.description
+
+
+@pytest.mark.parametrize("expression", ["0.5**5000", "10**-4000", "2**-5000"])
+def test_results_too_small_for_a_float_are_an_error_not_zero(expression: str) -> None:
+    with pytest.raises(ToolError, match="too small to show"):
+        Calculator().call(expression)

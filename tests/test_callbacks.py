@@ -184,3 +184,37 @@ def test_log_handler_shows_token_counts_masks_nested_secrets_and_sums_up_steps()
     assert "'max_tokens': 5" in first and "local-secret-123" not in first
     assert "ABCDEF" not in second  # redacted before the line was cut
     assert "'intermediate_steps': [3 steps]" in third
+
+
+def test_log_handler_masks_inside_lists_and_survives_odd_option_keys():
+    out = io.StringIO()
+    LogHandler(out).handle_llm_start(
+        [Message.user("q")],
+        {
+            "logit_bias": {50256: -100},
+            "extra_body": {"nested": [{"api_key": "abcd1234secretvalue"}]},
+            "keywords": "kept",
+        },
+    )
+    line = out.getvalue()
+    assert "50256" in line and "'keywords': 'kept'" in line
+    assert "abcd1234secretvalue" not in line
+
+
+def test_raise_error_handler_cannot_replace_an_interrupt(caplog):
+    class Strict(Handler):
+        raise_error = True
+
+        def handle_chain_error(self, chain, error):
+            raise RuntimeError("handler failed")
+
+    CombiningHandler([Strict()]).handle_chain_error("c", KeyboardInterrupt())  # logged only
+    assert "handler failed" in caplog.text
+    with pytest.raises(RuntimeError, match="handler failed"):
+        CombiningHandler([Strict()]).handle_chain_error("c", ValueError())
+
+
+def test_guard_flattens_nested_combinations():
+    a = Recorder()
+    combined = guard(CombiningHandler([CombiningHandler([a])]), a)
+    assert combined is not None and combined.handlers == [a]

@@ -333,3 +333,19 @@ def test_sequence_handler_hears_the_inner_chains():
     assert repr(seq) == (
         "SequentialChain(['LLMChain', 'LLMChain'], input_variables=['x'], output_variables=['t'])"
     )
+
+
+def test_async_batch_of_nothing_is_nothing():
+    assert asyncio.run(chains.abatch(Echo(), [])) == []
+    assert chains.batch(Echo(), []) == []
+
+
+def test_abatch_raises_a_cancellation_it_did_not_cause():
+    class Cancels(Echo):
+        async def acall(self, inputs, **options):
+            if inputs["text"] == "x":
+                raise asyncio.CancelledError
+            return {"out": inputs["text"]}
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(chains.abatch(Cancels(), [{"text": "a"}, {"text": "x"}, {"text": "b"}]))

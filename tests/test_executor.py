@@ -551,3 +551,53 @@ def test_async_failure_of_one_parallel_tool_cancels_the_others():
 
     asyncio.run(main())
     assert finished == []
+
+
+def test_cancelled_async_siblings_have_stopped_when_the_run_fails():
+    stopped: list[str] = []
+
+    class Slow(tools.Tool):
+        name = "slow"
+        description = "slow"
+
+        async def acall(self, input):
+            try:
+                await asyncio.sleep(5)
+            finally:
+                stopped.append(input)
+            return "late"
+
+    class Bad(tools.Tool):
+        name = "bad"
+        description = "bad"
+
+        async def acall(self, input):
+            await asyncio.sleep(0)
+            raise KeyError(input)
+
+    from chainkit.schema import FunctionCall, ToolCall
+
+    calls = [
+        ToolCall("c1", FunctionCall("slow", '{"input": "a"}')),
+        ToolCall("c2", FunctionCall("bad", '{"input": "b"}')),
+    ]
+    executor = Executor(
+        agents.ToolCallingAgent(FakeLLM([Message.assistant("", calls)]), [Slow(), Bad()])
+    )
+
+    async def main():
+        with pytest.raises(KeyError):
+            await chains.arun(executor, "q")
+        assert stopped == ["a"]  # already stopped when the error reached the caller
+
+    asyncio.run(main())
+
+
+def test_models_and_agents_copy_and_pickle():
+    import copy
+    import pickle
+
+    executor, fake = run_agent([final("copied")])
+    clone = copy.deepcopy(executor)
+    assert chains.run(clone, "q") == "copied" and fake.calls == []
+    assert pickle.loads(pickle.dumps(FakeLLM(["x"]))).responses == ["x"]

@@ -43,3 +43,10 @@ def test_jinja2_loaded_only_for_jinja2_templates():
         "PromptTemplate.from_template('{{ x }}', template_format='jinja2').format(x=1)"
     )
     assert "jinja2" in loaded
+
+
+def test_llms_lists_its_lazy_names():
+    loaded = loaded_after(
+        "import chainkit.llms as l\nassert {'OpenAI', 'OfflineModel', 'model'} <= set(dir(l))"
+    )
+    assert "openai" not in loaded

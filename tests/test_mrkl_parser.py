@@ -588,3 +588,14 @@ def test_an_action_word_in_prose_gives_way_to_a_final_answer(text):
 
 def test_an_action_at_line_start_without_input_still_fails():
     assert error("Action: search\nFinal Answer: 4") == MISSING_ACTION_INPUT
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("no Action: x\nAction: calc\nAction Input: 1\nFinal Answer: 4", ("calc", "1")),
+        ("Thought: no Action: needed\nAction: calc\nAction Input: 2", ("calc", "2")),
+    ],
+)
+def test_an_action_word_in_prose_gives_way_to_the_next_action(text, expected):
+    assert action(text) == expected

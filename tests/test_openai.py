@@ -533,3 +533,19 @@ def test_models_are_context_managers(openai_server: OpenAIServer) -> None:
             return (await allm.agenerate([Message.user("q")])).content
 
     assert asyncio.run(main()) == "async reply"
+
+
+def test_models_pickle_without_their_clients(openai_server: OpenAIServer) -> None:
+    import pickle
+
+    openai_server.push("before", "after")
+    llm = OpenAI("m", base_url=openai_server.base_url)
+    assert llm.generate([Message.user("q")]).content == "before"
+    clone = pickle.loads(pickle.dumps(llm))
+    assert clone.generate([Message.user("q")]).content == "after"
+    llm.close()
+    clone.close()
+
+
+def test_repr_keeps_ipv6_brackets() -> None:
+    assert "base_url='http://[::1]:8000/v1'" in repr(OpenAI("m", base_url="http://[::1]:8000/v1"))

@@ -75,7 +75,7 @@ def test_explicit_input_variables_are_kept_in_their_order() -> None:
         ),
         ("Hello {name}", [], "f-string", "the template uses ['name']", "name"),
         ("{a}", ["a", "extra"], "f-string", "input_variables names ['extra'], which", "extra"),
-        ("{{ a }}{{ b }}", ["a"], "jinja2", "the template uses ['b']", "b"),
+        ("{{ a }}", ["a", "b"], "jinja2", "input_variables names ['b'], which", "b"),
     ],
 )
 def test_explicit_input_variables_must_match_the_template(
@@ -641,3 +641,14 @@ def test_a_variable_may_be_named_self() -> None:
     )
     chat = ChatPromptTemplate([("user", "{self}")])
     assert chat.format_messages(self="x")[0].content == "x"
+
+
+def test_jinja2_variables_left_out_of_input_variables_are_optional() -> None:
+    template = PromptTemplate(
+        "{% if history is defined %}{{ history }} {% endif %}Q: {{ input }}",
+        input_variables=["input"],
+        template_format="jinja2",
+    )
+    assert template.input_variables == ["input"]
+    assert template.format(input="hi") == "Q: hi"
+    assert template.format(input="hi", history="before") == "before Q: hi"

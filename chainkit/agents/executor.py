@@ -257,10 +257,12 @@ class Executor(Chain):
         tasks = [asyncio.ensure_future(run(action)) for action in actions]
         try:
             return list(await asyncio.gather(*tasks))
-        finally:
+        except BaseException:
             # A failed or cancelled call leaves no sibling running behind the raised error.
             for task in tasks:
                 task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     def _run_tool(self, action: AgentAction, callbacks: CombiningHandler | None) -> str:
         prepared = self._start_tool(action, callbacks)

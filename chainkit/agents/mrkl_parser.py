@@ -41,7 +41,8 @@ exactly one fenced block (```json, the code, ```) is reduced to the code. Markdo
 the tool name is dropped. The answer is only trimmed.
 
 An `Action:` found mid-line ("Thought: no Action: needed") with no `Action Input:` after it
-was prose: a `Final Answer:` after it decides instead, as in LangChain and langchaingo.
+was prose: the next `Action:` or `Final Answer:` keyword line decides instead, as in LangChain
+and langchaingo.
 
 Not accepted, by choice: `Final answer -` and other forms without a colon (a dash is common in
 prose), langchaingo's `The answer is:`, and keywords broken across lines.
@@ -90,8 +91,6 @@ _COLON = r"[*_]*+:"
 
 # An `Action:` or `Final Answer:` line: the keywords that decide the reply.
 _DECISION_LINE = re.compile(rf"{_LINE_START}(?:{_ACTION}|{_FINAL}|the[ \t]++{_FINAL}){_COLON}")
-# A `Final Answer:` line, looked for past an action that turned out to be prose.
-_FINAL_LINE = re.compile(rf"{_LINE_START}(?:{_FINAL}|the[ \t]++{_FINAL}){_COLON}")
 # Any keyword line: where a section ends.
 _KEYWORD_LINE = re.compile(
     rf"{_LINE_START}(?:{_ACTION}(?:{_INPUT})?+|{_OBSERVATION}|{_FINAL}|the[ \t]++{_FINAL}){_COLON}"
@@ -134,11 +133,15 @@ def parse_mrkl_output(text: str) -> AgentAction | AgentFinish:
             return _action(text, probe, step)
         except OutputParserError:
             # "Thought: no Action: needed\nFinal Answer: 4": an `Action:` inside a sentence,
-            # with no input, was prose; a final answer after it decides (as the peers do).
-            final = _final_after(text, probe, step.end) if _mid_line(text, step.start) else None
-            if final is None:
+            # with no input, was prose; the next keyword line decides (as the peers have it).
+            following = (
+                _next_line_step(text, probe, step.end) if _mid_line(text, step.start) else None
+            )
+            if following is None:
                 raise
-            step = final
+            step = following
+            if step.is_action:
+                return _action(text, probe, step)
     answer = text[step.end : _section_end(text, probe, step.end)].strip()
     return AgentFinish({"output": answer}, log=text)
 
@@ -149,18 +152,14 @@ def _mid_line(text: str, position: int) -> bool:
     return bool(text[line_start:position].strip(_DECORATION))
 
 
-def _final_after(text: str, probe: str, position: int) -> _Step | None:
-    """The first `Final Answer:` keyword after `position`, if any."""
-    first: _Step | None = None
-    line = _FINAL_LINE.search(probe, position + 1)
-    if line is not None:
-        first = _Step(False, _keyword_start(line) - 1, line.end() - 1)
-    inline = _FINAL_INLINE.search(text, position, len(text) if first is None else first.start)
-    if inline is not None:
-        first = _Step(False, inline.start(), inline.end())
-    if first is None:
+def _next_line_step(text: str, probe: str, position: int) -> _Step | None:
+    """The first `Action:` or `Final Answer:` keyword line after `position`, if any."""
+    line = _DECISION_LINE.search(probe, position + 1)
+    if line is None:
         return None
-    return _Step(False, first.start, _after_emphasis(text, first.start, first.end))
+    start = _keyword_start(line) - 1
+    is_action = probe.startswith("action", start + 1)
+    return _Step(is_action, start, _after_emphasis(text, start, line.end() - 1))
 
 
 def _lowered(text: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from chainkit.callbacks.handler import Handler
@@ -29,7 +29,8 @@ class CombiningHandler(Handler):
             try:
                 getattr(handler, event)(*args)
             except Exception:
-                if getattr(handler, "raise_error", False):
+                # While an interrupt is being reported, the interrupt must stay what is raised.
+                if getattr(handler, "raise_error", False) and not _reports_interrupt(args):
                     raise
                 logger.exception("callback %s of %s failed", event, type(handler).__name__)
 
@@ -104,8 +105,20 @@ def guard(*handlers: Handler | None) -> CombiningHandler | None:
     run, and no handler at all costs a single `is None` test.
     """
     present: list[Handler] = []
-    for handler in handlers:
-        inner = handler.handlers if isinstance(handler, CombiningHandler) else [handler]
+    for handler in _flat(handlers):
         # The same handler given twice (to an agent and its executor) hears each event once.
-        present.extend(h for h in inner if h is not None and all(h is not p for p in present))
+        if all(handler is not known for known in present):
+            present.append(handler)
     return CombiningHandler(present) if present else None
+
+
+def _flat(handlers: Iterable[Handler | None]) -> Iterator[Handler]:
+    for handler in handlers:
+        if isinstance(handler, CombiningHandler):
+            yield from _flat(handler.handlers)
+        elif handler is not None:
+            yield handler
+
+
+def _reports_interrupt(args: tuple[Any, ...]) -> bool:
+    return any(isinstance(a, BaseException) and not isinstance(a, Exception) for a in args)

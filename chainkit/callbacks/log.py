@@ -11,22 +11,28 @@ from chainkit._redact import MASK, redact
 from chainkit.callbacks.handler import Handler
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message
 
-# Values under names that say they hold a credential, or carry headers, are never shown
-# (at any depth: extra_body={"api_key": ...}). Token counts are not credentials.
-_SECRET_NAME = re.compile(r"key|token|secret|password|auth|header|cookie", re.IGNORECASE)
-_COUNTS = frozenset(("max_tokens", "max_completion_tokens", "max_new_tokens"))
+# Values under names with a word that says they hold a credential, or carry headers, are
+# never shown, at any depth (extra_body={"api_key": ...}); "max_tokens" is a count, not one.
+_SECRET_WORDS = frozenset(
+    (
+        *("key", "apikey", "token", "secret", "password", "passwd", "auth", "authorization"),
+        *("header", "headers", "cookie", "cookies", "credential", "credentials"),
+    )
+)
+_WORD = re.compile(r"[a-z0-9]+")
 _NOT_SHOWN = frozenset(("streaming_func", "callbacks"))
 
 
-def _masked(options: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        name: MASK
-        if _SECRET_NAME.search(name) and name not in _COUNTS
-        else _masked(value)
-        if isinstance(value, Mapping)
-        else value
-        for name, value in options.items()
-    }
+def _secret(name: object) -> bool:
+    return isinstance(name, str) and any(w in _SECRET_WORDS for w in _WORD.findall(name.lower()))
+
+
+def _masked(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {name: MASK if _secret(name) else _masked(item) for name, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_masked(item) for item in value]
+    return value
 
 
 def _fields(values: Mapping[str, Any]) -> str:

@@ -177,16 +177,19 @@ async def abatch(
             return await acall(chain, item, **options)
 
     tasks = [asyncio.ensure_future(one(item)) for item in inputs]
-    if return_exceptions:
+    if return_exceptions or not tasks:
         return list(await asyncio.gather(*tasks, return_exceptions=True))
+    cancelled_here = set()
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
     finally:
         for task in tasks:
-            task.cancel()
+            if not task.done():
+                task.cancel()
+                cancelled_here.add(task)
     results = await asyncio.gather(*tasks, return_exceptions=True)
-    for result in results:
-        if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+    for task, result in zip(tasks, results, strict=True):
+        if isinstance(result, BaseException) and task not in cancelled_here:
             raise result
     return results
 

@@ -43,7 +43,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(__all__)
+    return sorted({*globals(), *_LAZY})
 
 
 __all__ = [

@@ -64,5 +64,7 @@ def _shown_url(url: str | None) -> str | None:
         return None
     parts = urlsplit(url)
     host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"  # an IPv6 address
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))

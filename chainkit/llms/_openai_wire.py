@@ -82,6 +82,18 @@ class Connection:
         self._async_client: openai.AsyncOpenAI | None = None
         self._async_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Clients, their pools and the lock belong to this process: a copy makes its own.
+        state = dict(self.__dict__)
+        for name in ("_client", "_async_client", "_async_loop", "_lock"):
+            del state[name]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._client = self._async_client = self._async_loop = None
+        self._lock = threading.Lock()
+
     @property
     def masked_key(self) -> str | None:
         """The key as a repr may show it; None when there is none."""

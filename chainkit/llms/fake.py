@@ -36,6 +36,15 @@ class FakeLLM(BaseModel):
         self.calls: list[FakeCall] = []
         self._lock = threading.Lock()  # chains.apply calls one model from several threads
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_lock"]  # locks do not copy; a copy gets its own
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def __repr__(self) -> str:
         return f"FakeLLM({len(self.responses)} responses, {len(self.calls)} calls)"
 

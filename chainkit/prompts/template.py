@@ -53,7 +53,9 @@ class PromptTemplate:
                 for name in dict.fromkeys(input_variables)
                 if name not in self.partial_variables
             ]
-            _check_declared(declared, used)
+            # A jinja2 template may read a variable only `if x is defined`: leaving it out of
+            # input_variables makes it optional, so only f-string templates must list them all.
+            _check_declared(declared, used, all_needed=template_format == "f-string")
             used = declared  # the caller's order
         self.input_variables: list[str] = used
 
@@ -126,10 +128,10 @@ class PromptTemplate:
         return compiled
 
 
-def _check_declared(declared: list[str], used: list[str]) -> None:
+def _check_declared(declared: list[str], used: list[str], *, all_needed: bool) -> None:
     """PromptError naming the differences when `declared` input variables are not the `used`
     ones: a template that would fail, or wait for a value it never reads, at format time."""
-    missing = [name for name in used if name not in declared]
+    missing = [name for name in used if name not in declared] if all_needed else []
     extra = [name for name in declared if name not in used]
     if not (missing or extra):
         return

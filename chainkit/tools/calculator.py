@@ -172,13 +172,22 @@ def _format(value: Number) -> str:
         exact = _decimal_text(value)
         if exact is not None:
             return exact
-        try:
-            value = float(value)
-        except OverflowError:
-            raise ToolError("the result is too large") from None
+        value = _as_float(value)
     if isinstance(value, float) and value.is_integer() and abs(value) < _EXACT_FLOAT_INTS:
         return str(int(value))
     return repr(value)
+
+
+def _as_float(value: Fraction) -> float:
+    """`value` as a float; ToolError when it is too large or too small for one (a non-zero
+    result must not print as 0)."""
+    try:
+        approximate = float(value)
+    except OverflowError:
+        raise ToolError("the result is too large") from None
+    if approximate == 0 and value != 0:
+        raise ToolError("the result is too small to show: its size is below 1e-308")
+    return approximate
 
 
 def _decimal_text(value: Fraction) -> str | None:
@@ -205,7 +214,7 @@ def _checked(value: object) -> Number:
         elif abs(value.numerator) < _INT_LIMIT and value.denominator < _INT_LIMIT:
             return value
         else:
-            value = float(value)
+            value = _as_float(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ToolError("the result is not a real number")
     if isinstance(value, int):
