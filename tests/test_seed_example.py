@@ -10,17 +10,9 @@ from chainkit import agents, chains, tools
 from chainkit.llms import FakeLLM
 from chainkit.prompts import render_chat
 from chainkit.schema import FunctionCall, Message, ToolCall, from_agentic, to_agentic
-from tests.test_render_chat import MESSAGE_ROUND_1, MESSAGE_ROUND_2
+from tests.test_render_chat import MESSAGE_ROUND_1, MESSAGE_ROUND_2, system_prompt
 
-SYSTEM_PROMPT = """你是金融助手，可以调用下面的工具。
-可用工具列表：
-get_financial_report: 查询上市公司财报，参数 stock 股票代码，year 年份
-get_stock_price: 查询股票实时价格，参数 stock 股票代码
-calculate_irr: 内部收益率计算，参数 cash_flows 现金流数组
-search_announcement: 检索上市公司公告，参数 stock 股票代码，keyword 关键词
-get_weather: 查询城市天气，参数 city 城市名
-search_food: 查询当地美食推荐，参数 city 城市名
-当需要外部信息时输出工具调用JSON，不要多余文字。"""
+SYSTEM_PROMPT = system_prompt("当需要外部信息时输出工具调用JSON，不要多余文字。")
 QUESTION = "帮我查 2025 年贵州茅台的净利润"
 calls: list[tuple[str, dict[str, object]]] = []
 
