@@ -102,3 +102,20 @@ def test_unreachable_endpoint_fails_with_a_clear_error_and_no_key():
     assert "ModelConnectionError" in result.stderr and "127.0.0.1:9" in result.stderr
     assert "offline model" not in result.stderr
     assert "sk-secret-test-key-0123456789abcdef" not in result.stderr + result.stdout
+
+
+def test_run_through_an_openai_compatible_server(openai_server):
+    openai_server.push(
+        " I should use the calculator.\nAction: calculator\nAction Input: 6*7",
+        " I now know the final answer.\nFinal Answer: 42",
+    )
+    env = {"OPENAI_BASE_URL": openai_server.base_url}
+    result = run_cli("run", "-v", "--model", "served-model", "what is 6*7?", env_extra=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "42\n"
+    assert "offline model" not in result.stderr
+    assert "[chainkit] tool end: calculator output='42'" in result.stderr
+    first, second = openai_server.chat_requests()
+    assert first.body["model"] == "served-model"
+    assert first.body["stop"] == ["\nObservation:", "\n\tObservation:"]
+    assert "Observation: 42" in second.body["messages"][0]["content"]
