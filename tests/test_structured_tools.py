@@ -1021,3 +1021,14 @@ def test_mrkl_agent_passes_action_input_text():
         Executor(OneShotAgent(fake, [search]), return_intermediate_steps=True), {"input": "q"}
     )
     assert [step.observation for step in outputs["intermediate_steps"]] == ["found: 茅台 公告"]
+
+
+def test_mrkl_text_that_is_a_union_members_json_keeps_its_type() -> None:
+    @tool
+    def pick(x: list[str] | str) -> str:
+        """Picks."""
+        return repr(x)
+
+    assert pick.call('["a", "b"]') == "['a', 'b']"
+    assert pick.call("plain words") == "'plain words'"
+    assert pick.call("42") == "'42'"  # a number is not a member's type: the text stands

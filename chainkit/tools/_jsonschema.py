@@ -93,6 +93,10 @@ class Spec(ABC):
             result["description"] = self.description
         return result
 
+    def is_typed_as(self, value: object) -> bool:
+        """Whether `value`'s own JSON type is this type (or, for a union, one member's)."""
+        return self.schema().get("type") == _json_type_of(value)
+
     @abstractmethod
     def _schema(self) -> dict[str, Any]: ...
 
@@ -282,6 +286,9 @@ class _UnionSpec(Spec):
 
     def _schema(self) -> dict[str, Any]:
         return {"anyOf": [member.schema() for member in self.members]}
+
+    def is_typed_as(self, value: object) -> bool:
+        return _json_type_of(value) in self.types
 
     def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
         own_type = _json_type_of(value)

@@ -156,7 +156,9 @@ class StructuredTool(Tool):
             return value
         if single is None:
             return {}
-        if single.spec.accepts_text and not isinstance(value, str):
+        if single.spec.accepts_text and not single.spec.is_typed_as(value):
+            # Text that merely parses as JSON ("42" for a str) is the text; a list sent for
+            # `list[str] | str` is the list.
             value = input
         return {single.name: value}
 
