@@ -128,8 +128,7 @@ def best_match(query: str, candidates: Iterable[tuple[str, str]]) -> tuple[int, 
         wanted.update(dict.fromkeys(MATH_TOKENS, 1.0))
     best_index, best_score = -1, 0.0
     for index, (name, description) in enumerate(candidates):
-        spaced_name = name.replace("_", " ").replace("-", " ")
-        have = tokens(f"{spaced_name} {description}")
+        have = tokens(f"{name} {description}")  # "random_number" splits into its words
         score = sum(weight for token, weight in wanted.items() if token in have)
         if score > best_score:
             best_index, best_score = index, score
