@@ -181,3 +181,9 @@ def test_best_match_splits_tool_names_on_underscore_and_hyphen():
     assert best_match("random", candidates) == (1, 1.0)
     candidates = [("other", "nothing shared"), ("random-number", "")]
     assert best_match("random", candidates) == (1, 1.0)
+
+
+def test_plurals_in_ss_stem_to_their_singular() -> None:
+    from chainkit.llms._lexical import tokens as words
+
+    assert "class" in words("classes") and "class" in words("class")

@@ -30,6 +30,9 @@ def _is_cjk(char: str) -> bool:
 
 
 def _stem(word: str) -> str:
+    """A plural's singular, roughly: "numbers" -> "number", "classes" -> "class"."""
+    if word.endswith("sses"):
+        return word[:-2]
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
