@@ -494,14 +494,15 @@ def test_per_call_callbacks_hear_agent_and_tool_events():
     assert events.events[0] == "chain_start:Executor"
 
 
-def test_a_model_raising_stop_iteration_surfaces_as_itself():
+def test_a_model_raising_stop_iteration_is_not_taken_for_the_loops_end():
     class Broken(FakeLLM):
         def _generate(self, request):
             raise StopIteration
 
     executor = Executor(OneShotAgent(Broken([]), [Echo()]))
-    with pytest.raises(StopIteration):
+    with pytest.raises(RuntimeError, match="model Broken raised StopIteration") as caught:
         chains.run(executor, "q")
+    assert isinstance(caught.value.__cause__, StopIteration)
 
 
 def test_chat_prompt_keeps_its_roles_in_a_mrkl_agent():

@@ -13,6 +13,7 @@ from collections.abc import Generator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
+from chainkit._stop import stop_escaped
 from chainkit.agents.agent import Agent
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
@@ -310,6 +311,8 @@ class Executor(Chain):
         self, tool: Tool, error: BaseException, callbacks: CombiningHandler | None
     ) -> str:
         """The observation for a tool's failure; re-raises what is not to be observed."""
+        if isinstance(error, StopIteration | StopAsyncIteration):
+            error = stop_escaped(error, f"tool {tool.name!r}")  # as Tool.acall raises it
         if callbacks is not None:
             callbacks.handle_tool_error(tool.name, error)
         if isinstance(error, ToolError):

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from chainkit._stop import call_guarded
 from chainkit.callbacks import CombiningHandler
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import (
@@ -66,7 +67,8 @@ def call(chain: Chain, inputs: Mapping[str, Any], **options: Any) -> dict[str, A
     callbacks, options = with_callbacks(options, chain.callbacks)
     full = _prepare(chain, inputs, callbacks)
     try:
-        return _finish(chain, full, chain.call(full, **options), callbacks)
+        outputs = call_guarded(f"chain {chain.name}", chain.call, full, **options)
+        return _finish(chain, full, outputs, callbacks)
     except BaseException as error:  # an interrupted run still closes its trace
         if callbacks is not None:
             callbacks.handle_chain_error(chain.name, error)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+from chainkit._stop import to_thread
 from chainkit.callbacks import Observed
 from chainkit.schema import Memory
 
@@ -35,9 +36,7 @@ class Chain(Observed, ABC):
 
     async def acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         """Async twin of `call`; by default runs `call` in a worker thread."""
-        import asyncio  # loaded already by the running event loop, not at import
-
-        return await asyncio.to_thread(self.call, inputs, **options)
+        return await to_thread(f"chain {self.name}", self.call, inputs, **options)
 
     @property
     def name(self) -> str:

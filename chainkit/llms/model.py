@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from chainkit._stop import stop_escaped
 from chainkit.callbacks import CombiningHandler, Handler, guard
 from chainkit.schema import Message, ToolInfo
 
@@ -75,10 +76,10 @@ class BaseModel:
     ) -> Message:
         request = _request(messages, stop, tools, streaming_func, options)
         if callbacks is None:
-            return self._generate(request)
+            return self._sync_reply(request)
         handler = _start(callbacks, request)
         try:
-            reply = self._generate(request)
+            reply = self._sync_reply(request)
         except BaseException as error:
             handler.handle_llm_error(error)
             raise
@@ -112,7 +113,14 @@ class BaseModel:
 
     async def _agenerate(self, request: ModelRequest) -> Message:
         """Defaults to the sync path: right for models that never block."""
-        return self._generate(request)
+        return self._sync_reply(request)
+
+    def _sync_reply(self, request: ModelRequest) -> Message:
+        try:
+            return self._generate(request)
+        except (StopIteration, StopAsyncIteration) as error:
+            # A scripted model reading its replies with next() must not end the caller's loop.
+            raise stop_escaped(error, f"model {type(self).__name__}") from error
 
 
 def _request(

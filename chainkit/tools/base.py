@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from chainkit._stop import to_thread
 from chainkit.schema import ToolInfo
 from chainkit.tools._arguments import MalformedJSONError, decode_json
 
@@ -37,9 +38,7 @@ class Tool:
 
     async def acall(self, input: str) -> str:
         """Runs `call` in a worker thread; override for a natively async tool."""
-        import asyncio  # loaded already by the running event loop, not at import
-
-        return await asyncio.to_thread(self.call, input)
+        return await to_thread(f"tool {self.name!r}", self.call, input)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

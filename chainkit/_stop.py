@@ -1,0 +1,39 @@
+"""StopIteration and StopAsyncIteration raised by user code never leave chainkit as themselves.
+
+Escaping a call, either one silently ends whatever loop the caller is iterating in (the reason
+PEP 479 turns them into RuntimeError at generator and coroutine boundaries), and an asyncio
+Future cannot hold a StopIteration at all: a worker thread raising one leaves the task awaiting
+it waiting forever. chainkit raises a RuntimeError naming the source in their place, from the
+original, so the sync and the async path of a run end the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def stop_escaped(error: StopIteration | StopAsyncIteration, source: str) -> RuntimeError:
+    """The RuntimeError raised in place of `error`, which `source` (e.g. "tool 'x'") raised."""
+    detail = f": {error}" if str(error) else ""
+    escaped = RuntimeError(f"{source} raised {type(error).__name__}{detail}")
+    escaped.__cause__ = error
+    return escaped
+
+
+def call_guarded(source: str, func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """`func(*args, **kwargs)`, raising `stop_escaped` in place of a stop it raises."""
+    try:
+        return func(*args, **kwargs)
+    except (StopIteration, StopAsyncIteration) as error:
+        raise stop_escaped(error, source) from error
+
+
+async def to_thread(source: str, func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """`asyncio.to_thread(func, ...)` that always ends: a stop becomes `stop_escaped`."""
+    import asyncio  # loaded already by the running event loop, not at import
+
+    return await asyncio.to_thread(call_guarded, source, func, *args, **kwargs)
