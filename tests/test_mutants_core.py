@@ -322,8 +322,8 @@ def test_tool_calling_agent_history_text_and_non_messages():
     agent = ToolCallingAgent(FakeLLM([]), [named("t", "r")], system_prompt="")
     text = agent.messages([], {"input": "q", "history": "Human: hi\nAI: hello"})
     assert text == [Message.system("Conversation so far:\nHuman: hi\nAI: hello"), Message.user("q")]
-    mixed = agent.messages([], {"input": "q", "history": [Message.user("a"), "not a message"]})
-    assert mixed == [Message.user("a"), Message.user("q")]
+    with pytest.raises(TypeError, match=r"history\[1\] is a str"):  # refused, not dropped
+        agent.messages([], {"input": "q", "history": [Message.user("a"), "not a message"]})
 
 
 def test_tool_calling_agent_renames_repeated_ids():

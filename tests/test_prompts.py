@@ -481,7 +481,11 @@ def test_optional_placeholder_missing_expands_to_nothing() -> None:
 
 @pytest.mark.parametrize(
     ("value", "described"),
-    [("hi", "str"), ((Message.user("x"),), "tuple"), ([Message.user("x"), "hi"], "holding str")],
+    [
+        ("hi", "got str"),
+        ({"history": []}, "got dict"),
+        ([Message.user("x"), "hi"], r"\[1\] is a str"),
+    ],
 )
 def test_placeholder_value_that_is_not_a_list_of_messages_is_rejected(
     value: object, described: str

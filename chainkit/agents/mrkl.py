@@ -12,7 +12,7 @@ from chainkit.callbacks import Handler
 from chainkit.chains.options import model_options
 from chainkit.llms import Model
 from chainkit.prompts import ChatPromptTemplate, PromptTemplate
-from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message
+from chainkit.schema import AgentAction, AgentFinish, AgenticMessage, AgentStep, Message
 from chainkit.tools import Tool
 
 DEFAULT_STOP = ("\nObservation:", "\n\tObservation:")
@@ -45,6 +45,20 @@ def _tool_values(tools: Sequence[Tool], wanted: Sequence[str]) -> dict[str, str]
 def mrkl_scratchpad(steps: Sequence[AgentStep]) -> str:
     """The steps so far, as the model wrote them, each followed by its observation."""
     return "".join(f"{s.action.log}\nObservation: {s.observation}\nThought:" for s in steps)
+
+
+def _check_no_conversation(inputs: Mapping[str, Any]) -> None:
+    """Raises for a list of messages given to a text prompt, which would paste its repr."""
+    for key, value in inputs.items():
+        if isinstance(value, list | tuple) and (
+            not value or any(isinstance(item, Message | AgenticMessage) for item in value)
+        ):
+            raise TypeError(
+                f"OneShotAgent's prompt is text, but input {key!r} is a {type(value).__name__} "
+                "of messages, which it would show as a Python repr; use "
+                f"ConversationBuffer(return_messages=False) for a text history, or a "
+                f"ChatPromptTemplate with MessagesPlaceholder({key!r})"
+            )
 
 
 class OneShotAgent(BaseAgent):
@@ -117,6 +131,8 @@ class OneShotAgent(BaseAgent):
     ) -> list[Message]:
         if "agent_scratchpad" in inputs:
             raise ValueError("'agent_scratchpad' is filled in by the agent; it cannot be an input")
+        if isinstance(self.prompt, PromptTemplate):
+            _check_no_conversation(inputs)
         scratchpad = mrkl_scratchpad(steps) + tail if steps or tail else ""
         return self.prompt.format_messages(**inputs, agent_scratchpad=scratchpad)
 

@@ -11,6 +11,7 @@ from chainkit.agents.base import BaseAgent
 from chainkit.callbacks import Handler
 from chainkit.chains.options import model_options
 from chainkit.llms import Model
+from chainkit.prompts.placeholder import to_messages
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message
 from chainkit.tools import Tool
 
@@ -91,16 +92,19 @@ class ToolCallingAgent(BaseAgent):
         """The conversation so far: system, history, question, then each reply and its results."""
         messages = [Message.system(self.system_prompt)] if self.system_prompt else []
         history = inputs.get(self.history_key)
-        if isinstance(history, list):
-            messages.extend(m for m in history if isinstance(m, Message))
-        elif isinstance(history, str) and history:
-            messages.append(Message.system(f"Conversation so far:\n{history}"))
+        if isinstance(history, str):
+            if history:
+                messages.append(Message.system(f"Conversation so far:\n{history}"))
+        elif history is not None:
+            messages.extend(to_messages(history, self.history_key))
         messages.append(Message.user(str(inputs["input"])))
         last_reply: Message | None = None
         for step in steps:
             action = step.action
             reply = action.message_log[0] if action.message_log else None
-            if reply is not None and reply is not last_reply:
+            # A reply's calls are consecutive steps, and the first of them opens its turn: a
+            # model (a cache, a script) may return the very same reply object on a later turn.
+            if reply is not None and (reply is not last_reply or _opens_turn(reply, action)):
                 messages.append(reply)
                 last_reply = reply
             if action.tool_call_id is None:
@@ -145,3 +149,8 @@ class ToolCallingAgent(BaseAgent):
 
     def _finish(self, reply: Message) -> AgentFinish:
         return AgentFinish({self.output_key: reply.content}, reply.content)
+
+
+def _opens_turn(reply: Message, action: AgentAction) -> bool:
+    """Whether `action` is the first call of `reply` (whose call ids `_decide` made unique)."""
+    return bool(reply.tool_calls) and reply.tool_calls[0].id == action.tool_call_id

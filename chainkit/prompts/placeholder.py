@@ -1,4 +1,5 @@
-"""MessagesPlaceholder: a slot in a chat prompt for a list of messages given at format time."""
+"""MessagesPlaceholder: a slot in a chat prompt for a list of messages given at format time,
+and `to_messages`, the one reading of a conversation given as data (agents use it too)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,98 @@ from dataclasses import dataclass
 from typing import Any
 
 from chainkit.prompts.errors import PromptError
-from chainkit.schema import Message
+from chainkit.schema import AgenticMessage, Message, Role, from_agentic
+
+ROLE_ALIASES: dict[str, Role] = {
+    "system": "system",
+    "developer": "system",  # OpenAI's newer name for the system role
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "tool": "tool",
+}
+"""The role names a history item may use: chainkit's, LangChain's "human"/"ai", OpenAI's."""
+
+_EXPECTED = (
+    "expected a Message, an AgenticMessage, a (role, content) pair such as ('human', 'hi'), "
+    "or a dict such as {'role': 'user', 'content': 'hi'}"
+)
+
+
+def to_messages(value: object, name: str) -> list[Message]:
+    """The conversation in `value`, a list or tuple of Message (kept as they are),
+    AgenticMessage, (role, content) pairs and OpenAI-style dicts (LangChain's {"type": ...}
+    too); roles may be any of ROLE_ALIASES.
+
+    Raises TypeError or ValueError naming `name`, the index of the first item not understood,
+    its type and what was expected: history silently dropped is worse than an error.
+    """
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"{name} must be a list or tuple of messages, got {type(value).__name__}")
+    messages: list[Message] = []
+    for index, item in enumerate(value):
+        if isinstance(item, Message):
+            messages.append(item)
+        else:
+            messages.extend(_converted(item, f"{name}[{index}]"))
+    return messages
+
+
+def _converted(item: object, where: str) -> list[Message]:
+    if isinstance(item, AgenticMessage):
+        try:
+            return from_agentic([item])
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from error
+    if isinstance(item, dict):
+        return [_from_dict(item, item.get("role", item.get("type")), where)]
+    if isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str):
+        role_name, content = item
+        if isinstance(content, str):
+            return [Message(_role(role_name, where, {}), content)]
+        if isinstance(content, list):  # content parts, read as the wire shape reads them
+            return [_from_dict({"content": content}, role_name, where)]
+        raise TypeError(
+            f"{where}: the content of a ({role_name!r}, …) pair must be a str or a list of "
+            f"content parts, got {type(content).__name__}"
+        )
+    raise TypeError(f"{where} is a {_kind(item)}; {_EXPECTED}")
+
+
+def _from_dict(data: dict[str, Any], role_name: object, where: str) -> Message:
+    role = _role(role_name, where, data)
+    try:
+        return Message.from_dict({**data, "role": role})
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from error
+
+
+def _role(name: object, where: str, data: Mapping[str, Any]) -> Role:
+    role = ROLE_ALIASES.get(name) if isinstance(name, str) else None
+    if role is None:
+        raise ValueError(f"{where} has role {name!r}; expected one of {sorted(ROLE_ALIASES)}")
+    if role == "tool" and not data.get("tool_call_id"):
+        raise ValueError(
+            f"{where}: a tool message needs the tool_call_id of the call it answers; give "
+            "Message.tool(content, tool_call_id) or a dict with 'tool_call_id'"
+        )
+    return role
+
+
+def _kind(item: object) -> str:
+    """The type of an item not understood; for a bare str, how to write it instead."""
+    if isinstance(item, str):
+        return "str (a bare text has no role: write ('user', text) or ('ai', text))"
+    if isinstance(item, tuple | list):
+        return f"{type(item).__name__} of {len(item)} items"
+    return type(item).__name__
 
 
 @dataclass(slots=True, frozen=True)
 class MessagesPlaceholder:
-    """Expands to the messages passed under `name` (a chat history, an agent scratchpad).
+    """Expands to the messages passed under `name` (a chat history, an agent scratchpad), in
+    any form `to_messages` reads.
 
     When `optional`, a missing value expands to nothing.
     """
@@ -22,24 +109,15 @@ class MessagesPlaceholder:
 
     def messages(self, values: Mapping[str, Any]) -> list[Message]:
         """The messages under `name` in `values`; PromptError if missing (and not optional) or
-        not a list of Message."""
+        not a conversation `to_messages` understands."""
         if self.name not in values:
             if self.optional:
                 return []
             raise PromptError.missing(self.name)
-        value = values[self.name]
-        if not isinstance(value, list) or not all(isinstance(m, Message) for m in value):
+        try:
+            return to_messages(values[self.name], self.name)
+        except (TypeError, ValueError) as error:
             raise PromptError(
-                f"value for messages placeholder {self.name!r} must be a list of Message, "
-                f"got {_describe(value)}",
+                f"value for messages placeholder {self.name!r} is not understood: {error}",
                 variable=self.name,
-            )
-        return list(value)
-
-
-def _describe(value: Any) -> str:
-    """The type of a wrong value and, for a list, of its first wrong item."""
-    if isinstance(value, list):
-        wrong = next(item for item in value if not isinstance(item, Message))
-        return f"a list holding {type(wrong).__name__}"
-    return type(value).__name__
+            ) from error
