@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from chainkit._text import shorten
+from chainkit.agents.errors import NotFinishedError
 from chainkit.callbacks import Handler, Observed
 from chainkit.llms import Model
+from chainkit.schema import AgentStep, Message
 from chainkit.tools import Tool
 
 
@@ -53,3 +56,23 @@ class BaseAgent(Observed):
     @property
     def output_keys(self) -> list[str]:
         return [self.output_key]
+
+
+def no_text(reply: Message) -> str:
+    """Describes a reply without text, with the reason the server gave for ending it."""
+    reason = reply.response_meta.finish_reason if reply.response_meta is not None else None
+    return f"no text (finish_reason {reason!r})" if reason else "no text"
+
+
+def final_answer_text(reply: Message, steps: Sequence[AgentStep]) -> str:
+    """The text of the reply to a final-answer request. Raises NotFinishedError, with the
+    steps taken, when the reply holds no answer: tool calls (which can no longer run) or no
+    text; an empty answer would pass for a successful run."""
+    if reply.tool_calls:
+        names = ", ".join(dict.fromkeys(call.function.name for call in reply.tool_calls))
+        problem = f"called {shorten(names, 200)} instead"
+    elif not reply.content.strip():
+        problem = f"replied with {no_text(reply)}"
+    else:
+        return reply.content
+    raise NotFinishedError(f"asked for a final answer, the model {problem}", list(steps))

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chainkit.agents import mrkl_prompt
-from chainkit.agents.base import BaseAgent
+from chainkit.agents.base import BaseAgent, final_answer_text
 from chainkit.agents.mrkl_parser import parse_mrkl_output
 from chainkit.callbacks import Handler
 from chainkit.chains.options import model_options
@@ -117,21 +117,22 @@ class OneShotAgent(BaseAgent):
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> AgentFinish:
         messages = self._messages(steps, inputs, mrkl_prompt.FINAL_ANSWER_REQUEST)
-        return self._final(self.llm.generate(messages, **self._options(options)).content)
+        reply = self.llm.generate(messages, **self._options(options))
+        return self._final(final_answer_text(reply, steps))
 
     async def aplan_final(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> AgentFinish:
         messages = self._messages(steps, inputs, mrkl_prompt.FINAL_ANSWER_REQUEST)
         reply = await self.llm.agenerate(messages, **self._options(options))
-        return self._final(reply.content)
+        return self._final(final_answer_text(reply, steps))
 
     def _messages(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], tail: str = ""
     ) -> list[Message]:
         if "agent_scratchpad" in inputs:
             raise ValueError("'agent_scratchpad' is filled in by the agent; it cannot be an input")
-        if isinstance(self.prompt, PromptTemplate):
+        if not steps and isinstance(self.prompt, PromptTemplate):  # inputs are fixed for a run
             _check_no_conversation(inputs)
         scratchpad = mrkl_scratchpad(steps) + tail if steps or tail else ""
         return self.prompt.format_messages(**inputs, agent_scratchpad=scratchpad)

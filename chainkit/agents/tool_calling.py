@@ -7,7 +7,8 @@ from dataclasses import replace
 from itertools import count
 from typing import Any
 
-from chainkit.agents.base import BaseAgent
+from chainkit.agents.base import BaseAgent, final_answer_text, no_text
+from chainkit.agents.errors import OutputParserError
 from chainkit.callbacks import Handler
 from chainkit.chains.options import model_options
 from chainkit.llms import Model
@@ -27,11 +28,14 @@ FINAL_ANSWER_REQUEST = (
 class ToolCallingAgent(BaseAgent):
     """Sends the tools' JSON schemas with every model call and runs every tool call the reply
     holds (up to `max_parallel_tools` at once, under the Executor). The run ends with the
-    first reply that calls no tool.
+    first reply that calls no tool; a reply with neither text nor a tool call is a parse
+    error. The final answer asked for at a limit is offered no tools: a reply that still
+    calls one, or has no text, raises NotFinishedError.
 
     The conversation is a list of Message rebuilt from the steps: each assistant reply with its
-    tool calls, then one tool message per call, in call order. A list of Message under
-    `history_key` in the inputs (a ConversationBuffer with return_messages=True) comes first.
+    tool calls, then one tool message per call, in call order. The history under
+    `history_key` in the inputs comes first: text, or a conversation in any form
+    `prompts.placeholder.to_messages` reads (Message, (role, content) pairs, dicts, …).
     """
 
     def __init__(
@@ -79,14 +83,15 @@ class ToolCallingAgent(BaseAgent):
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> AgentFinish:
         messages = [*self.messages(steps, inputs), Message.user(FINAL_ANSWER_REQUEST)]
-        return self._finish(self.llm.generate(messages, **self._options(options, tools=False)))
+        reply = self.llm.generate(messages, **self._options(options, tools=False))
+        return self._finish(final_answer_text(reply, steps))
 
     async def aplan_final(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> AgentFinish:
         messages = [*self.messages(steps, inputs), Message.user(FINAL_ANSWER_REQUEST)]
         reply = await self.llm.agenerate(messages, **self._options(options, tools=False))
-        return self._finish(reply)
+        return self._finish(final_answer_text(reply, steps))
 
     def messages(self, steps: Sequence[AgentStep], inputs: Mapping[str, Any]) -> list[Message]:
         """The conversation so far: system, history, question, then each reply and its results."""
@@ -122,7 +127,13 @@ class ToolCallingAgent(BaseAgent):
 
     def _decide(self, reply: Message) -> list[AgentAction] | AgentFinish:
         if not reply.tool_calls:
-            return self._finish(reply)
+            if not reply.content.strip():
+                raise OutputParserError(
+                    f"Your reply had neither text nor a tool call ({no_text(reply)}). "
+                    "Answer the question, or call one of the tools.",
+                    reply.content,
+                )
+            return self._finish(reply.content)
         ids = [call.id for call in reply.tool_calls]
         if not all(ids) or len(set(ids)) < len(ids):
             # Some servers omit or repeat ids; each result must still point at its own call.
@@ -147,8 +158,8 @@ class ToolCallingAgent(BaseAgent):
             for call in reply.tool_calls
         ]
 
-    def _finish(self, reply: Message) -> AgentFinish:
-        return AgentFinish({self.output_key: reply.content}, reply.content)
+    def _finish(self, answer: str) -> AgentFinish:
+        return AgentFinish({self.output_key: answer}, answer)
 
 
 def _opens_turn(reply: Message, action: AgentAction) -> bool:
