@@ -2,6 +2,7 @@
 every history item in a form it understands, or a clear error naming the item."""
 
 import asyncio
+from types import MappingProxyType
 
 import pytest
 
@@ -87,6 +88,7 @@ HISTORY_FORMS = [
     ("list pair", ["human", "嗨"], [Message.user("嗨")]),
     ("openai dict", {"role": "user", "content": "hi"}, [Message.user("hi")]),
     ("langchain dict", {"type": "ai", "content": "hello"}, [Message.assistant("hello")]),
+    ("mapping", MappingProxyType({"role": "user", "content": "hi"}), [Message.user("hi")]),
     (
         "dict with tool calls",
         {
@@ -148,6 +150,7 @@ BAD_ITEMS = [
     ("triple", ("user", "hi", "extra"), TypeError, r"history\[1\] is a tuple of 3 items"),
     ("role not a str", (1, "hi"), TypeError, r"history\[1\] is a tuple"),
     ("unknown role", ("bot", "hi"), ValueError, r"history\[1\] has role 'bot'; expected one of"),
+    ("unicode role", ("人类", "hi"), ValueError, r"history\[1\] has role '人类'"),
     ("dict without role", {"content": "hi"}, ValueError, r"history\[1\] has role None"),
     ("tool pair", ("tool", "42"), ValueError, r"history\[1\].*tool_call_id"),
     ("tool dict without id", {"role": "tool", "content": "42"}, ValueError, r"tool_call_id"),

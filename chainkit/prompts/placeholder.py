@@ -52,8 +52,8 @@ def _converted(item: object, where: str) -> list[Message]:
             return from_agentic([item])
         except ValueError as error:
             raise ValueError(f"{where}: {error}") from error
-    if isinstance(item, dict):
-        return [_from_dict(item, item.get("role", item.get("type")), where)]
+    if isinstance(item, Mapping):
+        return [_from_dict(dict(item), item.get("role", item.get("type")), where)]
     if isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str):
         role_name, content = item
         if isinstance(content, str):
