@@ -24,6 +24,18 @@ _SECRET_WORDS = frozenset(
 )
 _WORD = re.compile(r"[a-z0-9]+")
 _NOT_SHOWN = frozenset(("streaming_func", "callbacks"))
+# Control characters (and the Unicode line breaks and bidirectional overrides) escaped, so a
+# model's or a tool's text can neither break a line in two nor restyle the terminal.
+_ESCAPES: dict[int, str] = {
+    code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if code != 0x09
+}
+_ESCAPES.update(
+    {
+        code: f"\\u{code:04x}"
+        for code in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+    }
+)
+_ESCAPES.update({ord("\\"): "\\\\", ord("\n"): "\\n", ord("\r"): "\\r"})
 _RECENT_PROMPTS = 8
 """Prompts kept to show only what a later prompt adds: one per run going on at once."""
 
@@ -58,7 +70,7 @@ def _one_line(text: str, limit: int) -> str:
         head = limit - limit // 2
         cut = len(text) - limit
         text = f"{text[:head]}…[{cut:,} characters cut]…{text[len(text) - limit // 2 :]}"
-    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    return text.translate(_ESCAPES)
 
 
 def _count(number: int, noun: str) -> str:

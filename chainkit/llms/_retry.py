@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from tenacity import RetryCallState
 
 _RETRYABLE_STATUS = frozenset((408, 409, 429))
+DEFAULT_TIMEOUT: float = 60
+"""Seconds one attempt may take."""
+DEFAULT_MAX_ATTEMPTS = 5
 
 P = ParamSpec("P")
 T = TypeVar("T")

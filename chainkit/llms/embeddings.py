@@ -8,7 +8,7 @@ from typing import Any
 from chainkit.callbacks import Handler, guard
 from chainkit.llms._endpoint import OpenAIEndpoint, check_model_name
 from chainkit.llms._openai_wire import parse_embeddings
-from chainkit.llms._retry import Backoff, check_count
+from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff, check_count
 
 
 class OpenAIEmbeddings(OpenAIEndpoint):
@@ -26,8 +26,8 @@ class OpenAIEmbeddings(OpenAIEndpoint):
         base_url: str | None = None,
         api_key: str | None = None,
         batch_size: int = 512,
-        timeout: float = 60,
-        max_attempts: int = 5,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         backoff: Backoff | None = None,
     ) -> None:
         check_model_name(model, "model")

@@ -8,7 +8,7 @@ from typing import Any
 
 from chainkit.llms._endpoint import OpenAIEndpoint, check_model_name
 from chainkit.llms._openai_wire import StreamRelay, build_request, parse_completion
-from chainkit.llms._retry import Backoff, check_seconds
+from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff, check_seconds
 from chainkit.llms.model import BaseModel, ModelRequest
 from chainkit.schema import Message
 
@@ -78,8 +78,8 @@ class OpenAI(OpenAIEndpoint, BaseModel):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 60,
-        max_attempts: int = 5,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         backoff: Backoff | None = None,
         **default_options: Any,
     ) -> None:
