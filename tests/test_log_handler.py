@@ -140,3 +140,9 @@ def test_max_chars_must_be_a_count(max_chars: object) -> None:
 def test_the_stream_must_be_writable() -> None:
     with pytest.raises(TypeError, match="stream must be a text stream"):
         LogHandler(print)  # type: ignore[arg-type]
+
+
+def test_control_characters_are_escaped_so_a_line_stays_one_line() -> None:
+    out = io.StringIO()
+    LogHandler(out).handle_text("a\x1b[2Jb\x07\u2028c\u202ed\x85\te")
+    assert out.getvalue() == "[chainkit] text: a\\x1b[2Jb\\x07\\u2028c\\u202ed\\x85\te\n"

@@ -256,3 +256,12 @@ def test_embeddings_give_up_saying_how_many_attempts(openai_server: OpenAIServer
     with pytest.raises(ModelStatusError, match=r"\(gave up after 2 attempts\)$"):
         arun(embeddings, embeddings.aembed_query("a"))
     embeddings.close()
+
+
+def test_backoff_waits_double_with_jitter_up_to_the_maximum() -> None:
+    backoff = Backoff(initial=0.5, maximum=8)
+    for attempt, least in [(1, 0.5), (2, 1.0), (3, 2.0), (4, 4.0)]:
+        waits = [backoff.wait(attempt) for _ in range(50)]
+        assert all(least <= wait <= least + 0.5 for wait in waits)
+        assert len(set(waits)) > 1  # jittered
+    assert backoff.wait(5) == 8 and backoff.wait(100_000) == 8

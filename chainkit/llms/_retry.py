@@ -58,14 +58,24 @@ def check_count(name: str, value: object) -> None:
 class Backoff:
     """How long to wait between attempts, in seconds.
 
-    Attempt n waits `initial * 2**(n-1)` plus up to `initial` of random jitter, at most
-    `maximum`. A server's Retry-After or retry-after-ms header replaces that wait, capped at
-    `retry_after_cap` so a server cannot stall a run for long.
+    After attempt n fails, the wait is `initial * 2**(n-1)` plus up to `initial` of random
+    jitter, at most `maximum`. A server's Retry-After or retry-after-ms header replaces that
+    wait, capped at `retry_after_cap` so a server cannot stall a run for long: raise the cap
+    to honour longer waits (a rate limit reset in a minute), lower it to fail sooner.
     """
 
     initial: float = 0.5
     maximum: float = 8.0
     retry_after_cap: float = 30.0
+
+    def wait(self, attempt: int) -> float:
+        """Seconds to wait after attempt number `attempt` (the first is 1) failed, when the
+        server asked for no wait."""
+        import random
+
+        doubled = self.initial * 2.0 ** min(attempt - 1, 64)  # beyond 2**64, maximum anyway
+        jitter = random.uniform(0, self.initial)  # noqa: S311  # spreads clients, not a secret
+        return min(doubled + jitter, self.maximum)
 
     def __post_init__(self) -> None:
         for name in ("initial", "maximum", "retry_after_cap"):
@@ -165,15 +175,12 @@ class RetryPolicy:
         import tenacity
 
         backoff = self.backoff
-        exponential = tenacity.wait_exponential_jitter(
-            multiplier=backoff.initial, max=backoff.maximum, jitter=backoff.initial
-        )
 
         def wait(state: RetryCallState) -> float:
             error = state.outcome.exception() if state.outcome is not None else None
             if isinstance(error, ModelStatusError) and error.retry_after is not None:
                 return min(error.retry_after, backoff.retry_after_cap)
-            return exponential(state)
+            return backoff.wait(state.attempt_number)
 
         def count(state: RetryCallState) -> None:
             made[0] = state.attempt_number
