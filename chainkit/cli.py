@@ -221,7 +221,10 @@ def _hint(error: Exception, args: argparse.Namespace) -> str | None:
     if isinstance(error, ModelTimeoutError):
         return "allow more time with --timeout SECONDS, or more attempts with --max-attempts N"
     if isinstance(error, ModelConnectionError):
-        return "is the server running? Its address comes from --base-url or OPENAI_BASE_URL"
+        return (
+            "is the server running and reachable? Its address comes from --base-url or "
+            "OPENAI_BASE_URL"
+        )
     if isinstance(error, ModelStatusError):
         if error.status_code in (401, 403):
             return "check the API key in OPENAI_API_KEY"

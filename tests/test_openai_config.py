@@ -103,6 +103,7 @@ def test_http_urls_are_accepted(backend: Any, url: str) -> None:
         ({"max_attempts": -3}, ValueError, "max_attempts must be at least 1, got -3"),
         ({"max_attempts": 2.5}, TypeError, "max_attempts must be a whole number, got float"),
         ({"backoff": 2}, TypeError, "backoff must be an llms.Backoff, got int"),
+        ({"backoff": 0}, TypeError, "backoff must be an llms.Backoff, got int"),
         ({"model": ""}, ValueError, "model is empty; name a model"),
         ({"model": "  "}, ValueError, "model is empty; name a model"),
         ({"model": "gpt-4o "}, ValueError, "did you mean 'gpt-4o'?"),

@@ -15,8 +15,9 @@ from chainkit.llms.errors import ModelConfigError
 class OpenAIEndpoint:
     """Holds the connection and the retry policy; `model` names what is asked for.
 
-    Every setting is checked here, so that a wrong one fails at construction with what was
-    expected, not later, after retries, with an error about something else.
+    The settings are checked here (the model name by `check_model_name`), so that a wrong one
+    fails at construction saying what was expected, not later, after retries, with an error
+    about something else.
     """
 
     model: str
@@ -35,7 +36,7 @@ class OpenAIEndpoint:
                 # Not the value: an api_key given as bytes is still a key.
                 raise TypeError(f"{name} must be a str or None, got {type(value).__name__}")
         check_seconds("timeout", timeout)
-        self.retry_policy = RetryPolicy(max_attempts, backoff or Backoff())
+        self.retry_policy = RetryPolicy(max_attempts, Backoff() if backoff is None else backoff)
         self._connection = Connection(base_url, api_key, timeout)
         key = self._connection._api_key
         if key is not None:
