@@ -95,7 +95,7 @@ def test_async_generate_fires_callbacks():
 
 def test_fake_llm_satisfies_model_protocol():
     assert isinstance(FakeLLM([]), llms.Model)
-    assert isinstance(llms.OfflineModel(notice_stream=None), llms.Model)
+    assert isinstance(llms.OfflineModel(), llms.Model)
 
 
 def test_concurrent_calls_each_get_their_own_response():

@@ -76,7 +76,7 @@ def test_fake_llm_records_a_copy_of_the_messages():
 
 
 def offline_executor(tool_list: list[tools.Tool]) -> agents.Executor:
-    model = OfflineModel(notice_stream=None)
+    model = OfflineModel()
     return agents.Executor(agents.OneShotAgent(model, tool_list), return_intermediate_steps=True)
 
 
@@ -84,9 +84,7 @@ def test_offline_streaming_chunks_join_to_the_reply():
     chunks: list[str] = []
     infos = [ToolInfo("weather", "weather forecast for a city")]
     messages = [Message.user("q"), Message.tool("sunny and warm all week long", "call_1")]
-    reply = OfflineModel(notice_stream=None).generate(
-        messages, tools=infos, streaming_func=chunks.append
-    )
+    reply = OfflineModel().generate(messages, tools=infos, streaming_func=chunks.append)
     assert reply.content == "sunny and warm all week long"
     assert len(chunks) > 1
     assert "".join(chunks) == reply.content
@@ -100,7 +98,7 @@ def test_offline_native_tool_puts_question_in_first_required_string():
     }
     question = "search the weather forecast"
     infos = [ToolInfo("weather", "weather forecast", parameters)]
-    reply = OfflineModel(notice_stream=None).generate([Message.user(question)], tools=infos)
+    reply = OfflineModel().generate([Message.user(question)], tools=infos)
     [call] = reply.tool_calls
     assert call.function.name == "weather"
     assert json.loads(call.function.arguments) == {"q": question}

@@ -83,7 +83,7 @@ def no_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("no_endpoint")
 def test_cli_returns_130_on_keyboard_interrupt(monkeypatch: pytest.MonkeyPatch):
-    def interrupted(args: argparse.Namespace) -> str:
+    def interrupted(args: argparse.Namespace, model: Model) -> str:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(chainkit.cli, "_run", interrupted)
@@ -96,7 +96,7 @@ def test_cli_masks_keys_in_errors(
 ):
     key = "sk-abcdefghijklmnopqrstuvwxyz1234"
 
-    def failing(args: argparse.Namespace) -> str:
+    def failing(args: argparse.Namespace, model: Model) -> str:
         raise RuntimeError(f"rejected key {key}")
 
     monkeypatch.setattr(chainkit.cli, "_run", failing)

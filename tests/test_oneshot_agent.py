@@ -38,7 +38,7 @@ def test_card_example_with_fake_llm():
 
 def test_card_example_with_offline_model():
     trace = io.StringIO()
-    answer = run_card_example(llms.OfflineModel(notice_stream=None), trace)
+    answer = run_card_example(llms.OfflineModel(), trace)
     assert answer == "1024"
     assert "tool start: 随机数计算工具" in trace.getvalue()
 

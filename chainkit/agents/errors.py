@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from chainkit._text import shorten
 from chainkit.schema import AgentStep
+
+PARSE_ERROR_TOOL = "_Exception"
+"""The tool name of the step that carries a parse error back to the model."""
+_QUOTED = 200
 
 
 class OutputParserError(ValueError):
@@ -22,11 +28,12 @@ class OutputParserError(ValueError):
 class NotFinishedError(RuntimeError):
     """The agent hit `max_iterations` or `max_execution_time` before a final answer.
 
-    `steps` holds every step taken, so no work is lost.
+    `steps` holds every step taken, so no work is lost; the message says what they were spent
+    on (tool calls, by tool, or replies that could not be parsed) and what came last.
     """
 
     def __init__(self, reason: str, steps: list[AgentStep]) -> None:
-        super().__init__(f"agent not finished: {reason} ({len(steps)} steps taken)")
+        super().__init__(f"agent not finished: {reason}; {spent_on(steps)}")
         self.reason = reason
         self.steps = steps
 
@@ -47,3 +54,40 @@ class UnknownToolError(LookupError):
     def __init__(self, tool: str, known: str) -> None:
         super().__init__(f"{tool} is not a valid tool, try one of [{known}].")
         self.tool = tool
+
+
+def spent_on(steps: list[AgentStep]) -> str:
+    """What `steps` were spent on, in a sentence: tool calls by tool (and how many repeat an
+    earlier call), replies that could not be parsed, and the last step's outcome."""
+    if not steps:
+        return "no step was taken"
+    calls = [step.action for step in steps if step.action.tool != PARSE_ERROR_TOOL]
+    unparsed = len(steps) - len(calls)
+    last = steps[-1]
+    if not calls:
+        replies = f"all {unparsed} replies" if unparsed > 1 else "the one reply"
+        return (
+            f"{replies} of the model could not be parsed; the last was "
+            f"{shorten(last.action.log, _QUOTED)!r} ({_flat(last.action.tool_input)})"
+        )
+    counts = Counter(action.tool for action in calls).most_common()
+    text = f"{_count(len(calls), 'tool call')}: " + ", ".join(f"{n} ×{k}" for n, k in counts)
+    repeats = len(calls) - len({(action.tool, action.tool_input) for action in calls})
+    if repeats:
+        text += f" ({repeats} repeating an earlier call with the same input)"
+    if unparsed:
+        text += f", and {_count(unparsed, 'reply')} that could not be parsed"
+    if last.action.tool == PARSE_ERROR_TOOL:
+        return f"{text}; the last reply was {shorten(last.action.log, _QUOTED)!r}"
+    observation = shorten(last.observation, _QUOTED)
+    return f"{text}; the last observation, from {last.action.tool}, was {observation!r}"
+
+
+def _flat(text: str) -> str:
+    return shorten(" ".join(text.split()), _QUOTED)
+
+
+def _count(number: int, noun: str) -> str:
+    if number == 1:
+        return f"1 {noun}"
+    return f"{number} {noun[:-1]}ies" if noun.endswith("y") else f"{number} {noun}s"

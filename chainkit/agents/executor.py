@@ -17,6 +17,7 @@ from chainkit._stop import stop_escaped
 from chainkit.agents.agent import Agent
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
+    PARSE_ERROR_TOOL,
     NoReturnError,
     NotFinishedError,
     OutputParserError,
@@ -29,8 +30,6 @@ from chainkit.schema import AgentAction, AgentFinish, AgentStep, Memory
 from chainkit.tools import Tool, ToolError
 
 INTERMEDIATE_STEPS_KEY = "intermediate_steps"
-PARSE_ERROR_TOOL = "_Exception"
-"""The tool name of the step that carries a parse error back to the model."""
 
 
 class _Request:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
+import threading
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
@@ -21,6 +24,20 @@ _SECRET_WORDS = frozenset(
 )
 _WORD = re.compile(r"[a-z0-9]+")
 _NOT_SHOWN = frozenset(("streaming_func", "callbacks"))
+# Control characters (and the Unicode line breaks and bidirectional overrides) escaped, so a
+# model's or a tool's text can neither break a line in two nor restyle the terminal.
+_ESCAPES: dict[int, str] = {
+    code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if code != 0x09
+}
+_ESCAPES.update(
+    {
+        code: f"\\u{code:04x}"
+        for code in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+    }
+)
+_ESCAPES.update({ord("\\"): "\\\\", ord("\n"): "\\n", ord("\r"): "\\r"})
+_RECENT_PROMPTS = 8
+"""Prompts kept to show only what a later prompt adds: one per run going on at once."""
 
 
 def _secret(name: object) -> bool:
@@ -47,10 +64,17 @@ def _shown(value: Any) -> str:
 
 
 def _one_line(text: str, limit: int) -> str:
-    text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    """`text` with line breaks escaped, and cut in the middle when longer than `limit`: the
+    start and the end of a prompt or an output are what tell one from another."""
     if limit and len(text) > limit:
-        return f"{text[:limit]}… ({len(text) - limit} more chars)"
-    return text
+        head = limit - limit // 2
+        cut = len(text) - limit
+        text = f"{text[:head]}…[{cut:,} characters cut]…{text[len(text) - limit // 2 :]}"
+    return text.translate(_ESCAPES)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
 def _describe(message: Message) -> str:
@@ -63,13 +87,47 @@ def _describe(message: Message) -> str:
     return f"{message.role}: {text}"
 
 
+def _shared(previous: tuple[Message, ...], current: Sequence[Message]) -> tuple[int, int]:
+    """How much of `current` repeats `previous`: the number of whole messages, and then, when
+    `previous` ends in a message that `current` continues (a MRKL prompt growing its
+    scratchpad), how many characters of that message; (0, 0) when `current` does not start
+    with all of `previous`."""
+    same = 0
+    for before, now in zip(previous, current, strict=False):
+        if before is not now and before != now:
+            break
+        same += 1
+    if same == len(previous):
+        return same, 0
+    if same == len(previous) - 1 and same < len(current):
+        before, now = previous[same], current[same]
+        if (
+            before.content
+            and now.content.startswith(before.content)
+            and dataclasses.replace(now, content=before.content) == before
+        ):
+            return same, len(before.content)
+    return 0, 0
+
+
 class LogHandler(Handler):
-    """Writes each event as one line to `stream`; API keys are masked, long texts cut at
-    `max_chars` (0 keeps them whole)."""
+    """Writes each event as one line to `stream`; API keys are masked, texts longer than
+    `max_chars` cut in the middle (0 keeps them whole).
+
+    A prompt that starts with one shown before (the next step of a run) is shown as what it
+    adds: `[first 2 messages as before] | tool: …`, or `[first 1,234 characters as before]…`
+    for a MRKL prompt whose scratchpad grew.
+    """
 
     def __init__(self, stream: TextIO | None = None, *, max_chars: int = 4000) -> None:
+        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 0:
+            raise ValueError(f"max_chars must be a whole number, 0 or more, got {max_chars!r}")
+        if stream is not None and not callable(getattr(stream, "write", None)):
+            raise TypeError(f"stream must be a text stream such as sys.stderr, got {stream!r}")
         self.stream = stream if stream is not None else sys.stderr
         self.max_chars = max_chars
+        self._recent: deque[tuple[Message, ...]] = deque(maxlen=_RECENT_PROMPTS)
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"LogHandler(stream={getattr(self.stream, 'name', self.stream)!r})"
@@ -85,8 +143,26 @@ class LogHandler(Handler):
 
     def handle_llm_start(self, messages: Sequence[Message], options: Mapping[str, Any]) -> None:
         shown = _masked({k: v for k, v in options.items() if v is not None and k not in _NOT_SHOWN})
-        prompt = " | ".join(_describe(m) for m in messages)
+        prompt = self._new_in(messages)
         self._write("llm start", f"{prompt} options={shown}" if shown else prompt)
+
+    def _new_in(self, messages: Sequence[Message]) -> str:
+        """`messages` as a line, less what repeats the prompt shown before that they extend."""
+        with self._lock:
+            # The latest prompt wins a tie: it is the likeliest to be the same run's.
+            shared = (_shared(p, messages) for p in reversed(self._recent))
+            same, chars = max(shared, default=(0, 0))
+            self._recent.append(tuple(messages))
+        if chars:
+            kept = f"{_count(same, 'message')} and {chars:,}" if same else f"{chars:,}"
+            grown = [messages[same].content[chars:], *map(_describe, messages[same + 1 :])]
+            return f"[first {kept} characters as before]" + " | ".join(grown)
+        if not same:
+            return " | ".join(map(_describe, messages))
+        if same == len(messages):
+            return "[same messages as before]"
+        added = " | ".join(map(_describe, messages[same:]))
+        return f"[first {_count(same, 'message')} as before] | {added}"
 
     def handle_llm_end(self, message: Message) -> None:
         detail = _describe(message)

@@ -6,12 +6,19 @@ from __future__ import annotations
 from typing import Self
 from urllib.parse import urlsplit, urlunsplit
 
+from chainkit._redact import MASK, redact
 from chainkit.llms._openai_wire import Connection
-from chainkit.llms._retry import Backoff, RetryPolicy
+from chainkit.llms._retry import Backoff, RetryPolicy, check_seconds
+from chainkit.llms.errors import ModelConfigError
 
 
 class OpenAIEndpoint:
-    """Holds the connection and the retry policy; `model` names what is asked for."""
+    """Holds the connection and the retry policy; `model` names what is asked for.
+
+    The settings are checked here (the model name by `check_model_name`), so that a wrong one
+    fails at construction saying what was expected, not later, after retries, with an error
+    about something else.
+    """
 
     model: str
 
@@ -24,8 +31,19 @@ class OpenAIEndpoint:
         max_attempts: int,
         backoff: Backoff | None,
     ) -> None:
-        self.retry_policy = RetryPolicy(max_attempts, backoff or Backoff())
+        for name, value in (("base_url", base_url), ("api_key", api_key)):
+            if value is not None and not isinstance(value, str):
+                # Not the value: an api_key given as bytes is still a key.
+                raise TypeError(f"{name} must be a str or None, got {type(value).__name__}")
+        check_seconds("timeout", timeout)
+        self.retry_policy = RetryPolicy(max_attempts, Backoff() if backoff is None else backoff)
         self._connection = Connection(base_url, api_key, timeout)
+        key = self._connection._api_key
+        if key is not None:
+            _check_key(key, "api_key" if api_key else "OPENAI_API_KEY")
+        url = self._connection.base_url
+        if url is not None:
+            _check_url(url, "base_url" if base_url else "OPENAI_BASE_URL", key)
 
     @property
     def base_url(self) -> str | None:
@@ -68,3 +86,82 @@ def _shown_url(url: str | None) -> str | None:
         host = f"[{host}]"  # an IPv6 address
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def check_model_name(model: object, source: str) -> None:
+    """Raises unless `model` names a model: a str, not empty, without spaces around it."""
+    if not isinstance(model, str):
+        raise TypeError(f"{source} must be a model name (str), got {type(model).__name__}")
+    if not model.strip():
+        raise ValueError(f"{source} is empty; name a model, e.g. 'gpt-4o-mini'")
+    if model != model.strip() or not model.isprintable():
+        raise ValueError(
+            f"{source} {model!r} has spaces or control characters around or in it: "
+            f"did you mean {model.strip()!r}?"
+        )
+
+
+def _check_key(key: str, source: str) -> None:
+    # An HTTP header cannot carry these; the request would fail on every attempt.
+    if not (key.isascii() and key.isprintable()) or any(c.isspace() for c in key):
+        raise ModelConfigError(
+            f"{source} holds a space, a line break or a non-ASCII character, which no API key "
+            "has: copy the key again, without what surrounds it"
+        )
+
+
+def _check_url(url: str, source: str, key: str | None) -> None:
+    """Raises ModelConfigError naming `url` (credentials masked) unless it is an http(s) URL
+    with a host, suggesting the URL meant where it can tell."""
+    problem, suggestion = _url_problem(url)
+    if problem is None:
+        return
+    hint = f": did you mean {_masked_url(suggestion, key)!r}?" if suggestion else ""
+    raise ModelConfigError(
+        f"{source} {_masked_url(url, key)!r} {problem}{hint} (expected a URL such as "
+        "'http://localhost:8000/v1' or 'https://api.openai.com/v1')"
+    )
+
+
+def _url_problem(url: str) -> tuple[str | None, str | None]:
+    """What is wrong with `url` as a server's address (None: nothing), and the URL probably
+    meant, if there is one."""
+    if any(c.isspace() or not c.isprintable() for c in url):
+        stripped = url.strip()
+        fixed = stripped if stripped.isprintable() and " " not in stripped else None
+        return "has spaces or control characters in it", fixed
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as error:  # an unclosed IPv6 bracket, a port not a number or too big
+        return f"is not a valid URL ({error})", None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        if "://" not in url:
+            return "has no scheme", f"http://{url.lstrip(':/')}"
+        return f"uses the scheme {parts.scheme!r}, not http or https", None
+    if not parts.netloc:  # "http:/host" or "http:host"
+        rest = url.partition(":")[2].lstrip("/")
+        return "has no host", f"{scheme}://{rest}" if rest else None
+    if not parts.hostname:
+        return "has no host", None
+    if port == 0:
+        return "has port 0", None
+    return None, None
+
+
+def _masked_url(url: str, key: str | None) -> str:
+    """`url` with its user info and the values of its query masked, where credentials hide;
+    it need not parse as a URL."""
+    start = url.find("://")
+    start = start + 3 if start >= 0 else 0
+    ends = [i for i in (url.find(c, start) for c in "/?#") if i >= 0]
+    end = min(ends, default=len(url))
+    authority = url[start:end]
+    if "@" in authority:
+        authority = f"{MASK}@{authority.rpartition('@')[2]}"
+    path, question, query = url[end:].partition("?")
+    if question:
+        fields = (field.partition("=") for field in query.split("&"))
+        query = "&".join(f"{name}={MASK}" if equals else name for name, equals, _ in fields)
+    return redact(f"{url[:start]}{authority}{path}{question}{query}", key)

@@ -10,42 +10,76 @@ chainkit.llms stays cheap.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from chainkit.callbacks import Handler
 from chainkit.llms.errors import (
     ModelConnectionError,
+    ModelError,
     ModelReplyShapeError,
     ModelResponseError,
     ModelStatusError,
 )
 
 if TYPE_CHECKING:
-    from tenacity import AsyncRetrying, RetryCallState, Retrying
+    from tenacity import RetryCallState
 
 _RETRYABLE_STATUS = frozenset((408, 409, 429))
+DEFAULT_TIMEOUT: float = 60
+"""Seconds one attempt may take."""
+DEFAULT_MAX_ATTEMPTS = 5
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def check_seconds(name: str, value: object, *, zero_allowed: bool = False) -> None:
+    """Raises unless `value` is a finite number of seconds, above zero (or at least zero)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero_allowed):
+        least = "zero or more" if zero_allowed else "more than zero"
+        raise ValueError(f"{name} must be a finite number of seconds, {least}, got {value!r}")
+
+
+def check_count(name: str, value: object) -> None:
+    """Raises unless `value` is a whole number, at least 1."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be a whole number, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
 
 
 @dataclass(frozen=True, slots=True)
 class Backoff:
     """How long to wait between attempts, in seconds.
 
-    Attempt n waits `initial * 2**(n-1)` plus up to `initial` of random jitter, at most
-    `maximum`. A server's Retry-After or retry-after-ms header replaces that wait, capped at
-    `retry_after_cap` so a server cannot stall a run for long.
+    After attempt n fails, the wait is `initial * 2**(n-1)` plus up to `initial` of random
+    jitter, at most `maximum`. A server's Retry-After or retry-after-ms header replaces that
+    wait, capped at `retry_after_cap` so a server cannot stall a run for long: raise the cap
+    to honour longer waits (a rate limit reset in a minute), lower it to fail sooner.
     """
 
     initial: float = 0.5
     maximum: float = 8.0
     retry_after_cap: float = 30.0
 
+    def wait(self, attempt: int) -> float:
+        """Seconds to wait after attempt number `attempt` (the first is 1) failed, when the
+        server asked for no wait."""
+        import random
+
+        doubled = self.initial * 2.0 ** min(attempt - 1, 64)  # beyond 2**64, maximum anyway
+        jitter = random.uniform(0, self.initial)  # noqa: S311  # spreads clients, not a secret
+        return min(doubled + jitter, self.maximum)
+
     def __post_init__(self) -> None:
         for name in ("initial", "maximum", "retry_after_cap"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"Backoff.{name} must not be negative, got {getattr(self, name)}")
+            check_seconds(f"Backoff.{name}", getattr(self, name), zero_allowed=True)
 
 
 def is_retryable(error: BaseException) -> bool:
@@ -85,40 +119,71 @@ def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None)
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """At most `max_attempts` attempts, `backoff` between them; one policy, two drivers."""
+    """At most `max_attempts` attempts, `backoff` between them; one policy, two drivers.
+
+    The error a call ends with tells how many attempts were made (`ModelError.attempts`).
+    """
 
     max_attempts: int
     backoff: Backoff
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, got {self.max_attempts}")
+        check_count("max_attempts", self.max_attempts)
+        if not isinstance(self.backoff, Backoff):
+            raise TypeError(
+                f"backoff must be an llms.Backoff, got {type(self.backoff).__name__}; "
+                "e.g. backoff=llms.Backoff(initial=1, maximum=10, retry_after_cap=60)"
+            )
 
-    def retrying(self, callbacks: Handler | None) -> Retrying:
-        """The sync driver: call it with the function that makes one attempt."""
+    def call(
+        self, callbacks: Handler | None, attempt: Callable[P, T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Calls `attempt` (which makes one attempt) until it succeeds or the policy gives up;
+        each retry is reported to `callbacks`."""
         import tenacity
 
-        return tenacity.Retrying(**self._settings(callbacks))
+        made: list[int] = [0]
+        try:
+            return tenacity.Retrying(**self._settings(callbacks, made))(attempt, *args, **kwargs)
+        except ModelError as error:
+            self._count(error, made[0])
+            raise
 
-    def async_retrying(self, callbacks: Handler | None) -> AsyncRetrying:
-        """The async driver of the same settings."""
+    async def acall(
+        self,
+        callbacks: Handler | None,
+        attempt: Callable[P, Awaitable[T]],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """Async twin of `call`."""
         import tenacity
 
-        return tenacity.AsyncRetrying(**self._settings(callbacks))
+        made: list[int] = [0]
+        retrying = tenacity.AsyncRetrying(**self._settings(callbacks, made))
+        try:
+            return await retrying(attempt, *args, **kwargs)
+        except ModelError as error:
+            self._count(error, made[0])
+            raise
 
-    def _settings(self, callbacks: Handler | None) -> dict[str, Any]:
+    def _count(self, error: ModelError, attempts: int) -> None:
+        error.attempts = attempts
+        error.retries_exhausted = attempts >= self.max_attempts and is_retryable(error)
+
+    def _settings(self, callbacks: Handler | None, made: list[int]) -> dict[str, Any]:
         import tenacity
 
         backoff = self.backoff
-        exponential = tenacity.wait_exponential_jitter(
-            multiplier=backoff.initial, max=backoff.maximum, jitter=backoff.initial
-        )
 
         def wait(state: RetryCallState) -> float:
             error = state.outcome.exception() if state.outcome is not None else None
             if isinstance(error, ModelStatusError) and error.retry_after is not None:
                 return min(error.retry_after, backoff.retry_after_cap)
-            return exponential(state)
+            return backoff.wait(state.attempt_number)
+
+        def count(state: RetryCallState) -> None:
+            made[0] = state.attempt_number
 
         def report(state: RetryCallState) -> None:
             assert callbacks is not None and state.outcome is not None
@@ -130,6 +195,7 @@ class RetryPolicy:
             "stop": tenacity.stop_after_attempt(self.max_attempts),
             "wait": wait,
             "retry": tenacity.retry_if_exception(is_retryable),
+            "before": count,
             "before_sleep": report if callbacks is not None else None,
             "reraise": True,
         }

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from chainkit.callbacks import Handler, guard
-from chainkit.llms._endpoint import OpenAIEndpoint
+from chainkit.llms._endpoint import OpenAIEndpoint, check_model_name
 from chainkit.llms._openai_wire import parse_embeddings
-from chainkit.llms._retry import Backoff
+from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff, check_count
 
 
 class OpenAIEmbeddings(OpenAIEndpoint):
@@ -26,12 +26,12 @@ class OpenAIEmbeddings(OpenAIEndpoint):
         base_url: str | None = None,
         api_key: str | None = None,
         batch_size: int = 512,
-        timeout: float = 60,
-        max_attempts: int = 5,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         backoff: Backoff | None = None,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        check_model_name(model, "model")
+        check_count("batch_size", batch_size)
         self.model = model
         self.batch_size = batch_size
         super().__init__(
@@ -47,8 +47,8 @@ class OpenAIEmbeddings(OpenAIEndpoint):
     ) -> list[list[float]]:
         """One vector per text, in the order of `texts`; retries go to `callbacks`."""
         batches = self._batches(texts, "embed_query")
-        retrying = self.retry_policy.retrying(guard(callbacks))
-        return [vector for batch in batches for vector in retrying(self._embed, batch)]
+        policy, handler = self.retry_policy, guard(callbacks)
+        return [vector for batch in batches for vector in policy.call(handler, self._embed, batch)]
 
     def embed_query(self, text: str, *, callbacks: Handler | None = None) -> list[float]:
         return self.embed_documents([text], callbacks=callbacks)[0]
@@ -58,10 +58,10 @@ class OpenAIEmbeddings(OpenAIEndpoint):
     ) -> list[list[float]]:
         """Async twin of `embed_documents`."""
         batches = self._batches(texts, "aembed_query")
-        retrying = self.retry_policy.async_retrying(guard(callbacks))
+        policy, handler = self.retry_policy, guard(callbacks)
         vectors: list[list[float]] = []
         for batch in batches:
-            vectors.extend(await retrying(self._aembed, batch))
+            vectors.extend(await policy.acall(handler, self._aembed, batch))
         return vectors
 
     async def aembed_query(self, text: str, *, callbacks: Handler | None = None) -> list[float]:

@@ -9,11 +9,31 @@ from http import HTTPStatus
 
 
 class ModelError(Exception):
-    """A model call failed."""
+    """A model call failed.
+
+    `attempts` is how many attempts a retrying backend made before giving up with this error
+    (None when none counted them); the message then ends with that count.
+    """
+
+    attempts: int | None = None
+    retries_exhausted: bool = False
+    """True when the error would have been retried, had attempts been left."""
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.attempts is None:
+            return text
+        made = f"{self.attempts} attempt{'s' if self.attempts != 1 else ''}"
+        if self.retries_exhausted:
+            return f"{text} (gave up after {made})"
+        if self.attempts > 1:
+            return f"{text} (after {made}; an error like this is not retried)"
+        return text
 
 
-class ModelConfigError(ModelError):
-    """The backend cannot be set up as given, e.g. it has neither an API key nor a base URL."""
+class ModelConfigError(ModelError, ValueError):
+    """The backend cannot be set up as given: it has neither an API key nor a base URL, or
+    one of them is malformed."""
 
 
 class ModelStatusError(ModelError):

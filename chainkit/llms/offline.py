@@ -9,40 +9,22 @@ the observation.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any
 
 from chainkit.llms._lexical import MATH_TOKENS, best_match, find_expression, tokens
 from chainkit.llms._streaming import stream_text
 from chainkit.llms.model import BaseModel, ModelRequest
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
 
-NOTICE = (
-    "chainkit: using the built-in offline model (a keyword matcher, not an LLM). To use a real "
-    "model, set OPENAI_API_KEY (and optionally OPENAI_MODEL), or OPENAI_BASE_URL for a local "
-    "OpenAI-compatible server such as vLLM, Ollama or llama.cpp."
-)
-
 
 class OfflineModel(BaseModel):
-    """Answers MRKL prompts and native tool calls by lexical tool matching.
-
-    The notice that this is the offline model goes to `notice_stream` once (None: silent).
-    """
-
-    def __init__(self, *, notice_stream: TextIO | None = sys.stderr) -> None:
-        self.notice_stream = notice_stream
-        self._noticed = False
+    """Answers MRKL prompts and native tool calls by lexical tool matching."""
 
     def __repr__(self) -> str:
         return "OfflineModel()"
 
     def _generate(self, request: ModelRequest) -> Message:
-        if not self._noticed and self.notice_stream is not None:
-            self.notice_stream.write(NOTICE + "\n")
-            self.notice_stream.flush()
-        self._noticed = True
         messages, tools = request.messages, request.tools
         reply = (
             _native_reply(messages, tools) if tools else Message.assistant(_mrkl_reply(messages))

@@ -6,13 +6,26 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from chainkit.llms._endpoint import OpenAIEndpoint
+from chainkit.llms._endpoint import OpenAIEndpoint, check_model_name
 from chainkit.llms._openai_wire import StreamRelay, build_request, parse_completion
-from chainkit.llms._retry import Backoff
+from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff, check_seconds
 from chainkit.llms.model import BaseModel, ModelRequest
 from chainkit.schema import Message
 
 DEFAULT_MODEL = "gpt-4o-mini"
+
+# Settings under the names other libraries give them: taken for options, they would go into
+# the request body, where a server ignores or refuses them.
+_MISNAMED = {
+    "max_retries": "max_attempts, which counts the first attempt too (max_retries=2 is "
+    "max_attempts=3)",
+    "request_timeout": "timeout",
+    "openai_api_key": "api_key",
+    "openai_api_base": "base_url",
+    "model_name": "model",
+    "stream": "a streaming_func on the call",
+    "streaming": "a streaming_func on the call",
+}
 
 
 class OpenAI(OpenAIEndpoint, BaseModel):
@@ -29,9 +42,17 @@ class OpenAI(OpenAIEndpoint, BaseModel):
     `extra_body` dict is merged into the body.
 
     A call makes up to `max_attempts` attempts, `timeout` seconds each, waiting between them as
-    `backoff` says (or as the server's Retry-After asks), and reports each retry to
-    `handle_retry` of its callbacks. Errors are those of `chainkit.llms.errors`, and never
-    show the key, nor hold the SDK's exception (which may) as cause or context.
+    `backoff` says, and reports each retry to `handle_retry` of its callbacks. The waits
+    double from `Backoff.initial` (0.5 s) up to `Backoff.maximum` (8 s), with jitter; a
+    server's Retry-After replaces the wait, capped at `Backoff.retry_after_cap` (30 s):
+    `backoff=llms.Backoff(retry_after_cap=120)` honours longer ones. The error a call ends
+    with says how many attempts it made (`ModelError.attempts`).
+
+    Every setting is checked at construction: a base URL must be an http(s) URL with a host,
+    `timeout` a finite number of seconds above zero, `max_attempts` at least 1.
+
+    Errors are those of `chainkit.llms.errors`, and never show the key, nor hold the SDK's
+    exception (which may) as cause or context.
 
     - Retried: 408, 409, 429 and 5xx answers (ModelStatusError), timeouts and broken
       connections (ModelConnectionError, ModelTimeoutError), and replies a glitch spoils
@@ -57,12 +78,18 @@ class OpenAI(OpenAIEndpoint, BaseModel):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 60,
-        max_attempts: int = 5,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         backoff: Backoff | None = None,
         **default_options: Any,
     ) -> None:
-        self.model = model or os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL
+        if model is None:
+            model = os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL
+            check_model_name(model, "OPENAI_MODEL")
+        else:
+            check_model_name(model, "model")
+        _refuse_misnamed(default_options)
+        self.model = model
         self.default_options = default_options
         super().__init__(
             base_url=base_url,
@@ -74,6 +101,10 @@ class OpenAI(OpenAIEndpoint, BaseModel):
 
     def _request(self, request: ModelRequest) -> dict[str, Any]:
         options = request.options
+        if options:
+            _refuse_misnamed(options)
+            if options.get("timeout") is not None:
+                check_seconds("timeout", options["timeout"])
         if self.default_options:
             # A call's option set to None means "not set", so it leaves the default in place.
             options = dict(self.default_options)
@@ -85,17 +116,18 @@ class OpenAI(OpenAIEndpoint, BaseModel):
 
     def _generate(self, request: ModelRequest) -> Message:
         body = self._request(request)
-        retrying = self.retry_policy.retrying(request.callbacks)
+        policy, callbacks = self.retry_policy, request.callbacks
         if request.streaming_func is None:
-            return retrying(self._complete, body)
-        return retrying(self._stream, body, StreamRelay(request.streaming_func))
+            return policy.call(callbacks, self._complete, body)
+        return policy.call(callbacks, self._stream, body, StreamRelay(request.streaming_func))
 
     async def _agenerate(self, request: ModelRequest) -> Message:
         body = self._request(request)
-        retrying = self.retry_policy.async_retrying(request.callbacks)
+        policy, callbacks = self.retry_policy, request.callbacks
         if request.streaming_func is None:
-            return await retrying(self._acomplete, body)
-        return await retrying(self._astream, body, StreamRelay(request.streaming_func))
+            return await policy.acall(callbacks, self._acomplete, body)
+        relay = StreamRelay(request.streaming_func)
+        return await policy.acall(callbacks, self._astream, body, relay)
 
     # One attempt each.
 
@@ -140,3 +172,10 @@ class OpenAI(OpenAIEndpoint, BaseModel):
 
         await connection.arun(read, request.get("timeout"))
         return chunks.message()
+
+
+def _refuse_misnamed(options: dict[str, Any]) -> None:
+    misnamed = options.keys() & _MISNAMED.keys()
+    if misnamed:
+        name = min(misnamed)
+        raise TypeError(f"OpenAI has no option {name!r}: use {_MISNAMED[name]}")

@@ -1,0 +1,148 @@
+"""LogHandler shows what each prompt adds to the one before, and cuts long text in the middle."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+
+import pytest
+
+from chainkit import agents, chains, tools
+from chainkit.callbacks import LogHandler
+from chainkit.llms import FakeLLM
+from chainkit.schema import FunctionCall, Message, ToolCall
+
+
+def llm_starts(text: str) -> list[str]:
+    prefix = "[chainkit] llm start: "
+    return [line[len(prefix) :] for line in text.splitlines() if line.startswith(prefix)]
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_a_mrkl_step_shows_only_the_scratchpad_it_adds(use_async: bool) -> None:
+    import asyncio
+
+    out = io.StringIO()
+    fake = FakeLLM([" I should add.\nAction: calculator\nAction Input: 2+2", " Final Answer: 4"])
+    executor = agents.Executor(
+        agents.OneShotAgent(fake, [tools.Calculator()]), callbacks_handler=LogHandler(out)
+    )
+    if use_async:
+        asyncio.run(chains.arun(executor, "what is 2+2?"))
+    else:
+        chains.run(executor, "what is 2+2?")
+
+    first_prompt = fake.calls[0].messages[0].content
+    first, second = llm_starts(out.getvalue())
+    assert first.startswith("user: Answer the following questions") and "what is 2+2?" in first
+    assert second == (
+        f"[first {len(first_prompt):,} characters as before] I should add.\\nAction: calculator"
+        "\\nAction Input: 2+2\\nObservation: 4\\nThought: "
+        "options={'stop': ['\\\\nObservation:', '\\\\n\\\\tObservation:']}"
+    )
+
+
+def test_a_tool_calling_step_shows_only_the_messages_it_adds() -> None:
+    out = io.StringIO()
+    call = ToolCall("c1", FunctionCall("calculator", json.dumps({"input": "6*7"})))
+    fake = FakeLLM([Message.assistant("", [call]), "42"])
+    executor = agents.Executor(
+        agents.ToolCallingAgent(fake, [tools.Calculator()]), callbacks_handler=LogHandler(out)
+    )
+    chains.run(executor, "what is 6*7?")
+
+    first, second = llm_starts(out.getvalue())
+    assert "user: what is 6*7?" in first
+    assert second.startswith(
+        '[first 2 messages as before] | assistant: tool_calls: calculator({"input": "6*7"}) '
+        "| tool: (for c1) 42 options="
+    )
+
+
+def test_prompts_that_extend_none_shown_before_are_shown_whole() -> None:
+    out = io.StringIO()
+    log = LogHandler(out)
+    log.handle_llm_start([Message.user("Question: a\nThought:")], {})
+    log.handle_llm_start([Message.user("Question: b\nThought:")], {})  # another run
+    log.handle_llm_start([Message.user("Question: b\nThought:")], {})  # the same again
+    log.handle_llm_start([Message.system("s"), Message.user("Question: b")], {})
+    log.handle_llm_start([Message.system("s")], {})  # shorter: adds nothing, repeats part
+    assert llm_starts(out.getvalue()) == [
+        "user: Question: a\\nThought:",
+        "user: Question: b\\nThought:",
+        "[same messages as before]",
+        "system: s | user: Question: b",
+        "system: s",
+    ]
+
+
+def test_interleaved_runs_each_extend_their_own_prompt() -> None:
+    out = io.StringIO()
+    log = LogHandler(out)
+    system = Message.system("rules")
+    log.handle_llm_start([system, Message.user("Question: a\nThought:")], {})
+    log.handle_llm_start([system, Message.user("Question: b\nThought:")], {})
+    log.handle_llm_start([system, Message.user("Question: b\nThought: x\nObservation: 1")], {})
+    log.handle_llm_start([system, Message.user("Question: a\nThought: y\nObservation: 2")], {})
+    assert llm_starts(out.getvalue())[2:] == [
+        "[first 1 message and 20 characters as before] x\\nObservation: 1",
+        "[first 1 message and 20 characters as before] y\\nObservation: 2",
+    ]
+
+
+def test_a_changed_message_is_not_taken_for_a_continuation() -> None:
+    out = io.StringIO()
+    log = LogHandler(out)
+    log.handle_llm_start([Message.user("hello")], {})
+    log.handle_llm_start([Message.user("hello world", name="bob")], {})
+    assert llm_starts(out.getvalue())[1] == "user: hello world"
+
+
+def test_concurrent_prompts_are_all_logged_whole_lines() -> None:
+    out = io.StringIO()
+    log = LogHandler(out)
+    prompts = [[Message.user(f"Question: {i}\nThought:")] for i in range(40)]
+    threads = [threading.Thread(target=log.handle_llm_start, args=(p, {})) for p in prompts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(llm_starts(out.getvalue())) == sorted(
+        f"user: Question: {i}\\nThought:" for i in range(40)
+    )
+
+
+def test_a_long_prompt_is_cut_in_the_middle_keeping_the_question() -> None:
+    out = io.StringIO()
+    log = LogHandler(out, max_chars=1000)
+    prompt = "Use the tools.\n" + "tool: does things\n" * 5000 + "Question: what now?\nThought:"
+    log.handle_llm_start([Message.user(prompt)], {})
+    [line] = llm_starts(out.getvalue())
+    assert line.startswith("user: Use the tools.\\n")
+    assert line.endswith("Question: what now?\\nThought:")
+    assert f"…[{len('user: ' + prompt) - 1000:,} characters cut]…" in line
+    assert len(line) < 1100
+
+
+def test_cutting_keeps_start_and_end_of_any_text() -> None:
+    out = io.StringIO()
+    LogHandler(out, max_chars=10).handle_text("0123456789" * 5 + "END")
+    assert out.getvalue() == "[chainkit] text: 01234…[43 characters cut]…89END\n"
+
+
+@pytest.mark.parametrize("max_chars", [-1, 1.5, "4000", True])
+def test_max_chars_must_be_a_count(max_chars: object) -> None:
+    with pytest.raises(ValueError, match="max_chars must be a whole number, 0 or more"):
+        LogHandler(io.StringIO(), max_chars=max_chars)  # type: ignore[arg-type]
+
+
+def test_the_stream_must_be_writable() -> None:
+    with pytest.raises(TypeError, match="stream must be a text stream"):
+        LogHandler(print)  # type: ignore[arg-type]
+
+
+def test_control_characters_are_escaped_so_a_line_stays_one_line() -> None:
+    out = io.StringIO()
+    LogHandler(out).handle_text("a\x1b[2Jb\x07\u2028c\u202ed\x85\te")
+    assert out.getvalue() == "[chainkit] text: a\\x1b[2Jb\\x07\\u2028c\\u202ed\\x85\te\n"
