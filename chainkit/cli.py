@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from chainkit import __version__
 from chainkit.llms import Model
+from chainkit.tools._mcp import command as mcp_serve
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,6 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--model", help="model name (default: $OPENAI_MODEL or gpt-4o-mini)")
     run.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    mcp_serve.add_command(commands)
     return parser
 
 
@@ -87,6 +89,8 @@ def _run(args: argparse.Namespace) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "mcp-serve":
+        return mcp_serve.run_command(args)
     if args.model and not _endpoint_configured(args):
         parser.error(
             f"--model {args.model} needs an OpenAI-compatible endpoint: set OPENAI_API_KEY, "
