@@ -48,10 +48,11 @@ class MCPTools:
     streamable HTTP.
 
     Use it as a context manager, `with` or `async with`: entering connects, initialises and lists
-    the tools (MCPConnectionError when that fails or takes over `timeout` seconds); iterating
-    it, or `.tools`, gives them as chainkit Tools; leaving closes the session and stops the
-    server process. Each call waits at most `timeout` seconds. When the server announces that
-    its tools changed, the list is fetched again; `refresh()` does it on demand.
+    the tools (MCPConnectionError when that fails or takes over `connect_timeout` seconds);
+    iterating it, or `.tools`, gives them as chainkit Tools; leaving closes the session and
+    stops the server process. Each call waits at most `timeout` seconds, then fails with
+    MCPToolError (a ToolError: the model is told). When the server announces that its tools
+    changed, the list is fetched again; `refresh()` does it on demand.
 
     `prefix` is put before every tool name, to tell apart servers with tools of the same name.
     `name` names the server in errors and on its tools (`tool.server`); by default, the name
@@ -67,11 +68,13 @@ class MCPTools:
         cwd: str | os.PathLike[str] | None = None,
         headers: Mapping[str, str] | None = None,
         timeout: float = 60.0,
+        connect_timeout: float = 60.0,
         prefix: str = "",
         name: str | None = None,
     ) -> None:
         self._endpoint = endpoint(command, url, env, cwd, headers)
         self.timeout = check_timeout(timeout)
+        self.connect_timeout = check_timeout(connect_timeout)
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a string, got {type(prefix).__name__}")
         if name is not None and (not isinstance(name, str) or not name.strip()):
@@ -110,7 +113,7 @@ class MCPTools:
     def __enter__(self) -> Self:
         ready = self._start()
         try:
-            ready.result(self.timeout)
+            ready.result(self.connect_timeout)
         except Exception:
             raise self._start_failed(ready)  # noqa: B904 - it sets the cause: the server's error
         except BaseException:
@@ -130,7 +133,7 @@ class MCPTools:
     async def __aenter__(self) -> Self:
         ready = self._start()
         try:
-            await asyncio.wait_for(asyncio.wrap_future(ready), self.timeout)
+            await asyncio.wait_for(asyncio.wrap_future(ready), self.connect_timeout)
         except Exception:
             raise self._start_failed(ready)  # noqa: B904 - it sets the cause: the server's error
         except BaseException:
@@ -240,7 +243,7 @@ class MCPTools:
         assert session is not None
         cause = ready.exception() if ready.done() and not ready.cancelled() else None
         self._abandon()
-        error = MCPConnectionError(session.start_error(cause, self.timeout))
+        error = MCPConnectionError(session.start_error(cause, self.connect_timeout))
         error.__cause__ = cause
         error.__suppress_context__ = True  # our wait timing out, or the cause again
         return error

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
+from chainkit._redact import redact
+
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
@@ -26,12 +28,12 @@ class Endpoint:
 
     def __str__(self) -> str:
         if self.command is not None:
-            return shlex.join(self.command)
+            return redact(shlex.join(self.command))  # a key may be given as an argument
         assert self.url is not None
         # Credentials ride in a URL's userinfo or query (?api_key=...): show neither.
         parts = urlsplit(self.url)
         host = parts.netloc.rpartition("@")[2]
-        return urlunsplit((parts.scheme, host, parts.path, "", ""))
+        return redact(urlunsplit((parts.scheme, host, parts.path, "", "")))
 
     @property
     def short_name(self) -> str:
