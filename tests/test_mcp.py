@@ -6,9 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import select
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -24,6 +22,7 @@ from chainkit.callbacks import Handler
 from chainkit.llms import FakeLLM
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests import mcp_chainkit_tools as originals
+from tests.mcp_process import start_http_server, stop
 from tests.mcp_server import PICTURE, SERVER_NAME
 
 pytestmark = pytest.mark.timeout(30)
@@ -45,36 +44,6 @@ def wait_until(predicate, seconds=10.0):
     return True
 
 
-def start_http(command, env=None):
-    """Starts a server that prints its URL on stderr; returns the process and the URL."""
-    process = subprocess.Popen(
-        command, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env
-    )
-    deadline = time.monotonic() + 20
-    assert process.stderr is not None
-    seen = []
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([process.stderr], [], [], 0.1)
-        if ready:
-            line = process.stderr.readline()
-            seen.append(line)
-            if "http://" in line:
-                return process, line[line.index("http://") :].strip()
-        if process.poll() is not None:
-            break
-    process.kill()
-    raise AssertionError(f"the HTTP server did not start: {''.join(seen)}")
-
-
-def stop(process):
-    process.terminate()
-    try:
-        process.wait(5)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(5)
-
-
 @pytest.fixture(scope="module")
 def stdio_tools():
     with tools.MCPTools(command=SERVER, timeout=10) as mcp_tools:
@@ -83,7 +52,7 @@ def stdio_tools():
 
 @pytest.fixture(scope="module")
 def http_url():
-    process, url = start_http([*SERVER, "--http"])
+    process, url = start_http_server([*SERVER, "--http"])
     yield url
     stop(process)
 
@@ -442,7 +411,7 @@ def test_a_server_killed_mid_session_ends_calls_with_a_clear_error(mode):
 
 
 def test_an_http_server_killed_mid_session_ends_calls_with_a_clear_error():
-    process, url = start_http([*SERVER, "--http"])
+    process, url = start_http_server([*SERVER, "--http"])
     try:
         with tools.MCPTools(url=url, timeout=20) as mcp_tools:
             echo = by_name(mcp_tools)["echo"]
@@ -610,7 +579,7 @@ def round_trip(request):
             yield mcp_tools
         return
     env = {**os.environ, **REPO_ENV}
-    process, url = start_http(
+    process, url = start_http_server(
         [sys.executable, "-m", "chainkit", "mcp-serve", factory, "--http", "0"], env=env
     )
     try:
