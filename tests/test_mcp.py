@@ -419,9 +419,19 @@ def test_an_http_server_killed_mid_session_ends_calls_with_a_clear_error():
             process.kill()
             process.wait(5)
             started = time.monotonic()
-            with pytest.raises(tools.MCPToolError, match="echo"):
+            with pytest.raises(tools.MCPToolError, match="closed the connection"):
                 echo.call("anyone there?")
-            assert time.monotonic() - started < 5
+            # The session ends once the transport fails: later calls say so at once.
+            for attempt in range(3):
+                with pytest.raises(tools.MCPToolError, match=r"closed the connection|has ended"):
+                    if attempt == 1:
+                        asyncio.run(echo.acall("still there?"))
+                    else:
+                        echo.call("still there?")
+            assert time.monotonic() - started < 5  # not the 20 s timeout
+            assert wait_until(lambda: "ended" in repr(mcp_tools), 5)
+            with pytest.raises(tools.MCPToolError, match=r"has ended \(ConnectError: "):
+                echo.call("and now?")
     finally:
         stop(process)
 

@@ -8,6 +8,7 @@ the session's loop with `asyncio.run_coroutine_threadsafe` and waits there at mo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import threading
@@ -85,10 +86,16 @@ class MCPTools:
         self._state: Literal["new", "connecting", "open", "closed"] = "new"
         self._session: Session | None = None
         self._finished: Future[None] | None = None
+        # Work sent to the session's loop and not done yet: what the loop leaves undone when
+        # it ends is cancelled then, so no caller waits on a loop that has gone.
+        self._pending: dict[Future[Any], Coroutine[Any, Any, Any]] = {}
         self._tools: list[Tool] = []
 
     def __repr__(self) -> str:
-        return f"MCPTools({str(self._endpoint)!r}, {self._state})"
+        state: str = self._state
+        if state == "open" and self._finished is not None and self._finished.done():
+            state = "ended"  # the server went away
+        return f"MCPTools({str(self._endpoint)!r}, {state})"
 
     @property
     def server(self) -> str:
@@ -225,7 +232,7 @@ class MCPTools:
         finished: Future[None] = Future()
         self._session, self._finished = session, finished
         threading.Thread(
-            target=_run_session,
+            target=self._hold_session,
             args=(session, ready, finished),
             name=f"chainkit-mcp {self._endpoint}",
             daemon=True,
@@ -306,16 +313,34 @@ class MCPTools:
         loop = None if session is None else session.loop
         if self._state != "open" or session is None or loop is None:
             raise closed()
-        coroutine = make(session)
+        with self._lock:
+            if self._finished is None or self._finished.done():
+                raise closed()
+            coroutine = make(session)
+            try:
+                future = asyncio.run_coroutine_threadsafe(coroutine, loop)
+            except RuntimeError:  # the loop has closed: the session ended
+                coroutine.close()
+                raise closed() from None
+            self._pending[future] = coroutine
+        future.add_done_callback(self._forget)
+        return future
+
+    def _forget(self, future: Future[Any]) -> None:
+        with self._lock:
+            self._pending.pop(future, None)
+
+    def _hold_session(self, session: Session, ready: Future[None], finished: Future[None]) -> None:
+        """The session thread: runs the session's loop until the session ends."""
         try:
-            return asyncio.run_coroutine_threadsafe(coroutine, loop)
-        except RuntimeError:  # the loop has closed: the session ended
-            coroutine.close()
-            raise closed() from None
-
-
-def _run_session(session: Session, ready: Future[None], finished: Future[None]) -> None:
-    try:
-        asyncio.run(session.run(ready))
-    finally:
-        finished.set_result(None)
+            asyncio.run(session.run(ready))
+        finally:
+            with self._lock:
+                finished.set_result(None)
+                left = list(self._pending.items())
+                self._pending.clear()
+            for future, coroutine in left:
+                future.cancel()
+                # Never started, or ended with its destroyed task: closing it is safe now.
+                with contextlib.suppress(RuntimeError):
+                    coroutine.close()

@@ -185,7 +185,7 @@ class Session:
         self._on_tools(self.server_name, await self._list_tools())
 
     def closed_error(self, tool: MCPTool) -> MCPToolError:
-        ended_by = self.ended_by
+        ended_by = None if self.ended_by is None else _first_leaf(self.ended_by)
         reason = ""
         if ended_by is not None and not isinstance(ended_by, asyncio.CancelledError):
             reason = f" ({type(ended_by).__name__}: {ended_by})"
