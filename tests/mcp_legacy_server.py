@@ -1,11 +1,16 @@
 """A hand-written MCP server over stdio that speaks only the initialize-handshake protocol
 versions, as most servers in the wild do: no `server/discover`, no subscriptions. It lists its
 tools in two pages, and its `announce` tool adds a tool and sends
-`notifications/tools/list_changed` unasked."""
+`notifications/tools/list_changed` unasked; its `broken` tool answers with a malformed result.
+
+Misbehaviour on request, through the environment: PAGES_FOREVER=1 makes every page of the
+tool list point to another; STDERR_FLOOD=N writes N bytes to stderr before serving.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -20,6 +25,11 @@ tools: list[dict[str, Any]] = [
             "properties": {"text": {"type": "string"}},
             "required": ["text"],
         },
+    },
+    {
+        "name": "broken",
+        "description": "Answers with content that is not a list.",
+        "inputSchema": {"type": "object", "properties": {}},
     },
     {
         "name": "announce",
@@ -47,6 +57,8 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         return {}
     if method == "tools/list":
         # Two pages, to show the client follows the cursor.
+        if os.environ.get("PAGES_FOREVER"):
+            return {"tools": [], "nextCursor": f"{params.get('cursor')}+"}
         if params.get("cursor") == "page-2":
             return {"tools": tools[1:]}
         return {"tools": tools[:1], "nextCursor": "page-2"}
@@ -54,6 +66,8 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         name, arguments = params["name"], params.get("arguments") or {}
         if name == "echo":
             return {"content": [{"type": "text", "text": arguments["text"]}]}
+        if name == "broken":
+            return {"content": "not a list"}
         if name == "announce":
             if not any(tool["name"] == "late" for tool in tools):
                 tools.append(
@@ -71,6 +85,10 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
+    flood = int(os.environ.get("STDERR_FLOOD", "0"))
+    for _ in range(flood // 1000):
+        sys.stderr.write("x" * 999 + "\n")
+    sys.stderr.flush()
     for line in sys.stdin:
         message = json.loads(line)
         if "id" not in message:

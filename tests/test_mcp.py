@@ -329,13 +329,13 @@ def test_a_list_change_the_server_announces_refreshes_the_tools(served):
 
 def test_a_handshake_only_server_with_paged_tools_and_unasked_list_changes():
     with tools.MCPTools(command=LEGACY_SERVER) as mcp_tools:
-        assert [tool.name for tool in mcp_tools] == ["echo", "announce"]  # both pages
+        assert [tool.name for tool in mcp_tools] == ["echo", "broken", "announce"]  # 2 pages
         assert mcp_tools.server == "legacy"
         assert by_name(mcp_tools)["echo"].call("old protocol") == "old protocol"
         by_name(mcp_tools)["announce"].call("")
         assert wait_until(lambda: "late" in [t.name for t in mcp_tools], 10)
         assert by_name(mcp_tools)["late"].call("") == "late works"
-        assert [tool.name for tool in mcp_tools.refresh()] == ["echo", "announce", "late"]
+        assert [t.name for t in mcp_tools.refresh()] == ["echo", "broken", "announce", "late"]
 
 
 # Several servers.
@@ -490,6 +490,52 @@ def test_a_missing_program_or_a_closed_port_is_a_clear_connection_error():
         ),
     ):
         pass
+
+
+def test_a_malformed_result_is_a_tool_error_and_the_session_goes_on():
+    with tools.MCPTools(command=LEGACY_SERVER) as mcp_tools:
+        listed = by_name(mcp_tools)
+        with pytest.raises(tools.MCPToolError, match=r"malformed result \(content: .*valid list"):
+            listed["broken"].call("")
+        assert listed["echo"].call("fine") == "fine"
+
+
+def test_a_tool_list_that_pages_forever_fails_the_connect():
+    started = time.monotonic()
+    with (
+        pytest.raises(tools.MCPConnectionError, match="lists its tools in more than 100 pages"),
+        tools.MCPTools(command=LEGACY_SERVER, env={"PAGES_FOREVER": "1"}),
+    ):
+        pass
+    assert time.monotonic() - started < 10
+
+
+def test_a_server_flooding_stderr_is_not_blocked_by_it():
+    # 2 MB is far past a pipe's buffer: a server whose stderr nobody read would stall.
+    with tools.MCPTools(command=LEGACY_SERVER, env={"STDERR_FLOOD": "2000000"}) as mcp_tools:
+        assert by_name(mcp_tools)["echo"].call("heard") == "heard"
+
+
+def test_closing_during_a_call_ends_the_call_and_the_close():
+    outcome = []
+
+    def call(tool):
+        try:
+            tool.call("")
+        except tools.ToolError as error:
+            outcome.append(str(error))
+
+    mcp_tools = tools.MCPTools(command=SERVER, timeout=20)
+    with mcp_tools:
+        caller = threading.Thread(target=call, args=(by_name(mcp_tools)["hang"],))
+        caller.start()
+        time.sleep(0.3)
+        started = time.monotonic()
+    caller.join(10)
+    assert time.monotonic() - started < 10
+    assert outcome == [
+        "the session with MCP server 'chainkit-test' was closed during the call to hang"
+    ]
 
 
 def test_keys_in_a_failing_servers_stderr_are_masked():

@@ -167,6 +167,14 @@ class Session:
             result = await client.call_tool(tool.remote_name, arguments)
         except MCPError as error:
             raise _tool_error(tool, self._refusal(tool, error)) from error
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "result"
+            raise _tool_error(
+                tool,
+                f"MCP server {self.server_name!r} answered the call to {tool.name} with a "
+                f"malformed result ({where}: {first['msg']})",
+            ) from error
         except Exception as error:
             raise _tool_error(
                 tool,
@@ -302,6 +310,11 @@ class Session:
                 return
 
     def _refusal(self, tool: MCPTool, error: MCPError) -> str:
+        if error.code == mcp_types.CONNECTION_CLOSED and self._stopping_requested():
+            return (
+                f"the session with MCP server {self.server_name!r} was closed during the call "
+                f"to {tool.name}"
+            )
         if error.code == mcp_types.CONNECTION_CLOSED:
             return (
                 f"MCP server {self.server_name!r} closed the connection; {tool.name} got no "
@@ -311,6 +324,9 @@ class Session:
             f"MCP server {self.server_name!r} refused the call to {tool.name}: {error.message} "
             f"(error {error.code})"
         )
+
+    def _stopping_requested(self) -> bool:
+        return self._stopping is not None and self._stopping.is_set()
 
     def _hints(self, *, stderr: bool = True) -> str:
         """What the server wrote that may explain a failure: output that is not MCP, and the
