@@ -4,7 +4,8 @@ tools in two pages, and its `announce` tool adds a tool and sends
 `notifications/tools/list_changed` unasked; its `broken` tool answers with a malformed result.
 
 Misbehaviour on request, through the environment: PAGES_FOREVER=1 makes every page of the
-tool list point to another; STDERR_FLOOD=N writes N bytes to stderr before serving.
+tool list point to another; STDERR_FLOOD=N writes N bytes to stderr before serving;
+LIST_ONCE=1 leaves every tools/list after the first listing unanswered.
 """
 
 from __future__ import annotations
@@ -89,10 +90,15 @@ def main() -> None:
     for _ in range(flood // 1000):
         sys.stderr.write("x" * 999 + "\n")
     sys.stderr.flush()
+    pages_listed = 0
     for line in sys.stdin:
         message = json.loads(line)
         if "id" not in message:
             continue  # notifications/initialized and the like
+        if message["method"] == "tools/list":
+            pages_listed += 1
+            if os.environ.get("LIST_ONCE") and pages_listed > 2:
+                continue
         try:
             send({"id": message["id"], "result": answer(message)})
         except LookupError as error:

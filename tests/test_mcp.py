@@ -510,6 +510,18 @@ def test_a_tool_list_that_pages_forever_fails_the_connect():
     assert time.monotonic() - started < 10
 
 
+def test_a_refresh_the_server_never_answers_times_out():
+    with tools.MCPTools(command=LEGACY_SERVER, env={"LIST_ONCE": "1"}, timeout=1) as mcp_tools:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError, match="'legacy' did not list its tools in 1 s"):
+            mcp_tools.refresh()
+        with pytest.raises(TimeoutError, match="'legacy' did not list its tools in 1 s"):
+            asyncio.run(mcp_tools.arefresh())
+        assert time.monotonic() - started < 6
+        assert [tool.name for tool in mcp_tools] == ["echo", "broken", "announce"]  # kept
+        assert by_name(mcp_tools)["echo"].call("still answering") == "still answering"
+
+
 def test_a_server_flooding_stderr_is_not_blocked_by_it():
     # 2 MB is far past a pipe's buffer: a server whose stderr nobody read would stall.
     with tools.MCPTools(command=LEGACY_SERVER, env={"STDERR_FLOOD": "2000000"}) as mcp_tools:

@@ -179,13 +179,21 @@ class MCPTools:
 
     def refresh(self) -> list[Tool]:
         """Lists the server's tools again, and returns them."""
-        self._submit(lambda session: session.refresh(), self._not_open).result(self.timeout)
+        future = self._submit(lambda session: session.refresh(), self._not_open)
+        try:
+            future.result(self.timeout)
+        except TimeoutError:
+            future.cancel()
+            raise self._refresh_timeout() from None
         return self.tools
 
     async def arefresh(self) -> list[Tool]:
         """`refresh` for async code."""
         future = self._submit(lambda session: session.refresh(), self._not_open)
-        await asyncio.wait_for(asyncio.wrap_future(future), self.timeout)
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(future), self.timeout)
+        except TimeoutError:
+            raise self._refresh_timeout() from None
         return self.tools
 
     def _call_tool(self, tool: MCPTool, arguments: dict[str, Any]) -> str:
@@ -299,6 +307,11 @@ class MCPTools:
                 tool=tool.name,
             )
         return session
+
+    def _refresh_timeout(self) -> TimeoutError:
+        return TimeoutError(
+            f"MCP server {self.server!r} did not list its tools in {self.timeout:g} s"
+        )
 
     def _not_open(self) -> RuntimeError:
         return RuntimeError(f"{self!r} is not open")

@@ -133,9 +133,11 @@ class Session:
                 listener = self._follow_changes(client)
                 _settle(ready, None)
                 await self._stopping.wait()
-                for task in (listener, self._refresh):
-                    if task is not None:
-                        task.cancel()
+                helpers = [task for task in (listener, self._refresh) if task is not None]
+                for task in helpers:
+                    task.cancel()
+                # Done before the client closes: the subscription is left by its own task.
+                await asyncio.gather(*helpers, return_exceptions=True)
         except BaseException as error:  # the session's end, whatever it was, is reported
             self.ended_by = error
             if self.log is not None and not ready.done():
