@@ -579,6 +579,16 @@ def test_tools_need_an_open_session_and_an_mcptools_opens_once():
     mcp_tools = tools.MCPTools(command=LEGACY_SERVER, name="legacy-named")
     with pytest.raises(RuntimeError, match=r"not open.*with MCPTools"):
         list(mcp_tools)
+    unopened = tools.MCPTool(
+        mcp_tools,
+        server="legacy-named",
+        remote_name="echo",
+        name="echo",
+        description="",
+        parameters={},
+    )
+    with pytest.raises(tools.MCPToolError, match="echo cannot be called: .* was never opened"):
+        unopened.call("hi")
     with mcp_tools:
         assert mcp_tools.server == "legacy-named"
         echo = mcp_tools.tools[0]

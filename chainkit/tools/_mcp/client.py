@@ -124,7 +124,7 @@ class MCPTools:
         except Exception:
             raise self._start_failed(ready)  # noqa: B904 - it sets the cause: the server's error
         except BaseException:
-            self._abandon()
+            self._closing()  # without waiting: it may be stuck starting
             raise
         self._opened()
         return self
@@ -144,7 +144,7 @@ class MCPTools:
         except Exception:
             raise self._start_failed(ready)  # noqa: B904 - it sets the cause: the server's error
         except BaseException:
-            self._abandon()
+            self._closing()  # without waiting: it may be stuck starting
             raise
         self._opened()
         return self
@@ -179,7 +179,7 @@ class MCPTools:
 
     def refresh(self) -> list[Tool]:
         """Lists the server's tools again, and returns them."""
-        future = self._submit(lambda session: session.refresh(), self._not_open)
+        _, future = self._submit(lambda session: session.refresh(), self._not_open)
         try:
             future.result(self.timeout)
         except TimeoutError:
@@ -189,7 +189,7 @@ class MCPTools:
 
     async def arefresh(self) -> list[Tool]:
         """`refresh` for async code."""
-        future = self._submit(lambda session: session.refresh(), self._not_open)
+        _, future = self._submit(lambda session: session.refresh(), self._not_open)
         try:
             await asyncio.wait_for(asyncio.wrap_future(future), self.timeout)
         except TimeoutError:
@@ -197,8 +197,9 @@ class MCPTools:
         return self.tools
 
     def _call_tool(self, tool: MCPTool, arguments: dict[str, Any]) -> str:
-        session = self._open_session(tool)
-        future = self._submit(lambda s: s.call(tool, arguments), lambda: session.closed_error(tool))
+        session, future = self._submit(
+            lambda s: s.call(tool, arguments), lambda: self._closed_error(tool)
+        )
         try:
             return future.result(self.timeout)
         except TimeoutError:
@@ -208,8 +209,9 @@ class MCPTools:
             raise session.closed_error(tool) from None
 
     async def _acall_tool(self, tool: MCPTool, arguments: dict[str, Any]) -> str:
-        session = self._open_session(tool)
-        future = self._submit(lambda s: s.call(tool, arguments), lambda: session.closed_error(tool))
+        session, future = self._submit(
+            lambda s: s.call(tool, arguments), lambda: self._closed_error(tool)
+        )
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout)
         except TimeoutError:
@@ -257,20 +259,14 @@ class MCPTools:
         session = self._session
         assert session is not None
         cause = ready.exception() if ready.done() and not ready.cancelled() else None
-        self._abandon()
+        self._closing()  # without waiting: it may be stuck starting
         error = MCPConnectionError(session.start_error(cause, self.connect_timeout))
         error.__cause__ = cause
         error.__suppress_context__ = True  # our wait timing out, or the cause again
         return error
 
-    def _abandon(self) -> None:
-        """Stops a session that never opened, without waiting: it may be stuck starting."""
-        with self._lock:
-            self._state = "closed"
-        if self._session is not None:
-            self._session.stop()
-
     def _closing(self) -> Future[None] | None:
+        """Stops the session (or its connecting); what resolves when its thread is done."""
         with self._lock:
             self._state = "closed"
         if self._session is None:
@@ -298,15 +294,14 @@ class MCPTools:
             )
         self._tools = tools
 
-    def _open_session(self, tool: MCPTool) -> Session:
-        session = self._session
-        if session is None:
-            raise MCPToolError(
+    def _closed_error(self, tool: MCPTool) -> MCPToolError:
+        if self._session is None:
+            return MCPToolError(
                 f"{tool.name} cannot be called: {self!r} was never opened",
                 server=tool.server,
                 tool=tool.name,
             )
-        return session
+        return self._session.closed_error(tool)
 
     def _refresh_timeout(self) -> TimeoutError:
         return TimeoutError(
@@ -320,7 +315,7 @@ class MCPTools:
         self,
         make: Callable[[Session], Coroutine[Any, Any, _T]],
         closed: Callable[[], Exception],
-    ) -> Future[_T]:
+    ) -> tuple[Session, Future[_T]]:
         """Runs `make(session)` on the session's loop; `closed()` is raised when it has ended."""
         session = self._session
         loop = None if session is None else session.loop
@@ -337,7 +332,7 @@ class MCPTools:
                 raise closed() from None
             self._pending[future] = coroutine
         future.add_done_callback(self._forget)
-        return future
+        return session, future
 
     def _forget(self, future: Future[Any]) -> None:
         with self._lock:
