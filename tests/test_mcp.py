@@ -587,7 +587,7 @@ def test_tools_need_an_open_session_and_an_mcptools_opens_once():
         description="",
         parameters={},
     )
-    with pytest.raises(tools.MCPToolError, match="echo cannot be called: .* was never opened"):
+    with pytest.raises(tools.MCPToolError, match=r"echo cannot be called: .* was never opened"):
         unopened.call("hi")
     with mcp_tools:
         assert mcp_tools.server == "legacy-named"
