@@ -64,3 +64,8 @@ def make_number() -> int:
 
 def make_duplicates() -> list[tools.Tool]:
     return [Reverse(), Reverse()]
+
+
+def make_noisy() -> list[tools.Tool]:
+    print("building the tools")  # over stdio, this must not reach the protocol's stdout
+    return [Reverse()]

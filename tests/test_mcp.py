@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -717,6 +718,22 @@ def test_mcp_serve_serves_an_agents_tools():
     with tools.MCPTools(command=command, env=REPO_ENV, cwd=ROOT) as mcp_tools:
         assert [tool.name for tool in mcp_tools] == ["reverse", "add"]
         assert by_name(mcp_tools)["reverse"].call("ab") == "ba"
+
+
+def test_mcp_serve_keeps_what_the_factory_prints_off_the_protocols_stdout():
+    command = [sys.executable, "-m", "chainkit", "mcp-serve"]
+    served = subprocess.run(
+        [*command, "tests.mcp_chainkit_tools:make_noisy"],
+        input="",  # the client hangs up at once: the server exits
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **REPO_ENV},
+        timeout=20,
+    )
+    assert served.returncode == 0, served.stderr
+    assert served.stdout == ""
+    assert "building the tools" in served.stderr
 
 
 @pytest.mark.parametrize(
