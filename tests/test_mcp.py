@@ -378,18 +378,17 @@ def test_prefixed_servers_join_and_each_tool_reaches_its_own_server(stdio_tools,
 # Faults: each ends in a clear error within its timeout.
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_a_tool_that_never_answers_times_out(mode):
+def test_a_tool_that_never_answers_times_out_sync_and_async():
     with tools.MCPTools(command=SERVER, timeout=1, connect_timeout=20) as mcp_tools:
         listed = by_name(mcp_tools)
+        expected = "did not answer the call to hang within 1 s"
         started = time.monotonic()
-        with pytest.raises(tools.MCPToolError, match="did not answer the call to hang within 1 s"):
-            if mode == "sync":
-                listed["hang"].call("")
-            else:
-                asyncio.run(listed["hang"].acall(""))
-        assert time.monotonic() - started < 5
-        assert listed["echo"].call("after the timeout") == "after the timeout"
+        with pytest.raises(tools.MCPToolError, match=expected):
+            listed["hang"].call("")
+        with pytest.raises(tools.MCPToolError, match=expected):
+            asyncio.run(listed["hang"].acall(""))
+        assert time.monotonic() - started < 8
+        assert listed["echo"].call("after the timeouts") == "after the timeouts"
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
