@@ -65,7 +65,7 @@ class MCPTool(Tool):
         self._properties: dict[str, Any] = properties if isinstance(properties, dict) else {}
         required = self._schema.get("required")
         listed = required if isinstance(required, list) else []
-        self._required = [name for name in listed if isinstance(name, str)]
+        self._required = [field for field in listed if isinstance(field, str)]
         only = next(iter(self._properties)) if len(self._properties) == 1 else None
         self._single_field = only
         takes_text = only is not None and _takes_text(self._properties[only])
