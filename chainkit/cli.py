@@ -22,6 +22,7 @@ from chainkit.callbacks import Handler
 from chainkit.llms import Model
 from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT
 from chainkit.llms.errors import ModelStatusError
+from chainkit.tools._mcp import command as mcp_serve
 
 OFFLINE_NOTICE = (
     "chainkit: using the built-in offline model (a keyword matcher, not an LLM). To use a real "
@@ -93,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
             f"(default {DEFAULT_MAX_ATTEMPTS})"
         ),
     )
+    mcp_serve.add_command(commands)
     return parser
 
 
@@ -254,6 +256,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
+    if args.command == "mcp-serve":
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        return mcp_serve.run_command(args)
     if extra:
         if args.question is None and len(extra) == 1 and extra[0].startswith("-"):
             parser.error(

@@ -24,7 +24,7 @@ def loaded_after(statement: str) -> set[str]:
 )
 def test_core_imports_load_no_heavy_dependency(statement):
     loaded = loaded_after(statement)
-    assert not {"openai", "jinja2", "tenacity", "httpx", "httpx2", "asyncio"} & loaded
+    assert not {"openai", "jinja2", "tenacity", "httpx", "httpx2", "asyncio", "mcp"} & loaded
 
 
 def test_chains_prompts_callbacks_load_no_backend_module():
@@ -50,3 +50,19 @@ def test_llms_lists_its_lazy_names():
         "import chainkit.llms as l\nassert {'OpenAI', 'OfflineModel', 'model'} <= set(dir(l))"
     )
     assert "openai" not in loaded
+
+
+def test_mcp_is_imported_only_when_a_session_starts():
+    loaded = loaded_after(
+        "from chainkit import tools\n"
+        "assert 'MCPTools' in dir(tools)\n"
+        "tools.MCPTools(command=['server'], env={'A': 'b'}, timeout=5)\n"
+        "tools.join_tools([tools.Calculator()], tools.RandomNumber())\n"
+        "tools.MCPTool, tools.MCPToolError, tools.MCPConnectionError"
+    )
+    assert not {"mcp", "mcp_types", "anyio", "httpx2", "pydantic"} & loaded
+
+
+def test_the_cli_loads_neither_mcp_nor_asyncio_until_a_command_needs_them():
+    loaded = loaded_after("import chainkit.cli\nchainkit.cli._parser()")
+    assert not {"mcp", "asyncio"} & loaded

@@ -1,6 +1,8 @@
 """Every Python example in the README runs as written (the OpenAI one against the loopback
-server, whose address replaces the example's)."""
+server, the MCP HTTP one against `chainkit mcp-serve --http`, whose addresses replace the
+examples')."""
 
+import contextlib
 import os
 import re
 import subprocess
@@ -9,10 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.mcp_process import http_server
 from tests.openai_server import OpenAIServer
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 EXAMPLE_URL = "http://127.0.0.1:8000/v1"
+MCP_EXAMPLE_URL = "http://127.0.0.1:8765/mcp"
+MCP_SERVE = [sys.executable, "-m", "chainkit", "mcp-serve", "chainkit.tools:builtin_tools"]
 
 
 def python_blocks():
@@ -33,6 +38,8 @@ EXPECTED = [
     "北京天气怎么样?: 21 celsius, sunny",
     "hello from the loopback server",
     "<|im_start|>user\n帮我查 2025 年贵州茅台的净利润\n<|im_end|>",
+    "42",
+    "42",
 ]
 
 
@@ -47,10 +54,16 @@ def test_readme_example_runs(index, openai_server: OpenAIServer, tmp_path):
         openai_server.push("hello from the loopback server")
         code = code.replace(EXAMPLE_URL, openai_server.base_url)
     script = tmp_path / "example.py"
-    script.write_text(code, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    result = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60
-    )
+    with contextlib.ExitStack() as stack:
+        if "MCPTools" in code:
+            pytest.importorskip("mcp")
+        if MCP_EXAMPLE_URL in code:
+            server_url = stack.enter_context(http_server([*MCP_SERVE, "--http", "0"], env=env))
+            code = code.replace(MCP_EXAMPLE_URL, server_url)
+        script.write_text(code, encoding="utf-8")
+        result = subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60
+        )
     assert result.returncode == 0, result.stderr
     assert EXPECTED[index] in result.stdout

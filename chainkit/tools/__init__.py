@@ -1,18 +1,63 @@
-"""Tools an agent can call: subclass `Tool`, or decorate a typed function with `@tool`."""
+"""Tools an agent can call: subclass `Tool`, or decorate a typed function with `@tool`.
+
+`MCPTools` gives the tools of an MCP server (it needs `pip install 'chainkit[mcp]'`); it and its
+errors are loaded on first use, so importing chainkit.tools imports neither mcp nor asyncio.
+"""
+
+from typing import TYPE_CHECKING, Any
 
 from chainkit.tools.base import Tool, ToolError
 from chainkit.tools.calculator import Calculator
 from chainkit.tools.current_time import CurrentTime
+from chainkit.tools.join import join_tools
 from chainkit.tools.random_number import RandomNumber
 from chainkit.tools.structured import InvalidArgumentsError, StructuredTool, tool
+
+if TYPE_CHECKING:
+    from chainkit.tools._mcp.client import MCPConnectionError, MCPTools
+    from chainkit.tools._mcp.tool import MCPTool, MCPToolError
+
+_LAZY = {
+    "MCPConnectionError": "chainkit.tools._mcp.client",
+    "MCPTools": "chainkit.tools._mcp.client",
+    "MCPTool": "chainkit.tools._mcp.tool",
+    "MCPToolError": "chainkit.tools._mcp.tool",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'chainkit.tools' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
+def builtin_tools() -> list[Tool]:
+    """New instances of the built-in tools: calculator, random number and current time."""
+    return [Calculator(), RandomNumber(), CurrentTime()]
+
 
 __all__ = [
     "Calculator",
     "CurrentTime",
     "InvalidArgumentsError",
+    "MCPConnectionError",
+    "MCPTool",
+    "MCPToolError",
+    "MCPTools",
     "RandomNumber",
     "StructuredTool",
     "Tool",
     "ToolError",
+    "builtin_tools",
+    "join_tools",
     "tool",
 ]

@@ -1,0 +1,138 @@
+"""`chainkit mcp-serve module:factory [--http PORT]`: chainkit tools as an MCP server.
+
+The factory (a function, a class, or a value) gives a list of Tools, one Tool, or an agent (its
+tools are served). Over stdio by default; `--http PORT` serves streamable HTTP at
+http://127.0.0.1:PORT/mcp (port 0 picks a free one) and says where on stderr. The server itself
+(chainkit.tools._mcp.serve, which imports mcp) is loaded only when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from chainkit._redact import redact
+from chainkit.tools.base import Tool
+
+HOST = "127.0.0.1"
+PATH = "/mcp"
+_EXAMPLE = "chainkit.tools:builtin_tools"
+_NEEDS_MCP = "chainkit mcp-serve: error: it needs the mcp package: pip install 'chainkit[mcp]'"
+
+
+class FactoryError(ValueError):
+    """The `module:factory` given to mcp-serve does not give tools; the message says why."""
+
+
+def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Adds `mcp-serve` to the `chainkit` command's subcommands."""
+    command = commands.add_parser(
+        "mcp-serve",
+        help="serve chainkit tools over MCP (stdio, or streamable HTTP with --http)",
+        description=(
+            "Serve the tools a factory returns (a list of Tools, a Tool, or an agent) as an MCP "
+            "server over stdio, or over streamable HTTP on 127.0.0.1 with --http. The module "
+            "is imported from the current directory or the installed packages."
+        ),
+    )
+    command.add_argument(
+        "factory", metavar="module:factory", help=f"where the tools come from, e.g. {_EXAMPLE}"
+    )
+    command.add_argument(
+        "--http",
+        metavar="PORT",
+        type=_port,
+        help=f"serve streamable HTTP at http://{HOST}:PORT{PATH} instead of stdio (0: any port)",
+    )
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Runs `chainkit mcp-serve`; the exit status."""
+    try:
+        # Stdout is the protocol's over stdio: what the factory's module prints goes to stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            tools = load_tools(args.factory)
+        import asyncio
+
+        try:
+            from chainkit.tools._mcp.serve import serve
+        except ModuleNotFoundError as error:
+            if (error.name or "").partition(".")[0] != "mcp":
+                raise
+            print(_NEEDS_MCP, file=sys.stderr)
+            return 1
+        asyncio.run(serve(tools, name=args.factory, host=HOST, path=PATH, http_port=args.http))
+    except FactoryError as error:
+        print(f"chainkit mcp-serve: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:
+        message = f"chainkit mcp-serve: error: {type(error).__name__}: {error}"
+        print(redact(message), file=sys.stderr)
+        return 1
+    return 0
+
+
+def load_tools(spec: str) -> list[Tool]:
+    """The tools `module:factory` gives; FactoryError naming what is wrong otherwise."""
+    module_name, colon, attribute = spec.partition(":")
+    if not (colon and module_name and attribute):
+        raise FactoryError(f"expected module:factory, such as {_EXAMPLE}, got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` would, for a module beside the user
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as error:
+        raise FactoryError(f"cannot import {module_name}: {error}") from error
+    for name in attribute.split("."):
+        try:
+            target = getattr(target, name)
+        except AttributeError:
+            raise FactoryError(f"{module_name} has no attribute {attribute!r}") from None
+    made = target() if callable(target) and not isinstance(target, Tool) else target
+    return _checked(spec, _tools_of(made))
+
+
+def _tools_of(made: object) -> object:
+    """What `made` offers as its tools: itself as a Tool, an agent's tools, or itself."""
+    if isinstance(made, Tool):
+        return [made]
+    agent = getattr(made, "agent", made)  # an Executor's agent
+    tools = getattr(agent, "tools", None)
+    return made if tools is None else tools
+
+
+def _checked(spec: str, tools: object) -> list[Tool]:
+    if isinstance(tools, str | bytes | dict) or not isinstance(tools, Iterable):
+        raise FactoryError(
+            f"{spec} gave {type(tools).__name__}; expected a list of Tools, a Tool or an agent"
+        )
+    listed = list(tools)
+    if not listed:
+        raise FactoryError(f"{spec} gave no tools")
+    names: set[str] = set()
+    for tool in listed:
+        if not isinstance(tool, Tool):
+            raise FactoryError(f"{spec} gave {type(tool).__name__} {tool!r}, which is not a Tool")
+        if not tool.name:
+            raise FactoryError(f"{spec} gave the tool {tool!r}, which has an empty name")
+        if tool.name in names:
+            raise FactoryError(f"{spec} gave two tools named {tool.name!r}")
+        names.add(tool.name)
+    return listed
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is from 0 to 65535, got {port}")
+    return port

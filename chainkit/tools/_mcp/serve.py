@@ -1,0 +1,104 @@
+"""chainkit tools served as an MCP server, over stdio or streamable HTTP.
+
+Each tool is offered with its `parameters` JSON schema, so `@tools.tool` functions keep theirs,
+and is called the way a native tool call calls it. A ToolError becomes an `isError` result
+carrying its message; any other exception one naming it, and a traceback on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import uvicorn
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+)
+from mcp.types import Tool as ToolInfo
+
+from chainkit import __version__
+from chainkit._redact import redact
+from chainkit.tools.base import Tool, ToolError
+
+logger = logging.getLogger("chainkit.mcp")
+
+
+def build_server(tools: Sequence[Tool], name: str) -> Server[Any]:
+    """A low-level MCP server offering `tools`: it takes their JSON schemas as they are."""
+    by_name = {tool.name: tool for tool in tools}
+    listing = ListToolsResult(
+        tools=[
+            ToolInfo(name=tool.name, description=tool.description, input_schema=tool.parameters)
+            for tool in tools
+        ]
+    )
+
+    def failure(message: str) -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+    async def list_tools(
+        context: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        return listing
+
+    async def call_tool(
+        context: ServerRequestContext[Any], params: CallToolRequestParams
+    ) -> CallToolResult:
+        tool = by_name.get(params.name)
+        if tool is None:
+            return failure(f"Unknown tool {params.name!r}; the tools are {', '.join(by_name)}")
+        try:
+            arguments = json.dumps(params.arguments or {}, ensure_ascii=False)
+            output = await tool.acall(tool.input_from_arguments(arguments))
+        except ToolError as error:
+            return failure(str(error))
+        except Exception as error:
+            logger.exception("tool %s raised", tool.name)
+            return failure(redact(f"{tool.name} failed: {type(error).__name__}: {error}"))
+        if not isinstance(output, str):
+            return failure(f"{tool.name} returned {type(output).__name__}; tools return str")
+        return CallToolResult(content=[TextContent(type="text", text=output)])
+
+    return Server(
+        name,
+        version=__version__,
+        get_tool_input_schema=lambda tool_name: (
+            by_name[tool_name].parameters if tool_name in by_name else None
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def serve(
+    tools: Sequence[Tool], *, name: str, host: str, path: str, http_port: int | None = None
+) -> None:
+    """Serves `tools` over stdio until stdin closes, or with `http_port` over streamable HTTP
+    at http://host:port/path until stopped."""
+    server = build_server(tools, name)
+    if http_port is None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+        return
+    # Bound and listening before the address is announced, so a client may connect at once.
+    listener = socket.create_server((host, http_port))
+    port = listener.getsockname()[1]
+    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    http = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    print(
+        f"chainkit mcp-serve: {len(tools)} tools at http://{host}:{port}{path}",
+        file=sys.stderr,
+        flush=True,
+    )
+    await http.serve(sockets=[listener])

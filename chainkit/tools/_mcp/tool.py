@@ -1,0 +1,183 @@
+"""MCPTool: one tool an MCP server lists, called like any chainkit tool.
+
+Its parameters are the server's input JSON schema. A native tool call's arguments must be a JSON
+object; text a MRKL model writes as its Action Input may also be plain text when the tool takes a
+single string (as for `@tools.tool`), or the bare value when it takes a single argument of
+another type. Argument types are left to the server to check: it owns the schema.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from chainkit._text import shorten
+from chainkit.tools._arguments import MalformedJSONError, decode_json
+from chainkit.tools.base import Tool, ToolError
+
+_EXCERPT = 200
+
+
+class MCPToolError(ToolError):
+    """A call to an MCP tool failed: the tool reported an error, or the server broke the
+    protocol, went away or did not answer in time. The message is the observation the model
+    gets; `server` and `tool` say where it happened."""
+
+    def __init__(self, message: str, *, server: str, tool: str) -> None:
+        super().__init__(message)
+        self.server = server
+        self.tool = tool
+
+
+class ToolCaller(Protocol):
+    """Sends an MCPTool's calls to its server: the session of the MCPTools that listed it."""
+
+    def _call_tool(self, tool: MCPTool, arguments: dict[str, Any]) -> str: ...
+
+    async def _acall_tool(self, tool: MCPTool, arguments: dict[str, Any]) -> str: ...
+
+
+class MCPTool(Tool):
+    """A tool of the MCP server named `server`, which knows it as `remote_name`.
+
+    `name` is `remote_name` with the MCPTools' prefix, if it has one. Calls go through the
+    MCPTools session that listed the tool, so they work while it is open.
+    """
+
+    def __init__(
+        self,
+        caller: ToolCaller,
+        *,
+        server: str,
+        remote_name: str,
+        name: str,
+        description: str,
+        parameters: Mapping[str, Any],
+    ) -> None:
+        self._caller = caller
+        self.server = server
+        self.remote_name = remote_name
+        self.name = name
+        self.description = description
+        self._schema = dict(parameters)
+        properties = self._schema.get("properties")
+        self._properties: dict[str, Any] = properties if isinstance(properties, dict) else {}
+        required = self._schema.get("required")
+        listed = required if isinstance(required, list) else []
+        self._required = [field for field in listed if isinstance(field, str)]
+        only = next(iter(self._properties)) if len(self._properties) == 1 else None
+        self._single_field = only
+        takes_text = only is not None and _takes_text(self._properties[only])
+        self._text_field = only if takes_text else None
+
+    def __repr__(self) -> str:
+        return f"MCPTool(name={self.name!r}, server={self.server!r})"
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The input JSON schema the server gave for this tool."""
+        return self._schema
+
+    def input_from_arguments(self, arguments: str) -> str:
+        """A native tool call's arguments, checked to be a JSON object (blank: no arguments)
+        holding every required field; MCPToolError naming the problem otherwise."""
+        try:
+            value = decode_json(arguments) if arguments.strip() else {}
+        except MalformedJSONError as error:
+            raise self._invalid(str(error)) from None
+        if isinstance(value, str):
+            value = _decoded_object(value)  # an object sent double-encoded
+            arguments = json.dumps(value, ensure_ascii=False)
+        if not isinstance(value, dict):
+            raise self._invalid(f"got {shorten(arguments, _EXCERPT)!r}")
+        self._check_required(value)
+        return arguments
+
+    def call(self, input: str) -> str:
+        return self._caller._call_tool(self, self._arguments(input))
+
+    async def acall(self, input: str) -> str:
+        return await self._caller._acall_tool(self, self._arguments(input))
+
+    def _arguments(self, input: str) -> dict[str, Any]:
+        """The arguments object `input` stands for, with every required field present."""
+        if not input.strip():
+            arguments: dict[str, Any] = {}
+        else:
+            arguments = self._parse(input)
+        self._check_required(arguments)
+        return arguments
+
+    def _parse(self, input: str) -> dict[str, Any]:
+        try:
+            value = decode_json(input)
+        except MalformedJSONError as error:
+            if self._text_field is not None:
+                return {self._text_field: input}
+            if not self._properties:
+                return {}  # a tool without parameters ignores the text a MRKL model wrote
+            raise self._invalid(str(error)) from None
+        if isinstance(value, dict):
+            return value
+        if self._single_field is not None:
+            if self._text_field is not None and not isinstance(value, str):
+                value = input  # text that merely parses as JSON ("42") is the text
+            return {self._single_field: value}
+        if not self._properties:
+            return {}
+        raise self._invalid(f"got {shorten(input, _EXCERPT)!r}")
+
+    def _check_required(self, arguments: Mapping[str, Any]) -> None:
+        missing = [name for name in self._required if name not in arguments]
+        if missing:
+            raise self._invalid(f"missing required field {', '.join(missing)}")
+
+    def _invalid(self, problem: str) -> MCPToolError:
+        return MCPToolError(
+            f"Invalid arguments for tool {self.name}: {problem}; expected {self._expected()}",
+            server=self.server,
+            tool=self.name,
+        )
+
+    def _expected(self) -> str:
+        if not self._properties:
+            return "no arguments"
+        fields = ", ".join(
+            f"{name} ({_type_name(schema)})" for name, schema in self._properties.items()
+        )
+        return f"a JSON object with the fields {fields}"
+
+
+def _decoded_object(text: str) -> object:
+    """The object a JSON string holds, when it holds one; else the string."""
+    try:
+        value = decode_json(text)
+    except MalformedJSONError:
+        return text
+    return value if isinstance(value, dict) else text
+
+
+def _schema_types(schema: object) -> list[str]:
+    """The JSON types a property's schema allows, its `anyOf`/`oneOf` members included."""
+    if not isinstance(schema, dict):
+        return []
+    declared = schema.get("type")
+    found = [declared] if isinstance(declared, str) else []
+    if isinstance(declared, list):
+        found.extend(t for t in declared if isinstance(t, str))
+    for key in ("anyOf", "oneOf"):
+        members = schema.get(key)
+        if isinstance(members, list):
+            for member in members:
+                found.extend(_schema_types(member))
+    return found
+
+
+def _takes_text(schema: object) -> bool:
+    return "string" in _schema_types(schema)
+
+
+def _type_name(schema: object) -> str:
+    types = [t for t in _schema_types(schema) if t != "null"]
+    return " or ".join(dict.fromkeys(types)) or "any"
