@@ -372,7 +372,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         model = str(body.get("model"))
         if not stream:
-            data = json.dumps(_completion(reply, model)).encode()
+            data = json.dumps(completion_of(reply, model)).encode()
             if fault is not None:  # half the body, then the fault's ending
                 self._send_head(200, "application/json", len(data))
                 self.wfile.write(data[: len(data) // 2])
@@ -381,7 +381,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_bytes(200, data, "application/json")
             return
         options = body.get("stream_options") or {}
-        events = _stream_events(reply, model, bool(options.get("include_usage")))
+        events = stream_events_of(reply, model, bool(options.get("include_usage")))
         self._send_head(200, "text/event-stream", None)
         content_pieces = 0
         for number, (event, is_content) in enumerate(events):
@@ -432,7 +432,7 @@ class _Handler(BaseHTTPRequestHandler):
             late = Reply(LATE_REPLY)
             try:
                 self._send_bytes(
-                    200, json.dumps(_completion(late, "late")).encode(), "application/json"
+                    200, json.dumps(completion_of(late, "late")).encode(), "application/json"
                 )
             except OSError:
                 self.close_connection = True
@@ -502,7 +502,8 @@ def embedding_of(text: str) -> list[float]:
     return [float(len(text)), float(sum(map(ord, text)) % 997), 0.5]
 
 
-def _completion(reply: Reply, model: str) -> dict[str, Any]:
+def completion_of(reply: Reply, model: str) -> dict[str, Any]:
+    """The chat completion the server sends for `reply`, as JSON data."""
     message: dict[str, Any] = {
         "role": "assistant",
         "content": reply.content if reply.content or not reply.tool_calls else None,
@@ -539,7 +540,7 @@ def _finish(reply: Reply) -> str | None:
     return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
 
 
-def _stream_events(
+def stream_events_of(
     reply: Reply, model: str, include_usage: bool
 ) -> Iterator[tuple[dict[str, Any], bool]]:
     """The SSE chunks of `reply`, each with whether it carries content, as real servers send

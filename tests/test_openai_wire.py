@@ -14,8 +14,10 @@ from chainkit import agents, chains, tools
 from chainkit.callbacks import Handler
 from chainkit.llms.errors import (
     ModelConfigError,
+    ModelError,
     ModelRefusalError,
     ModelReplyShapeError,
+    ModelRequestError,
     ModelResponseError,
 )
 from chainkit.llms.openai import OpenAI
@@ -821,3 +823,66 @@ def test_unreadable_metadata_is_left_out_rather_than_failing_the_reply(
     assert message.response_meta.usage is not None
     assert message.response_meta.usage.prompt_tokens == 0
     assert message.response_meta.usage.completion_tokens == 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+def test_json_nested_deeper_than_the_parser_goes_is_a_chainkit_error(
+    openai_server: OpenAIServer, make_openai, arun, mode: str, streamed: bool
+) -> None:
+    llm = make_openai(max_attempts=1)
+    deep = "[" * 100_000 + "]" * 100_000
+    if streamed:
+        body = f'data: {{"choices": [{{"index": 0, "delta": {{"content": {deep}}}}}]}}\n\n'
+        openai_server.push(raw_reply(body.encode()))
+    else:
+        body = f'{{"choices": [{{"index": 0, "message": {{"content": {deep}}}}}]}}'
+        openai_server.push(raw_reply(body.encode(), "application/json"))
+    with pytest.raises(ModelResponseError, match="not valid JSON"):
+        ask(llm, arun, mode, streamed=streamed)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+def test_a_body_whose_content_encoding_is_wrong_is_a_chainkit_error(
+    openai_server: OpenAIServer, make_openai, arun, mode: str, streamed: bool
+) -> None:
+    llm = make_openai(max_attempts=1)
+    body = sse(*text_chunks("Hi"), chunk(finish="stop")) if streamed else b'{"choices": []}'
+    openai_server.push(raw_reply(body, headers={"Content-Encoding": "gzip"}))
+    with pytest.raises(ModelError, match=r"(?i)decod|decompress"):
+        ask(llm, arun, mode, streamed=streamed)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("header", ["retry-after-ms", "Retry-After"])
+def test_a_retry_after_that_is_not_a_number_waits_nothing(
+    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, header: str
+) -> None:
+    openai_server.fail(Fault.http(429, headers={header: "nan"}))
+    openai_server.push("after the wait")
+    assert ask(llm, arun, mode, streamed=False)[0].content == "after the wait"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+def test_a_message_that_is_not_valid_unicode_is_refused_with_a_chainkit_error(
+    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, streamed: bool
+) -> None:
+    messages = [Message.user("broken \ud83d text")]
+    options: dict[str, Any] = {"streaming_func": lambda _: None} if streamed else {}
+    with pytest.raises(ModelRequestError, match=r"'\\ud83d'.*lone surrogate"):
+        if mode == "async":
+            arun(llm, llm.agenerate(messages, **options))
+        else:
+            llm.generate(messages, **options)
+    assert openai_server.requests == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_several_choices_asked_for_through_extra_body_are_refused_too(
+    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str
+) -> None:
+    with pytest.raises(ModelConfigError, match="n=3"):
+        ask(llm, arun, mode, streamed=False, extra_body={"n": 3})
+    assert openai_server.requests == []

@@ -71,7 +71,7 @@ def json_object(payload: str | bytes, what: str, mask: Masker) -> dict[str, Any]
         text = payload
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than the parser goes
         # Raised below, out of this block: the decode error would keep the whole payload.
         data = _NOT_JSON
     if data is _NOT_JSON:
@@ -97,8 +97,16 @@ def snippet(payload: str | bytes) -> str:
 
 
 def _error_text(error: Any) -> str:
-    message = error.get("message") if isinstance(error, dict) else None
-    return shorten(str(message or error), 1000)
+    message = error.get("message") if isinstance(error, dict) else error
+    return shorten(message if isinstance(message, str) else _json_text(error), 1000)
+
+
+def _json_text(value: Any) -> str:
+    """The JSON text of a value json.loads made."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except RecursionError:
+        raise ModelReplyShapeError("the reply nests JSON deeper than can be read") from None
 
 
 def _choice_zero(choices: Any) -> dict[str, Any] | None:
@@ -295,7 +303,7 @@ def _arguments(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False)
+    return _json_text(value)
 
 
 def _text_field(data: dict[str, Any], key: str, what: str) -> str:
@@ -361,11 +369,11 @@ class _ReplyParts:
         for part in parts:
             if not isinstance(part, dict):
                 raise _wrong_type("content part", part, "an object")
-            kind = part.get("type")
+            kind = _text_field(part, "type", "content part type")
             if kind in _TEXT_PARTS:
                 added.append(self.content.add(_text_field(part, "text", f"{kind} part")))
             elif kind in _REASONING_PARTS:
-                self.reasoning.add(_reasoning_of(part, str(kind)))
+                self.reasoning.add(_reasoning_of(part, kind))
             elif kind == "refusal":
                 self.refusal.add(_text_field(part, "refusal", "refusal part"))
             else:
@@ -551,7 +559,7 @@ def _error_of(data: str) -> Any:
     """What an `error` event says: its JSON's `error` (or the JSON itself), or its text."""
     try:
         value = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return data
     return value.get("error") or value if isinstance(value, dict) else value
 

@@ -115,6 +115,6 @@ def _is_whole(data: str) -> bool:
         return True
     try:
         json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return True
