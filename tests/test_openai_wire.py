@@ -193,7 +193,7 @@ def test_an_agent_runs_a_tool_whose_arguments_came_as_an_object(
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("later", ["id_only", "nothing", "interleaved_by_id"])
+@pytest.mark.parametrize("later", ["id_only", "nothing", "interleaved_by_id", "fresh_ids"])
 def test_tool_call_deltas_merge_by_index_then_id_then_into_the_open_call(
     openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, later: str
 ) -> None:
@@ -208,7 +208,16 @@ def test_tool_call_deltas_merge_by_index_then_id_then_into_the_open_call(
         return delta
 
     by_id = later != "nothing"
-    if later == "interleaved_by_id":
+    if later == "fresh_ids":  # a new id in every delta, none of them the call's
+        deltas = [
+            [head(0, "call_a", "weather")],
+            [piece('{"city": ', "x1")],
+            [{"index": 0, **piece('"Paris"}', "x2")}],
+            [head(1, "call_b", "clock")],
+            [piece('{"zone": ', "x3")],
+            [{"index": 1, **piece('"CET"}', "x4")}],
+        ]
+    elif later == "interleaved_by_id":
         deltas = [
             [head(0, "call_a", "weather")],
             [head(1, "call_b", "clock")],
@@ -587,6 +596,16 @@ def test_sse_as_the_spec_defines_it(
     assert len(openai_server.requests) == 1
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_events_are_read_as_events_whatever_the_content_type_says(
+    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str
+) -> None:
+    body = sse(*text_chunks("Hi ", "there."), chunk(finish="stop"))
+    openai_server.push(raw_reply(body, "application/json"))
+    message, pieces = ask(llm, arun, mode, streamed=True)
+    assert message.content == "".join(pieces) == "Hi there."
+
+
 def escaped(event: dict[str, Any]) -> str:
     """The event's SSE line with every non-ASCII character escaped, as JSON.stringify and
     Jackson escape them: an astral character becomes two \\uXXXX surrogates."""
@@ -753,6 +772,8 @@ def test_chunks_without_choices_carry_usage_or_nothing(
             *text_chunks("ok"),
             chunk(finish="stop"),
             {"id": "x", "choices": [], "usage": USAGE},
+            # A trailing chunk of zeros, as some servers send, must not wipe the counts.
+            {"id": "x", "choices": [], "usage": dict.fromkeys(USAGE, 0)},
         )
     )
     message, _ = ask(llm, arun, mode, streamed=True)

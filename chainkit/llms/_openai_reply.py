@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from chainkit._text import shorten
@@ -217,11 +217,12 @@ class _Call:
 class _ToolCalls:
     """Tool calls put together from whole calls, or from the deltas of streamed ones.
 
-    A delta continues the call with its index, else the call with its id, else (with neither)
-    the call that the last delta went to. Two exceptions let odd servers through: a delta
-    that brings a new id and a function name starts a new call even at a known index (some
-    servers number parallel calls all 0), and a delta whose id differs from its call's, with
-    no name, is that call's continuation (some servers send a fresh id in every delta).
+    A delta continues the call with its index, else the call with its id, else the call that
+    the last delta went to; it starts a new call when it brings a new index, or a new id and
+    a function name (a call's first delta names its function). So a delta whose id is new
+    but that names nothing continues a call (some servers send a fresh id in every delta),
+    and one with a new id and a name is a new call even at a known index (some servers number
+    parallel calls all 0).
     """
 
     __slots__ = ("_by_id", "_by_index", "_mask", "_open", "calls")
@@ -269,15 +270,17 @@ class _ToolCalls:
         self._open = call
 
     def _continued(self, index: int | None, call_id: str, name: str) -> _Call | None:
-        if index is not None:
-            call = self._by_index.get(index)
-            if call is not None:
-                if name and call_id and call.id and call_id != call.id:
-                    return self._by_id.get(call_id)  # a new call, numbered like an earlier one
+        """The call a delta continues; None when it starts a new one."""
+        if index is not None and index in self._by_index:
+            call = self._by_index[index]
+            if not (name and call_id and call.id and call_id != call.id):
                 return call
-        if call_id:
-            return self._by_id.get(call_id)
-        return self._open if index is None else None
+            # A new id with a name: a new call, though numbered like an earlier one.
+        if call_id and call_id in self._by_id:
+            return self._by_id[call_id]
+        if name or index is not None:
+            return None  # a call's first delta names its function, or brings a new index
+        return self._open
 
     def result(self) -> list[ToolCall]:
         calls = self.calls
@@ -360,8 +363,10 @@ class _ReplyParts:
         elif tool_calls is not None:
             raise _wrong_type("tool_calls", tool_calls, "a list")
         function_call = fields.get("function_call")
-        if function_call is not None:
+        if isinstance(function_call, dict):
             self.function_call.add({"function": function_call}, whole=False)
+        elif function_call is not None:
+            raise _wrong_type("function_call", function_call, "an object")
         return added
 
     def _add_parts(self, parts: list[Any]) -> str:
@@ -377,7 +382,7 @@ class _ReplyParts:
             elif kind == "refusal":
                 self.refusal.add(_text_field(part, "refusal", "refusal part"))
             else:
-                shown = self._mask(shorten(str(kind), 40))
+                shown = self._mask(shorten(kind, 40))
                 raise ModelReplyShapeError(
                     f"the reply has a content part of type {shown!r}; expected text, "
                     "thinking, reasoning or refusal parts"
@@ -403,10 +408,10 @@ def _reasoning_of(part: dict[str, Any], kind: str) -> str:
     """The text of a thinking or reasoning part: under its own name or `text`, as text or as
     a list of text parts (Mistral's shape)."""
     value = part.get(kind, part.get("text"))
-    if isinstance(value, list):
-        return "".join(_text_field(p, "text", f"{kind} part") for p in value if isinstance(p, dict))
     if value is None or isinstance(value, str):
         return value or ""
+    if isinstance(value, list) and all(isinstance(p, dict) for p in value):
+        return "".join(_text_field(p, "text", f"{kind} part") for p in value)
     raise _wrong_type(f"{kind} part", value, "text or a list of text parts")
 
 
@@ -414,10 +419,10 @@ class StreamAccumulator:
     """Puts one streamed reply together from the bytes of the server's body, handing on each
     content delta as it arrives.
 
-    The body is read as server-sent events, unless it is one JSON document (the server says
-    so in its Content-Type, or the body begins with `{`): an error body, or a server that
-    ignored `stream: true`. Such a body is read as a plain reply, whose content is handed on
-    whole.
+    The body is read as server-sent events, unless it is one JSON document (it begins with
+    `{` or `[`, which no event does): an error body, or a server that ignored
+    `stream: true`. Such a body is read as a plain reply, whose content is handed on whole.
+    The Content-Type is not asked: servers label either kind as the other.
 
     The stream is whole once it has sent [DONE] or a finish_reason for choice 0: servers that
     send no finish_reason still end with [DONE], and some end after the finish_reason
@@ -439,12 +444,6 @@ class StreamAccumulator:
         self._usage: TokenUsage | None = None
         self._choice_seen = False
         self._done = False
-
-    def begin(self, content_type: str | None) -> None:
-        """Takes the Content-Type of the body about to be fed."""
-        if content_type and "json" in content_type.partition(";")[0].lower():
-            self._sniffing = False
-            self._body = bytearray()
 
     def feed(self, data: bytes) -> bool:
         """Takes the next bytes of the body; True once the stream says it is done."""
@@ -552,7 +551,15 @@ class StreamAccumulator:
             raise _wrong_type("choices", choices, "a list")
         usage = _usage(chunk.get("usage"))
         if usage is not None:
-            self._usage = usage
+            self._usage = usage if self._usage is None else _larger(self._usage, usage)
+
+
+def _larger(usage: TokenUsage, other: TokenUsage) -> TokenUsage:
+    """Each count the larger of the two: streams that repeat usage send running totals, and
+    a trailing chunk of zeros must not wipe what came before."""
+    return TokenUsage(
+        **{f.name: max(getattr(usage, f.name), getattr(other, f.name)) for f in fields(TokenUsage)}
+    )
 
 
 def _error_of(data: str) -> Any:

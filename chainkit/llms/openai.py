@@ -126,7 +126,6 @@ class OpenAI(OpenAIEndpoint, BaseModel):
 
         def read() -> None:
             with create(**request) as response:
-                chunks.begin(response.headers.get("content-type"))
                 for data in response.iter_bytes():
                     if chunks.feed(data):
                         break
@@ -146,7 +145,6 @@ class OpenAI(OpenAIEndpoint, BaseModel):
 
         async def read() -> None:
             async with create(**request) as response:
-                chunks.begin(response.headers.get("content-type"))
                 async for data in response.iter_bytes():
                     if chunks.feed(data):
                         break
