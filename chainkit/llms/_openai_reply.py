@@ -163,10 +163,6 @@ def _valid_text(text: str) -> str:
     return text
 
 
-def _is_high_surrogate(char: str) -> bool:
-    return "\ud800" <= char <= "\udbff"
-
-
 class _Text:
     """Text that arrives in pieces. A high surrogate that ends a piece waits for the next one,
     which may begin with its low half."""
@@ -182,10 +178,11 @@ class _Text:
         if self._held:
             piece = self._held + piece
             self._held = ""
-        if piece and _is_high_surrogate(piece[-1]):
+        if piece and "\ud800" <= piece[-1] <= "\udbff":  # a high surrogate
             self._held = piece[-1]
             piece = piece[:-1]
-        piece = _valid_text(piece)
+        if not piece.isascii():
+            piece = _valid_text(piece)
         if piece:
             self.pieces.append(piece)
         return piece
@@ -353,9 +350,9 @@ class _ReplyParts:
             self.reasoning.add(reasoning)
         elif reasoning:
             raise _wrong_type("reasoning", reasoning, "text")
-        refusal = _text_field(fields, "refusal", "refusal")
+        refusal = fields.get("refusal")
         if refusal:
-            self.refusal.add(refusal)
+            self.refusal.add(_text_field(fields, "refusal", "refusal"))
         tool_calls = fields.get("tool_calls")
         if isinstance(tool_calls, list):
             for call in tool_calls:
@@ -544,14 +541,15 @@ class StreamAccumulator:
                         self._on_text(added)
                 elif delta is not None:
                     raise _wrong_type("delta", delta, "an object")
-                finish_reason = _finish_reason(choice.get("finish_reason"))
-                if finish_reason is not None:
+                finish_reason = choice.get("finish_reason")
+                if finish_reason and isinstance(finish_reason, str):
                     self._finish_reason = finish_reason
         elif choices is not None:
             raise _wrong_type("choices", choices, "a list")
-        usage = _usage(chunk.get("usage"))
-        if usage is not None:
-            self._usage = usage if self._usage is None else _larger(self._usage, usage)
+        if chunk.get("usage") is not None:
+            usage = _usage(chunk["usage"])
+            if usage is not None:
+                self._usage = usage if self._usage is None else _larger(self._usage, usage)
 
 
 def _larger(usage: TokenUsage, other: TokenUsage) -> TokenUsage:

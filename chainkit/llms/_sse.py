@@ -80,8 +80,18 @@ class SSEDecoder:
         unended = lines.pop()
         if unended:
             self._line.append(unended)
+        data = self._data
         for line in lines:
-            self._take(line, events)
+            if not line:  # the end of an event, dispatched here as the loop's common case
+                if data:
+                    events.append(ServerEvent(self._type or "message", "\n".join(data)))
+                    data = self._data = []
+                self._type = ""
+            elif not data and line.startswith("data: "):
+                data.append(line[6:])  # the usual line: an event's first data
+            else:
+                self._take(line, events)
+                data = self._data
         return events
 
     def _take(self, line: str, events: list[ServerEvent]) -> None:
