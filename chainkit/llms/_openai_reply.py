@@ -98,7 +98,8 @@ def snippet(payload: str | bytes) -> str:
 
 def _error_text(error: Any) -> str:
     message = error.get("message") if isinstance(error, dict) else error
-    return shorten(message if isinstance(message, str) else _json_text(error), 1000)
+    text = message if isinstance(message, str) else _json_text(error)
+    return _valid_text(shorten(text, 1000))  # it may end up in a log
 
 
 def _json_text(value: Any) -> str:
@@ -254,7 +255,8 @@ class _ToolCalls:
                 if call.name:
                     raise ModelReplyShapeError(
                         "the stream's tool calls do not add up: one call is named "
-                        f"{self._mask(call.name)!r} and {self._mask(name)!r}"
+                        f"{self._mask(_valid_text(call.name))!r} and "
+                        f"{self._mask(_valid_text(name))!r}"
                     )
                 call.name = name
             call.id = call.id or call_id
@@ -286,9 +288,9 @@ class _ToolCalls:
         result = []
         for position, call in enumerate(calls):
             if not call.name:
+                shown = self._mask(_valid_text(call.id))
                 raise ModelReplyShapeError(
-                    f"tool call {position} of the reply (id {self._mask(call.id)!r}) names "
-                    "no function"
+                    f"tool call {position} of the reply (id {shown!r}) names no function"
                 )
             function = FunctionCall(
                 _valid_text(call.name), _valid_text("".join(call.arguments)) or "{}"
@@ -379,7 +381,7 @@ class _ReplyParts:
             elif kind == "refusal":
                 self.refusal.add(_text_field(part, "refusal", "refusal part"))
             else:
-                shown = self._mask(shorten(kind, 40))
+                shown = self._mask(_valid_text(shorten(kind, 40)))
                 raise ModelReplyShapeError(
                     f"the reply has a content part of type {shown!r}; expected text, "
                     "thinking, reasoning or refusal parts"
