@@ -364,6 +364,16 @@ def test_a_server_that_ignores_stream_true_is_read_as_a_reply(
     assert len(openai_server.requests) == 1
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_server_that_streams_a_plain_request_is_read_all_the_same(
+    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str
+) -> None:
+    openai_server.push(stream(*text_chunks("Streamed ", "anyway."), chunk(finish="stop")))
+    message, _ = ask(llm, arun, mode, streamed=False)
+    assert message.content == "Streamed anyway."
+    assert len(openai_server.requests) == 1
+
+
 # 5. Refusals and legacy function calls.
 
 REFUSAL = "I can't help with that request."

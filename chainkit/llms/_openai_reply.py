@@ -45,10 +45,16 @@ _NOT_JSON = object()
 _BOM = b"\xef\xbb\xbf"
 _TEXT_PARTS = frozenset(("text", "output_text"))
 _REASONING_PARTS = frozenset(("thinking", "reasoning"))
+_EVENT_FIELDS = (b"data:", b":", b"event:", b"id:", b"retry:")
 
 
 def parse_completion(body: bytes, mask: Masker) -> Message:
-    """The reply message of a chat completion body; `mask` hides the key in error texts."""
+    """The reply message of a chat completion body; `mask` hides the key in error texts. A
+    body of events (from a server that streams whatever it is asked) is read as a stream."""
+    if body.removeprefix(_BOM).lstrip().startswith(_EVENT_FIELDS):
+        stream = StreamAccumulator(_ignore_text, mask)
+        stream.feed(body)
+        return stream.message()
     data = json_object(body, "reply", mask)
     choice = _choice_zero(data.get("choices"))
     if choice is None or not isinstance(choice.get("message"), dict):
@@ -569,6 +575,10 @@ def _error_of(data: str) -> Any:
     except (ValueError, RecursionError):
         return data
     return value.get("error") or value if isinstance(value, dict) else value
+
+
+def _ignore_text(text: str) -> None:
+    pass
 
 
 def _looks_like_json(body: bytearray) -> bool | None:

@@ -51,7 +51,8 @@ class OpenAI(OpenAIEndpoint, BaseModel):
     reply, equal to what a plain call returns. A stream is whole once its finish_reason has
     arrived: if the connection breaks after it, the reply stands (without the usage that
     would have followed) rather than being paid for again. A stream request answered with
-    one JSON body (an error, or a server that ignores `stream`) is read as a plain reply.
+    one JSON body (an error, or a server that ignores `stream`) is read as a plain reply, and
+    a plain request answered with events is read as a stream.
     Only choice 0 is the reply, and `n` other than 1 is refused.
 
     Clients are made on first use and kept: `close()` (and `aclose()` in async code, before
