@@ -2,10 +2,11 @@
 
 Stdlib only. It serves POST /v1/chat/completions (plain JSON, or SSE when the request asks for
 `stream`) and POST /v1/embeddings on 127.0.0.1 with a free port. A test pushes `Reply`s (what
-the model says) and `Fault`s (what goes wrong); each request first takes the next queued
-fault, if any, and otherwise the next reply. Faults that show part of a reply (a cut-off or
-stalled stream) only peek at it, so the retried request gets the whole reply. Every request
-is recorded, faulted or not, so a test can count attempts and read what was sent.
+the model says), `Raw` replies (any bytes at all, sent as they are) and `Fault`s (what goes
+wrong); each request first takes the next queued fault, if any, and otherwise the next
+reply. Faults that show part of a reply (a cut-off or stalled stream) only peek at it, so the
+retried request gets the whole reply. Every request is recorded, faulted or not, so a test
+can count attempts and read what was sent.
 """
 
 from __future__ import annotations
@@ -76,6 +77,30 @@ class Reply:
     tool_calls_in_one_chunk: bool = False
     tool_call_index: ToolCallIndex = "position"
     pause_after: int | None = None
+
+
+@dataclass(slots=True)
+class Raw:
+    """A reply sent as exactly these bytes, status line and headers included, whatever the
+    request asked for; the server then closes the connection. Build it with `raw_reply`."""
+
+    data: bytes
+
+
+def raw_reply(
+    body: bytes,
+    content_type: str = "text/event-stream",
+    *,
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+) -> Raw:
+    """`body` after an HTTP/1.1 head of `status` and `content_type`; the body ends where the
+    server closes the connection (no Content-Length, no chunked framing), so it may be any
+    bytes at all."""
+    lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", f"Content-Type: {content_type}"]
+    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+    lines.append("Connection: close")
+    return Raw("\r\n".join(lines).encode("latin-1") + b"\r\n\r\n" + body)
 
 
 FaultKind = Literal["status", "drop", "slow", "cut", "truncate", "stall", "malformed"]
@@ -160,7 +185,7 @@ class OpenAIServer:
         self.resume = threading.Event()
         self.resumed: list[bool] = []
         """For each paused stream: whether the test resumed it before the pause timed out."""
-        self._replies: deque[Reply] = deque()
+        self._replies: deque[Reply | Raw] = deque()
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -174,7 +199,7 @@ class OpenAIServer:
             raise RuntimeError("OpenAIServer is not running; call start() first")
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
-    def push(self, *replies: Reply | str) -> None:
+    def push(self, *replies: Reply | Raw | str) -> None:
         """Queues chat replies; a str is a plain text reply."""
         with self._lock:
             self._replies.extend(Reply(r) if isinstance(r, str) else r for r in replies)
@@ -238,7 +263,7 @@ class OpenAIServer:
             self.requests.append(request)
             return self._faults.popleft() if self._faults else None
 
-    def _next_reply(self, *, consume: bool) -> Reply | None:
+    def _next_reply(self, *, consume: bool) -> Reply | Raw | None:
         with self._lock:
             if not self._replies:
                 return None
@@ -337,13 +362,17 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind not in _PARTIAL_KINDS:
             self._fault(fault, stream=stream)
             return
-        reply = fault.reply if fault is not None else None
+        reply: Reply | Raw | None = fault.reply if fault is not None else None
         reply = reply or self._next_reply(consume=fault is None)
         if reply is None:
             return
+        if isinstance(reply, Raw):
+            self.wfile.write(reply.data)
+            self._drop()
+            return
         model = str(body.get("model"))
         if not stream:
-            data = json.dumps(_completion(reply, model)).encode()
+            data = json.dumps(completion_of(reply, model)).encode()
             if fault is not None:  # half the body, then the fault's ending
                 self._send_head(200, "application/json", len(data))
                 self.wfile.write(data[: len(data) // 2])
@@ -352,7 +381,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_bytes(200, data, "application/json")
             return
         options = body.get("stream_options") or {}
-        events = _stream_events(reply, model, bool(options.get("include_usage")))
+        events = stream_events_of(reply, model, bool(options.get("include_usage")))
         self._send_head(200, "text/event-stream", None)
         content_pieces = 0
         for number, (event, is_content) in enumerate(events):
@@ -384,7 +413,7 @@ class _Handler(BaseHTTPRequestHandler):
         reply = {"object": "list", "data": data, "model": body.get("model"), "usage": usage}
         self._send_bytes(200, json.dumps(reply).encode(), "application/json")
 
-    def _next_reply(self, *, consume: bool) -> Reply | None:
+    def _next_reply(self, *, consume: bool) -> Reply | Raw | None:
         reply = self.owner._next_reply(consume=consume)
         if reply is None:
             self._send_error(400, "loopback server: no scripted reply is queued")
@@ -403,7 +432,7 @@ class _Handler(BaseHTTPRequestHandler):
             late = Reply(LATE_REPLY)
             try:
                 self._send_bytes(
-                    200, json.dumps(_completion(late, "late")).encode(), "application/json"
+                    200, json.dumps(completion_of(late, "late")).encode(), "application/json"
                 )
             except OSError:
                 self.close_connection = True
@@ -473,7 +502,8 @@ def embedding_of(text: str) -> list[float]:
     return [float(len(text)), float(sum(map(ord, text)) % 997), 0.5]
 
 
-def _completion(reply: Reply, model: str) -> dict[str, Any]:
+def completion_of(reply: Reply, model: str) -> dict[str, Any]:
+    """The chat completion the server sends for `reply`, as JSON data."""
     message: dict[str, Any] = {
         "role": "assistant",
         "content": reply.content if reply.content or not reply.tool_calls else None,
@@ -510,7 +540,7 @@ def _finish(reply: Reply) -> str | None:
     return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
 
 
-def _stream_events(
+def stream_events_of(
     reply: Reply, model: str, include_usage: bool
 ) -> Iterator[tuple[dict[str, Any], bool]]:
     """The SSE chunks of `reply`, each with whether it carries content, as real servers send

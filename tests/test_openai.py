@@ -55,6 +55,15 @@ REPLIES = {
         ],
         tool_call_index="omitted",
     ),
+    # A server bug: parallel calls all numbered 0 in the stream, told apart by their ids.
+    "tool_calls_all_at_index_zero": Reply(
+        "",
+        tool_calls=[
+            Call("weather", '{"city": "Paris"}', id="call_a"),
+            Call("clock", '{"zone": "CET"}', id="call_b"),
+        ],
+        tool_call_index="zero",
+    ),
     "tool_calls_in_one_chunk": Reply(
         "Both at once.",
         tool_calls=[

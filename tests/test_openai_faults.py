@@ -15,14 +15,13 @@ from chainkit.llms._retry import Backoff, retry_after_seconds
 from chainkit.llms.errors import (
     ModelConnectionError,
     ModelError,
-    ModelReplyShapeError,
     ModelResponseError,
     ModelStatusError,
     ModelTimeoutError,
 )
 from chainkit.llms.openai import OpenAI
 from chainkit.schema import Message
-from tests.openai_server import TEST_API_KEY, Call, Fault, OpenAIServer, Reply
+from tests.openai_server import TEST_API_KEY, Fault, OpenAIServer, Reply
 
 ANSWER = "The answer, at last."
 
@@ -158,21 +157,6 @@ def test_stream_that_stalls_partway_is_retried_without_repeating_text(
     [(_, error, _)] = retries.retries
     assert type(error) is ModelTimeoutError
     assert "stream stalled for more than 0.3 s" in str(error)
-
-
-def test_stream_whose_tool_calls_do_not_add_up_fails_at_once(
-    openai_server: OpenAIServer, openai_llm: OpenAI
-) -> None:
-    # Parallel calls all sent at index 0: every attempt would get the same conflict.
-    calls = [Call("weather", "{}", id="call_a"), Call("clock", "{}", id="call_b")]
-    openai_server.push(*[Reply("", tool_calls=calls, tool_call_index="zero")] * 2)
-    retries = Retries()
-
-    with pytest.raises(ModelReplyShapeError, match="'call_a' and 'call_b'"):
-        openai_llm.generate(ask(), streaming_func=lambda _: None, callbacks=retries)
-
-    assert len(openai_server.requests) == 1
-    assert retries.retries == []
 
 
 def test_a_per_call_timeout_replaces_the_default(openai_server: OpenAIServer, make_openai) -> None:

@@ -1,14 +1,12 @@
 """The wire layer of the OpenAI backend, shared by its sync and async paths.
 
 `Connection` resolves where the server is, owns the SDK clients and runs each attempt,
-turning SDK errors into chainkit's; the functions build requests and read replies. Replies
-are read from what the server sent, plain JSON through `Message.from_dict` and streams line
-by line, which is cheaper than the SDK's typed objects. The openai package is imported on
-first use only."""
+turning SDK errors into chainkit's; the functions build requests and read embeddings (chat
+replies are read in `_openai_reply`); `StreamRelay` hands streamed text on across retries.
+The openai package is imported on first use only."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
@@ -18,20 +16,20 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chainkit._redact import mask_key, redact
-from chainkit._text import shorten
+from chainkit.llms._openai_reply import Masker, StreamAccumulator, json_object, snippet
 from chainkit.llms._retry import retry_after_seconds
 from chainkit.llms.errors import (
     ModelConfigError,
     ModelConnectionError,
     ModelError,
     ModelReplyShapeError,
+    ModelRequestError,
     ModelResponseError,
     ModelStatusError,
     ModelTimeoutError,
 )
 from chainkit.llms.model import StreamingFunc
-from chainkit.schema import Message, ResponseMeta, TokenUsage, ToolCall, ToolInfo
-from chainkit.schema.concat import ConcatError, concat_messages
+from chainkit.schema import Message, ToolInfo
 
 if TYPE_CHECKING:
     import asyncio
@@ -51,13 +49,8 @@ _SDK_PARAMETERS = frozenset(
         *("timeout", "extra_headers", "extra_query"),
     )
 )
-_SNIPPET = 200
-_NOT_JSON = object()
 
 T = TypeVar("T")
-
-Masker = Callable[[str], str]
-"""Masks the API key in a text; `Connection.redact`."""
 
 
 class Connection:
@@ -205,6 +198,16 @@ class Connection:
         if isinstance(error, _http_errors("TransportError")):
             text = self.redact(str(error))
             return ModelConnectionError(f"the connection broke while reading the stream: {text}")
+        if isinstance(error, _http_errors("DecodingError")):
+            text = self.redact(str(error))
+            return ModelResponseError(f"the stream's Content-Encoding could not be decoded: {text}")
+        if isinstance(error, UnicodeEncodeError):
+            # The SDK encodes the request as UTF-8, which a lone surrogate cannot be.
+            text = error.object[error.start : error.end]
+            return ModelRequestError(
+                f"the request holds {text!r}, which is not valid Unicode text (a lone "
+                "surrogate) and cannot be sent as UTF-8: fix the message that holds it"
+            )
         if isinstance(error, openai.APIError):
             text = self.redact(error.message)
             return ModelResponseError(f"the server reported an error in its reply: {text}")
@@ -271,6 +274,12 @@ def build_request(
             extra.update(value)
         else:
             extra[key] = value
+    choices = extra.get("n", 1)
+    if choices != 1:
+        raise ModelConfigError(
+            f"n={choices!r}: a model call returns one reply, so n (how many replies the "
+            "server makes) must be 1 or left out"
+        )
     request["messages"] = [m.to_dict(request=True) for m in messages]
     stop = stop or request.get("stop")
     if stop:
@@ -285,21 +294,9 @@ def build_request(
     return request
 
 
-def parse_completion(body: bytes, mask: Masker) -> Message:
-    """The reply message of a chat completion body; `mask` hides the key in error texts."""
-    data = _json_object(body, "reply", mask)
-    choices = data.get("choices")
-    choice = choices[0] if isinstance(choices, list) and choices else None
-    if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
-        raise ModelReplyShapeError(
-            f"the server's reply has no choices[0].message: {mask(_snippet(body))!r}"
-        )
-    return _reply(choice["message"], choice.get("finish_reason"), data.get("usage"))
-
-
 def parse_embeddings(body: bytes, count: int, mask: Masker) -> list[list[float]]:
     """The `count` vectors of an embeddings body, in input order (given by each `index`)."""
-    items = _json_object(body, "reply", mask).get("data")
+    items = json_object(body, "reply", mask).get("data")
     vectors: list[list[float] | None] = [None] * count
     if isinstance(items, list) and len(items) == count:
         for position, item in enumerate(items):
@@ -310,165 +307,9 @@ def parse_embeddings(body: bytes, count: int, mask: Masker) -> list[list[float]]
                     vectors[index] = [float(x) for x in embedding]
     if None in vectors:
         raise ModelReplyShapeError(
-            f"expected {count} embeddings indexed 0..{count - 1}, got: {mask(_snippet(body))!r}"
+            f"expected {count} embeddings indexed 0..{count - 1}, got: {mask(snippet(body))!r}"
         )
     return vectors  # type: ignore[return-value]  # no None left, checked above
-
-
-def _json_object(payload: str | bytes, what: str, mask: Masker) -> dict[str, Any]:
-    """The JSON object of a reply body or stream event (`what` names which). Not JSON is
-    ModelResponseError; another JSON value, ModelReplyShapeError; an object with an `error`,
-    ModelResponseError with its message."""
-    try:
-        data = json.loads(payload)
-    except ValueError:
-        # Raised below, out of this block: the decode error would keep the whole payload.
-        data = _NOT_JSON
-    if data is _NOT_JSON:
-        raise ModelResponseError(
-            f"the server's {what} is not valid JSON: {mask(_snippet(payload))!r}"
-        )
-    if not isinstance(data, dict):
-        raise ModelReplyShapeError(
-            f"the server's {what} is not a JSON object: {mask(_snippet(payload))!r}"
-        )
-    error = data.get("error")
-    if error:
-        message = error.get("message") if isinstance(error, dict) else error
-        raise ModelResponseError(
-            f"the server reported an error in its {what}: {mask(str(message))}"
-        )
-    return data
-
-
-def _snippet(payload: str | bytes) -> str:
-    head = payload[: _SNIPPET + 1]
-    text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
-    return shorten(text, _SNIPPET)
-
-
-def _reply(message: dict[str, Any], finish_reason: Any, usage: Any) -> Message:
-    reply = _assistant_message(message)
-    reply.response_meta = ResponseMeta(
-        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-        usage=_usage(usage) if isinstance(usage, dict) else None,
-    )
-    return _without_indexes(reply)
-
-
-def _assistant_message(data: dict[str, Any]) -> Message:
-    """Message from the wire shape of a reply message."""
-    try:
-        message = Message.from_dict({**data, "role": "assistant"})
-    except (AttributeError, TypeError, ValueError) as error:
-        raise ModelReplyShapeError(f"the server's reply message is malformed: {error}") from None
-    if not message.reasoning_content and isinstance(data.get("reasoning"), str):
-        message.reasoning_content = data["reasoning"]  # the field's name on some servers
-    return message
-
-
-def _without_indexes(message: Message) -> Message:
-    # An index only orders the chunks of a streamed call; a whole reply has no use for it.
-    for call in message.tool_calls:
-        call.index = None
-    return message
-
-
-def _usage(data: dict[str, Any]) -> TokenUsage:
-    # OpenAI nests the reasoning and cached counts; TokenUsage keeps them flat.
-    completion = data.get("completion_tokens_details")
-    prompt = data.get("prompt_tokens_details")
-    return TokenUsage.from_dict(
-        {
-            **data,
-            "reasoning_tokens": completion.get("reasoning_tokens") if completion else None,
-            "cached_tokens": prompt.get("cached_tokens") if prompt else None,
-        }
-    )
-
-
-class StreamAccumulator:
-    """Puts one streamed reply together from the server's SSE lines, handing on each content
-    delta as it arrives.
-
-    Lines are read raw and each event decoded with json.loads: a stream may have hundreds of
-    events, and the SDK's typed chunk objects would cost more than the rest of the call.
-    Tool-call deltas are joined by `concat_messages`, the schema's one set of rules for
-    streamed chunks (by index, else by id, arguments concatenated).
-
-    The stream is whole once it has sent [DONE] or a finish_reason: servers that send no
-    finish_reason still end with [DONE], and some end after the finish_reason without it.
-    """
-
-    def __init__(self, on_text: StreamingFunc, mask: Masker) -> None:
-        self._on_text = on_text
-        self._mask = mask
-        self._content: list[str] = []
-        self._reasoning: list[str] = []
-        self._calls: list[Message] = []
-        self._finish_reason: str | None = None
-        self._usage: TokenUsage | None = None
-        self._done = False
-
-    def feed(self, line: str) -> bool:
-        """Takes one line of the SSE body; True once the stream says it is done."""
-        if not line.startswith("data:"):
-            return False  # blank separators, comments, `event:` and `id:` fields
-        payload = line[5:].strip()
-        if payload == "[DONE]":
-            self._done = True
-            return True
-        if payload:
-            self.add(_json_object(payload, "stream event", self._mask))
-        return False
-
-    def add(self, chunk: dict[str, Any]) -> None:
-        """Takes one decoded `chat.completion.chunk` event."""
-        for choice in chunk.get("choices") or ():
-            delta = choice.get("delta")
-            if delta:
-                self._add_delta(delta)
-            if choice.get("finish_reason"):
-                self._finish_reason = choice["finish_reason"]
-        usage = chunk.get("usage")
-        if isinstance(usage, dict):
-            self._usage = _usage(usage)
-
-    def _add_delta(self, delta: dict[str, Any]) -> None:
-        text = delta.get("content")
-        if text:  # real servers send None and "" deltas too
-            self._content.append(text)
-            self._on_text(text)
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-        if isinstance(reasoning, str):
-            self._reasoning.append(reasoning)
-        calls = delta.get("tool_calls")
-        if calls:
-            try:
-                tool_calls = [ToolCall.from_dict(call) for call in calls]
-            except (AttributeError, TypeError) as error:
-                raise ModelReplyShapeError(f"a streamed tool call is malformed: {error}") from None
-            self._calls.append(Message("assistant", tool_calls=tool_calls))
-
-    def message(self) -> Message:
-        """The whole reply. A stream that ended with neither [DONE] nor a finish_reason was cut
-        off (a proxy may end a body early without breaking the connection):
-        ModelResponseError."""
-        if not self._done and self._finish_reason is None:
-            raise ModelResponseError(
-                "the stream ended before the server sent [DONE] or a finish_reason"
-            )
-        reply = Message.assistant(
-            "".join(self._content),
-            reasoning_content="".join(self._reasoning),
-            response_meta=ResponseMeta(self._finish_reason, self._usage),
-        )
-        if not self._calls:
-            return reply
-        try:
-            return _without_indexes(concat_messages([reply, *self._calls]))
-        except ConcatError as error:
-            raise ModelReplyShapeError(f"the stream's tool calls do not add up: {error}") from None
 
 
 class StreamRelay:

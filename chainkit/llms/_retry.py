@@ -96,14 +96,15 @@ def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None)
     millis = headers.get("retry-after-ms")
     if millis is not None:
         try:
-            return max(float(millis) / 1000, 0.0)
+            # 0.0 first: max() then turns a "nan" header into no wait, not a NaN one
+            return max(0.0, float(millis) / 1000)
         except ValueError:
             pass
     value = headers.get("retry-after")
     if value is None:
         return None
     try:
-        return max(float(value), 0.0)
+        return max(0.0, float(value))
     except ValueError:
         pass
     import email.utils

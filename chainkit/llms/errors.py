@@ -6,6 +6,10 @@ Messages never contain an API key: backends mask it before building them.
 from __future__ import annotations
 
 from http import HTTPStatus
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from chainkit.schema import Message
 
 
 class ModelError(Exception):
@@ -57,6 +61,10 @@ class ModelStatusError(ModelError):
         self.retry_after = retry_after
 
 
+class ModelRequestError(ModelError):
+    """The request cannot be sent as given, e.g. a message's text is not valid Unicode."""
+
+
 class ModelConnectionError(ModelError):
     """The server could not be reached, or the connection broke before the reply was complete."""
 
@@ -74,3 +82,14 @@ class ModelReplyShapeError(ModelResponseError):
     """The server's reply was read whole but does not have the shape of a reply: no message
     in it, or streamed tool calls that do not add up. Unlike a cut-off or garbled reply, this
     is how the server answers, so a retry would get the same: it is not retried."""
+
+
+class ModelRefusalError(ModelError):
+    """The model refused to answer. A refusal is the model's answer, not a glitch, so it is
+    not retried; `refusal` is the model's text and `reply` the whole reply message, with the
+    refusal also in `reply.extra["refusal"]` (and its usage in `reply.response_meta`)."""
+
+    def __init__(self, refusal: str, reply: Message) -> None:
+        super().__init__(f"the model refused: {refusal}")
+        self.refusal = refusal
+        self.reply = reply

@@ -7,8 +7,10 @@ import os
 from typing import Any
 
 from chainkit.llms._endpoint import OpenAIEndpoint, check_model_name
-from chainkit.llms._openai_wire import StreamRelay, build_request, parse_completion
+from chainkit.llms._openai_reply import parse_completion
+from chainkit.llms._openai_wire import StreamRelay, build_request
 from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff, check_seconds
+from chainkit.llms.errors import ModelError
 from chainkit.llms.model import BaseModel, ModelRequest
 from chainkit.schema import Message
 
@@ -59,14 +61,20 @@ class OpenAI(OpenAIEndpoint, BaseModel):
       (ModelResponseError): a body or stream event that is not JSON, a stream that ends with
       neither [DONE] nor a finish_reason, an error the server reports inside a 200 reply.
     - Not retried, as another attempt would fail alike: other statuses (400, 401, 403, 404,
-      422...), and replies read whole but of the wrong shape (ModelReplyShapeError): JSON that
-      is no reply message, streamed tool calls that do not add up (such as parallel calls all
-      sent at index 0).
+      422...), replies read whole but of the wrong shape (ModelReplyShapeError): JSON that
+      is no reply message, a field of the wrong type, streamed tool calls that do not add up
+      (such as one call given two names), and refusals (ModelRefusalError, carrying the
+      model's text: a refusal is an answer, not a glitch).
 
     With a `streaming_func`, each content delta is handed over as it arrives. When a stream
     breaks and is retried, text already handed over is not handed over again, and if the
     retry's text differs from it, nothing more is. The returned Message is always the whole
-    reply, equal to what a plain call returns.
+    reply, equal to what a plain call returns. A stream is whole once its finish_reason has
+    arrived: if the connection breaks after it, the reply stands (without the usage that
+    would have followed) rather than being paid for again. A stream request answered with
+    one JSON body (an error, or a server that ignores `stream`) is read as a plain reply, and
+    a plain request answered with events is read as a stream.
+    Only choice 0 is the reply, and `n` other than 1 is refused.
 
     Clients are made on first use and kept: `close()` (and `aclose()` in async code, before
     its event loop ends) releases their connections.
@@ -151,12 +159,16 @@ class OpenAI(OpenAIEndpoint, BaseModel):
 
         def read() -> None:
             with create(**request) as response:
-                for line in response.iter_lines():
-                    if chunks.feed(line):
+                for data in response.iter_bytes():
+                    if chunks.feed(data):
                         break
 
-        connection.run(read, request.get("timeout"))
-        return chunks.message()
+        failure = None
+        try:
+            connection.run(read, request.get("timeout"))
+        except ModelError as error:
+            failure = error  # the reply may be whole all the same
+        return chunks.message(failure)
 
     async def _astream(self, request: dict[str, Any], relay: StreamRelay) -> Message:
         connection = self._connection
@@ -166,12 +178,16 @@ class OpenAI(OpenAIEndpoint, BaseModel):
 
         async def read() -> None:
             async with create(**request) as response:
-                async for line in response.iter_lines():
-                    if chunks.feed(line):
+                async for data in response.iter_bytes():
+                    if chunks.feed(data):
                         break
 
-        await connection.arun(read, request.get("timeout"))
-        return chunks.message()
+        failure = None
+        try:
+            await connection.arun(read, request.get("timeout"))
+        except ModelError as error:
+            failure = error
+        return chunks.message(failure)
 
 
 def _refuse_misnamed(options: dict[str, Any]) -> None:
