@@ -167,8 +167,11 @@ class _Step:
 def parse_mrkl_output(text: str) -> AgentAction | AgentFinish:
     """Turn a MRKL / ReAct model reply into the agent's next step.
 
-    Raises `OutputParserError` carrying the observation to send back to the model.
+    Raises `OutputParserError` carrying the observation to send back to the model, and
+    TypeError when `text` is not a string.
     """
+    if not isinstance(text, str):
+        raise TypeError(f"parse_mrkl_output expects the reply as str, got {type(text).__name__}")
     probe = _lowered(text)
     step = _first_step(text, probe)
     if step is None:
