@@ -4,10 +4,11 @@ Supported: + - * / // % ** (also written ^), unary + and -, parentheses, int and
 literals (1_000, 1e3, 0x1f), the constants pi and e, and the functions abs, round, min, max,
 sqrt, floor, ceil, exp and log (log(x) is natural, log(x, base) any base).
 
-Model formatting is forgiven: surrounding quotes, backticks or a code fence, `×` `÷` `−`,
-full-width digits and operators (the text is NFKC-normalised), superscript powers (`2³`), and
-a trailing `=` or `?`. Thousands separators are not: `1,000` is rejected with a hint, since a
-comma also separates function arguments (`max(1,000)`).
+Model formatting is forgiven: surrounding quotes, backticks or a code fence, `×` `÷`, `−` and
+other dashes, full-width digits and operators (the text is read as every built-in tool reads
+it: NFKC-normalised), superscript powers (`2³`), and a trailing `=` or `?`. Thousands
+separators are not: `1,000` is rejected with a hint, since a comma also separates function
+arguments (`max(1,000)`).
 
 Results: integers and decimals are exact. A decimal literal is the fraction it writes (0.1 is
 1/10, not the nearest float), and + - * / // % and integer powers keep fractions exact, so
@@ -41,7 +42,6 @@ import math
 import operator
 import string
 import sys
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -49,6 +49,7 @@ from fractions import Fraction
 from typing import Any, TypeGuard
 
 from chainkit._text import shorten
+from chainkit.tools._input import normalized
 from chainkit.tools.base import Tool, ToolError
 
 MAX_LENGTH = 1000
@@ -66,7 +67,6 @@ _SPELLINGS = str.maketrans(
         "·": "*",
         "÷": "/",
         "^": "**",
-        "−": "-",
     }
 )
 # NFKC would read `2³` as `23`, and `10₂` as `102`: superscripts are powers, subscripts refused.
@@ -222,11 +222,10 @@ class Calculator(Tool):
 
     name = "calculator"
     description = (
-        "Evaluates an arithmetic expression (计算 数学 算术 math arithmetic calculate). "
-        "Integers and decimals are exact (0.1+0.2 gives 0.3); sqrt, exp, log, pi, e and "
-        "fractional powers are floating point. Input: one expression such as 12*(3+4), 2**10 "
-        "or sqrt(2)/3; supports + - * / // % ** ( ), pi, e, abs, round, min, max, sqrt, floor, "
-        "ceil, exp, log."
+        "Evaluates an arithmetic expression. Integers and decimals are exact (0.1+0.2 gives "
+        "0.3); sqrt, exp, log, pi, e and fractional powers are floating point. Input: one "
+        "expression such as 12*(3+4), 2**10 or sqrt(2)/3; supports + - * / // % ** ( ), pi, e, "
+        "abs, round, min, max, sqrt, floor, ceil, exp, log."
     )
 
     def call(self, input: str) -> str:
@@ -244,7 +243,7 @@ class Calculator(Tool):
 def normalize(text: str) -> str:
     """The expression in `text`, with model formatting undone; ToolError if it cannot be one."""
     if not text.isascii():
-        text = unicodedata.normalize("NFKC", _powers_from_superscripts(text))
+        text = normalized(_powers_from_superscripts(text))
     expression = _unwrap(text.strip()).rstrip("=? \t\n").translate(_SPELLINGS).strip()
     if not expression:
         raise ToolError("empty expression: give one such as 12*(3+4)")
