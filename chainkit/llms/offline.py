@@ -40,7 +40,8 @@ BUILTIN_KEYWORDS = {
     "random_number": "随机数 随机 random",
     "current_time": "时间 几点 日期 星期 今天 现在 time date now today clock",
 }
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+# A number a model would pass on: up to 100 digits (a longer run of digits is not one).
+_NUMBER = re.compile(r"(?<!\d)-?\d{1,100}+(?:\.\d{1,100}+)?+(?!\d)")
 _UNITS = frozenset("年月日天号点个岁次元")
 
 

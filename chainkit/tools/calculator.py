@@ -56,6 +56,9 @@ MAX_LENGTH = 1000
 MAX_DEPTH = 100
 MAX_DIGITS = 4000
 _INT_LIMIT = 10**MAX_DIGITS
+# Input longer than this cannot trim down to MAX_LENGTH characters, whatever fences or
+# spaces surround the expression.
+_MAX_INPUT = 100 * MAX_LENGTH
 _MAX_ROUND_DIGITS = 100
 _EXACT_FLOAT_INTS = 2**53
 _QUOTES = "\"'`"
@@ -242,8 +245,11 @@ class Calculator(Tool):
 
 def normalize(text: str) -> str:
     """The expression in `text`, with model formatting undone; ToolError if it cannot be one."""
-    if not text.isascii():
-        text = normalized(_powers_from_superscripts(text))
+    if isinstance(text, str) and len(text) > _MAX_INPUT:  # refused before reading it
+        raise ToolError(
+            f"input too long: {len(text)} characters (an expression has at most {MAX_LENGTH})"
+        )
+    text = normalized(text, before=_powers_from_superscripts)
     expression = _unwrap(text.strip()).rstrip("=? \t\n").translate(_SPELLINGS).strip()
     if not expression:
         raise ToolError("empty expression: give one such as 12*(3+4)")

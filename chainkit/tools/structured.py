@@ -24,6 +24,7 @@ from chainkit.tools._jsonschema import (
     FieldSpec,
     ObjectSpec,
     Problem,
+    Spec,
     compile_type,
     defaulted_field,
     json_form,
@@ -105,6 +106,7 @@ class StructuredTool(Tool):
         object fitting the schema (blank means no arguments), else InvalidArgumentsError. Text
         that is cut off or not JSON is never handed to the function as a plain string.
         """
+        _require_text(self.name, arguments)
         try:
             value = decode_json(arguments) if arguments.strip() else {}
         except MalformedJSONError as error:
@@ -144,13 +146,14 @@ class StructuredTool(Tool):
 
     def _arguments(self, input: str) -> object:
         """The arguments object `input` stands for, before validation."""
+        _require_text(self.name, input)
         if not input.strip():
             return {}
         single = self._single_field
         try:
             value = decode_json(input)
         except MalformedJSONError as error:
-            if single is not None and single.spec.reads_text:
+            if single is not None and _reads(single.spec, input):
                 return {single.name: input}  # "red" for a Literal: validation reads or refuses it
             if self._takes_nothing:
                 return {}
@@ -306,6 +309,21 @@ def _arguments_spec(
         except TypeError as error:
             raise TypeError(f"tool {name}, parameter {parameter.name}: {error}") from None
     return ObjectSpec(fields)
+
+
+def _reads(spec: Spec, text: str) -> bool:
+    """Whether plain `text` that is not JSON stands for a value of `spec`: any text for a
+    string; for another scalar type, text that does not open a JSON object or array (a
+    broken one is better reported as such)."""
+    return spec.accepts_text or (spec.reads_text and not text.lstrip().startswith(("{", "[")))
+
+
+def _require_text(tool_name: str, value: object) -> None:
+    if not isinstance(value, str):
+        raise TypeError(
+            f"tool {tool_name} takes its arguments as JSON text (str), got "
+            f"{type(value).__name__}: pass json.dumps(arguments)"
+        )
 
 
 def _malformed(tool_name: str, error: MalformedJSONError) -> InvalidArgumentsError:
