@@ -91,8 +91,8 @@ def _between(text: str, start: str, end: str) -> str | None:
 
 @dataclass(slots=True, frozen=True)
 class _Choice:
-    """The tool to call, the tokens that matched it to the question, and the arithmetic
-    expression to give it if it is a calculator."""
+    """The tool to call, the tokens of the words that speak of it (left out of its argument),
+    and the arithmetic expression to give it if it is a calculator."""
 
     name: str
     topic: dict[str, float]
@@ -111,7 +111,7 @@ def _choose(question: str, candidates: Sequence[tuple[str, str]]) -> _Choice | N
     name, description = candidates[index]
     expression = find_expression(question)
     is_calculator = expression is not None and not MATH_TOKENS.isdisjoint(
-        tokens(described[index][1])
+        tokens(f"{name} {described[index][1]}")
     )
     # The words to leave out of the argument: the tool's name, the first sentence of its
     # description and its keywords; examples further on ("such as Asia/Shanghai") are not.
@@ -210,10 +210,11 @@ def _arguments(question: str, choice: _Choice, parameters: dict[str, Any]) -> di
     return arguments
 
 
-def _kind(schema: dict[str, Any]) -> tuple[str | None, list[object]]:
+def _kind(schema: object) -> tuple[str | None, list[object]]:
     """A property's JSON type and enum choices, looking inside anyOf (Optional[T])."""
-    for option in schema.get("anyOf") or [schema]:
-        if option.get("type") != "null":
+    options = (schema.get("anyOf") or [schema]) if isinstance(schema, dict) else []
+    for option in options:
+        if isinstance(option, dict) and option.get("type") != "null":
             return option.get("type"), list(option.get("enum") or ())
     return None, []
 
