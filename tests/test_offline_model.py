@@ -154,3 +154,15 @@ def test_mrkl_arguments_of_user_tools_are_read_from_the_question(question, tool_
     )
     [step] = chains.call(executor, {"input": question})["intermediate_steps"]
     assert (step.action.tool, step.action.tool_input) == ("get_weather", tool_input)
+
+
+def test_a_tool_named_for_math_gets_the_bare_expression():
+    class Evaluator(tools.Tool):
+        name = "math"
+        description = "Evaluates what it is given."
+
+        def call(self, input: str) -> str:
+            return f"<{input}>"
+
+    executor = agents.Executor(agents.OneShotAgent(OfflineModel(), [Evaluator()]))
+    assert chains.run(executor, "compute 2+3 quickly") == "<2+3>"
