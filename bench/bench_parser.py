@@ -57,6 +57,12 @@ SHAPES: dict[str, Callable[[int], str]] = {
     ),
     "prose, no keyword, no newline": lambda size: repeat("lorem ipsum dolor sit amet ", size),
     "huge fenced block as input": fenced,
+    "reply wrapped in a fence, huge input": lambda size: (
+        "```\nAction: echo\nAction Input: " + repeat("lorem ipsum\n", size) + "```"
+    ),
+    "'```\\n' repeated, then an action": lambda size: (
+        repeat("```\n", size) + "Action: a\nAction Input: b\n" + repeat("```\n", size)
+    ),
     "lines of whitespace (' \\t \\n')": lambda size: repeat(" \t \n", size),
     "newlines only": lambda size: "\n" * size,
     "lower-case keywords mid-line": lambda size: repeat("x action: y final answer: ", size),

@@ -264,6 +264,112 @@ def test_fenced_final_answer_keeps_keyword_lines_inside():
     assert answer(text) == "```\nAction: is just text here\n```"
 
 
+# --- Replies wrapped in a code fence ------------------------------------------------------------
+
+# How models wrap a reply: fence with or without a language tag, tildes, longer fences, CRLF.
+_WRAPS = [
+    ("```\n", "\n```"),
+    ("```text\n", "\n```"),
+    ("```markdown\n", "\n```\n"),
+    ("~~~\n", "\n~~~"),
+    ("````\n", "\n````"),
+    ("  ```\n", "\n  ```  \n\n"),
+    ("```\r\n", "\r\n```\r\n"),
+    ("Thought: I will search.\n```\n", "\n```\nObservation: made up"),
+]
+
+
+@pytest.mark.parametrize(("opening", "closing"), _WRAPS)
+def test_closing_fence_of_a_wrapped_action_is_not_in_the_input(opening, closing):
+    text = f"{opening}Action: search\nAction Input: weather{closing}"
+    step = parse_mrkl_output(text)
+    assert isinstance(step, AgentAction)
+    assert (step.tool, step.tool_input) == ("search", "weather")
+    # The log keeps the closing fence line (the scratchpad stays balanced), nothing after it.
+    assert (
+        step.log
+        == f"{opening}Action: search\nAction Input: weather{closing}".partition("\nObservation")[
+            0
+        ].rstrip()
+    )
+
+
+@pytest.mark.parametrize(("opening", "closing"), _WRAPS)
+def test_closing_fence_of_a_wrapped_final_answer_is_not_in_the_answer(opening, closing):
+    assert answer(f"{opening}Thought: done\nFinal Answer: 42{closing}") == "42"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('```\nAction: search\nAction Input: "weather"\n```', ("search", "weather")),
+        ("```\nAction: search\nAction Input: `weather`\n```", ("search", "weather")),
+        ('```\nAction: s\nAction Input:\n```json\n{"a": 1}\n```\n```', ("s", '{"a": 1}')),
+        ('```\nAction: s\nAction Input: ```json\n{"a": 1}\n```\n```', ("s", '{"a": 1}')),
+        ("~~~\nAction: s\nAction Input:\n```\nx = 1\n```\n~~~", ("s", "x = 1")),
+        ("````\nAction: s\nAction Input: a\n```\nb\n```\n````", ("s", "a\n```\nb\n```")),
+        ("```\nAction: s\nAction Input: line one\nline two\n```", ("s", "line one\nline two")),
+        ("```\nAction: s\nAction Input:\n```", ("s", "")),
+        ("Action: s\nAction Input: weather\n```", ("s", "weather")),
+        ("Action: s\nAction Input: weather\n```\n\n", ("s", "weather")),
+        ("Action: s Action Input: weather\n~~~", ("s", "weather")),
+    ],
+)
+def test_fences_around_a_reply_or_its_input(text, expected):
+    assert action(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "```\nFinal Answer: run this:\n```python\nprint(1)\n```\n```\nHope it helps",
+            "run this:\n```python\nprint(1)\n```",
+        ),
+        ("```\nFinal Answer:\n```\ncode\n```\n```", "```\ncode\n```"),
+        ("Final Answer: 42\n```", "42"),
+        ("Final Answer: see\n```\ncode\n```", "see\n```\ncode\n```"),
+        ("Final Answer: start\n```\nunclosed code", "start\n```\nunclosed code"),
+    ],
+)
+def test_fences_in_a_final_answer(text, expected):
+    assert answer(text) == expected
+
+
+def test_a_closed_block_before_the_keyword_does_not_wrap_it():
+    text = "Thought: here is code\n```python\nx = 1\n```\nAction: run\nAction Input: a\n```\nb\n```"
+    assert action(text) == ("run", "a\n```\nb\n```")
+
+
+def test_a_wrapping_fence_closed_before_the_input_does_not_cut_it():
+    text = "```\nAction: run\n```\nAction Input: a\n```\nb\n```"
+    assert action(text) == ("run", "a\n```\nb\n```")
+
+
+@pytest.mark.parametrize(
+    ("input_text", "expected"),
+    [
+        ("~~~\nx = 1\n~~~", "x = 1"),
+        ('~~~json\n{"a": 1}\n~~~', '{"a": 1}'),
+        ('```json {"a": 1}```', '{"a": 1}'),
+        ('```JSON {"a": [1, 2]}```', '{"a": [1, 2]}'),
+        ('```{"a": 1}\n```', '{"a": 1}'),
+        ('```{"a":\n1}\n```', '{"a":\n1}'),
+        ("```json\r\n{}\r\n```", "{}"),
+        ("```python\nprint(1)\n```  ", "print(1)"),
+        ("````\n```\ninner\n```\n````", "```\ninner\n```"),
+        ("```weather```", "weather"),
+        ("```weather\n```", "weather"),
+        ("```json\n```", "json"),
+        ("~~~\nx\n```", "~~~\nx\n```"),  # ``` does not close ~~~: not one block
+        ("```x```y```", "```x```y```"),
+        ("```", ""),  # a fence that closes nothing is no input
+    ],
+)
+def test_fenced_input_forms(input_text, expected):
+    assert action(f"Action: run\nAction Input: {input_text}") == ("run", expected)
+
+
 # --- Quotes and backticks ---------------------------------------------------------------------
 
 
@@ -504,6 +610,20 @@ def test_plain_action_round_trips(tool, tool_input):
     assert action(f"Thought: go\nAction: {tool}\nAction Input: {tool_input}") == (tool, tool_input)
 
 
+_NO_FENCE_LINE = _LINE.filter(lambda s: "```" not in s and "~~~" not in s)
+
+
+@given(
+    tool=_NO_FENCE_LINE,
+    tool_input=_NO_FENCE_LINE,
+    opening=st.sampled_from(["```", "~~~", "```text", "````", "~~~~markdown"]),
+)
+def test_wrapped_action_round_trips(tool, tool_input, opening):
+    closing = opening.rstrip("abcdefghijklmnopqrstuvwxyz")
+    text = f"{opening}\nThought: go\nAction: {tool}\nAction Input: {tool_input}\n{closing}"
+    assert action(text) == (tool, tool_input)
+
+
 # --- Adversarial 1 MB replies (the result, not the time: timings live in bench/) ---------------
 
 MB = 1_000_000
@@ -540,6 +660,9 @@ def cve_2024_58340(n: int) -> str:
         ("\n" * MB, MISSING_ACTION),
         ("x action: y final answer: " * (MB // 26), MISSING_ACTION),
         ("Action" + " " * MB + "x", MISSING_ACTION),
+        ("```\n" * (MB // 4), MISSING_ACTION),
+        ("\n```" * (MB // 4) + "\nAction: a", MISSING_ACTION_INPUT),
+        ("```" + "`" * MB, MISSING_ACTION),
     ],
 )
 def test_adversarial_megabyte_replies_raise(text, observation):
@@ -551,6 +674,14 @@ def test_megabyte_fenced_input_is_kept_whole():
     code = "print('x')  # Observation: in code\n" * (MB // 36)
     text = f"Action: python\nAction Input:\n```python\n{code}```\nObservation: made up"
     assert action(text) == ("python", code.rstrip("\n"))
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("fence_line", ["```", "~~~", "```python", "````"])
+def test_megabyte_of_fence_lines_around_an_action(fence_line):
+    fences = f"{fence_line}\n" * (MB // (2 * len(fence_line) + 2))
+    text = f"{fences}Action: a\nAction Input: b\n{fences}"
+    assert action(text)[0] == "a"
 
 
 @pytest.mark.timeout(10)

@@ -90,22 +90,22 @@ def test_offline_streaming_chunks_join_to_the_reply():
     assert "".join(chunks) == reply.content
 
 
-def test_offline_native_tool_puts_question_in_first_required_string():
+def test_offline_native_tool_puts_numbers_in_number_parameters_and_the_rest_in_text():
     parameters = {
         "type": "object",
         "properties": {"n": {"type": "integer"}, "q": {"type": "string"}},
         "required": ["n", "q"],
     }
-    question = "search the weather forecast"
+    question = "weather forecast for Paris, 3 days ahead"
     infos = [ToolInfo("weather", "weather forecast", parameters)]
     reply = OfflineModel().generate([Message.user(question)], tools=infos)
     [call] = reply.tool_calls
     assert call.function.name == "weather"
-    assert json.loads(call.function.arguments) == {"q": question}
+    assert json.loads(call.function.arguments) == {"n": 3, "q": "Paris days ahead"}
 
 
 def test_offline_gives_calculator_the_bare_expression_when_it_is_chosen():
-    question = "give me a random number between 1-10+2"
+    question = "what is 1-10+2"
     executor = offline_executor(
         [tools.Calculator(), tools.RandomNumber(seed=1), tools.CurrentTime()]
     )
@@ -116,13 +116,15 @@ def test_offline_gives_calculator_the_bare_expression_when_it_is_chosen():
     assert step.action.tool_input == "1-10+2"
 
 
-def test_offline_gives_other_tools_the_whole_question_even_with_an_expression():
+def test_offline_an_expression_does_not_outweigh_the_words_of_another_tool():
     question = "give me a random number between 1-10+2"
-    executor = offline_executor([tools.RandomNumber(seed=1), tools.CurrentTime()])
+    executor = offline_executor(
+        [tools.Calculator(), tools.RandomNumber(seed=1), tools.CurrentTime()]
+    )
     outputs = chains.call(executor, {"input": question})
     [step] = outputs["intermediate_steps"]
     assert step.action.tool == "random_number"
-    assert step.action.tool_input == question
+    assert step.action.tool_input == "1-10+2"  # what the question says besides asking
 
 
 # --- llms/_lexical.py ----------------------------------------------------------------------

@@ -1,4 +1,5 @@
 import json
+from typing import Literal
 
 import pytest
 
@@ -17,12 +18,20 @@ def builtin_agent():
 @pytest.mark.parametrize(
     ("question", "tool", "tool_input"),
     [
-        ("告诉我一个随机数", "random_number", "告诉我一个随机数"),
+        ("告诉我一个随机数", "random_number", ""),
         ("what is 12*(3+4)?", "calculator", "12*(3+4)"),
-        ("现在几点了?", "current_time", "现在几点了?"),
-        ("give me a random number", "random_number", "give me a random number"),
+        ("现在几点了?", "current_time", ""),
+        ("give me a random number", "random_number", ""),
         ("计算 3.5 * 2", "calculator", "3.5 * 2"),
-        ("what time is it now?", "current_time", "what time is it now?"),
+        ("what time is it now?", "current_time", ""),
+        # The argument is what the question says besides asking for the tool.
+        ("给我一个1到6之间的随机数", "random_number", "1到6"),
+        ("give me a random number from 1 to 6", "random_number", "1 to 6"),
+        ("a random number between -5 and 5 please", "random_number", "-5 and 5"),
+        ("１－６的随机数", "random_number", "１－６"),  # a range, not a subtraction
+        ("what time is it in Asia/Shanghai?", "current_time", "Asia/Shanghai"),
+        ("what time is it in Tokyo?", "current_time", "Tokyo"),
+        ("1-10+2 = ?", "calculator", "1-10+2"),
     ],
 )
 def test_offline_model_picks_the_right_tool(question, tool, tool_input):
@@ -73,7 +82,7 @@ def test_native_tool_calls():
         call.function.name == "get_financial_report" and json.loads(call.function.arguments) == {}
     )
     weather = model.generate([Message.user("北京天气怎么样")], tools=infos)
-    assert json.loads(weather.tool_calls[0].function.arguments) == {"city": "北京天气怎么样"}
+    assert json.loads(weather.tool_calls[0].function.arguments) == {"city": "北京"}
     answer = model.generate([Message.user("q"), Message.tool("晴", "c1")], tools=infos)
     assert answer.content == "晴" and not answer.tool_calls
 
@@ -88,3 +97,68 @@ def test_lexical_helpers():
     assert find_expression("１２+３") == "12+3"
     assert find_expression("e.g. 5-3") == "5-3"
     assert best_match("nothing", [("a", "b")]) == (-1, 0.0)
+
+
+def weather_tool():
+    @tools.tool
+    def get_weather(
+        city: str, unit: Literal["celsius", "fahrenheit"] = "celsius", days: int = 1
+    ) -> str:
+        """Current weather (天气) for a city."""
+        return f"{city}: {days} day(s), 21 {unit}"
+
+    return get_weather
+
+
+@pytest.mark.parametrize(
+    ("question", "arguments"),
+    [
+        ("北京天气怎么样?", {"city": "北京"}),
+        ("上海的天气", {"city": "上海"}),
+        ("what's the weather like in Paris today?", {"city": "Paris"}),
+        (
+            "weather in New York in fahrenheit for 3 days",
+            {"city": "New York", "unit": "fahrenheit", "days": 3},
+        ),
+        ("东京未来3天的天气", {"city": "东京", "days": 3}),
+        # Nothing left to name a city: the argument is left out, and the tool says it is missing.
+        ("what's the weather?", {}),
+    ],
+)
+def test_native_arguments_are_read_from_the_question(question, arguments):
+    reply = OfflineModel().generate([Message.user(question)], tools=[weather_tool().info()])
+    [call] = reply.tool_calls
+    assert json.loads(call.function.arguments) == arguments
+
+
+def test_native_tool_call_runs_with_the_extracted_city():
+    executor = agents.Executor(agents.ToolCallingAgent(OfflineModel(), [weather_tool()]))
+    assert chains.run(executor, "北京天气怎么样?") == "北京: 1 day(s), 21 celsius"
+
+
+@pytest.mark.parametrize(
+    ("question", "tool_input"),
+    [
+        ("查一下北京的天气", "北京"),
+        ("what is the weather in Berlin?", "Berlin"),
+    ],
+)
+def test_mrkl_arguments_of_user_tools_are_read_from_the_question(question, tool_input):
+    executor = agents.Executor(
+        agents.OneShotAgent(OfflineModel(), [weather_tool(), tools.RandomNumber(seed=1)]),
+        return_intermediate_steps=True,
+    )
+    [step] = chains.call(executor, {"input": question})["intermediate_steps"]
+    assert (step.action.tool, step.action.tool_input) == ("get_weather", tool_input)
+
+
+def test_a_tool_named_for_math_gets_the_bare_expression():
+    class Evaluator(tools.Tool):
+        name = "math"
+        description = "Evaluates what it is given."
+
+        def call(self, input: str) -> str:
+            return f"<{input}>"
+
+    executor = agents.Executor(agents.OneShotAgent(OfflineModel(), [Evaluator()]))
+    assert chains.run(executor, "compute 2+3 quickly") == "<2+3>"

@@ -35,7 +35,7 @@ EXPECTED = [
     "1024",
     "Cats sleep 16 hours a day.",
     "You said hi.",
-    "北京天气怎么样?: 21 celsius, sunny",
+    "北京: 21 celsius, sunny",
     "hello from the loopback server",
     "<|im_start|>user\n帮我查 2025 年贵州茅台的净利润\n<|im_end|>",
     "42",

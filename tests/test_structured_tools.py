@@ -719,7 +719,9 @@ def test_single_parameter_of_another_type_takes_the_bare_value():
 
     assert square.call("5") == "25"
     assert square.call('"6"') == "36"
-    assert error_of(square, "five").startswith("Invalid arguments for tool square: not valid JSON")
+    assert error_of(square, "five") == (
+        'Invalid arguments for tool square: x: expected integer, got "five"'
+    )
 
 
 def test_a_function_without_parameters_ignores_text():
@@ -1032,3 +1034,207 @@ def test_mrkl_text_that_is_a_union_members_json_keeps_its_type() -> None:
     assert pick.call('["a", "b"]') == "['a', 'b']"
     assert pick.call("plain words") == "'plain words'"
     assert pick.call("42") == "'42'"  # a number is not a member's type: the text stands
+
+
+# --- defaults: what is advertised is what is accepted -----------------------------------------
+
+
+@dataclass
+class Options:
+    depth: int = 1
+
+
+@pytest.mark.parametrize(
+    ("annotation", "value_schema"),
+    [
+        (str, {"type": "string"}),
+        (int, {"type": "integer"}),
+        (list[str], {"type": "array", "items": {"type": "string"}}),
+        (Literal["a", "b"], {"type": "string", "enum": ["a", "b"]}),
+        (Color, {"type": "string", "enum": ["red", "green"]}),
+        (Item, None),  # an object: checked below through call()
+    ],
+)
+def test_a_none_default_makes_the_parameter_nullable(annotation, value_schema):
+    def f(a=None):
+        return repr(a)
+
+    f.__annotations__ = {"a": annotation}
+    echo = echo_tool(f)
+    schema = echo.parameters["properties"]["a"]
+    assert schema["default"] is None
+    assert schema["anyOf"][-1] == {"type": "null"}
+    if value_schema is not None:
+        assert schema["anyOf"][0] == value_schema
+    # The advertised default is accepted back, sent natively or as MRKL text.
+    assert echo.input_from_arguments('{"a": null}') == '{"a": null}'
+    assert echo.call('{"a": null}') == echo.call("{}") == "None"
+
+
+@dataclass
+class Query:
+    text: str = None  # type: ignore[assignment]
+
+
+def test_a_none_default_in_a_dataclass_field_is_nullable_too():
+    def f(query: Query):
+        return repr(query.text)
+
+    assert echo_tool(f).call('{"query": {"text": null}}') == "None"
+
+
+@pytest.mark.parametrize(
+    ("default", "annotation", "message"),
+    [
+        (1.5, int, "default 1.5 does not fit the type: expected integer, got 1.5"),
+        ("k", Literal["c", "f"], 'default \'k\' does not fit the type: expected one of "c", "f"'),
+        (0, bool, "default 0 does not fit the type: expected boolean, got 0"),
+        ("x", list[str], "default 'x' does not fit the type: expected array"),
+        ("purple", Color, 'expected one of "red", "green", got "purple"'),
+        ({"depth": "deep"}, Options, "default {'depth': 'deep'} does not fit the type: depth"),
+    ],
+)
+def test_a_default_that_does_not_fit_the_type_fails_when_the_tool_is_made(
+    default, annotation, message
+):
+    def f(a=default):
+        return a
+
+    f.__annotations__ = {"a": annotation}
+    with pytest.raises(TypeError) as caught:
+        StructuredTool(f, description="d")
+    assert str(caught.value).startswith("tool f, parameter a: ")
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("default", "annotation", "advertised"),
+    [
+        (1, float, 1),
+        (Color.RED, Color, "red"),
+        ("red", Color, "red"),
+        ((1, 2), list[int], [1, 2]),
+        (Options(depth=3), Options, {"depth": 3}),
+        ([Color.GREEN], list[Color], ["green"]),
+        ({1, 2}, Any, [1, 2]),
+    ],
+)
+def test_defaults_are_advertised_in_their_json_form(default, annotation, advertised):
+    def f(a=default):
+        return repr(a)
+
+    f.__annotations__ = {"a": annotation}
+    echo = echo_tool(f)
+    assert echo.parameters["properties"]["a"]["default"] == advertised
+    # What is advertised is accepted when sent back.
+    echo.input_from_arguments(json.dumps({"a": advertised}))
+
+
+@pytest.mark.parametrize(
+    ("default", "annotation"),
+    [
+        (float("nan"), float),
+        (float("inf"), float),
+        (object(), Any),
+        (b"bytes", Any),
+        (Options, Any),
+    ],
+    ids=["nan", "inf", "object", "bytes", "class"],
+)
+def test_a_default_without_a_json_form_is_not_advertised(default, annotation):
+    def f(a=default):
+        return "ok"
+
+    f.__annotations__ = {"a": annotation}
+    echo = echo_tool(f)
+    schema = echo.parameters["properties"]["a"]
+    assert "default" not in schema
+    assert echo.parameters["required"] == []
+    # The schema stays strict JSON (NaN and Infinity are not JSON).
+    json.dumps(echo.parameters, allow_nan=False)
+    assert echo.call("{}") == "ok"
+
+
+# --- single-parameter tools read plain text -----------------------------------------------------
+
+
+class Size(enum.Enum):
+    SMALL = "s"
+    LARGE = "l"
+
+
+@pytest.mark.parametrize(
+    ("annotation", "text", "received"),
+    [
+        (Literal["red", "green"], "red", "'red'"),
+        (Literal["red", "green"], " green\n", "'green'"),
+        (Literal["1", "2"], "1", "'1'"),
+        (Literal[1, 2], "2", "2"),
+        (Color, "red", "<Color.RED: 'red'>"),
+        (Color, "GREEN", "<Color.GREEN: 'green'>"),
+        (Size, "l", "<Size.LARGE: 'l'>"),
+        (Level, "2", "<Level.HIGH: 2>"),
+        (bool, "True", "True"),
+        (bool, "false", "False"),
+        (int, " 7 ", "7"),
+        (float, "2.5", "2.5"),
+        (str | None, "hello world", "'hello world'"),
+        (int | None, "3", "3"),
+        (Literal["a", "b"] | None, "b", "'b'"),
+        (Any, "plain words", "'plain words'"),
+        (Any, "5", "5"),
+    ],
+)
+def test_a_single_parameter_reads_plain_text_of_its_type(annotation, text, received):
+    def paint(value):
+        return repr(value)
+
+    paint.__annotations__ = {"value": annotation}
+    assert echo_tool(paint).call(text) == received
+
+
+@pytest.mark.parametrize(
+    ("annotation", "text", "problem"),
+    [
+        (Literal["red", "green"], "purple", 'value: expected one of "red", "green", got "purple"'),
+        (Color, "blue", 'value: expected one of "red", "green", got "blue"'),
+        (int, "five", 'value: expected integer, got "five"'),
+        (bool, "yes", 'value: expected boolean, got "yes"'),
+        (Item, "a pen", "not valid JSON at position 0"),
+        (list[int], "1, 2", "not valid JSON"),
+    ],
+)
+def test_plain_text_that_is_not_a_value_names_what_was_expected(annotation, text, problem):
+    def paint(value):
+        return repr(value)
+
+    paint.__annotations__ = {"value": annotation}
+    assert error_of(echo_tool(paint), text).startswith(
+        f"Invalid arguments for tool paint: {problem}"
+    )
+
+
+def test_the_issue_example_paint_red():
+    @tool
+    def paint(color: Literal["red", "green"]) -> str:
+        """Paints."""
+        return f"painted {color}"
+
+    assert paint.call("red") == "painted red"
+
+
+@dataclass
+class BadDefault:
+    count: int = "many"  # type: ignore[assignment]
+
+
+def test_a_dataclass_field_default_that_does_not_fit_names_the_field():
+    def f(query: BadDefault):
+        return "never"
+
+    with pytest.raises(TypeError) as caught:
+        StructuredTool(f, description="d")
+    assert str(caught.value) == (
+        "tool f, parameter query: BadDefault.count: default 'many' does not fit the type: "
+        'expected integer, got "many"'
+    )

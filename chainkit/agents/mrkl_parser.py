@@ -32,13 +32,24 @@ The first `Action:` or `Final Answer:` keyword in the text decides the reply:
 "The next keyword line" is the next line that starts with any keyword: an `Observation:` line
 (it and what follows are made up by the model), another `Action:` / `Action Input:` (a second
 step) or a `Final Answer:`. `Thought:` lines do not end a section, since input text may hold
-one. A section that opens with a fenced code block (```) runs at least to its closing fence,
-so keyword-looking lines of code stay in it.
+one. A section that opens with a fenced code block (```, ~~~, with or without a language tag)
+runs at least to its closing fence, so keyword-looking lines of code stay in it.
+
+Code fences around the reply: a model often wraps its whole reply, or the part from some
+line on, in a fenced block (```` ``` ````, ```` ```text ````, `~~~`). When the fence is still
+open where the decisive keyword stands, the fence line that closes it ends the section, as a
+keyword line would; the action's `log` keeps that closing line, so the scratchpad stays
+balanced. Fences opened inside the section pair up among themselves first (an answer may hold
+a code block). A bare fence line at the very end of a section that closes nothing is dropped
+too: it closes a fence opened where the parser cannot see it. Fences are paired up to
+`MAX_FENCE_LINES` (200) fence lines in each stretch the parser reads; past that, the reply's
+fences are read as plain text.
 
 Cleaning: whitespace is trimmed. The tool name and the input lose one enclosing pair of quotes
 or backticks (" ' ` “” ‘’ 「」) when that quote does not also occur inside; an input that is
-exactly one fenced block (```json, the code, ```) is reduced to the code. Markdown `*` around
-the tool name is dropped. The answer is only trimmed.
+exactly one fenced block (```json, the code, ```; ~~~ alike; or ```json {"a": 1}``` on one
+line) is reduced to the code. Markdown `*` around the tool name is dropped. The answer is only
+trimmed.
 
 An `Action:` found mid-line ("Thought: no Action: needed") with no `Action Input:` after it
 was prose: the next `Action:` or `Final Answer:` keyword line decides instead, as in LangChain
@@ -63,23 +74,27 @@ Linear in the length of the reply. Keywords are found by a few compiled patterns
 every repetition is possessive (`*+`, `++`, `?+`), so the engine never backtracks into one,
 and alternatives begin with distinct letters. Each pattern opens with a literal (a newline or
 the keyword), so `re` moves between candidates by substring search, and an attempt reads only
-its candidate and the run of spaces, digits or markdown beside it. Each part of the reply is
-searched a fixed number of times. `bench/bench_parser.py` times 1 MB adversarial replies,
-LangChain's CVE-2024-58340 input among them.
+its candidate and the run of spaces, digits or markdown beside it. Fence lines are found the
+same way (a newline, then three backticks or tildes). Each part of the reply is searched a
+fixed number of times. `bench/bench_parser.py` times 1 MB adversarial replies, LangChain's
+CVE-2024-58340 input among them.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from chainkit.agents.errors import OutputParserError
 from chainkit.schema import AgentAction, AgentFinish
 
-__all__ = ["MISSING_ACTION", "MISSING_ACTION_INPUT", "parse_mrkl_output"]
+__all__ = ["MAX_FENCE_LINES", "MISSING_ACTION", "MISSING_ACTION_INPUT", "parse_mrkl_output"]
 
 MISSING_ACTION = "Invalid Format: Missing 'Action:' after 'Thought:'"
 MISSING_ACTION_INPUT = "Invalid Format: Missing 'Action Input:' after 'Action:'"
+# Fence lines paired up in one stretch of a reply; a reply with more is read as plain text.
+MAX_FENCE_LINES = 200
 
 # Pieces of the keyword patterns that run on the lower-cased reply (see `_lowered`).
 _LINE_START = r"\n[ \t>#*_-]*+"
@@ -103,11 +118,41 @@ _ACTION_INLINE = re.compile(r"Action(?<![A-Za-z0-9]Action)[ \t0-9]*+[*_]*+[:：]
 _FINAL_INLINE = re.compile(
     r"Final Answer(?<![A-Za-z0-9]Final Answer)(?:[ \t]++is)?+[ \t]*+[*_]*+[:：]"
 )
-_LEADING_FENCE = re.compile(r"[ \t\r\n]*+```")
-_CLOSING_FENCE = re.compile(r"\n[ \t]*+```")
+# A code fence: three or more backticks or tildes. On the probe, at the start of a line.
+_FENCE_LINE = re.compile(r"\n[ \t]*+(`{3,}+|~{3,}+)")
+_LEADING_FENCE = re.compile(r"[ \t\r\n]*+(`{3,}+|~{3,}+)")
+# What may follow a fence on its line as a language tag ("json", "c++", "objective-c").
+_LANGUAGE_TAG = re.compile(r"[A-Za-z0-9_+#.-]++")
+# Tags dropped from a one-line fence (```json {"a": 1}```), where a word could also be code.
+_ONE_LINE_TAGS = frozenset(
+    ("json", "python", "py", "sql", "sh", "bash", "text", "yaml", "js", "xml")
+)
 
 _DECORATION = " \t>#*_-"
 _QUOTE_PAIRS = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’", "「": "」"}
+
+
+class _TooManyFencesError(Exception):
+    """More fence lines than the parser pairs up in one stretch of a reply."""
+
+
+@dataclass(slots=True, frozen=True)
+class _Fence:
+    """A code-fence line: its marker (```, ~~~~), the text after the marker on its line, and
+    where the line starts and ends in the reply."""
+
+    marker: str
+    info: str
+    start: int
+    end: int
+
+    def closes(self, opener: _Fence) -> bool:
+        """Whether this line closes the block `opener` opened (CommonMark's rule)."""
+        return (
+            not self.info
+            and self.marker[0] == opener.marker[0]
+            and len(self.marker) >= len(opener.marker)
+        )
 
 
 @dataclass(slots=True, frozen=True)
@@ -122,8 +167,11 @@ class _Step:
 def parse_mrkl_output(text: str) -> AgentAction | AgentFinish:
     """Turn a MRKL / ReAct model reply into the agent's next step.
 
-    Raises `OutputParserError` carrying the observation to send back to the model.
+    Raises `OutputParserError` carrying the observation to send back to the model, and
+    TypeError when `text` is not a string.
     """
+    if not isinstance(text, str):
+        raise TypeError(f"parse_mrkl_output expects the reply as str, got {type(text).__name__}")
     probe = _lowered(text)
     step = _first_step(text, probe)
     if step is None:
@@ -142,8 +190,8 @@ def parse_mrkl_output(text: str) -> AgentAction | AgentFinish:
             step = following
             if step.is_action:
                 return _action(text, probe, step)
-    answer = text[step.end : _section_end(text, probe, step.end)].strip()
-    return AgentFinish({"output": answer}, log=text)
+    end, _ = _section(text, probe, step.start, step.end)
+    return AgentFinish({"output": text[step.end : end].strip()}, log=text)
 
 
 def _mid_line(text: str, position: int) -> bool:
@@ -204,10 +252,12 @@ def _action(text: str, probe: str, action: _Step) -> AgentAction:
     if not tool:
         raise OutputParserError(MISSING_ACTION, llm_output=text)
     start = _after_emphasis(text, input_keyword, found.end() - 1)
-    end = _section_end(text, probe, start)
+    end, log_end = _section(text, probe, input_keyword, start)
     # The log goes back to the model in the scratchpad: what follows the input (an
     # Observation, a Final Answer the model made up) must not reach it as if it were real.
-    return AgentAction(tool=tool, tool_input=_clean_input(text[start:end]), log=text[:end].rstrip())
+    return AgentAction(
+        tool=tool, tool_input=_clean_input(text[start:end]), log=text[:log_end].rstrip()
+    )
 
 
 def _keyword_start(line: re.Match[str]) -> int:
@@ -228,19 +278,105 @@ def _after_emphasis(text: str, keyword_start: int, colon_end: int) -> int:
     return colon_end
 
 
-def _section_end(text: str, probe: str, start: int) -> int:
-    """Where the section whose text begins at `start` ends: before the next keyword line.
+def _section(text: str, probe: str, keyword_start: int, start: int) -> tuple[int, int]:
+    """Where the section whose text begins at `start` ends, and where the step's log ends.
+
+    The section ends before the next keyword line, or before the fence line that closes a
+    fence open at `keyword_start` or a stray one at its end; the log keeps that fence line.
 
     A fenced block that opens the section is kept whole, whatever lines it holds.
     """
-    resume = start
-    fence = _LEADING_FENCE.match(text, start)
-    if fence is not None:
-        closing = _CLOSING_FENCE.search(text, fence.end())
-        if closing is not None:
-            resume = closing.end()
-    next_line = _KEYWORD_LINE.search(probe, resume + 1)
+    # One character is found by memchr, far faster than a search for three.
+    if "`" in text or "~" in text:
+        try:
+            return _fenced_section(text, probe, keyword_start, start)
+        except _TooManyFencesError:
+            pass  # fences are read as plain text, so the work stays bounded
+    end = _next_keyword_line(text, probe, start)
+    return end, end
+
+
+def _fenced_section(text: str, probe: str, keyword_start: int, start: int) -> tuple[int, int]:
+    resume = scan_from = start
+    inner: _Fence | None = None
+    leading = _leading_fence(text, start)
+    if leading is not None:
+        closing = next(
+            (f for f in _fences(text, probe, leading.end, len(text)) if f.closes(leading)), None
+        )
+        if closing is None:
+            inner, scan_from = leading, leading.end  # still open: what follows is its code
+        else:
+            resume = scan_from = closing.end
+    end = _next_keyword_line(text, probe, resume)
+    wrapper = _open_fence(text, probe, keyword_start)
+    for fence in _fences(text, probe, scan_from, end):
+        if inner is not None:
+            inner = None if fence.closes(inner) else inner
+        elif wrapper is not None and fence.closes(wrapper):
+            return fence.start, fence.end
+        else:
+            inner = fence
+    if inner is not None and not inner.info and not text[inner.end : end].strip():
+        return inner.start, inner.end  # closes a fence opened out of sight
+    return end, end
+
+
+def _next_keyword_line(text: str, probe: str, position: int) -> int:
+    """Where the next keyword line after `position` begins (its newline), or the text's end."""
+    next_line = _KEYWORD_LINE.search(probe, position + 1)
     return len(text) if next_line is None else next_line.start() - 1
+
+
+def _fences(text: str, probe: str, start: int, end: int) -> Iterator[_Fence]:
+    """The fence lines that start at or after `start` and whose marker ends by `end`.
+
+    Raises _TooManyFencesError past MAX_FENCE_LINES of them.
+    """
+    position = start
+    # Index `i` of `text` is `i + 1` of the probe: the search stops where `text` reaches `end`.
+    for _ in range(MAX_FENCE_LINES):
+        found = _FENCE_LINE.search(probe, position, end + 1)
+        if found is None:
+            return
+        # The newline's probe index is the text index where the line starts.
+        fence = _fence_at(text, found.start(), found.start(1) - 1, found.end(1) - 1)
+        if fence is not None:
+            yield fence
+        position = found.end()
+    if _FENCE_LINE.search(probe, position, end + 1) is not None:
+        raise _TooManyFencesError
+
+
+def _leading_fence(text: str, start: int) -> _Fence | None:
+    """The fence that opens the section at `start`, past blank space, if one does."""
+    found = _LEADING_FENCE.match(text, start)
+    if found is None:
+        return None
+    return _fence_at(text, found.start(1), found.start(1), found.end(1))
+
+
+def _fence_at(text: str, line_start: int, marker_start: int, marker_end: int) -> _Fence | None:
+    """The fence whose marker is `text[marker_start:marker_end]`; None when the rest of its
+    line holds a backtick after backticks (```code``` is inline code, not a fence)."""
+    line_end = text.find("\n", marker_end)
+    line_end = len(text) if line_end == -1 else line_end
+    marker = text[marker_start:marker_end]
+    info = text[marker_end:line_end].strip()
+    if marker[0] == "`" and "`" in info:
+        return None
+    return _Fence(marker, info, line_start, line_end)
+
+
+def _open_fence(text: str, probe: str, position: int) -> _Fence | None:
+    """The fence opened before `position` and not closed by then, if any."""
+    opener: _Fence | None = None
+    for fence in _fences(text, probe, 0, position):
+        if opener is None:
+            opener = fence
+        elif fence.closes(opener):
+            opener = None
+    return opener
 
 
 def _tool_name(between: str) -> str:
@@ -252,7 +388,7 @@ def _tool_name(between: str) -> str:
 def _clean_input(raw: str) -> str:
     """The input trimmed, without enclosing quotes or, when it is one fenced block, fences."""
     value = raw.strip()
-    if value.startswith("```") and value.endswith("```"):
+    if value[:3] in ("```", "~~~") and value.endswith(value[0] * 3):
         return _unfence(value)
     return _unquote(value)
 
@@ -260,14 +396,31 @@ def _clean_input(raw: str) -> str:
 def _unfence(value: str) -> str:
     """The code in `value` when `value` is exactly one fenced block, else `value` unchanged."""
     first_newline = value.find("\n")
-    if first_newline == -1:  # ```code``` on one line
-        inner = value[3:-3]
-        return inner.strip() if len(value) >= 6 and "`" not in inner else value
-    last_newline = value.rfind("\n")
-    inner = value[first_newline + 1 : last_newline]
-    if value[last_newline + 1 :].strip() != "```" or "```" in inner:
+    if first_newline == -1:
+        return _unfence_one_line(value)
+    opener = _leading_fence(value[:first_newline], 0)
+    if opener is None:
         return value
-    return inner.strip("\r\n")
+    last_newline = value.rfind("\n")
+    closer = value[last_newline + 1 :].strip()
+    body = value[first_newline + 1 : last_newline]
+    if closer.strip(opener.marker[0]) or len(closer) < len(opener.marker) or opener.marker in body:
+        return value
+    if opener.info and (not body.strip() or not _LANGUAGE_TAG.fullmatch(opener.info)):
+        # ```{"a": 1} on the fence line is the code itself, not a language tag.
+        return value[len(opener.marker) : last_newline].strip()
+    return body.strip("\r\n")
+
+
+def _unfence_one_line(value: str) -> str:
+    """```code``` and ```json {"a": 1}```, without their fences and language tag."""
+    inner = value[3:-3]
+    if len(value) < 6 or value[0] != "`" or "`" in inner:
+        return value
+    tag, space, rest = inner.strip().partition(" ")
+    if space and rest.strip() and tag.lower() in _ONE_LINE_TAGS:
+        return rest.strip()
+    return inner.strip()
 
 
 def _unquote(value: str) -> str:

@@ -6,8 +6,9 @@ characters, weighted low), since Chinese has no spaces between words.
 
 from __future__ import annotations
 
+import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 _STOP_WORDS = frozenset(
     (
@@ -22,7 +23,32 @@ _ARITHMETIC_CHARS = frozenset("0123456789.,+-*/()^×÷% ")
 _FUNCTIONS = frozenset(("sqrt", "abs", "round", "min", "max", "floor", "ceil", "exp", "log", "pi"))
 _OPERATORS = frozenset("+-*/^×÷%")
 MATH_TOKENS = frozenset(("calculator", "calculate", "math", "arithmetic", "expression", "计算"))
-"""Tokens a question with an arithmetic expression in it is taken to contain."""
+"""Tokens of a tool that does arithmetic."""
+EXPRESSION_WEIGHT = 1.5
+
+# Words that ask for something rather than say what it is about: left out of a tool's argument.
+_ASKING_WORDS = _STOP_WORDS | frozenset(
+    (
+        *("s", "t", "about", "any", "at", "be", "between", "by", "check", "current", "find"),
+        *("know", "let", "like", "look", "many", "much", "need", "now", "right", "search"),
+        *("show", "some", "there", "today", "up", "want", "was", "would"),
+    )
+)
+# The same in Chinese, longest first so that "告诉我" goes before "我".
+_ASKING_PHRASES = sorted(
+    (
+        *("告诉我", "给我", "帮我", "请问", "请", "查一下", "查询", "查", "一下", "看看", "怎么样"),
+        *("如何", "是多少", "多少", "是什么", "什么", "几点了", "一个", "现在", "今天", "目前"),
+        *("之间", "未来", "最近"),
+    ),
+    key=len,
+    reverse=True,
+)
+_ASCII_WORD = re.compile(r"[A-Za-z]+")
+_STOP_CHARS_TEXT = "".join(sorted(_STOP_CHARS))
+_NUMBER_STARTS = frozenset("0123456789-")
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
+_EDGE_PUNCTUATION = " \t\r\n?？!！。.,，、:：;；\"'`“”‘’()（）[]【】"
 
 
 def _is_cjk(char: str) -> bool:
@@ -37,7 +63,8 @@ def _stem(word: str) -> str:
 
 
 def tokens(text: str) -> dict[str, float]:
-    """Token → weight: words and CJK bigrams weigh 1, single CJK characters 0.25."""
+    """Token → weight: words (not numbers) and CJK bigrams weigh 1, single CJK characters
+    0.25."""
     weights: dict[str, float] = {}
     word: list[str] = []
     run: list[str] = []
@@ -45,7 +72,7 @@ def tokens(text: str) -> dict[str, float]:
     def flush() -> None:
         if word:
             token = _stem("".join(word))
-            if token not in _STOP_WORDS:
+            if token not in _STOP_WORDS and not token.isdigit():  # numbers are no topic
                 weights[token] = 1.0
             word.clear()
         if run:
@@ -125,14 +152,56 @@ def _looks_like_date(candidate: str) -> bool:
 
 def best_match(query: str, candidates: Iterable[tuple[str, str]]) -> tuple[int, float]:
     """Index and score of the (name, description) candidate sharing most weight with `query`;
-    (-1, 0.0) when none shares anything. The first candidate wins a tie."""
+    (-1, 0.0) when none shares anything. The first candidate wins a tie.
+
+    An arithmetic expression in the query counts as one word about math, worth
+    `EXPRESSION_WEIGHT`: enough to pick a calculator when nothing else is asked for, not to
+    outweigh the words of another tool ("1-6 的随机数" asks for a random number).
+    """
     wanted = tokens(query)
-    if find_expression(query) is not None:
-        wanted.update(dict.fromkeys(MATH_TOKENS, 1.0))
+    has_expression = find_expression(query) is not None
     best_index, best_score = -1, 0.0
     for index, (name, description) in enumerate(candidates):
         have = tokens(f"{name} {description}")  # "random_number" splits into its words
         score = sum(weight for token, weight in wanted.items() if token in have)
+        if has_expression and not MATH_TOKENS.isdisjoint(have):
+            score += EXPRESSION_WEIGHT
         if score > best_score:
             best_index, best_score = index, score
     return best_index, best_score
+
+
+def residual(question: str, topic: Mapping[str, float]) -> str:
+    """What `question` says besides asking for a tool: the text left once the words that match
+    the tool (`topic`, its tokens) and the words of asking are taken out, as a model would
+    write the tool's argument. Asked of a weather tool, "北京天气怎么样?" leaves "北京" and
+    "what's the weather in Paris?" leaves "Paris"; a word between two numbers stays ("1 to 6").
+    """
+    kept = list(question)
+    for word in _ASCII_WORD.finditer(question):
+        lower = word.group().lower()
+        if (lower in _ASKING_WORDS or _stem(lower) in topic) and not _between_numbers(
+            question, *word.span()
+        ):
+            kept[word.start() : word.end()] = " " * len(lower)
+    for run in _CJK_RUN.finditer(question):
+        text, offset = run.group(), run.start()
+        for index in range(len(text) - 1):
+            if topic.get(text[index : index + 2]) == 1.0:  # a bigram, not a lone character
+                kept[offset + index : offset + index + 2] = "  "
+    text = "".join(kept)
+    for phrase in _ASKING_PHRASES:
+        text = text.replace(phrase, " " * len(phrase))
+    words = (word.strip(_EDGE_PUNCTUATION).strip(_STOP_CHARS_TEXT) for word in text.split())
+    return " ".join(word for word in words if word)
+
+
+def _between_numbers(text: str, start: int, end: int) -> bool:
+    """Whether `text[start:end]` stands between two numbers, spaces aside ("1 to 6")."""
+    before = start - 1
+    while before >= 0 and text[before].isspace():
+        before -= 1
+    after = end
+    while after < len(text) and text[after].isspace():
+        after += 1
+    return before >= 0 and text[before].isdigit() and text[after : after + 1] in _NUMBER_STARTS

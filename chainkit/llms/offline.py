@@ -1,21 +1,40 @@
 """OfflineModel: a deterministic stand-in for an LLM, so `chainkit run` works with no network.
 
 It is a demo and default model, not a test double. Given a MRKL prompt (or native tools), it
-picks the tool whose name and description best match the question, calls it with the relevant
-input (the arithmetic expression for a calculator, the question otherwise), and answers with
-the observation.
+picks the tool whose name and description best match the question, calls it with the argument
+a model would write, and answers with the observation. The argument is the arithmetic
+expression for a calculator, else what the question says besides asking for the tool
+("北京天气怎么样?" asks a weather tool about "北京"). Native tool calls fill the schema:
+numbers go to integer and number parameters, a choice named in the question to an enum, and
+that text to the first required string parameter.
+
+The built-in tools' descriptions are written for real models; what this model needs to match
+questions to them, in English and Chinese, it keeps itself (`BUILTIN_KEYWORDS`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-from chainkit.llms._lexical import MATH_TOKENS, best_match, find_expression, tokens
+from chainkit.llms._lexical import MATH_TOKENS, best_match, find_expression, residual, tokens
 from chainkit.llms._streaming import stream_text
 from chainkit.llms.model import BaseModel, ModelRequest
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
+
+# Words a question about each built-in tool may use, which its description (written for real
+# models) does not list.
+BUILTIN_KEYWORDS = {
+    "calculator": "计算 算一下 数学 算术 math arithmetic calculate",
+    "random_number": "随机数 随机 random",
+    "current_time": "时间 几点 日期 星期 今天 现在 time date now today clock",
+}
+# A number a model would pass on: up to 100 digits (a longer run of digits is not one).
+_NUMBER = re.compile(r"(?<!\d)-?\d{1,100}+(?:\.\d{1,100}+)?+(?!\d)")
+_UNITS = frozenset("年月日天号点个岁次元")
 
 
 class OfflineModel(BaseModel):
@@ -51,16 +70,39 @@ def _between(text: str, start: str, end: str) -> str | None:
     return (rest if stop < 0 else rest[:stop]).strip()
 
 
-def _choose(question: str, candidates: list[tuple[str, str]]) -> tuple[str, str] | None:
-    """The tool to call and its input, or None when no tool matches the question."""
-    index, _ = best_match(question, candidates)
+@dataclass(slots=True, frozen=True)
+class _Choice:
+    """The tool to call, the tokens of the words that speak of it (left out of its argument),
+    and the arithmetic expression to give it if it is a calculator."""
+
+    name: str
+    topic: dict[str, float]
+    expression: str | None
+
+
+def _choose(question: str, candidates: Sequence[tuple[str, str]]) -> _Choice | None:
+    """The tool that best matches the question, or None when none does."""
+    described = [
+        (name, f"{description} {BUILTIN_KEYWORDS.get(name, '')}")
+        for name, description in candidates
+    ]
+    index, _ = best_match(question, described)
     if index < 0:
         return None
     name, description = candidates[index]
     expression = find_expression(question)
-    if expression is not None and MATH_TOKENS.intersection(tokens(f"{name} {description}")):
-        return name, expression
-    return name, question
+    is_calculator = expression is not None and not MATH_TOKENS.isdisjoint(
+        tokens(f"{name} {described[index][1]}")
+    )
+    # The words to leave out of the argument: the tool's name, the first sentence of its
+    # description and its keywords; examples further on ("such as Asia/Shanghai") are not.
+    summary = re.split(r"[.。]\s", description, maxsplit=1)[0]
+    topic = tokens(f"{name} {summary} {BUILTIN_KEYWORDS.get(name, '')}")
+    return _Choice(name, topic, expression if is_calculator else None)
+
+
+def _text_argument(question: str, choice: _Choice) -> str:
+    return choice.expression or residual(question, choice.topic)
 
 
 def _prompt_tools(prompt: str) -> list[tuple[str, str]]:
@@ -94,8 +136,8 @@ def _mrkl_reply(messages: Sequence[Message]) -> str:
             " None of the tools matches this question.\nFinal Answer: The offline model can "
             "only answer by calling a tool, and none matches this question."
         )
-    name, tool_input = choice
-    return f" I should use {name}.\nAction: {name}\nAction Input: {tool_input}"
+    tool_input = _text_argument(question, choice)
+    return f" I should use {choice.name}.\nAction: {choice.name}\nAction Input: {tool_input}"
 
 
 def _native_reply(messages: Sequence[Message], tools: Sequence[ToolInfo]) -> Message:
@@ -105,20 +147,81 @@ def _native_reply(messages: Sequence[Message], tools: Sequence[ToolInfo]) -> Mes
     choice = _choose(question, [(t.name, t.description) for t in tools])
     if choice is None:
         return Message.assistant("The offline model found no tool matching this question.")
-    name, tool_input = choice
-    info = next(t for t in tools if t.name == name)
-    field = _text_field(info.parameters)
-    arguments = {field: tool_input} if field is not None else {}
-    call = ToolCall("call_offline_0", FunctionCall(name, json.dumps(arguments, ensure_ascii=False)))
+    info = next(t for t in tools if t.name == choice.name)
+    arguments = _arguments(question, choice, info.parameters)
+    call = ToolCall(
+        "call_offline_0", FunctionCall(choice.name, json.dumps(arguments, ensure_ascii=False))
+    )
     return Message.assistant("", [call])
 
 
+def _arguments(question: str, choice: _Choice, parameters: dict[str, Any]) -> dict[str, object]:
+    """The arguments a model would send: numbers in the question for number parameters, in
+    order; a choice the question names for an enum; what is left of the question (or the
+    expression, for a calculator) for the text parameter (see `_text_field`). Parameters the
+    question gives nothing for are left out, so their defaults apply."""
+    properties: dict[str, Any] = parameters.get("properties") or {}
+    arguments: dict[str, object] = {}
+    numbers = list(_NUMBER.finditer(question))
+    rest = question
+    for name, schema in properties.items():
+        kind, choices = _kind(schema)
+        if choices:
+            for choice_value in choices:
+                span = _named_at(question, str(choice_value))
+                if span is not None:
+                    arguments[name] = choice_value
+                    rest = _blanked(rest, *span)
+                    break
+        elif kind in ("integer", "number"):
+            found = next((n for n in numbers if kind == "number" or "." not in n.group()), None)
+            if found is not None:
+                numbers.remove(found)
+                text = found.group()
+                arguments[name] = float(text) if kind == "number" else int(text)
+                # Blank the number and its unit, "2025 年", from what the text parameter gets.
+                end = found.end() + (question[found.end() : found.end() + 1] in _UNITS)
+                rest = _blanked(rest, found.start(), end)
+    field = _text_field(parameters)
+    # The names of the parameters filled are words of the question about them ("3 days").
+    filled = replace(choice, topic={**choice.topic, **tokens(" ".join(arguments))})
+    text = _text_argument(rest, filled)
+    if field is not None and field not in arguments and text:
+        arguments[field] = text
+    return arguments
+
+
+def _kind(schema: object) -> tuple[str | None, list[object]]:
+    """A property's JSON type and enum choices, looking inside anyOf (Optional[T])."""
+    options = (schema.get("anyOf") or [schema]) if isinstance(schema, dict) else []
+    for option in options:
+        if isinstance(option, dict) and option.get("type") != "null":
+            return option.get("type"), list(option.get("enum") or ())
+    return None, []
+
+
+def _named_at(question: str, choice: str) -> tuple[int, int] | None:
+    """Where the question names `choice`, as a whole word in any case; None if it does not."""
+    if not choice:
+        return None
+    pattern = re.escape(choice)
+    if choice.isascii():
+        pattern = rf"(?<![A-Za-z0-9]){pattern}(?![A-Za-z0-9])"
+    found = re.search(pattern, question, re.IGNORECASE)
+    return None if found is None else found.span()
+
+
+def _blanked(text: str, start: int, end: int) -> str:
+    """`text` with `text[start:end]` replaced by spaces, so other positions keep their place."""
+    return text[:start] + " " * (end - start) + text[end:]
+
+
 def _text_field(parameters: dict[str, Any]) -> str | None:
-    """The argument to put the question in: the only one, or the first required string."""
+    """The argument to put the text in: the only one, or the first required string."""
     properties: dict[str, Any] = parameters.get("properties") or {}
     if len(properties) == 1:
         return next(iter(properties))
     for name in parameters.get("required") or ():
-        if (properties.get(name) or {}).get("type") == "string":
+        if _kind(properties.get(name) or {})[0] in ("string", None):
             return str(name)
     return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 # The text around a JSON error, mostly before it: what precedes the error usually caused it.
 _BEFORE_ERROR = 20
@@ -24,3 +25,7 @@ def decode_json(text: str) -> object:
         ) from None
     except RecursionError:
         raise MalformedJSONError("not valid JSON: nested too deeply") from None
+    except ValueError:  # an integer longer than Python turns into a number
+        raise MalformedJSONError(
+            f"not valid JSON: a number has more than {sys.get_int_max_str_digits()} digits"
+        ) from None

@@ -86,6 +86,9 @@ class Spec(ABC):
     description: str | None = None
     # Whether a model's plain text is a value of this type as it stands (for MRKL text input).
     accepts_text: bool = False
+    # Whether plain text may stand for a value, read by `coerce` ("5" for an integer, "red" for
+    # an enum): a scalar type. A one-parameter tool of such a type takes MRKL text.
+    reads_text: bool = False
 
     def schema(self) -> dict[str, Any]:
         result = self._schema()
@@ -110,6 +113,8 @@ class Spec(ABC):
 
 
 class _AnySpec(Spec):
+    reads_text = True
+
     def _schema(self) -> dict[str, Any]:
         return {}
 
@@ -119,6 +124,7 @@ class _AnySpec(Spec):
 
 class _StringSpec(Spec):
     accepts_text = True
+    reads_text = True
 
     def _schema(self) -> dict[str, Any]:
         return {"type": "string"}
@@ -141,6 +147,8 @@ def _integer_from_text(text: str) -> int | None:
 
 
 class _IntegerSpec(Spec):
+    reads_text = True
+
     def _schema(self) -> dict[str, Any]:
         return {"type": "integer"}
 
@@ -165,6 +173,8 @@ def _finite_float_from_text(text: str) -> float | None:
 
 
 class _NumberSpec(Spec):
+    reads_text = True
+
     def _schema(self) -> dict[str, Any]:
         return {"type": "number"}
 
@@ -183,6 +193,8 @@ class _NumberSpec(Spec):
 
 
 class _BooleanSpec(Spec):
+    reads_text = True
+
     def _schema(self) -> dict[str, Any]:
         return {"type": "boolean"}
 
@@ -239,6 +251,11 @@ class _MapSpec(Spec):
 class _NullableSpec(Spec):
     def __init__(self, inner: Spec) -> None:
         self.inner = inner
+        self.accepts_text = inner.accepts_text
+        self.reads_text = inner.reads_text
+
+    def is_typed_as(self, value: object) -> bool:
+        return value is None or self.inner.is_typed_as(value)
 
     def _schema(self) -> dict[str, Any]:
         inner = self.inner.schema()
@@ -283,6 +300,7 @@ class _UnionSpec(Spec):
         self.members = members
         self.types = [member.schema().get("type") for member in members]
         self.accepts_text = any(member.accepts_text for member in members)
+        self.reads_text = any(member.reads_text for member in members)
 
     def _schema(self) -> dict[str, Any]:
         return {"anyOf": [member.schema() for member in self.members]}
@@ -349,14 +367,16 @@ def _are_json_scalars(values: Sequence[object]) -> bool:
 
 
 def _match_choice(value: object, choices: Sequence[object]) -> int | None:
-    """Index of the choice equal to `value` (type-exact, so True is not 1), or of the non-string
-    choice whose JSON text `value` is (a model writing "3" for 3); None if neither."""
+    """Index of the choice equal to `value` (type-exact, so True is not 1), or of the choice
+    that `value` writes with spaces around it, or as JSON (a model writing "3" for 3); None if
+    none."""
     for index, choice in enumerate(choices):
         if type(choice) is type(value) and choice == value:
             return index
     if isinstance(value, str):
+        text = value.strip()
         for index, choice in enumerate(choices):
-            if not isinstance(choice, str) and json.dumps(choice) == value.strip():
+            if choice == text if isinstance(choice, str) else json.dumps(choice) == text:
                 return index
     return None
 
@@ -366,8 +386,11 @@ def _choices_text(choices: Sequence[object]) -> str:
 
 
 class _LiteralSpec(Spec):
+    reads_text = True
+
     def __init__(self, choices: tuple[object, ...]) -> None:
         self.choices = choices
+        self.accepts_text = any(isinstance(choice, str) for choice in choices)
 
     def _schema(self) -> dict[str, Any]:
         result: dict[str, Any] = {"enum": list(self.choices)}
@@ -383,10 +406,13 @@ class _LiteralSpec(Spec):
 
 
 class _EnumSpec(Spec):
+    reads_text = True
+
     def __init__(self, enum_type: type[enum.Enum]) -> None:
         self.members = list(enum_type)
         self.values = [member.value for member in self.members]
         self.by_name = {member.name: member for member in self.members}
+        self.accepts_text = any(isinstance(value, str) for value in self.values)
 
     def _schema(self) -> dict[str, Any]:
         result: dict[str, Any] = {"enum": list(self.values)}
@@ -399,8 +425,8 @@ class _EnumSpec(Spec):
         if index is not None:
             return self.members[index]
         # A model sometimes names the member instead of giving its value.
-        if isinstance(value, str) and value in self.by_name:
-            return self.by_name[value]
+        if isinstance(value, str) and value.strip() in self.by_name:
+            return self.by_name[value.strip()]
         return self._reject(value, path, problems, f"one of {_choices_text(self.values)}")
 
 
@@ -470,15 +496,43 @@ class ObjectSpec(Spec):
             return INVALID
 
 
-def json_default(value: object) -> object:
-    """`value` as it may appear as a schema default, or INVALID when it has no JSON form."""
+def json_form(value: object) -> object:
+    """`json.dumps` fallback: dataclasses as objects, enums as values, sets as lists; TypeError
+    for anything else."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
     if isinstance(value, enum.Enum):
-        value = value.value
+        return value.value
+    if isinstance(value, set | frozenset):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} has no JSON form")
+
+
+def json_default(value: object) -> object:
+    """`value` as it may appear as a schema default, or INVALID when it has no JSON form (NaN
+    and infinities included: a schema must be strict JSON)."""
     try:
-        json.dumps(value)
-    except (TypeError, ValueError):
+        return json.loads(json.dumps(value, allow_nan=False, default=json_form))
+    except (TypeError, ValueError, RecursionError):
         return INVALID
-    return value
+
+
+def defaulted_field(name: str, spec: Spec, default: object, description: str | None) -> FieldSpec:
+    """The optional field of a parameter (or dataclass field) that has a `default`.
+
+    A None default makes the type nullable (`x: str = None` takes null, as advertised). Any
+    other default with a JSON form is advertised in that form and must be a value of the type,
+    else TypeError; one without (NaN, a plain object) is left out of the schema.
+    """
+    if default is None and spec.coerce(None, "", []) is INVALID:
+        spec = _NullableSpec(spec)
+    advertised = json_default(default)
+    if advertised is not INVALID:
+        problems: list[Problem] = []
+        if spec.coerce(advertised, "", problems) is INVALID:
+            details = "; ".join(str(problem) for problem in problems)
+            raise TypeError(f"default {default!r} does not fit the type: {details}")
+    return FieldSpec(name, spec, required=False, description=description, default=advertised)
 
 
 def _strip_annotated(annotation: object) -> tuple[object, str | None]:
@@ -512,17 +566,15 @@ def _dataclass_spec(cls: type, seen: frozenset[type]) -> ObjectSpec:
         if not field.init:
             continue
         inner, description = _strip_annotated(hints[field.name])
-        has_default = field.default is not dataclasses.MISSING
-        has_factory = field.default_factory is not dataclasses.MISSING
-        fields.append(
-            FieldSpec(
-                field.name,
-                _compile(inner, seen),
-                required=not (has_default or has_factory),
-                description=description,
-                default=json_default(field.default) if has_default else INVALID,
-            )
-        )
+        spec = _compile(inner, seen)
+        if field.default is dataclasses.MISSING:
+            has_factory = field.default_factory is not dataclasses.MISSING
+            fields.append(FieldSpec(field.name, spec, not has_factory, description))
+            continue
+        try:
+            fields.append(defaulted_field(field.name, spec, field.default, description))
+        except TypeError as error:
+            raise TypeError(f"{cls.__name__}.{field.name}: {error}") from None
     return ObjectSpec(fields, build=lambda kwargs: cls(**kwargs), description=_own_docstring(cls))
 
 

@@ -1,77 +1,157 @@
-"""CurrentTime: the current date, time and weekday, locally or in a named time zone."""
+"""CurrentTime: the current date, time and weekday, in UTC or in a named time zone."""
 
 from __future__ import annotations
 
+import difflib
+import functools
+import re
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from chainkit._text import shorten
+from chainkit.tools._input import normalized
 from chainkit.tools.base import Tool, ToolError
 
 # strftime("%A") follows the process locale; the model should always see the same names.
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _MAX_ZONE_LENGTH = 64
 _MAX_OFFSET = timedelta(hours=14)
+# Keys that name no place: the machine's own zone file, and tzdata's placeholder.
+_NOT_ZONES = frozenset(("localtime", "Factory", "posixrules"))
+# Words of a sentence that may name a zone: "Asia/Shanghai", "UTC+8", "GMT-05:30", "Japan".
+_WORD = re.compile(r"[A-Za-z0-9_+\-:/]+")
+_SPACED_OFFSET = re.compile(r"\b(UTC|GMT)\s*([+-])\s*(?=\d)", re.IGNORECASE)
+_HOW_TO_NAME_ONE = (
+    "give an IANA name such as 'Asia/Shanghai', 'America/New_York' or 'UTC', a city such as "
+    "'Tokyo', an offset such as 'UTC+8' or '-05:30', or nothing for UTC"
+)
 
 
 class CurrentTime(Tool):
     """Returns e.g. "2025-03-14T15:09:26+08:00 Friday (Asia/Shanghai)".
 
-    The input may name an IANA time zone ("UTC", "Asia/Shanghai", "Japan") or a fixed offset
-    ("UTC+8", "GMT-05:30", "+08:00"); an unknown one ("Mars/Base", "UTC+99") is a ToolError.
-    Empty input, or text that is not a zone ("now", the user's question), means local time.
-    `clock` returns the current time (an aware datetime, or a naive one taken as local); tests
-    pass a fixed one.
+    The input may name an IANA time zone in any case ("Asia/Shanghai", "asia/shanghai",
+    "Japan"), a city that ends an IANA name ("Tokyo", "new york"), or a fixed offset ("UTC+8",
+    "GMT-05:30", "+08:00"), alone or within other words ("time in asia/shanghai please").
+    Without one the time is given in UTC, labelled so: the machine's own zone says nothing
+    about the user's. A zone meant but unknown ("Asia/Shangai", "UTC+99") is a ToolError that
+    says how to write one, with the nearest known names. The input is read as every built-in
+    tool reads its input (NFKC). `clock` returns the current time (an aware datetime, or a
+    naive one taken as the machine's local time); tests pass a fixed one.
     """
 
     name = "current_time"
     description = (
-        "Returns the current date, time and weekday (时间 几点 日期 星期 今天 现在 time date "
-        'now today clock). Input: an optional time zone such as "UTC" or "Asia/Shanghai"; '
-        "leave it empty for local time."
+        "Returns the current date, time and weekday. Input: the user's time zone as an IANA "
+        'name such as "Asia/Shanghai" or "America/New_York", or an offset such as "UTC+8"; '
+        "without one the time is given in UTC."
     )
 
     def __init__(self, *, clock: Callable[[], datetime] | None = None) -> None:
-        self._clock = clock or _local_now
+        self._clock = clock or _now
 
     def call(self, input: str) -> str:
-        zone = parse_zone(input)
-        now = self._clock()
-        if zone is None:
-            now, label = now.astimezone(), "local time"
-        else:
-            now, label = now.astimezone(zone), str(zone)
-        return f"{now.isoformat(timespec='seconds')} {_WEEKDAYS[now.weekday()]} ({label})"
+        zone = parse_zone(input) or UTC
+        now = self._clock().astimezone(zone)
+        return f"{now.isoformat(timespec='seconds')} {_WEEKDAYS[now.weekday()]} ({zone})"
 
 
-def _local_now() -> datetime:
-    return datetime.now().astimezone()
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 def parse_zone(text: str) -> tzinfo | None:
-    """The time zone `text` names; None for local time; ToolError for an unknown zone."""
-    name = text.strip().strip("\"'`").strip()
-    if not name or len(name) > _MAX_ZONE_LENGTH or not name.isascii():
+    """The time zone `text` names; None when it names none; ToolError for one meant but
+    unknown."""
+    text = normalized(text).strip().strip("\"'`").strip()
+    if not text:
         return None
-    if any(char.isspace() for char in name):
-        return None
-    zone = _fixed_offset(name) or _zone(name) or _zone(name.upper())
-    if zone is not None:
-        return zone
-    if _meant_as_zone(name):
-        raise ToolError(
-            f"unknown time zone {name!r}: give an IANA name such as 'UTC' or 'Asia/Shanghai', "
-            "an offset such as 'UTC+8', or nothing for local time"
-        )
+    if len(text) <= _MAX_ZONE_LENGTH:
+        zone = _fixed_offset(text) or _zone(text) or _city_zone(text)
+        if zone is not None:
+            return zone
+    if not any(char.isspace() for char in text) and _meant_as_zone(text):
+        raise _unknown_zone(text)
+    return _zone_in_sentence(text)
+
+
+def _zone_in_sentence(text: str) -> tzinfo | None:
+    """The zone a word of `text` names ("time in asia/shanghai please"): an IANA name with a
+    "/" in any case, an offset after UTC or GMT, or another IANA name (Japan, UTC) written as
+    IANA writes it, since lower-case words ("turkey") are words."""
+    meant: str | None = None
+    for word in _WORD.findall(_SPACED_OFFSET.sub(r"\1\2", text)):
+        word = word.strip(":-")
+        if len(word) > _MAX_ZONE_LENGTH:
+            continue
+        upper = word.upper()
+        if upper.startswith(("UTC", "GMT")) and upper[3:4] in ("+", "-"):
+            zone: tzinfo | None = _fixed_offset(word)
+        elif "/" in word:
+            zone = _known(_keys().get(word.lower()))
+            if zone is None and meant is None and word.partition("/")[0].lower() in _areas():
+                meant = word
+        else:
+            exact = _keys().get(word.lower()) == word or upper in ("UTC", "GMT")
+            zone = _zone(word) if exact else None
+        if zone is not None:
+            return zone
+    if meant is not None:
+        raise _unknown_zone(meant)
     return None
 
 
-def _zone(key: str) -> ZoneInfo | None:
+def _unknown_zone(name: str) -> ToolError:
+    near = []
+    if len(name) <= _MAX_ZONE_LENGTH:
+        near = difflib.get_close_matches(name.lower(), _keys(), n=3, cutoff=0.8)
+    suggestion = f" (did you mean {', '.join(_keys()[key] for key in near)}?)" if near else ""
+    return ToolError(f"unknown time zone {shorten(name, 60)!r}{suggestion}: {_HOW_TO_NAME_ONE}")
+
+
+def _zone(name: str) -> ZoneInfo | None:
+    """The IANA zone `name` names, in any case."""
+    if name in _NOT_ZONES:
+        return None
     try:
-        return ZoneInfo(key)
+        return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):
         # ValueError: not a valid key at all ("../x"); OSError: a directory such as "Asia".
-        return None
+        return _known(_keys().get(name.lower()))
+
+
+def _known(key: str | None) -> ZoneInfo | None:
+    return None if key is None else ZoneInfo(key)
+
+
+@functools.cache
+def _keys() -> dict[str, str]:
+    """The IANA keys of this machine's time zone data by their lower-case form (none without
+    tzdata)."""
+    return {key.lower(): key for key in sorted(available_timezones() - _NOT_ZONES)}
+
+
+@functools.cache
+def _areas() -> frozenset[str]:
+    """The lower-case areas IANA keys begin with ("asia"): "asia/shangai" was meant as a zone,
+    "and/or" was not."""
+    return frozenset(key.partition("/")[0] for key in _keys() if "/" in key)
+
+
+@functools.cache
+def _cities() -> dict[str, str]:
+    """IANA keys by the lower-case city that ends them ("new york"); the first key in sorted
+    order wins where several end alike (the others are aliases)."""
+    cities: dict[str, str] = {}
+    for lower, key in _keys().items():
+        if "/" in lower:
+            cities.setdefault(lower.rpartition("/")[2].replace("_", " "), key)
+    return cities
+
+
+def _city_zone(name: str) -> ZoneInfo | None:
+    return _known(_cities().get(" ".join(name.replace("_", " ").split()).lower()))
 
 
 def _meant_as_zone(name: str) -> bool:
@@ -95,6 +175,8 @@ def _fixed_offset(name: str) -> timezone | None:
         return None
     offset = timedelta(hours=int(hours), minutes=int(minutes))
     if offset > _MAX_OFFSET or int(minutes) >= 60:
-        raise ToolError(f"time zone offset {name!r} is out of range (at most ±14:00)")
+        raise ToolError(
+            f"time zone offset {name!r} is out of range (at most ±14:00): {_HOW_TO_NAME_ONE}"
+        )
     label = f"UTC{sign}{int(hours):02d}:{minutes}"
     return timezone(-offset if sign == "-" else offset, label)

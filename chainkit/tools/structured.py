@@ -4,12 +4,14 @@ The function's type hints become the JSON schema a tool-calling model fills in; 
 gives the tool's description and each parameter's. The JSON arguments a model sends back are
 validated and coerced against the same schema before the function runs, and every problem is
 reported back to the model in one observation so it can fix them all in its next try.
+
+Defaults are advertised as they will be accepted: `x: str = None` makes `x` nullable, a
+default that is no value of its type is a TypeError when the tool is made, and one with no
+JSON form (NaN, an object) is not advertised.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import functools
 import inspect
 import json
@@ -19,12 +21,13 @@ from typing import Any, overload
 
 from chainkit.tools._arguments import MalformedJSONError, decode_json
 from chainkit.tools._jsonschema import (
-    INVALID,
     FieldSpec,
     ObjectSpec,
     Problem,
+    Spec,
     compile_type,
-    json_default,
+    defaulted_field,
+    json_form,
     resolved_hints,
 )
 from chainkit.tools.base import Tool, ToolError
@@ -47,7 +50,9 @@ class StructuredTool(Tool):
 
     `call` takes the arguments object as JSON text. A function whose one parameter is a string
     also takes plain text (what a MRKL model writes as its Action Input), and a function with
-    one parameter of another type takes that value alone (`5` for `def square(x: int)`).
+    one parameter of another type takes that value alone: as JSON (`5` for `def square(x:
+    int)`) or, for a scalar type, as plain text (`red` for a Literal or Enum, `True` for a
+    bool); text that is not a value of the type is refused naming what was expected.
     Blank input means no arguments, and a function without parameters ignores text input.
     A native tool call's arguments get no such leniency: see `input_from_arguments`.
     Async functions are awaited natively by `acall`. Called directly, the tool is the
@@ -101,6 +106,7 @@ class StructuredTool(Tool):
         object fitting the schema (blank means no arguments), else InvalidArgumentsError. Text
         that is cut off or not JSON is never handed to the function as a plain string.
         """
+        _require_text(self.name, arguments)
         try:
             value = decode_json(arguments) if arguments.strip() else {}
         except MalformedJSONError as error:
@@ -140,14 +146,15 @@ class StructuredTool(Tool):
 
     def _arguments(self, input: str) -> object:
         """The arguments object `input` stands for, before validation."""
+        _require_text(self.name, input)
         if not input.strip():
             return {}
         single = self._single_field
         try:
             value = decode_json(input)
         except MalformedJSONError as error:
-            if single is not None and single.spec.accepts_text:
-                return {single.name: input}
+            if single is not None and _reads(single.spec, input):
+                return {single.name: input}  # "red" for a Literal: validation reads or refuses it
             if self._takes_nothing:
                 return {}
             raise _malformed(self.name, error) from None
@@ -293,35 +300,34 @@ def _arguments_spec(
         annotation = hints.get(parameter.name, Any)
         try:
             spec = compile_type(annotation)
+            # Annotated[T, "..."] is the more specific description; keep it.
+            description = spec.description or parameter_docs.get(parameter.name)
+            if parameter.default is inspect.Parameter.empty:
+                fields.append(FieldSpec(parameter.name, spec, True, description))
+            else:
+                fields.append(defaulted_field(parameter.name, spec, parameter.default, description))
         except TypeError as error:
             raise TypeError(f"tool {name}, parameter {parameter.name}: {error}") from None
-        has_default = parameter.default is not inspect.Parameter.empty
-        fields.append(
-            FieldSpec(
-                parameter.name,
-                spec,
-                required=not has_default,
-                # Annotated[T, "..."] is the more specific description; keep it.
-                description=spec.description or parameter_docs.get(parameter.name),
-                default=json_default(parameter.default) if has_default else INVALID,
-            )
-        )
     return ObjectSpec(fields)
+
+
+def _reads(spec: Spec, text: str) -> bool:
+    """Whether plain `text` that is not JSON stands for a value of `spec`: any text for a
+    string; for another scalar type, text that does not open a JSON object or array (a
+    broken one is better reported as such)."""
+    return spec.accepts_text or (spec.reads_text and not text.lstrip().startswith(("{", "[")))
+
+
+def _require_text(tool_name: str, value: object) -> None:
+    if not isinstance(value, str):
+        raise TypeError(
+            f"tool {tool_name} takes its arguments as JSON text (str), got "
+            f"{type(value).__name__}: pass json.dumps(arguments)"
+        )
 
 
 def _malformed(tool_name: str, error: MalformedJSONError) -> InvalidArgumentsError:
     return InvalidArgumentsError(tool_name, [Problem("", str(error))])
-
-
-def _jsonable(value: object) -> object:
-    """`json.dumps` fallback: dataclasses as objects, enums as values; TypeError otherwise."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, tuple | set | frozenset):
-        return list(value)
-    raise TypeError(f"{type(value).__name__} has no JSON form")
 
 
 def _render(result: object) -> str:
@@ -329,7 +335,7 @@ def _render(result: object) -> str:
     if isinstance(result, str):
         return result
     try:
-        return json.dumps(result, ensure_ascii=False, default=_jsonable)
+        return json.dumps(result, ensure_ascii=False, default=json_form)
     except (TypeError, ValueError):
         return str(result)
 
