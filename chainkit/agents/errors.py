@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from chainkit._text import shorten
 from chainkit.schema import AgentStep
 
@@ -22,18 +24,31 @@ class OutputParserError(ValueError):
 class NotFinishedError(RuntimeError):
     """The agent hit `max_iterations` or `max_execution_time` before a final answer.
 
-    `steps` holds every step taken, so no work is lost.
+    `steps` holds every step taken, so no work is lost; `limit` names the limit hit.
     """
 
-    def __init__(self, reason: str, steps: list[AgentStep]) -> None:
+    def __init__(
+        self,
+        reason: str,
+        steps: list[AgentStep],
+        *,
+        limit: Literal["max_iterations", "max_execution_time"] | None = None,
+    ) -> None:
         super().__init__(f"agent not finished: {reason} ({len(steps)} steps taken)")
         self.reason = reason
         self.steps = steps
+        self.limit = limit
 
     @property
     def intermediate_steps(self) -> list[AgentStep]:
         """The steps, under the name the Executor's outputs (and LangChain) give them."""
         return self.steps
+
+
+class DeadlineExceededError(TimeoutError):
+    """`max_execution_time` ran out while a model or tool call was in progress, and a sync run
+    stopped waiting for it. Reported to callbacks as that call's error; the run itself ends
+    with NotFinishedError (or a final answer, with early_stopping_method="generate")."""
 
 
 class NoReturnError(RuntimeError):

@@ -8,7 +8,7 @@ from itertools import count
 from typing import Any
 
 from chainkit.agents.base import BaseAgent
-from chainkit.callbacks import Handler
+from chainkit.callbacks import Handlers
 from chainkit.chains.options import model_options
 from chainkit.llms import Model
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message
@@ -42,7 +42,7 @@ class ToolCallingAgent(BaseAgent):
         max_parallel_tools: int = 8,
         output_key: str = "output",
         history_key: str = "history",
-        callbacks_handler: Handler | None = None,
+        callbacks_handler: Handlers = None,
     ) -> None:
         if max_parallel_tools < 1:
             raise ValueError(f"max_parallel_tools must be at least 1, got {max_parallel_tools}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from chainkit._threads import in_thread
 from chainkit.schema import ToolInfo
 from chainkit.tools._arguments import MalformedJSONError, decode_json
 
@@ -36,10 +37,13 @@ class Tool:
         raise NotImplementedError(f"tool {self.name!r} must implement call(input)")
 
     async def acall(self, input: str) -> str:
-        """Runs `call` in a worker thread; override for a natively async tool."""
-        import asyncio  # loaded already by the running event loop, not at import
+        """Runs `call` in a worker thread; override for a natively async tool.
 
-        return await asyncio.to_thread(self.call, input)
+        The thread is a daemon: a call whose caller was cancelled (as at an Executor's
+        max_execution_time) and that never returns keeps neither `asyncio.run` nor the
+        interpreter from exiting.
+        """
+        return await in_thread(self.call, input)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
