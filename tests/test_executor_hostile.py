@@ -18,6 +18,7 @@ import sys
 import textwrap
 import threading
 import time
+import types
 from collections import Counter
 
 import pytest
@@ -459,6 +460,40 @@ def test_deadline_holds_against_a_stalled_server_and_its_retries(
     with pytest.raises(NotFinishedError, match="while waiting for the model"):
         run(executor, driver)
     assert time.monotonic() - began < 1 + GENEROUS
+
+
+@pytest.mark.timeout(20, method="thread")
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_no_tool_starts_once_the_deadline_has_passed(driver, monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr(
+        "chainkit.agents.executor.time", types.SimpleNamespace(monotonic=lambda: clock[0])
+    )
+
+    class Late(BaseModel):
+        """Replies in time for the executor's wait, but past the deadline on its clock."""
+
+        def _generate(self, request):
+            clock[0] += 30
+            return Message.assistant(calls("mrkl", ("send", "mail")))
+
+    sent = []
+
+    class Send(Echo):
+        name = "send"
+
+        def call(self, input):
+            sent.append(input)
+            return "sent"
+
+    pairs = Pairs()
+    executor = Executor(
+        OneShotAgent(Late(), [Send()]), max_execution_time=25, callbacks_handler=pairs
+    )
+    with pytest.raises(NotFinishedError, match=r"reached max_execution_time=25s \(0 steps") as info:
+        run(executor, driver)
+    assert sent == [] and pairs.of("tool", "start") == []
+    assert info.value.limit == "max_execution_time"
 
 
 @pytest.mark.timeout(20, method="thread")

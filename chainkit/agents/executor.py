@@ -226,6 +226,8 @@ class Executor(Chain):
                 raise NoReturnError(
                     f"{type(self.agent).__name__}.plan returned neither actions nor a final answer"
                 )
+            if deadline is not None and time.monotonic() >= deadline:
+                break  # planned in time, but no tool starts after the deadline
             if callbacks is not None:
                 for action in decision:
                     callbacks.handle_agent_action(action)
