@@ -118,6 +118,13 @@ def test_a_model_refuses_callbacks_that_are_no_handler_before_calling(bad):
     assert fake.calls == []
 
 
+def test_a_handler_class_given_for_an_instance_is_named():
+    chain, fake = llm_chain()
+    with pytest.raises(TypeError, match=r"pass an instance, LogHandler\(\), not the class"):
+        chains.run(chain, "t", callbacks=callbacks.LogHandler)
+    assert fake.calls == []
+
+
 def test_embeddings_refuse_callbacks_that_are_no_handler_before_any_request(openai_server):
     embeddings = OpenAIEmbeddings(base_url=openai_server.base_url, api_key=TEST_API_KEY)
     try:

@@ -352,6 +352,49 @@ def test_events_pair_up_when_a_handler_raises(kind, driver, event):
     assert strict.events == bystander.events  # the raising handler deprived no one
 
 
+class AsyncWaits(tools.Tool):
+    """A natively async tool that waits until cancelled."""
+
+    name = "waits"
+    description = "waits"
+
+    async def acall(self, input):
+        await asyncio.sleep(30)
+        return "late"
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("waiting_for", ["model", "async tool", "sync tool"])
+def test_events_pair_up_when_the_caller_cancels_an_async_run(kind, waiting_for):
+    pairs = Pairs()
+    blocking = Blocks("slow")
+    if waiting_for == "model":
+        agent = make_agent(kind, SlowModel(), [Echo()])
+    else:
+        name = "waits" if waiting_for == "async tool" else "slow"
+        agent = make_agent(kind, FakeLLM([calls(kind, (name, "x"))]), [AsyncWaits(), blocking])
+    executor = Executor(agent, callbacks_handler=pairs)
+    cut = "llm" if waiting_for == "model" else "tool"
+
+    async def main():
+        run = asyncio.ensure_future(chains.arun(executor, "q"))
+        while not pairs.of(cut, "start"):
+            await asyncio.sleep(0.01)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    try:
+        asyncio.run(main())
+    finally:
+        blocking.release.set()
+    pairs.assert_paired()
+    [(_, error)] = pairs.of(cut, "error")
+    assert isinstance(error, asyncio.CancelledError)
+    assert isinstance(pairs.of("chain", "error")[0][1], asyncio.CancelledError)
+
+
 @pytest.mark.timeout(20)
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_a_memory_that_fails_to_load_starts_nothing(driver):
@@ -413,11 +456,15 @@ class SlowModel(BaseModel):
     def __init__(self, seconds=10.0):
         self.seconds = seconds
         self.release = threading.Event()
+        self.finished = threading.Event()
         self.options = []
 
     def _generate(self, request):
         self.options.append(request.options)
         self.release.wait(self.seconds)
+        if request.streaming_func is not None:
+            request.streaming_func("late text")
+        self.finished.set()
         return Message.assistant(answer("mrkl", "late"))
 
     async def _agenerate(self, request):
@@ -433,10 +480,11 @@ def test_deadline_cuts_a_slow_model_short(driver):
     executor = Executor(
         OneShotAgent(model, [Echo()]), max_execution_time=0.5, callbacks_handler=pairs
     )
+    streamed: list[str] = []
     began = time.monotonic()
     try:
         with pytest.raises(NotFinishedError, match=r"max_execution_time=0\.5s while waiting for"):
-            run(executor, driver)
+            run(executor, driver, streaming_func=streamed.append)
         assert time.monotonic() - began < GENEROUS
     finally:
         model.release.set()
@@ -445,6 +493,10 @@ def test_deadline_cuts_a_slow_model_short(driver):
     pairs.assert_paired()
     if driver == "sync":  # the model is told how long it has, to end its own call
         assert 0 < model.options[0]["timeout"] <= 0.5
+        assert model.finished.wait(5)
+        time.sleep(0.05)
+        assert streamed == [] and len(pairs.of("llm", "end")) == 0  # the late reply is dropped
+        pairs.assert_paired()
 
 
 @pytest.mark.timeout(20, method="thread")

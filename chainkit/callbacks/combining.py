@@ -133,10 +133,13 @@ def _flat(handlers: Iterable[object], name: str) -> Iterator[Handler]:
         elif isinstance(handler, list | tuple):
             yield from _flat(handler, name)
         elif handler is not None:
+            if isinstance(handler, type) and issubclass(handler, Handler):
+                advice = f"pass an instance, {handler.__name__}(), not the class"
+            else:
+                advice = "subclass callbacks.Handler and override the handle_* methods you need"
             raise TypeError(
                 f"{name} must be a chainkit.callbacks.Handler, a list of them, or None; got "
-                f"{type(handler).__name__} {shorten(repr(handler), 80)}. Subclass "
-                "callbacks.Handler and override the handle_* methods you need"
+                f"{type(handler).__name__} {shorten(repr(handler), 80)}: {advice}"
             )
 
 
