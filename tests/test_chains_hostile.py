@@ -5,6 +5,9 @@ events pair up."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
@@ -292,3 +295,34 @@ def test_a_handler_failing_at_chain_start_still_hears_the_chain_end_as_an_error(
         drive(driver, "call", chain, {"text": "x"}, callbacks=[strict, bystander])
     assert strict.events == bystander.events == [("start", "Work"), ("error", "Work")]
     assert chain.done == []
+
+
+ABANDONED_CHAIN = """
+import asyncio, threading
+from chainkit import chains
+
+class Hangs(chains.Chain):
+    input_keys = ["x"]
+    output_keys = ["y"]
+
+    def call(self, inputs, **options):
+        if inputs["x"] == "boom":
+            raise RuntimeError("boom")
+        threading.Event().wait()
+
+try:
+    asyncio.run(chains.abatch(Hangs(), [{"x": "hang"}, {"x": "boom"}]))
+except RuntimeError as error:
+    print("raised", error)
+"""
+
+
+@pytest.mark.timeout(30, method="thread")
+def test_an_abatch_call_that_never_returns_does_not_hold_up_asyncio_run(tmp_path):
+    script = tmp_path / "abandoned_chain.py"
+    script.write_text(textwrap.dedent(ABANDONED_CHAIN))
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=20
+    )
+    assert result.returncode == 0, result.stderr
+    assert "raised boom" in result.stdout

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from typing import Any
 
+from chainkit._threads import in_thread
 from chainkit.callbacks import Observed
 from chainkit.schema import Memory
 
@@ -34,10 +36,9 @@ class Chain(Observed, ABC):
         """Runs the chain on `inputs`; options reach the model unchanged."""
 
     async def acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
-        """Async twin of `call`; by default runs `call` in a worker thread."""
-        import asyncio  # loaded already by the running event loop, not at import
-
-        return await asyncio.to_thread(self.call, inputs, **options)
+        """Async twin of `call`; by default runs `call` in a daemon worker thread, so that a
+        cancelled call that never returns does not keep `asyncio.run` from returning."""
+        return await in_thread(functools.partial(self.call, inputs, **options))
 
     @property
     def name(self) -> str:
