@@ -9,8 +9,11 @@ original, so the sync and the async path of a run end the same way.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
+
+from chainkit._threads import in_thread
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -33,7 +36,6 @@ def call_guarded(source: str, func: Callable[P, T], /, *args: P.args, **kwargs: 
 
 
 async def to_thread(source: str, func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-    """`asyncio.to_thread(func, ...)` that always ends: a stop becomes `stop_escaped`."""
-    import asyncio  # loaded already by the running event loop, not at import
-
-    return await asyncio.to_thread(call_guarded, source, func, *args, **kwargs)
+    """`func(...)` awaited in a daemon worker thread (`_threads.in_thread`) that always ends: a
+    stop becomes `stop_escaped`."""
+    return await in_thread(functools.partial(call_guarded, source, func, *args, **kwargs))

@@ -1,5 +1,6 @@
 import asyncio
 import io
+import types
 
 import pytest
 
@@ -249,7 +250,8 @@ class FakeClock:
 @pytest.mark.parametrize("use_async", [False, True])
 def test_max_execution_time(monkeypatch, use_async):
     clock = FakeClock()
-    monkeypatch.setattr("chainkit.agents.executor.time.monotonic", clock)
+    # The executor's clock only: the event loop keeps the real one, so no step is cut short.
+    monkeypatch.setattr("chainkit.agents.executor.time", types.SimpleNamespace(monotonic=clock))
 
     class Slow(Echo):
         def call(self, input):
@@ -422,14 +424,18 @@ def test_per_call_callbacks_join_the_executor_handler():
     assert "tool_end:echo:echo: x" in outer.events
 
 
-def test_tool_returning_a_non_string_is_named():
+def test_tool_returning_a_non_string_is_observed_as_text():
     class Number(Echo):
         def call(self, input):
-            return 42
+            return {"n": 42, "城市": "北京"} if input == "dict" else 42
 
-    executor, _ = run_agent([act("echo", "x")], [Number()])
-    with pytest.raises(TypeError, match="tool 'echo' returned int; call\\(\\) must return str"):
-        chains.run(executor, "q")
+    events = Events()
+    script = [act("echo", "x"), act("echo", "dict"), final("ok")]
+    executor, fake = run_agent(script, [Number()], callbacks_handler=events)
+    assert chains.run(executor, "q") == "ok"
+    assert "Observation: 42\n" in fake.calls[1].messages[0].content
+    assert 'Observation: {"n": 42, "城市": "北京"}\n' in fake.calls[2].messages[0].content
+    assert "tool_end:echo:42" in events.events
 
 
 def test_bad_inputs_are_named():

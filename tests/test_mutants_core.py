@@ -232,15 +232,17 @@ def named(tool_name, result, direct=False):
     return Named()
 
 
-def test_case_insensitive_lookup_prefers_the_first_tool_and_reports_its_name():
+def test_case_insensitive_lookup_reports_the_tools_own_name():
     events = Events()
     fake = FakeLLM([" x\nAction: SEARCH\nAction Input: q", " Final Answer: ok"])
-    agent = OneShotAgent(fake, [named("Search", "first"), named("search", "second")])
+    agent = OneShotAgent(fake, [named("Search", "found"), named("other", "not this")])
     outputs = chains.call(
         Executor(agent, return_intermediate_steps=True, callbacks_handler=events), {"input": "q"}
     )
-    assert outputs["intermediate_steps"][0].observation == "first"
+    assert outputs["intermediate_steps"][0].observation == "found"
     assert ("tool_start", "Search") in events.events
+    with pytest.raises(ValueError, match="'search' and 'Search' clash"):
+        OneShotAgent(fake, [named("Search", "first"), named("search", "second")])
 
 
 def test_first_return_direct_tool_wins_under_the_agents_output_key():

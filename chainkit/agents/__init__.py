@@ -4,6 +4,7 @@ from chainkit.agents.agent import Agent
 from chainkit.agents.base import BaseAgent, check_tools
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
+    DeadlineExceededError,
     NoReturnError,
     NotFinishedError,
     OutputParserError,
@@ -17,6 +18,7 @@ from chainkit.agents.tool_calling import ToolCallingAgent
 __all__ = [
     "Agent",
     "BaseAgent",
+    "DeadlineExceededError",
     "Executor",
     "NoReturnError",
     "NotFinishedError",

@@ -12,7 +12,8 @@ from chainkit.tools import Tool
 @runtime_checkable
 class Agent(Protocol):
     """Plans from the steps taken so far. Options (stop_words, temperature, callbacks, …)
-    must reach the model unchanged.
+    must reach the model unchanged; under the Executor's `max_execution_time` they include
+    `timeout`, the seconds left.
 
     Optional attributes the Executor reads when present: `optional_input_keys` (inputs used
     when given, such as a memory's history) and `max_parallel_tools` (how many of one plan's

@@ -3,31 +3,61 @@ optional handler for their own model calls."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 
 from chainkit._text import shorten
 from chainkit.agents.errors import NotFinishedError
-from chainkit.callbacks import Handler, Observed
+from chainkit.callbacks import Handlers, Observed
 from chainkit.llms import Model
 from chainkit.schema import AgentStep, Message
 from chainkit.tools import Tool
 
 
 def check_tools(tools: Sequence[Tool]) -> list[Tool]:
-    """The tools as a list; raises when there are none, one is not a Tool, or names repeat."""
+    """The tools as a list; raises, naming the tool, unless each is a Tool with a name and a
+    description and no two names are equal once case-folded (the Executor finds a tool by its
+    case-folded name when the model's casing is off).
+
+    A name must be text a model can write back: no control characters (newlines, tabs), no
+    space at either end.
+    """
     if isinstance(tools, Tool) or not isinstance(tools, Sequence):
         raise TypeError(f"tools must be a list of Tool, got {type(tools).__name__}")
     if not tools:
         raise ValueError("an agent needs at least one tool")
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     for tool in tools:
         if not isinstance(tool, Tool):
-            raise TypeError(f"tools must be Tool instances, got {type(tool).__name__}: {tool!r}")
-        if not tool.name:
+            hint = "; make a function a tool with @tools.tool" if callable(tool) else ""
+            raise TypeError(
+                f"tools must be Tool instances, got {type(tool).__name__}: {tool!r}{hint}"
+            )
+        name, description = tool.name, tool.description
+        if not isinstance(name, str) or not isinstance(description, str):
+            raise TypeError(
+                f"tool {tool!r}: name and description must be str, got "
+                f"{type(name).__name__} and {type(description).__name__}"
+            )
+        if not name.strip():
             raise ValueError(f"tool {tool!r} has an empty name")
-        if tool.name in seen:
-            raise ValueError(f"tool names must be unique; {tool.name!r} appears twice")
-        seen.add(tool.name)
+        if name != name.strip() or any(unicodedata.category(c)[0] == "C" for c in name):
+            raise ValueError(
+                f"tool name {name!r} has a space at an end or a control character (newline, "
+                "tab...); a model could not write it back. Use a name like 'get_weather'"
+            )
+        if not description.strip():
+            raise ValueError(
+                f"tool {name!r} has no description; the model reads it to choose its tools. "
+                "Set `description` (for @tools.tool, write a docstring)"
+            )
+        folded = name.casefold()
+        if folded in seen:
+            same = "appears twice" if seen[folded] == name else f"and {seen[folded]!r} clash"
+            raise ValueError(
+                f"tool names must be unique, ignoring case; {name!r} {same}. Rename one of them"
+            )
+        seen[folded] = name
     return list(tools)
 
 
@@ -39,7 +69,7 @@ class BaseAgent(Observed):
         llm: Model,
         tools: Sequence[Tool],
         output_key: str,
-        callbacks_handler: Handler | None,
+        callbacks_handler: Handlers,
     ) -> None:
         self.llm = llm
         self._tools = check_tools(tools)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Literal
 
 from chainkit._text import shorten
 from chainkit.schema import AgentStep
@@ -28,19 +29,33 @@ class OutputParserError(ValueError):
 class NotFinishedError(RuntimeError):
     """The agent hit `max_iterations` or `max_execution_time` before a final answer.
 
-    `steps` holds every step taken, so no work is lost; the message says what they were spent
-    on (tool calls, by tool, or replies that could not be parsed) and what came last.
+    `steps` holds every step taken, so no work is lost; `limit` names the limit hit; the
+    message says what the steps were spent on (tool calls, by tool, or replies that could not be
+    parsed) and what came last.
     """
 
-    def __init__(self, reason: str, steps: list[AgentStep]) -> None:
+    def __init__(
+        self,
+        reason: str,
+        steps: list[AgentStep],
+        *,
+        limit: Literal["max_iterations", "max_execution_time"] | None = None,
+    ) -> None:
         super().__init__(f"agent not finished: {reason}; {spent_on(steps)}")
         self.reason = reason
         self.steps = steps
+        self.limit = limit
 
     @property
     def intermediate_steps(self) -> list[AgentStep]:
         """The steps, under the name the Executor's outputs (and LangChain) give them."""
         return self.steps
+
+
+class DeadlineExceededError(TimeoutError):
+    """`max_execution_time` ran out while a model or tool call was in progress, and a sync run
+    stopped waiting for it. Reported to callbacks as that call's error; the run itself ends
+    with NotFinishedError (or a final answer, with early_stopping_method="generate")."""
 
 
 class NoReturnError(RuntimeError):

@@ -1,33 +1,47 @@
 """Executor: the plan → act loop, written once and driven by a sync and an async shell.
 
 `_loop` is a generator holding every decision of a run. It yields what it needs done — plan,
-plan a final answer, or run these actions — and receives the result, or the parse error thrown
-in; any other error ends the run where it is raised. Its last yield is the run's outputs.
-`call` and `acall` only carry those requests out, so the two cannot drift apart.
+plan a final answer, or run these actions — and receives the result, or the parse error (or
+the deadline's interruption) thrown in; any other error ends the run where it is raised. Its
+last yield is the run's outputs. `call` and `acall` only carry those requests out, so the two
+cannot drift apart.
+
+Under `max_execution_time` each step is bounded by the time left. The async shell cancels the
+step at the deadline. The sync shell runs it in a daemon worker thread and stops waiting: the
+step is abandoned, runs on until it returns, and its events after the deadline are dropped
+(`_StepEvents`); a model call there gets the time left as its `timeout`. Without a deadline a
+sync step runs in the caller's thread, save parallel tool calls.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
 import time
-from collections.abc import Generator
-from concurrent.futures import ThreadPoolExecutor
+from collections import Counter, deque
+from collections.abc import Callable, Coroutine, Generator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import Any, Literal
 
+from chainkit import _threads
 from chainkit._stop import stop_escaped
 from chainkit.agents.agent import Agent
+from chainkit.agents.base import check_tools
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
     PARSE_ERROR_TOOL,
+    DeadlineExceededError,
     NoReturnError,
     NotFinishedError,
     OutputParserError,
     UnknownToolError,
 )
-from chainkit.callbacks import CombiningHandler, Handler
+from chainkit.callbacks import CombiningHandler, Handlers, guard
 from chainkit.chains import Chain
 from chainkit.chains.options import with_callbacks
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Memory
 from chainkit.tools import Tool, ToolError
+from chainkit.tools.structured import _render as tool_output_text
 
 INTERMEDIATE_STEPS_KEY = "intermediate_steps"
 
@@ -50,15 +64,30 @@ _Loop = Generator[_Request | list[AgentAction] | dict[str, Any], Any, None]
 """Yields requests, then the run's outputs (a dict) last."""
 
 
+class _Interrupted(Exception):
+    """Thrown into the loop when the deadline cut a step short: when ("while waiting for the
+    model"), and the observations of the step's actions that finished before it (None for the
+    others)."""
+
+    def __init__(self, during: str, observations: Sequence[str | None] = ()) -> None:
+        super().__init__(during)
+        self.during = during
+        self.observations = observations
+
+
 class Executor(Chain):
     """Runs an agent: plan, act, observe, until it finishes or a limit is reached.
 
     - A parse error is raised, or, with `error_handler`, sent back to the model as the next
       observation.
     - A tool's ToolError becomes the observation. Any other exception propagates, or with
-      `handle_tool_errors=True` becomes "Tool error: <message>".
-    - At `max_iterations` or `max_execution_time` (seconds), `early_stopping_method="force"`
-      raises NotFinishedError with the steps taken; "generate" asks the agent for a final answer.
+      `handle_tool_errors=True` becomes "Tool error: <message>". A tool output that is not a
+      str becomes text as a `@tools.tool` function's does: JSON, else `str()`.
+    - At `max_iterations`, or at `max_execution_time` (seconds, which also cuts short the model
+      or tool call in progress), `early_stopping_method="force"` raises NotFinishedError with
+      the steps taken; "generate" asks the agent for a final answer, in a model call the
+      deadline does not cut (it is bounded by the model's own timeout).
+    - Every tool start is reported with exactly one tool end or tool error.
     """
 
     def __init__(
@@ -69,11 +98,16 @@ class Executor(Chain):
         max_execution_time: float | None = None,
         return_intermediate_steps: bool = False,
         memory: Memory | None = None,
-        callbacks_handler: Handler | None = None,
+        callbacks_handler: Handlers = None,
         error_handler: ParserErrorHandler | None = None,
         early_stopping_method: Literal["force", "generate"] = "force",
         handle_tool_errors: bool = False,
     ) -> None:
+        if not isinstance(agent, Agent):
+            raise TypeError(
+                f"agent must be an agents.Agent (such as agents.OneShotAgent(llm, tools)), got "
+                f"{type(agent).__name__}"
+            )
         if early_stopping_method not in ("force", "generate"):
             raise ValueError(
                 f"early_stopping_method must be 'force' or 'generate', "
@@ -81,7 +115,7 @@ class Executor(Chain):
             )
         if max_iterations is not None and max_iterations < 1:
             raise ValueError(f"max_iterations must be at least 1 or None, got {max_iterations}")
-        if max_execution_time is not None and max_execution_time <= 0:
+        if max_execution_time is not None and not max_execution_time > 0:
             raise ValueError(
                 f"max_execution_time must be a positive number of seconds or None, "
                 f"got {max_execution_time}"
@@ -91,6 +125,7 @@ class Executor(Chain):
                 f"error_handler must be an agents.ParserErrorHandler, got {error_handler!r}; "
                 "use error_handler=agents.ParserErrorHandler() to send parse errors back"
             )
+        tools = check_tools(agent.tools)
         if memory is not None:
             _check_memory_is_read(agent, memory)
         self.agent = agent
@@ -103,10 +138,9 @@ class Executor(Chain):
         self.early_stopping_method = early_stopping_method
         self.handle_tool_errors = handle_tool_errors
         self.max_parallel_tools: int = getattr(agent, "max_parallel_tools", 8)
-        self._tools: dict[str, Tool] = {tool.name: tool for tool in agent.tools}
-        self._tools_folded: dict[str, Tool] = {}
-        for tool in agent.tools:
-            self._tools_folded.setdefault(tool.name.casefold(), tool)
+        # Names are unique even case-folded (check_tools), so a model's odd casing finds its tool.
+        self._tools: dict[str, Tool] = {tool.name: tool for tool in tools}
+        self._tools_folded = {tool.name.casefold(): tool for tool in tools}
         self._tool_list = ", ".join(self._tools)
 
     def __repr__(self) -> str:
@@ -124,18 +158,13 @@ class Executor(Chain):
     def call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         steps: list[AgentStep] = []
         callbacks, options = with_callbacks(options, self.callbacks)
-        loop = self._loop(steps, callbacks)
+        deadline = self._deadline()
+        loop = self._loop(steps, callbacks, deadline)
         request = next(loop)
         while not isinstance(request, dict):
             try:
-                if request is _PLAN:
-                    result: Any = self.agent.plan(steps, inputs, **options)
-                elif request is _PLAN_FINAL:
-                    result = self.agent.plan_final(steps, inputs, **options)
-                else:
-                    assert isinstance(request, list)
-                    result = self._act(request, callbacks)
-            except OutputParserError as error:
+                result = self._perform(request, steps, inputs, options, callbacks, deadline)
+            except (OutputParserError, _Interrupted) as error:
                 request = loop.throw(error)
             else:
                 request = loop.send(result)
@@ -145,30 +174,31 @@ class Executor(Chain):
     async def acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         steps: list[AgentStep] = []
         callbacks, options = with_callbacks(options, self.callbacks)
-        loop = self._loop(steps, callbacks)
+        deadline = self._deadline()
+        loop = self._loop(steps, callbacks, deadline)
         request = next(loop)
         while not isinstance(request, dict):
             try:
-                if request is _PLAN:
-                    result: Any = await self.agent.aplan(steps, inputs, **options)
-                elif request is _PLAN_FINAL:
-                    result = await self.agent.aplan_final(steps, inputs, **options)
-                else:
-                    assert isinstance(request, list)
-                    result = await self._aact(request, callbacks)
-            except OutputParserError as error:
+                result = await self._aperform(request, steps, inputs, options, callbacks, deadline)
+            except (OutputParserError, _Interrupted) as error:
                 request = loop.throw(error)
             else:
                 request = loop.send(result)
         loop.close()
         return request
 
-    def _loop(self, steps: list[AgentStep], callbacks: CombiningHandler | None) -> _Loop:
+    def _deadline(self) -> float | None:
+        """When the run must end, on the `time.monotonic()` clock; None without a limit."""
+        if self.max_execution_time is None:
+            return None
+        return time.monotonic() + self.max_execution_time
+
+    def _loop(
+        self, steps: list[AgentStep], callbacks: CombiningHandler | None, deadline: float | None
+    ) -> _Loop:
         limit = self.max_iterations
-        deadline = None
-        if self.max_execution_time is not None:
-            deadline = time.monotonic() + self.max_execution_time
         iteration = 0
+        interrupted: _Interrupted | None = None
         while limit is None or iteration < limit:
             if deadline is not None and time.monotonic() >= deadline:
                 break
@@ -186,6 +216,9 @@ class Executor(Chain):
                 action = AgentAction(PARSE_ERROR_TOOL, error.observation, error.llm_output)
                 steps.append(AgentStep(action, observation))
                 continue
+            except _Interrupted as cut:
+                interrupted = cut
+                break
             if isinstance(decision, AgentFinish):
                 yield self._finish(decision, steps, callbacks)
                 return
@@ -193,10 +226,22 @@ class Executor(Chain):
                 raise NoReturnError(
                     f"{type(self.agent).__name__}.plan returned neither actions nor a final answer"
                 )
+            if deadline is not None and time.monotonic() >= deadline:
+                break  # planned in time, but no tool starts after the deadline
             if callbacks is not None:
                 for action in decision:
                     callbacks.handle_agent_action(action)
-            observations = yield decision
+            try:
+                observations = yield decision
+            except _Interrupted as cut:
+                # The calls that finished did their work: the caller gets to see it.
+                steps.extend(
+                    AgentStep(action, observation)
+                    for action, observation in zip(decision, cut.observations, strict=True)
+                    if observation is not None
+                )
+                interrupted = cut
+                break
             direct: str | None = None
             for action, observation in zip(decision, observations, strict=True):
                 steps.append(AgentStep(action, observation))
@@ -206,13 +251,14 @@ class Executor(Chain):
                 output_key = self.agent.output_keys[0]
                 yield self._finish(AgentFinish({output_key: direct}, ""), steps, callbacks)
                 return
-        reason = (
-            f"reached max_iterations={limit}"
-            if limit is not None and iteration >= limit
-            else f"reached max_execution_time={self.max_execution_time}s"
-        )
+        limit_hit: Literal["max_iterations", "max_execution_time"] = "max_execution_time"
+        reason = f"reached max_execution_time={self.max_execution_time}s"
+        if interrupted is not None:
+            reason += f" {interrupted.during}"
+        elif limit is not None and iteration >= limit:
+            limit_hit, reason = "max_iterations", f"reached max_iterations={limit}"
         if self.early_stopping_method == "force":
-            raise NotFinishedError(reason, steps)
+            raise NotFinishedError(reason, steps, limit=limit_hit)
         final = yield _PLAN_FINAL
         yield self._finish(final, steps, callbacks)
 
@@ -235,26 +281,170 @@ class Executor(Chain):
             tool = self._tools_folded.get(name.casefold())
         return tool
 
-    def _act(self, actions: list[AgentAction], callbacks: CombiningHandler | None) -> list[str]:
-        if len(actions) == 1:
-            return [self._run_tool(actions[0], callbacks)]
-        with ThreadPoolExecutor(min(len(actions), self.max_parallel_tools)) as pool:
-            return list(pool.map(self._run_tool, actions, [callbacks] * len(actions)))
+    # The sync shell.
+
+    def _perform(
+        self,
+        request: _Request | list[AgentAction],
+        steps: list[AgentStep],
+        inputs: dict[str, Any],
+        options: dict[str, Any],
+        callbacks: CombiningHandler | None,
+        deadline: float | None,
+    ) -> Any:
+        if request is _PLAN_FINAL:
+            return self.agent.plan_final(steps, inputs, **options)
+        if request is _PLAN:
+            if deadline is None:
+                return self.agent.plan(steps, inputs, **options)
+            return self._plan_before(deadline, steps, inputs, options, callbacks)
+        assert isinstance(request, list)
+        if deadline is None and len(request) == 1:
+            return [self._run_tool(request[0], callbacks)]
+        return self._act_in_threads(request, callbacks, deadline)
+
+    def _plan_before(
+        self,
+        deadline: float,
+        steps: list[AgentStep],
+        inputs: dict[str, Any],
+        options: dict[str, Any],
+        callbacks: CombiningHandler | None,
+    ) -> list[AgentAction] | AgentFinish:
+        """Plans in a worker thread, waiting no longer than `deadline`."""
+        # The agent's own handler hears the model too: it is silenced along with the rest.
+        own = getattr(self.agent, "callbacks", None)
+        events = _StepEvents(callbacks, own if isinstance(own, CombiningHandler) else None)
+        left = deadline - time.monotonic()
+        given = options.get("timeout")
+        plan_options = {**options, "timeout": left if given is None else min(given, left)}
+        if events.handlers:
+            plan_options["callbacks"] = events
+        streaming_func = options.get("streaming_func")
+        if streaming_func is not None:
+            plan_options["streaming_func"] = events.relay(streaming_func)
+        plan = functools.partial(self.agent.plan, list(steps), inputs, **plan_options)
+        future = _threads.submit(plan)
+        done = _wait_for({future}, events, deadline)
+        if not done:
+            events.abandon(self._deadline_error())
+            raise _Interrupted("while waiting for the model")
+        result: list[AgentAction] | AgentFinish = future.result()
+        return result
+
+    def _act_in_threads(
+        self,
+        actions: list[AgentAction],
+        callbacks: CombiningHandler | None,
+        deadline: float | None,
+    ) -> list[str]:
+        """Runs the actions in worker threads, at most `max_parallel_tools` at once, until all
+        are done or `deadline` passes; results keep the order of `actions`."""
+        events = _StepEvents(callbacks)
+        reported = events if events.handlers else None
+        observations: list[str | None] = [None] * len(actions)
+        failures: dict[int, BaseException] = {}
+        waiting = deque(enumerate(actions))
+        running: dict[Future[str | None], int] = {}
+        while waiting or running:
+            while waiting and len(running) < self.max_parallel_tools:
+                index, action = waiting.popleft()
+                running[_threads.submit(self._run_admitted_tool, action, reported, events)] = index
+            done = _wait_for(set(running), events, deadline)
+            if not done:
+                events.abandon(self._deadline_error())
+                if failures:
+                    raise failures[min(failures)]
+                unfinished = [
+                    a.tool for a, o in zip(actions, observations, strict=True) if o is None
+                ]
+                raise _Interrupted(f"before {_named_tools(unfinished)} finished", observations)
+            for future in done:
+                index = running.pop(future)
+                error = future.exception()
+                if error is None:
+                    observations[index] = future.result()
+                elif isinstance(error, Exception):
+                    failures[index] = error
+                else:  # an interrupt does not wait for the other calls
+                    events.abandon(error)
+                    raise error
+        if failures:
+            raise failures[min(failures)]
+        return [observation for observation in observations if observation is not None]
+
+    def _run_admitted_tool(
+        self, action: AgentAction, callbacks: CombiningHandler | None, events: _StepEvents
+    ) -> str | None:
+        """Runs the action's tool unless its step was abandoned before it could start."""
+        if events.abandoned:
+            return None
+        return self._run_tool(action, callbacks)
+
+    def _deadline_error(self) -> DeadlineExceededError:
+        return DeadlineExceededError(
+            f"max_execution_time={self.max_execution_time}s reached before the call returned; "
+            "it was abandoned"
+        )
+
+    # The async shell.
+
+    async def _aperform(
+        self,
+        request: _Request | list[AgentAction],
+        steps: list[AgentStep],
+        inputs: dict[str, Any],
+        options: dict[str, Any],
+        callbacks: CombiningHandler | None,
+        deadline: float | None,
+    ) -> Any:
+        if request is _PLAN_FINAL:
+            return await self.agent.aplan_final(steps, inputs, **options)
+        observations: list[str | None] = []
+        step: Coroutine[Any, Any, Any]
+        if request is _PLAN:
+            step = self.agent.aplan(steps, inputs, **options)
+        else:
+            assert isinstance(request, list)
+            observations = [None] * len(request)
+            step = self._aact(request, callbacks, observations)
+        if deadline is None:
+            return await step
+        import asyncio  # loaded already by the running event loop, not at import
+
+        try:
+            async with asyncio.timeout(deadline - time.monotonic()) as scope:
+                return await step
+        except TimeoutError:
+            if not scope.expired():
+                raise  # raised by the model or a tool, not by the deadline
+        if request is _PLAN:
+            raise _Interrupted("while waiting for the model")
+        assert isinstance(request, list)
+        unfinished = [a.tool for a, o in zip(request, observations, strict=True) if o is None]
+        raise _Interrupted(f"before {_named_tools(unfinished)} finished", observations)
 
     async def _aact(
-        self, actions: list[AgentAction], callbacks: CombiningHandler | None
+        self,
+        actions: list[AgentAction],
+        callbacks: CombiningHandler | None,
+        observations: list[str | None],
     ) -> list[str]:
+        """Runs the actions as tasks, at most `max_parallel_tools` at once, each observation
+        put in `observations` as it comes; returns them in the order of `actions`."""
         import asyncio  # loaded already by the running event loop, not at import
 
         if len(actions) == 1:
-            return [await self._arun_tool(actions[0], callbacks)]
+            observation = observations[0] = await self._arun_tool(actions[0], callbacks)
+            return [observation]
         limit = asyncio.Semaphore(self.max_parallel_tools)
 
-        async def run(action: AgentAction) -> str:
+        async def run(index: int, action: AgentAction) -> str:
             async with limit:
-                return await self._arun_tool(action, callbacks)
+                observation = observations[index] = await self._arun_tool(action, callbacks)
+                return observation
 
-        tasks = [asyncio.ensure_future(run(action)) for action in actions]
+        tasks = [asyncio.ensure_future(run(i, action)) for i, action in enumerate(actions)]
         try:
             return list(await asyncio.gather(*tasks))
         except BaseException:
@@ -263,6 +453,8 @@ class Executor(Chain):
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
+
+    # One tool call, with its events.
 
     def _run_tool(self, action: AgentAction, callbacks: CombiningHandler | None) -> str:
         prepared = self._start_tool(action, callbacks)
@@ -289,21 +481,26 @@ class Executor(Chain):
     def _start_tool(
         self, action: AgentAction, callbacks: CombiningHandler | None
     ) -> tuple[Tool, str] | str:
-        """The tool and its input, or the observation when the call cannot be made."""
+        """The tool and its input, or the observation when the call cannot be made. Reports
+        the tool's start, and its error if it fails before it runs."""
         tool = self._lookup(action.tool)
+        name = action.tool if tool is None else tool.name
+        if callbacks is not None:
+            try:
+                callbacks.handle_tool_start(name, action.tool_input)
+            except BaseException as error:  # a handler with raise_error: the start is not left open
+                callbacks.handle_tool_error(name, error)
+                raise
         if tool is None:
             unknown = UnknownToolError(action.tool, self._tool_list)
             if callbacks is not None:
-                callbacks.handle_tool_start(action.tool, action.tool_input)
-                callbacks.handle_tool_error(action.tool, unknown)
+                callbacks.handle_tool_error(name, unknown)
             return str(unknown)
-        if callbacks is not None:
-            callbacks.handle_tool_start(tool.name, action.tool_input)
         if action.tool_call_id is None:
             return tool, action.tool_input
         try:
             return tool, tool.input_from_arguments(action.tool_input)
-        except ToolError as error:
+        except BaseException as error:
             return self._tool_failed(tool, error, callbacks)
 
     def _tool_failed(
@@ -320,14 +517,95 @@ class Executor(Chain):
             return f"Tool error: {error}"
         raise error
 
-    def _tool_ended(self, tool: Tool, output: str, callbacks: CombiningHandler | None) -> str:
-        if not isinstance(output, str):
-            raise TypeError(
-                f"tool {tool.name!r} returned {type(output).__name__}; call() must return str"
-            )
+    def _tool_ended(self, tool: Tool, output: object, callbacks: CombiningHandler | None) -> str:
+        text = output if isinstance(output, str) else tool_output_text(output)
         if callbacks is not None:
-            callbacks.handle_tool_end(tool.name, output)
-        return output
+            callbacks.handle_tool_end(tool.name, text)
+        return text
+
+
+class _StepEvents(CombiningHandler):
+    """The handlers of one step run in worker threads, until the step is abandoned.
+
+    Then each model or tool call whose start was reported and whose end was not gets an error
+    event at once, and whatever the abandoned threads report later is dropped: every start
+    is answered exactly once, and nothing is heard from a run after it ended.
+    """
+
+    def __init__(self, *handlers: CombiningHandler | None) -> None:
+        combined = guard(*handlers)
+        super().__init__(combined.handlers if combined is not None else [])
+        self._lock = threading.Lock()
+        self.abandoned = False
+        self._open_models = 0
+        self._open_tools: Counter[str] = Counter()
+
+    def _dispatch(self, event: str, *args: Any) -> None:
+        if event in _START_EVENTS:
+            # Reported under the lock, so an error for an open call never comes before it.
+            with self._lock:
+                if self.abandoned:
+                    return
+                if event == "handle_llm_start":
+                    self._open_models += 1
+                else:
+                    self._open_tools[args[0]] += 1
+                super()._dispatch(event, *args)
+            return
+        with self._lock:
+            if self.abandoned:
+                return
+            if event in _MODEL_END_EVENTS:
+                self._open_models -= 1
+            elif event in _TOOL_END_EVENTS:
+                self._open_tools[args[0]] -= 1
+        super()._dispatch(event, *args)
+
+    def abandon(self, error: BaseException) -> None:
+        """Reports `error` for each call still open, then drops every later event."""
+        with self._lock:
+            if self.abandoned:
+                return
+            self.abandoned = True
+            open_models, open_tools = self._open_models, +self._open_tools
+        for _ in range(open_models):
+            super()._dispatch("handle_llm_error", error)
+        for name in open_tools.elements():
+            super()._dispatch("handle_tool_error", name, error)
+
+    def relay(self, streaming_func: Callable[[str], None]) -> Callable[[str], None]:
+        """`streaming_func`, silenced once the step is abandoned."""
+
+        def relayed(chunk: str) -> None:
+            if not self.abandoned:
+                streaming_func(chunk)
+
+        return relayed
+
+
+_START_EVENTS = frozenset(("handle_llm_start", "handle_tool_start"))
+_MODEL_END_EVENTS = frozenset(("handle_llm_end", "handle_llm_error"))
+_TOOL_END_EVENTS = frozenset(("handle_tool_end", "handle_tool_error"))
+
+
+def _wait_for(
+    futures: set[Future[Any]], events: _StepEvents, deadline: float | None
+) -> set[Future[Any]]:
+    """The first of `futures` to be done, or none if `deadline` comes first; an interrupt
+    while waiting abandons the step before it propagates."""
+    timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+    try:
+        done, _ = wait(futures, timeout, FIRST_COMPLETED)
+    except BaseException as error:
+        events.abandon(error)
+        raise
+    return done
+
+
+def _named_tools(names: Sequence[str]) -> str:
+    """ "tool 'a'" or "tools 'a', 'b'"."""
+    listed = ", ".join(repr(name) for name in names)
+    return f"tool {listed}" if len(names) == 1 else f"tools {listed}"
 
 
 def _check_memory_is_read(agent: Agent, memory: Memory) -> None:

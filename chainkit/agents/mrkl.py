@@ -7,8 +7,9 @@ from typing import Any
 
 from chainkit.agents import mrkl_prompt
 from chainkit.agents.base import BaseAgent, final_answer_text
+from chainkit.agents.errors import OutputParserError
 from chainkit.agents.mrkl_parser import parse_mrkl_output
-from chainkit.callbacks import Handler
+from chainkit.callbacks import Handlers
 from chainkit.chains.options import model_options
 from chainkit.llms import Model
 from chainkit.prompts import ChatPromptTemplate, PromptTemplate
@@ -40,6 +41,27 @@ def _tool_values(tools: Sequence[Tool], wanted: Sequence[str]) -> dict[str, str]
     if "tool_descriptions" in wanted:
         values["tool_descriptions"] = "\n".join(f"{t.name}: {t.description}" for t in tools)
     return values
+
+
+def _check_mrkl_name(name: str) -> None:
+    """Raises unless `name` survives the MRKL format: listed in the prompt among the others,
+    written by the model after `Action:`, and read back by the parser unchanged."""
+    if "," in name:
+        raise ValueError(
+            f"tool name {name!r} has a comma; the MRKL prompt lists tool names separated by "
+            "commas, so the model would read it as several tools"
+        )
+    try:
+        read_back = parse_mrkl_output(f"Action: {name}\nAction Input: x")
+    except OutputParserError:
+        read_back = None
+    if not isinstance(read_back, AgentAction) or read_back.tool != name:
+        found = read_back.tool if isinstance(read_back, AgentAction) else None
+        raise ValueError(
+            f"tool name {name!r} cannot be carried by the MRKL format: 'Action: {name}' reads "
+            f"back as {found!r}. Avoid enclosing quotes or asterisks and the words "
+            "'Action Input:'"
+        )
 
 
 def mrkl_scratchpad(steps: Sequence[AgentStep]) -> str:
@@ -76,9 +98,11 @@ class OneShotAgent(BaseAgent):
         suffix: str | None = None,
         prompt: PromptTemplate | ChatPromptTemplate | None = None,
         output_key: str = "output",
-        callbacks_handler: Handler | None = None,
+        callbacks_handler: Handlers = None,
     ) -> None:
         super().__init__(llm, tools, output_key, callbacks_handler)
+        for tool in self._tools:
+            _check_mrkl_name(tool.name)
         if prompt is None:
             prompt = create_mrkl_prompt(
                 self._tools,

@@ -9,7 +9,7 @@ from typing import Any
 
 from chainkit.agents.base import BaseAgent, final_answer_text, no_text
 from chainkit.agents.errors import OutputParserError
-from chainkit.callbacks import Handler
+from chainkit.callbacks import Handlers
 from chainkit.chains.options import model_options
 from chainkit.llms import Model
 from chainkit.prompts.placeholder import to_messages
@@ -47,7 +47,7 @@ class ToolCallingAgent(BaseAgent):
         max_parallel_tools: int = 8,
         output_key: str = "output",
         history_key: str = "history",
-        callbacks_handler: Handler | None = None,
+        callbacks_handler: Handlers = None,
     ) -> None:
         if max_parallel_tools < 1:
             raise ValueError(f"max_parallel_tools must be at least 1, got {max_parallel_tools}")

@@ -6,16 +6,23 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from chainkit._text import shorten
 from chainkit.callbacks.handler import Handler
 from chainkit.schema import AgentAction, AgentFinish, Message
 
 logger = logging.getLogger("chainkit")
 
 
+Handlers = Handler | Sequence[Handler] | None
+"""What a `callbacks` option or a `callbacks_handler` takes: a handler, a list or tuple of
+them (as LangChain's `callbacks=[...]`), or None."""
+
+
 class CombiningHandler(Handler):
     """Sends each event to every handler in order.
 
-    A handler that raises is logged and skipped, unless it sets ``raise_error = True``.
+    A handler that raises is logged and skipped, unless it sets ``raise_error = True``: then
+    the error is raised once every handler has had the event, so none misses a start or end.
     """
 
     def __init__(self, handlers: Iterable[Handler]) -> None:
@@ -25,14 +32,18 @@ class CombiningHandler(Handler):
         return f"CombiningHandler({self.handlers!r})"
 
     def _dispatch(self, event: str, *args: Any) -> None:
+        raised: Exception | None = None
         for handler in self.handlers:
             try:
                 getattr(handler, event)(*args)
-            except Exception:
+            except Exception as error:
                 # While an interrupt is being reported, the interrupt must stay what is raised.
                 if getattr(handler, "raise_error", False) and not _reports_interrupt(args):
-                    raise
-                logger.exception("callback %s of %s failed", event, type(handler).__name__)
+                    raised = raised or error
+                else:
+                    logger.exception("callback %s of %s failed", event, type(handler).__name__)
+        if raised is not None:
+            raise raised
 
     def handle_text(self, text: str) -> None:
         self._dispatch("handle_text", text)
@@ -83,8 +94,8 @@ class CombiningHandler(Handler):
         self._dispatch("handle_retry", attempt, error, wait_seconds)
 
 
-def join(given: Handler | None, own: CombiningHandler | None) -> CombiningHandler | None:
-    """`own` (a component's guarded handler) together with a handler `given` for one call.
+def join(given: Handlers, own: CombiningHandler | None) -> CombiningHandler | None:
+    """`own` (a component's guarded handler) together with the handlers `given` for one call.
 
     No allocation when either is missing or `given` already holds everything `own` does, as
     it does when a chain passes its handler down to the components it calls.
@@ -98,26 +109,38 @@ def join(given: Handler | None, own: CombiningHandler | None) -> CombiningHandle
     return guard(given, own)
 
 
-def guard(*handlers: Handler | None) -> CombiningHandler | None:
+def guard(*handlers: Handlers, name: str = "callbacks") -> CombiningHandler | None:
     """One handler that isolates failures of the given ones; None when none is given.
 
     Components call events only through a guarded handler, so a broken handler never breaks a
-    run, and no handler at all costs a single `is None` test.
+    run, and no handler at all costs a single `is None` test. Anything but a Handler, a list
+    or tuple of them, or None raises TypeError naming it, as `name` (the argument it came in).
     """
     present: list[Handler] = []
-    for handler in _flat(handlers):
+    for handler in _flat(handlers, name):
         # The same handler given twice (to an agent and its executor) hears each event once.
         if all(handler is not known for known in present):
             present.append(handler)
     return CombiningHandler(present) if present else None
 
 
-def _flat(handlers: Iterable[Handler | None]) -> Iterator[Handler]:
+def _flat(handlers: Iterable[object], name: str) -> Iterator[Handler]:
     for handler in handlers:
         if isinstance(handler, CombiningHandler):
-            yield from _flat(handler.handlers)
-        elif handler is not None:
+            yield from _flat(handler.handlers, name)
+        elif isinstance(handler, Handler):
             yield handler
+        elif isinstance(handler, list | tuple):
+            yield from _flat(handler, name)
+        elif handler is not None:
+            if isinstance(handler, type) and issubclass(handler, Handler):
+                advice = f"pass an instance, {handler.__name__}(), not the class"
+            else:
+                advice = "subclass callbacks.Handler and override the handle_* methods you need"
+            raise TypeError(
+                f"{name} must be a chainkit.callbacks.Handler, a list of them, or None; got "
+                f"{type(handler).__name__} {shorten(repr(handler), 80)}: {advice}"
+            )
 
 
 def _reports_interrupt(args: tuple[Any, ...]) -> bool:

@@ -35,7 +35,8 @@ class Chain(Observed, ABC):
         """Runs the chain on `inputs`; options reach the model unchanged."""
 
     async def acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
-        """Async twin of `call`; by default runs `call` in a worker thread."""
+        """Async twin of `call`; by default runs `call` in a daemon worker thread, so that a
+        cancelled call that never returns does not keep `asyncio.run` from returning."""
         return await to_thread(f"chain {self.name}", self.call, inputs, **options)
 
     @property

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chainkit.callbacks import Handler
+from chainkit.callbacks import Handlers
 from chainkit.chains.chain import Chain
 from chainkit.chains.options import model_options
 from chainkit.llms import Model
@@ -23,8 +23,17 @@ class LLMChain(Chain):
         output_key: str = "text",
         output_parser: OutputParser | None = None,
         memory: Memory | None = None,
-        callbacks_handler: Handler | None = None,
+        callbacks_handler: Handlers = None,
     ) -> None:
+        if memory is not None:
+            unread = [v for v in memory.memory_variables if v not in prompt.input_variables]
+            if unread:
+                # History loaded and then silently left out of the prompt is worse than an error.
+                raise ValueError(
+                    f"the prompt does not use memory variable(s) {unread}; its variables are "
+                    f"{sorted(prompt.input_variables)}. Add {{{unread[0]}}} to the prompt, or "
+                    "name the memory's key after one of its variables"
+                )
         self.prompt = prompt
         self.llm = llm
         self.output_key = output_key

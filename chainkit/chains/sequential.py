@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from chainkit.callbacks import Handler
+from chainkit.callbacks import Handlers
 from chainkit.chains import api
 from chainkit.chains.chain import Chain
 from chainkit.schema import Memory
@@ -29,7 +29,7 @@ class SequentialChain(Chain):
         output_variables: Sequence[str] | None = None,
         *,
         memory: Memory | None = None,
-        callbacks_handler: Handler | None = None,
+        callbacks_handler: Handlers = None,
     ) -> None:
         if not chains:
             raise ChainWiringError("SequentialChain needs at least one chain")
@@ -101,9 +101,7 @@ class SimpleSequentialChain(Chain):
     input_key = "input"
     output_key = "output"
 
-    def __init__(
-        self, chains: Sequence[Chain], *, callbacks_handler: Handler | None = None
-    ) -> None:
+    def __init__(self, chains: Sequence[Chain], *, callbacks_handler: Handlers = None) -> None:
         if not chains:
             raise ChainWiringError("SimpleSequentialChain needs at least one chain")
         for index, chain in enumerate(chains):

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from chainkit._stop import stop_escaped
-from chainkit.callbacks import CombiningHandler, Handler, guard
+from chainkit.callbacks import CombiningHandler, Handler, Handlers, guard
 from chainkit.schema import Message, ToolInfo
 
 StreamingFunc = Callable[[str], None]
@@ -20,8 +20,8 @@ class Model(Protocol):
     """Anything that turns messages into a reply message.
 
     Options a caller may give: temperature, max_tokens, top_p, seed, model, and `callbacks`
-    (a Handler for llm start/end/error and retry events). A backend passes through what it
-    does not know rather than dropping it.
+    (a Handler, or a list of them, for llm start/end/error and retry events). A backend
+    passes through what it does not know rather than dropping it.
     """
 
     def generate(
@@ -71,13 +71,14 @@ class BaseModel:
         stop: Sequence[str] | None = None,
         tools: Sequence[ToolInfo] | None = None,
         streaming_func: StreamingFunc | None = None,
-        callbacks: Handler | None = None,
+        callbacks: Handlers = None,
         **options: Any,
     ) -> Message:
         request = _request(messages, stop, tools, streaming_func, options)
-        if callbacks is None:
+        handler = _guarded(callbacks)
+        if handler is None:
             return self._sync_reply(request)
-        handler = _start(callbacks, request)
+        _start(handler, request)
         try:
             reply = self._sync_reply(request)
         except BaseException as error:
@@ -93,13 +94,14 @@ class BaseModel:
         stop: Sequence[str] | None = None,
         tools: Sequence[ToolInfo] | None = None,
         streaming_func: StreamingFunc | None = None,
-        callbacks: Handler | None = None,
+        callbacks: Handlers = None,
         **options: Any,
     ) -> Message:
         request = _request(messages, stop, tools, streaming_func, options)
-        if callbacks is None:
+        handler = _guarded(callbacks)
+        if handler is None:
             return await self._agenerate(request)
-        handler = _start(callbacks, request)
+        _start(handler, request)
         try:
             reply = await self._agenerate(request)
         except BaseException as error:
@@ -138,17 +140,26 @@ def _request(
     return ModelRequest(messages, stop, tools, streaming_func, None, options)
 
 
-def _start(callbacks: Handler, request: ModelRequest) -> Handler:
-    """Fires llm start and routes streamed chunks to the handler too; returns the guarded
-    handler, which `request.callbacks` now holds (for retry events)."""
-    handler = callbacks if isinstance(callbacks, CombiningHandler) else guard(callbacks)
-    assert handler is not None
+def _guarded(callbacks: Handlers) -> CombiningHandler | None:
+    """The handler to report to; raises TypeError, before the call, for what is no Handler."""
+    if callbacks is None or isinstance(callbacks, CombiningHandler):
+        return callbacks
+    return guard(callbacks)
+
+
+def _start(handler: CombiningHandler, request: ModelRequest) -> None:
+    """Fires llm start (and, if a handler raises there, llm error, so the start is never left
+    open) and routes streamed chunks and retry events to `handler` too."""
     request.callbacks = handler
     shown: dict[str, Any] = {"stop": list(request.stop) if request.stop else None}
     shown.update(request.options)
     if request.tools:
         shown["tools"] = [t.name for t in request.tools]
-    handler.handle_llm_start(request.messages, shown)
+    try:
+        handler.handle_llm_start(request.messages, shown)
+    except BaseException as error:
+        handler.handle_llm_error(error)
+        raise
     user_func = request.streaming_func
     if user_func is not None:
 
@@ -157,7 +168,6 @@ def _start(callbacks: Handler, request: ModelRequest) -> Handler:
             user_func(chunk)
 
         request.streaming_func = stream
-    return handler
 
 
 def call(model: Model, prompt: str, **options: Any) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chainkit.schema import Message
@@ -64,6 +64,11 @@ class ConversationBuffer:
         answer = outputs[self._key(outputs, self.output_key, "output")]
         # One extend, so concurrent calls cannot interleave a question with another's answer.
         self.messages.extend((Message.user(str(question)), Message.assistant(str(answer))))
+
+    def check_output_keys(self, output_keys: Sequence[str]) -> None:
+        """Raises MemoryKeyError when outputs with these keys would not say what to save; the
+        chains API asks before a run, so a chain never does its work and then fails here."""
+        self._key(dict.fromkeys(output_keys), self.output_key, "output")
 
     def clear(self) -> None:
         self.messages.clear()

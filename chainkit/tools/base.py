@@ -37,7 +37,12 @@ class Tool:
         raise NotImplementedError(f"tool {self.name!r} must implement call(input)")
 
     async def acall(self, input: str) -> str:
-        """Runs `call` in a worker thread; override for a natively async tool."""
+        """Runs `call` in a worker thread; override for a natively async tool.
+
+        The thread is a daemon: a call whose caller was cancelled (as at an Executor's
+        max_execution_time) and that never returns keeps neither `asyncio.run` nor the
+        interpreter from exiting.
+        """
         return await to_thread(f"tool {self.name!r}", self.call, input)
 
     def __repr__(self) -> str:

@@ -1,0 +1,328 @@
+"""Hostile tests for the chains API: every check that can be made before work starts is made
+before it starts, handlers that are none are refused wherever handlers are taken, and chain
+events pair up."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from chainkit import callbacks, chains
+from chainkit.callbacks import Handler
+from chainkit.chains import (
+    Chain,
+    LLMChain,
+    MissingInputKeysError,
+    OptionsError,
+    SequentialChain,
+    SimpleSequentialChain,
+    SingleKeyError,
+)
+from chainkit.llms import FakeLLM, OpenAIEmbeddings
+from chainkit.memory import ConversationBuffer, MemoryKeyError
+from chainkit.prompts import PromptTemplate
+from chainkit.schema import Message
+from tests.openai_server import TEST_API_KEY
+
+DRIVERS = ["sync", "async"]
+NOT_HANDLERS = [print, "LogHandler", 3, [callbacks.LogHandler(), print], (None, object())]
+NOT_A_HANDLER = r"callbacks must be a chainkit\.callbacks\.Handler, a list of them, or None; got"
+
+
+class Work(Chain):
+    """Records each call; outputs `keys_out`, each the input text."""
+
+    def __init__(self, keys_in=("text",), keys_out=("out",)):
+        self.keys_in = list(keys_in)
+        self.keys_out = list(keys_out)
+        self.done = []
+        self._lock = threading.Lock()
+
+    @property
+    def input_keys(self):
+        return self.keys_in
+
+    @property
+    def output_keys(self):
+        return self.keys_out
+
+    def call(self, inputs, **options):
+        with self._lock:
+            self.done.append(dict(inputs))
+        return {key: str(inputs[self.keys_in[0]]) for key in self.keys_out}
+
+
+class Names(Handler):
+    def __init__(self):
+        self.events = []
+
+    def handle_chain_start(self, chain, inputs):
+        self.events.append(("start", chain))
+
+    def handle_chain_end(self, chain, outputs):
+        self.events.append(("end", chain))
+
+    def handle_chain_error(self, chain, error):
+        self.events.append(("error", chain))
+
+    def handle_llm_start(self, messages, options):
+        self.events.append(("llm start", ""))
+
+    def handle_llm_end(self, message):
+        self.events.append(("llm end", ""))
+
+
+def llm_chain(responses=("fine",), template="Tell me about {topic}", **options):
+    fake = FakeLLM(list(responses))
+    return LLMChain(PromptTemplate.from_template(template), fake, **options), fake
+
+
+def drive(driver, function, *args, **options):
+    """Calls chains.<function> or its async twin."""
+    if driver == "async":
+        return asyncio.run(getattr(chains, f"a{function}")(*args, **options))
+    return getattr(chains, function)(*args, **options)
+
+
+# Handlers that are none are refused, before any work, everywhere handlers are taken.
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("driver", DRIVERS)
+@pytest.mark.parametrize("bad", NOT_HANDLERS)
+@pytest.mark.parametrize("function", ["call", "run", "predict", "batch", "apply"])
+def test_a_callbacks_option_that_is_no_handler_is_refused_before_any_work(function, bad, driver):
+    chain, fake = llm_chain()
+    inputs = {
+        "call": {"topic": "t"},
+        "run": "t",
+        "predict": {"topic": "t"},
+        "batch": [{"topic": "t"}],
+        "apply": [{"topic": "t"}],
+    }[function]
+    with pytest.raises(TypeError, match=NOT_A_HANDLER):
+        drive(driver, function, chain, inputs, callbacks=bad)
+    assert fake.calls == []
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("bad", NOT_HANDLERS)
+def test_a_model_refuses_callbacks_that_are_no_handler_before_calling(bad):
+    fake = FakeLLM(["hi"])
+    with pytest.raises(TypeError, match=NOT_A_HANDLER):
+        fake.generate([Message.user("q")], callbacks=bad)
+    with pytest.raises(TypeError, match=NOT_A_HANDLER):
+        asyncio.run(fake.agenerate([Message.user("q")], callbacks=bad))
+    assert fake.calls == []
+
+
+def test_a_handler_class_given_for_an_instance_is_named():
+    chain, fake = llm_chain()
+    with pytest.raises(TypeError, match=r"pass an instance, LogHandler\(\), not the class"):
+        chains.run(chain, "t", callbacks=callbacks.LogHandler)
+    assert fake.calls == []
+
+
+def test_embeddings_refuse_callbacks_that_are_no_handler_before_any_request(openai_server):
+    embeddings = OpenAIEmbeddings(base_url=openai_server.base_url, api_key=TEST_API_KEY)
+    try:
+        with pytest.raises(TypeError, match=NOT_A_HANDLER):
+            embeddings.embed_query("text", callbacks=print)  # type: ignore[arg-type]
+    finally:
+        embeddings.close()
+    assert openai_server.requests == []
+
+
+@pytest.mark.parametrize("bad", NOT_HANDLERS)
+def test_chains_refuse_a_handler_that_is_no_handler_when_built(bad):
+    prompt = PromptTemplate.from_template("{topic}")
+    with pytest.raises(TypeError, match="callbacks_handler of LLMChain must be a chainkit"):
+        LLMChain(prompt, FakeLLM([]), callbacks_handler=bad)
+    with pytest.raises(TypeError, match="callbacks_handler of SequentialChain must be"):
+        SequentialChain([Work()], input_variables=["text"], callbacks_handler=bad)
+    with pytest.raises(TypeError, match="callbacks_handler of SimpleSequentialChain must be"):
+        SimpleSequentialChain([Work()], callbacks_handler=bad)
+    chain = Work()
+    with pytest.raises(TypeError, match="callbacks_handler of Work must be"):
+        chain.callbacks_handler = bad
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_lists_of_handlers_are_accepted_everywhere(driver):
+    own, first, second = Names(), Names(), Names()
+    chain, _ = llm_chain(("fine", "again"), callbacks_handler=[own])
+    assert drive(driver, "run", chain, "t", callbacks=[first, second]) == "fine"
+    assert own.events == first.events == second.events
+    assert own.events == [
+        ("start", "LLMChain"),
+        ("llm start", ""),
+        ("llm end", ""),
+        ("end", "LLMChain"),
+    ]
+    heard = Names()
+    FakeLLM(["x"]).generate([Message.user("q")], callbacks=(heard,))
+    assert heard.events == [("llm start", ""), ("llm end", "")]
+    assert chain.callbacks is not None and chain.callbacks.handlers == [own]
+    assert drive(driver, "run", chain, "t", callbacks=[]) == "again"  # an empty list: no one
+    assert len(own.events) == 8
+
+
+# Every check that can be made before work starts is made before it starts.
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_run_and_predict_refuse_several_outputs_before_the_chain_runs(driver):
+    chain = Work(keys_out=("a", "b"))
+    with pytest.raises(SingleKeyError, match=r"run\(\) needs a chain with exactly one output"):
+        drive(driver, "run", chain, "x")
+    with pytest.raises(SingleKeyError, match=r"predict\(\) needs a chain with exactly one output"):
+        drive(driver, "predict", chain, {"text": "x"})
+    assert chain.done == []
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_memory_that_could_not_save_fails_before_the_chain_runs(driver):
+    named = Work(keys_out=("out",))
+    named.memory = ConversationBuffer(memory_key="history", output_key="answer")
+    named.keys_in = ["text", "history"]
+    with pytest.raises(MemoryKeyError, match=r"output key 'answer' not found; got \['out'\]"):
+        drive(driver, "call", named, {"text": "x"})
+    ambiguous = Work(keys_out=("a", "b"))
+    ambiguous.memory = ConversationBuffer(memory_key="history")
+    ambiguous.keys_in = ["text", "history"]
+    with pytest.raises(MemoryKeyError, match=r"which output key to remember among \['a', 'b'\]"):
+        drive(driver, "call", ambiguous, {"text": "x"})
+    assert named.done == ambiguous.done == []
+
+
+def test_an_llm_chain_refuses_a_memory_its_prompt_does_not_read():
+    with pytest.raises(ValueError, match=r"does not use memory variable\(s\) \['history'\]"):
+        LLMChain(
+            PromptTemplate.from_template("Answer {input}"),
+            FakeLLM([]),
+            memory=ConversationBuffer(),
+        )
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_conflicting_options_are_refused_before_the_first_chain_of_a_sequence(driver):
+    first = Work(keys_in=("text",), keys_out=("topic",))
+    second, fake = llm_chain(output_key="answer")
+    sequence = SequentialChain([first, second], input_variables=["text"])
+    with pytest.raises(OptionsError, match="give stop_words or stop, not both"):
+        drive(driver, "call", sequence, {"text": "x"}, stop_words=["a"], stop=["b"])
+    assert first.done == [] and fake.calls == []
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("driver", DRIVERS)
+@pytest.mark.parametrize(
+    ("items", "error", "message"),
+    [
+        ([{"text": "a"}, "b", {"text": "c"}], TypeError, r"item 1 is str: 'b'"),
+        ([{"text": "a"}, None], TypeError, r"item 1 is NoneType"),
+        (
+            [{"text": "a"}, {"txt": "b"}],
+            MissingInputKeysError,
+            r"missing input key\(s\) \['text'\]",
+        ),
+        ({"text": "a"}, TypeError, r"takes a list of input dicts, got one dict; use chains\.call"),
+        ("text", TypeError, r"takes a list of input dicts, got one str"),
+        (42, TypeError, r"takes a list \(or any iterable\) of input dicts, got int"),
+    ],
+)
+def test_batch_checks_every_item_before_the_first_call(driver, items, error, message):
+    chain = Work()
+    for function in ("batch", "apply"):
+        with pytest.raises(error, match=message) as info:
+            drive(driver, function, chain, items)
+        if error is MissingInputKeysError:
+            assert (
+                f"(item 1 of the 2 given to chains.{'a' if driver == 'async' else ''}"
+                in (info.value.__notes__[0])
+            )
+    assert chain.done == []
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_batch_takes_any_iterable(driver):
+    chain = Work()
+    results = drive(driver, "batch", chain, ({"text": str(n)} for n in range(4)))
+    assert results == [{"out": str(n)} for n in range(4)]
+    assert drive(driver, "apply", chain, iter([])) == []
+    with pytest.raises(TypeError, match="max_workers must be an int, got str"):
+        drive(driver, "batch", chain, [{"text": "a"}], max_workers="4")
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_handler_failing_at_chain_end_is_not_followed_by_a_chain_error(driver):
+    class Strict(Names):
+        raise_error = True
+
+        def handle_chain_end(self, chain, outputs):
+            super().handle_chain_end(chain, outputs)
+            raise RuntimeError("end handler failed")
+
+    strict = Strict()
+    with pytest.raises(RuntimeError, match="end handler failed"):
+        drive(driver, "call", Work(), {"text": "x"}, callbacks=strict)
+    assert strict.events == [("start", "Work"), ("end", "Work")]
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_handler_failing_at_chain_start_still_hears_the_chain_end_as_an_error(driver):
+    class Strict(Names):
+        raise_error = True
+
+        def handle_chain_start(self, chain, inputs):
+            super().handle_chain_start(chain, inputs)
+            raise RuntimeError("start handler failed")
+
+    strict, bystander, chain = Strict(), Names(), Work()
+    with pytest.raises(RuntimeError, match="start handler failed"):
+        drive(driver, "call", chain, {"text": "x"}, callbacks=[strict, bystander])
+    assert strict.events == bystander.events == [("start", "Work"), ("error", "Work")]
+    assert chain.done == []
+
+
+ABANDONED_CHAIN = """
+import asyncio, threading
+from chainkit import chains
+
+class Hangs(chains.Chain):
+    input_keys = ["x"]
+    output_keys = ["y"]
+
+    def call(self, inputs, **options):
+        if inputs["x"] == "boom":
+            raise RuntimeError("boom")
+        threading.Event().wait()
+
+try:
+    asyncio.run(chains.abatch(Hangs(), [{"x": "hang"}, {"x": "boom"}]))
+except RuntimeError as error:
+    print("raised", error)
+"""
+
+
+@pytest.mark.timeout(30, method="thread")
+def test_an_abatch_call_that_never_returns_does_not_hold_up_asyncio_run(tmp_path):
+    script = tmp_path / "abandoned_chain.py"
+    script.write_text(textwrap.dedent(ABANDONED_CHAIN))
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=20
+    )
+    assert result.returncode == 0, result.stderr
+    assert "raised boom" in result.stdout
