@@ -48,7 +48,7 @@ def build(log: bool, native_async: bool = False) -> tuple[agents.Executor, FakeL
     llm = FakeLLM(SCRIPT)
     agent = agents.OneShotAgent(llm, [make_tool(name, native_async) for name in TOOL_NAMES])
     handler = callbacks.LogHandler(io.StringIO()) if log else None
-    return agents.Executor(agent, max_iterations=10, callbacks_handler=handler), llm
+    return agents.Executor(agent, max_iterations=10, callbacks=handler), llm
 
 
 def one_run(executor: agents.Executor, llm: FakeLLM) -> float:

@@ -207,7 +207,7 @@ def _run(args: argparse.Namespace, model: Model) -> str:
     executor = agents.Executor(
         agent,
         max_iterations=args.max_iterations,
-        callbacks_handler=handler,
+        callbacks=handler,
         error_handler=agents.ParserErrorHandler(),
     )
     return chains.run(executor, args.question)

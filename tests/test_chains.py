@@ -17,7 +17,7 @@ from chainkit.chains import (
     SimpleSequentialChain,
     SingleKeyError,
 )
-from chainkit.llms import FakeLLM
+from chainkit.llms import CallOptions, FakeLLM
 from chainkit.memory import ConversationBuffer, MemoryKeyError
 from chainkit.prompts import ChatPromptTemplate, MessagesPlaceholder, PromptTemplate
 from chainkit.schema import Message
@@ -58,7 +58,7 @@ class Echo(Chain):
     def output_keys(self):
         return [self.output_key]
 
-    def call(self, inputs, **options):
+    def _call(self, inputs, **options):
         if inputs["text"] == "boom":
             raise RuntimeError("boom failed")
         if inputs["text"] == "slow":
@@ -83,11 +83,11 @@ def test_llm_chain_formats_prompt_and_returns_text():
 def test_every_call_option_reaches_the_model():
     chain, fake = llm_chain(["a", "b"])
     chunks: list[str] = []
-    options = dict(temperature=0.1, max_tokens=7, top_p=0.9, seed=42, model="m-1")
-    chains.run(chain, "x", stop_words=["\nEND"], streaming_func=chunks.append, **options)
+    options = CallOptions(temperature=0.1, max_tokens=7, top_p=0.9, seed=42, model="m-1")
+    chains.run(chain, "x", **CallOptions(**options, stop=["\nEND"], streaming_func=chunks.append))
     recorded = fake.calls[0].options
     assert recorded["stop"] == ["\nEND"]
-    assert {k: recorded[k] for k in options} == options
+    assert {k: recorded[k] for k in options} == dict(options)
     assert "".join(chunks) == "a"
     chains.run(chain, "y", frequency_penalty=0.5)  # an option chainkit has no name for
     assert fake.calls[1].options["frequency_penalty"] == 0.5
@@ -159,7 +159,7 @@ def test_text_memory_is_merged_and_saved():
 
 def test_chain_callbacks_start_end_error():
     events = Events()
-    chain, _ = llm_chain(["fine"], callbacks_handler=events)
+    chain, _ = llm_chain(["fine"], callbacks=events)
     chains.call(chain, {"topic": "t"})
     assert events.events == [
         ("chain_start", "LLMChain", {"topic": "t"}),
@@ -168,7 +168,7 @@ def test_chain_callbacks_start_end_error():
         ("chain_end", "LLMChain", {"text": "fine"}),
     ]
     failing = Echo()
-    failing.callbacks_handler = events
+    failing.callbacks = events
     with pytest.raises(RuntimeError, match="boom failed"):
         chains.call(failing, {"text": "boom"})
     assert events.events[-1] == ("chain_error", "Echo", "RuntimeError")
@@ -179,20 +179,20 @@ def test_broken_callback_does_not_break_the_chain():
         def handle_chain_start(self, chain, inputs):
             raise ValueError("bug in handler")
 
-    chain, _ = llm_chain(["still fine"], callbacks_handler=Broken())
+    chain, _ = llm_chain(["still fine"], callbacks=Broken())
     assert chains.run(chain, "x") == "still fine"
 
 
-def test_apply_keeps_order_and_runs_concurrently():
+def test_batch_keeps_order_and_runs_concurrently():
     seen_threads = set()
 
     class Tracking(Echo):
-        def call(self, inputs, **options):
+        def _call(self, inputs, **options):
             seen_threads.add(threading.get_ident())
-            return super().call(inputs, **options)
+            return super()._call(inputs, **options)
 
     inputs = [{"text": t} for t in ["slow", "b", "slow", "d"]]
-    assert chains.apply(Tracking(), inputs, max_workers=4) == [
+    assert chains.batch(Tracking(), inputs, max_workers=4) == [
         {"out": "SLOW"},
         {"out": "B"},
         {"out": "SLOW"},
@@ -201,21 +201,21 @@ def test_apply_keeps_order_and_runs_concurrently():
     assert len(seen_threads) > 1
 
 
-def test_apply_raises_first_error_in_input_order():
+def test_batch_raises_first_error_in_input_order():
     bad2_failed = threading.Event()
 
     class Fails(Echo):
-        def call(self, inputs, **options):
+        def _call(self, inputs, **options):
             if inputs["text"] == "bad1":
                 bad2_failed.wait(timeout=5)  # fail only after the later input has failed
             if inputs["text"].startswith("bad"):
                 if inputs["text"] == "bad2":
                     bad2_failed.set()
                 raise RuntimeError(inputs["text"])
-            return super().call(inputs, **options)
+            return super()._call(inputs, **options)
 
     with pytest.raises(RuntimeError, match="bad1"):
-        chains.apply(Fails(), [{"text": "ok"}, {"text": "bad1"}, {"text": "bad2"}])
+        chains.batch(Fails(), [{"text": "ok"}, {"text": "bad1"}, {"text": "bad2"}])
     assert bad2_failed.is_set()
     results = chains.batch(Fails(), [{"text": "ok"}, {"text": "bad2"}], return_exceptions=True)
     assert results[0] == {"out": "OK"} and str(results[1]) == "bad2"
@@ -227,10 +227,10 @@ def test_async_twins():
     assert fake.calls[0].options["seed"] == 3
     assert asyncio.run(chains.acall(chain, {"topic": "b"})) == {"text": "r2"}
     assert asyncio.run(chains.apredict(chain, {"topic": "c"})) == "r3"
-    out = asyncio.run(chains.aapply(chain, [{"topic": "d"}, {"topic": "e"}], max_workers=1))
+    out = asyncio.run(chains.abatch(chain, [{"topic": "d"}, {"topic": "e"}], max_workers=1))
     assert out == [{"text": "r4"}, {"text": "r5"}]
     with pytest.raises(RuntimeError, match="boom failed"):
-        asyncio.run(chains.aapply(Echo(), [{"text": "x"}, {"text": "boom"}]))
+        asyncio.run(chains.abatch(Echo(), [{"text": "x"}, {"text": "boom"}]))
     results = asyncio.run(chains.abatch(Echo(), [{"text": "boom"}], return_exceptions=True))
     assert isinstance(results[0], RuntimeError)
 
@@ -281,7 +281,7 @@ def test_abatch_cancels_the_rest_after_a_failure():
     started: list[str] = []
 
     class Slow(Echo):
-        async def acall(self, inputs, **options):
+        async def _acall(self, inputs, **options):
             started.append(inputs["text"])
             if inputs["text"] == "boom":
                 raise RuntimeError("boom failed")
@@ -290,7 +290,7 @@ def test_abatch_cancels_the_rest_after_a_failure():
 
     items = [{"text": "boom"}] + [{"text": str(i)} for i in range(20)]
     with pytest.raises(RuntimeError, match="boom failed"):
-        asyncio.run(chains.aapply(Slow(), items, max_workers=2))
+        asyncio.run(chains.abatch(Slow(), items, max_workers=2))
     assert len(started) <= 3
 
 
@@ -308,7 +308,7 @@ def test_memory_is_saved_before_chain_end_and_key_errors_come_first():
         PromptTemplate.from_template("{history} {a} {b}"),
         fake,
         memory=ConversationBuffer(),
-        callbacks_handler=events,
+        callbacks=events,
     )
     with pytest.raises(MemoryKeyError, match="cannot tell which input key"):
         chains.call(chain, {"a": 1, "b": 2})
@@ -319,7 +319,7 @@ def test_sequence_handler_hears_the_inner_chains():
     events = Events()
     first, _ = llm_chain(["s1"], template="{x}", output_key="s")
     second, _ = llm_chain(["s2"], template="{s}", output_key="t")
-    seq = SequentialChain([first, second], input_variables=["x"], callbacks_handler=events)
+    seq = SequentialChain([first, second], input_variables=["x"], callbacks=events)
     chains.call(seq, {"x": "1"})
     assert [e[:2] for e in events.events if e[0].startswith("chain")] == [
         ("chain_start", "SequentialChain"),
@@ -342,7 +342,7 @@ def test_async_batch_of_nothing_is_nothing():
 
 def test_abatch_raises_a_cancellation_it_did_not_cause():
     class Cancels(Echo):
-        async def acall(self, inputs, **options):
+        async def _acall(self, inputs, **options):
             if inputs["text"] == "x":
                 raise asyncio.CancelledError
             return {"out": inputs["text"]}

@@ -4,7 +4,7 @@ import types
 
 import pytest
 
-from chainkit import agents, callbacks, chains, tools
+from chainkit import agents, callbacks, chains, llms, tools
 from chainkit.agents import (
     Executor,
     NoReturnError,
@@ -111,16 +111,16 @@ def test_plan_act_loop_and_scratchpad():
     )
 
 
-def test_default_stop_words_and_caller_stop_words_replace_them():
+def test_default_stop_and_a_callers_stop_replaces_them():
     executor, fake = run_agent([final("a")])
     chains.run(executor, "q")
     assert list(fake.calls[0].options["stop"]) == ["\nObservation:", "\n\tObservation:"]
     executor, fake = run_agent([final("a")])
-    chains.run(executor, "q", stop_words=["\nSTOP"])
+    chains.run(executor, "q", stop=["\nSTOP"])
     assert fake.calls[0].options["stop"] == ["\nSTOP"]
 
 
-OPTIONS = {"temperature": 0, "max_tokens": 50, "top_p": 0.5, "seed": 7, "model": "m-2"}
+OPTIONS = llms.CallOptions(temperature=0, max_tokens=50, top_p=0.5, seed=7, model="m-2")
 
 
 @pytest.mark.parametrize("use_async", [False, True])
@@ -128,21 +128,24 @@ def test_call_options_reach_the_model_through_the_executor(use_async):
     executor, fake = run_agent([act("echo", "x"), final("a")])
     chunks: list[str] = []
     if use_async:
-        asyncio.run(chains.arun(executor, "q", streaming_func=chunks.append, **OPTIONS))
+        asyncio.run(
+            chains.arun(executor, "q", **llms.CallOptions(**OPTIONS, streaming_func=chunks.append))
+        )
     else:
-        chains.run(executor, "q", streaming_func=chunks.append, **OPTIONS)
+        chains.run(executor, "q", **llms.CallOptions(**OPTIONS, streaming_func=chunks.append))
     for call in fake.calls:
         assert {key: call.options[key] for key in OPTIONS} == OPTIONS
     assert "".join(chunks) == act("echo", "x") + final("a")
 
 
-def test_stop_words_none_keeps_defaults_and_conflicts_are_named():
+def test_stop_none_keeps_defaults_and_a_misspelt_option_is_refused_with_a_suggestion():
     executor, fake = run_agent([final("a")])
-    chains.run(executor, "q", stop_words=None)
+    chains.run(executor, "q", stop=None)
     assert list(fake.calls[0].options["stop"]) == ["\nObservation:", "\n\tObservation:"]
-    executor, _ = run_agent([final("a")])
-    with pytest.raises(chains.OptionsError, match="stop_words or stop, not both"):
-        chains.run(executor, "q", stop_words=["A"], stop=["B"])
+    executor, fake = run_agent([final("a")])
+    with pytest.raises(llms.UnknownOptionError, match="'temprature'; did you mean 'temperature'"):
+        chains.run(executor, "q", temprature=0.2)  # type: ignore[call-arg]
+    assert fake.calls == []
 
 
 def test_parse_error_raised_without_handler():
@@ -187,7 +190,7 @@ def test_unknown_tool_observation_and_case_insensitive_lookup():
 
 def test_callbacks_fire_for_llm_agent_and_tools():
     events = Events()
-    executor, _ = run_agent([act("echo", "x"), final("ok")], callbacks_handler=events)
+    executor, _ = run_agent([act("echo", "x"), final("ok")], callbacks=events)
     chains.run(executor, "q")
     assert events.events == [
         "chain_start:Executor",
@@ -206,8 +209,8 @@ def test_callbacks_fire_for_llm_agent_and_tools():
 def test_agent_own_handler_also_sees_llm_events():
     own, outer = Events(), Events()
     fake = FakeLLM([final("ok")])
-    agent = OneShotAgent(fake, [Echo()], callbacks_handler=own)
-    chains.run(Executor(agent, callbacks_handler=outer), "q")
+    agent = OneShotAgent(fake, [Echo()], callbacks=own)
+    chains.run(Executor(agent, callbacks=outer), "q")
     assert own.events == ["llm_start", "llm_end"]
     assert "llm_start" in outer.events
 
@@ -217,7 +220,6 @@ def test_max_iterations_force_raises_with_steps():
     with pytest.raises(NotFinishedError, match="max_iterations=3") as info:
         chains.run(executor, "q")
     assert [s.observation for s in info.value.steps] == ["echo: 0", "echo: 1", "echo: 2"]
-    assert info.value.intermediate_steps is info.value.steps
 
 
 def test_max_iterations_generate_asks_for_final_answer():
@@ -291,9 +293,7 @@ def test_return_direct_ends_the_run():
 def test_tool_error_becomes_observation():
     tool = Failing(tools.ToolError("city not found"))
     events = Events()
-    executor, fake = run_agent(
-        [act("failing", "x"), final("sorry")], [tool], callbacks_handler=events
-    )
+    executor, fake = run_agent([act("failing", "x"), final("sorry")], [tool], callbacks=events)
     assert chains.run(executor, "q") == "sorry"
     assert "Observation: city not found\n" in fake.calls[1].messages[0].content
     assert "tool_error:failing:city not found" in events.events
@@ -344,7 +344,7 @@ def test_async_run_uses_tool_acall():
 
     tool = AsyncEcho()
     events = Events()
-    executor, _ = run_agent([act("echo", "x"), final("ok")], [tool], callbacks_handler=events)
+    executor, _ = run_agent([act("echo", "x"), final("ok")], [tool], callbacks=events)
     assert asyncio.run(chains.arun(executor, "q")) == "ok"
     assert tool.inputs == ["async:x"]
     assert "tool_end:echo:async echo: x" in events.events
@@ -379,9 +379,7 @@ def test_executor_validates_options():
 
 def test_log_handler_trace_of_a_run():
     out = io.StringIO()
-    executor, _ = run_agent(
-        [act("echo", "x"), final("ok")], callbacks_handler=callbacks.LogHandler(out)
-    )
+    executor, _ = run_agent([act("echo", "x"), final("ok")], callbacks=callbacks.LogHandler(out))
     chains.run(executor, "q")
     trace = out.getvalue()
     assert "llm start: user: Answer the following questions" in trace
@@ -396,7 +394,7 @@ def test_unknown_tool_and_parse_errors_show_in_callbacks():
     events.handle_text = texts.append  # type: ignore[method-assign, assignment]
     executor, _ = run_agent(
         ["gibberish", act("nope", "x"), final("ok")],
-        callbacks_handler=events,
+        callbacks=events,
         error_handler=ParserErrorHandler(),
     )
     chains.run(executor, "q")
@@ -411,14 +409,14 @@ def test_unknown_tool_and_parse_errors_show_in_callbacks():
 def test_same_handler_on_agent_and_executor_hears_each_event_once():
     events = Events()
     fake = FakeLLM([final("ok")])
-    agent = OneShotAgent(fake, [Echo()], callbacks_handler=events)
-    chains.run(Executor(agent, callbacks_handler=events), "q")
+    agent = OneShotAgent(fake, [Echo()], callbacks=events)
+    chains.run(Executor(agent, callbacks=events), "q")
     assert events.events.count("llm_start") == 1 and events.events.count("llm_end") == 1
 
 
 def test_per_call_callbacks_join_the_executor_handler():
     outer, per_call = Events(), Events()
-    executor, _ = run_agent([act("echo", "x"), final("ok")], callbacks_handler=outer)
+    executor, _ = run_agent([act("echo", "x"), final("ok")], callbacks=outer)
     chains.run(executor, "q", callbacks=per_call)
     assert outer.events.count("llm_start") == 2 and per_call.events.count("llm_start") == 2
     assert "tool_end:echo:echo: x" in outer.events
@@ -431,7 +429,7 @@ def test_tool_returning_a_non_string_is_observed_as_text():
 
     events = Events()
     script = [act("echo", "x"), act("echo", "dict"), final("ok")]
-    executor, fake = run_agent(script, [Number()], callbacks_handler=events)
+    executor, fake = run_agent(script, [Number()], callbacks=events)
     assert chains.run(executor, "q") == "ok"
     assert "Observation: 42\n" in fake.calls[1].messages[0].content
     assert 'Observation: {"n": 42, "城市": "北京"}\n' in fake.calls[2].messages[0].content
@@ -472,8 +470,8 @@ def test_async_branches_match_sync():
 def test_async_callback_order_matches_sync():
     sync_events, async_events = Events(), Events()
     script = [act("echo", "x"), final("ok")]
-    chains.run(run_agent(script, callbacks_handler=sync_events)[0], "q")
-    asyncio.run(chains.arun(run_agent(script, callbacks_handler=async_events)[0], "q"))
+    chains.run(run_agent(script, callbacks=sync_events)[0], "q")
+    asyncio.run(chains.arun(run_agent(script, callbacks=async_events)[0], "q"))
     assert async_events.events == sync_events.events
 
 

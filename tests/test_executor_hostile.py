@@ -23,7 +23,7 @@ from collections import Counter
 
 import pytest
 
-from chainkit import callbacks, chains, tools
+from chainkit import agents, callbacks, chains, tools
 from chainkit.agents import (
     DeadlineExceededError,
     Executor,
@@ -245,7 +245,7 @@ def test_tool_failures_become_observations_with_paired_events(kind, driver):
         make_agent(kind, fake, tool_list),
         handle_tool_errors=True,
         return_intermediate_steps=True,
-        callbacks_handler=pairs,
+        callbacks=pairs,
     )
     outputs = call(executor, driver, {"input": "q"})
     observations = [step.observation for step in outputs["intermediate_steps"]]
@@ -323,7 +323,7 @@ FAILURES = {
 def test_events_pair_up_when_a_run_fails(kind, case, driver):
     tool_list, script, options = failing_runs(kind)[case]
     pairs = Pairs()
-    executor = Executor(make_agent(kind, FakeLLM(script), tool_list), callbacks_handler=pairs)
+    executor = Executor(make_agent(kind, FakeLLM(script), tool_list), callbacks=pairs)
     expected = FAILURES[case]
     if expected is None:
         assert run(executor, driver, **options) == "ok"
@@ -342,9 +342,7 @@ def test_events_pair_up_when_a_run_fails(kind, case, driver):
 def test_events_pair_up_when_a_handler_raises(kind, driver, event):
     strict, bystander = RaisingPairs(event), Pairs()
     script = [calls(kind, ("echo", "x")), answer(kind, "ok")]
-    executor = Executor(
-        make_agent(kind, FakeLLM(script), [Echo()]), callbacks_handler=[strict, bystander]
-    )
+    executor = Executor(make_agent(kind, FakeLLM(script), [Echo()]), callbacks=[strict, bystander])
     with pytest.raises(RuntimeError, match=f"handler failed at {event}"):
         run(executor, driver)
     strict.assert_paired()
@@ -374,7 +372,7 @@ def test_events_pair_up_when_the_caller_cancels_an_async_run(kind, waiting_for):
     else:
         name = "waits" if waiting_for == "async tool" else "slow"
         agent = make_agent(kind, FakeLLM([calls(kind, (name, "x"))]), [AsyncWaits(), blocking])
-    executor = Executor(agent, callbacks_handler=pairs)
+    executor = Executor(agent, callbacks=pairs)
     cut = "llm" if waiting_for == "model" else "tool"
 
     async def main():
@@ -406,7 +404,7 @@ def test_a_memory_that_fails_to_load_starts_nothing(driver):
     suffix = "{history}\nQuestion: {input}\n{agent_scratchpad}"
     fake = FakeLLM([answer("mrkl", "x")])
     executor = Executor(
-        OneShotAgent(fake, [Echo()], suffix=suffix), memory=Broken(), callbacks_handler=pairs
+        OneShotAgent(fake, [Echo()], suffix=suffix), memory=Broken(), callbacks=pairs
     )
     with pytest.raises(OSError, match="unreachable"):
         run(executor, driver)
@@ -425,7 +423,7 @@ def test_deadline_cuts_a_slow_tool_short(kind, driver):
     executor = Executor(
         make_agent(kind, FakeLLM(script), [Echo(), slow]),
         max_execution_time=0.5,
-        callbacks_handler=pairs,
+        callbacks=pairs,
     )
     began = time.monotonic()
     try:
@@ -477,9 +475,7 @@ class SlowModel(BaseModel):
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_deadline_cuts_a_slow_model_short(driver):
     model, pairs = SlowModel(), Pairs()
-    executor = Executor(
-        OneShotAgent(model, [Echo()]), max_execution_time=0.5, callbacks_handler=pairs
-    )
+    executor = Executor(OneShotAgent(model, [Echo()]), max_execution_time=0.5, callbacks=pairs)
     streamed: list[str] = []
     began = time.monotonic()
     try:
@@ -539,9 +535,7 @@ def test_no_tool_starts_once_the_deadline_has_passed(driver, monkeypatch):
             return "sent"
 
     pairs = Pairs()
-    executor = Executor(
-        OneShotAgent(Late(), [Send()]), max_execution_time=25, callbacks_handler=pairs
-    )
+    executor = Executor(OneShotAgent(Late(), [Send()]), max_execution_time=25, callbacks=pairs)
     with pytest.raises(
         NotFinishedError, match=r"reached max_execution_time=25s; no step was taken"
     ) as info:
@@ -560,7 +554,7 @@ def test_generate_still_answers_after_the_deadline(kind, driver):
         make_agent(kind, fake, [slow]),
         max_execution_time=0.5,
         early_stopping_method="generate",
-        callbacks_handler=pairs,
+        callbacks=pairs,
     )
     try:
         assert run(executor, driver) == "best effort"
@@ -577,7 +571,7 @@ def test_parallel_calls_under_a_deadline_keep_what_finished(driver):
     stuck, never, pairs = Blocks("stuck"), Blocks("never"), Pairs()
     reply = calls("native", ("echo", "a"), ("stuck", "b"), ("never", "c"))
     agent = ToolCallingAgent(FakeLLM([reply]), [Echo(), stuck, never], max_parallel_tools=1)
-    executor = Executor(agent, max_execution_time=0.5, callbacks_handler=pairs)
+    executor = Executor(agent, max_execution_time=0.5, callbacks=pairs)
     try:
         with pytest.raises(
             NotFinishedError, match=r"before tools 'stuck', 'never' finished"
@@ -602,7 +596,7 @@ def test_a_deadline_that_is_not_reached_changes_nothing(driver):
         FakeLLM([reply, answer("native", "fine")]), [Echo(), Returns(7, "number")]
     )
     executor = Executor(
-        agent, max_execution_time=30, return_intermediate_steps=True, callbacks_handler=pairs
+        agent, max_execution_time=30, return_intermediate_steps=True, callbacks=pairs
     )
     outputs = call(executor, driver, {"input": "q"})
     assert outputs["output"] == "fine"
@@ -684,9 +678,7 @@ def test_an_interrupt_while_waiting_for_parallel_tools_closes_their_events():
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("SIGINT reaches only the main thread")
     reply = calls("native", ("stuck", "a"), ("interrupts", "b"))
-    executor = Executor(
-        ToolCallingAgent(FakeLLM([reply]), [stuck, Interrupts()]), callbacks_handler=pairs
-    )
+    executor = Executor(ToolCallingAgent(FakeLLM([reply]), [stuck, Interrupts()]), callbacks=pairs)
     try:
         with pytest.raises(KeyboardInterrupt):
             chains.run(executor, "q")
@@ -754,13 +746,18 @@ class Named(tools.Tool):
         return input
 
 
-class CustomAgent:
+class CustomAgent(agents.Agent):
     """A minimal Agent of the user's own, to show the Executor checks its tools too."""
 
+    input_keys = ["input"]  # noqa: RUF012
+    output_keys = ["output"]  # noqa: RUF012
+
     def __init__(self, tool_list):
-        self.tools = tool_list
-        self.input_keys = ["input"]
-        self.output_keys = ["output"]
+        self._tools = tool_list
+
+    @property
+    def tools(self):
+        return self._tools
 
     def plan(self, steps, inputs, **options):
         raise AssertionError("not run")
@@ -835,12 +832,12 @@ def test_unicode_and_spaced_names_work_end_to_end(kind, name):
 @pytest.mark.parametrize("bad", [print, "LogHandler", 42, [callbacks.LogHandler(), print]])
 def test_a_handler_that_is_no_handler_is_refused_when_built(bad):
     def building():
-        yield lambda: OneShotAgent(FakeLLM([]), [Echo()], callbacks_handler=bad)
-        yield lambda: ToolCallingAgent(FakeLLM([]), [Echo()], callbacks_handler=bad)
-        yield lambda: Executor(OneShotAgent(FakeLLM([]), [Echo()]), callbacks_handler=bad)
+        yield lambda: OneShotAgent(FakeLLM([]), [Echo()], callbacks=bad)
+        yield lambda: ToolCallingAgent(FakeLLM([]), [Echo()], callbacks=bad)
+        yield lambda: Executor(OneShotAgent(FakeLLM([]), [Echo()]), callbacks=bad)
 
     for build in building():
-        with pytest.raises(TypeError, match=r"callbacks_handler of \w+ must be a chainkit"):
+        with pytest.raises(TypeError, match=r"callbacks of \w+ must be a chainkit"):
             build()
 
 
@@ -849,7 +846,7 @@ def test_a_handler_that_is_no_handler_is_refused_when_built(bad):
 def test_a_list_of_handlers_all_hear_the_run(driver):
     first, second, third = Pairs(), Pairs(), Pairs()
     fake = FakeLLM([calls("mrkl", ("echo", "x")), answer("mrkl", "ok")])
-    executor = Executor(OneShotAgent(fake, [Echo()]), callbacks_handler=[first, second])
+    executor = Executor(OneShotAgent(fake, [Echo()]), callbacks=[first, second])
     assert run(executor, driver, callbacks=(third,)) == "ok"
     assert first.events == second.events == third.events
     first.assert_paired()

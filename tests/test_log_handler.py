@@ -26,7 +26,7 @@ def test_a_mrkl_step_shows_only_the_scratchpad_it_adds(use_async: bool) -> None:
     out = io.StringIO()
     fake = FakeLLM([" I should add.\nAction: calculator\nAction Input: 2+2", " Final Answer: 4"])
     executor = agents.Executor(
-        agents.OneShotAgent(fake, [tools.Calculator()]), callbacks_handler=LogHandler(out)
+        agents.OneShotAgent(fake, [tools.Calculator()]), callbacks=LogHandler(out)
     )
     if use_async:
         asyncio.run(chains.arun(executor, "what is 2+2?"))
@@ -48,7 +48,7 @@ def test_a_tool_calling_step_shows_only_the_messages_it_adds() -> None:
     call = ToolCall("c1", FunctionCall("calculator", json.dumps({"input": "6*7"})))
     fake = FakeLLM([Message.assistant("", [call]), "42"])
     executor = agents.Executor(
-        agents.ToolCallingAgent(fake, [tools.Calculator()]), callbacks_handler=LogHandler(out)
+        agents.ToolCallingAgent(fake, [tools.Calculator()]), callbacks=LogHandler(out)
     )
     chains.run(executor, "what is 6*7?")
 

@@ -67,10 +67,10 @@ class Interrupting(KeyedChain):
     keys_in = ("x",)
     keys_out = ("y",)
 
-    def call(self, inputs, **options):
+    def _call(self, inputs, **options):
         raise KeyboardInterrupt
 
-    async def acall(self, inputs, **options):
+    async def _acall(self, inputs, **options):
         raise KeyboardInterrupt
 
 
@@ -90,7 +90,7 @@ def test_memory_never_overwrites_an_input_the_caller_gave():
 def test_an_interrupted_chain_still_reports_its_error(use_async):
     events = Events()
     chain = Interrupting()
-    chain.callbacks_handler = events
+    chain.callbacks = events
     with pytest.raises(KeyboardInterrupt):
         if use_async:
             asyncio.run(chains.acall(chain, {"x": 1}))
@@ -107,7 +107,7 @@ def test_batch_runs_nothing_queued_after_a_failure_and_caps_workers():
         keys_in = ("n",)
         keys_out = ("n",)
 
-        def call(self, inputs, **options):
+        def _call(self, inputs, **options):
             peak.enter()
             try:
                 ran.append(inputs["n"])
@@ -121,7 +121,7 @@ def test_batch_runs_nothing_queued_after_a_failure_and_caps_workers():
         chains.batch(Counting(), [{"n": i} for i in range(6)], max_workers=1)
     assert ran == [0]
     ran.clear()
-    chains.apply(Counting(), [{"n": i} for i in range(1, 9)], max_workers=2)
+    chains.batch(Counting(), [{"n": i} for i in range(1, 9)], max_workers=2)
     assert sorted(ran) == list(range(1, 9)) and peak.peak <= 2
     with pytest.raises(ValueError, match="max_workers must be at least 1"):
         chains.batch(Counting(), [{"n": 1}], max_workers=0)
@@ -132,10 +132,10 @@ def test_abatch_raises_the_real_error_not_a_cancellation():
         keys_in = ("n",)
         keys_out = ("n",)
 
-        def call(self, inputs, **options):
+        def _call(self, inputs, **options):
             raise NotImplementedError
 
-        async def acall(self, inputs, **options):
+        async def _acall(self, inputs, **options):
             if inputs["n"] == 0:
                 await asyncio.sleep(5)  # still running when item 1 fails
             raise RuntimeError(f"item {inputs['n']} failed")
@@ -151,13 +151,6 @@ def test_arun_names_run_in_its_error():
     )
     with pytest.raises(SingleKeyError, match=r"^run\(\)"):
         asyncio.run(chains.arun(two, "x"))
-
-
-def test_stop_words_none_leaves_a_given_stop_alone():
-    fake = FakeLLM(["r"])
-    chain = LLMChain(PromptTemplate.from_template("{a}"), fake)
-    chains.run(chain, "x", stop_words=None, stop=["END"])
-    assert fake.calls[0].options["stop"] == ["END"]
 
 
 # --- SequentialChain ----------------------------------------------------------------------
@@ -179,7 +172,7 @@ def test_sequence_memory_is_known_to_its_chains_and_may_not_shadow_inputs():
 def test_async_sequence_forwards_options():
     first = LLMChain(PromptTemplate.from_template("{x}"), FakeLLM(["s"]), output_key="s")
     seq = SequentialChain([first], input_variables=["x"])
-    asyncio.run(chains.acall(seq, {"x": "1"}, stop_words=["STOP"], seed=9))
+    asyncio.run(chains.acall(seq, {"x": "1"}, stop=["STOP"], seed=9))
     assert first.llm.calls[0].options["stop"] == ["STOP"]  # type: ignore[attr-defined]
     assert first.llm.calls[0].options["seed"] == 9  # type: ignore[attr-defined]
 
@@ -237,7 +230,7 @@ def test_case_insensitive_lookup_reports_the_tools_own_name():
     fake = FakeLLM([" x\nAction: SEARCH\nAction Input: q", " Final Answer: ok"])
     agent = OneShotAgent(fake, [named("Search", "found"), named("other", "not this")])
     outputs = chains.call(
-        Executor(agent, return_intermediate_steps=True, callbacks_handler=events), {"input": "q"}
+        Executor(agent, return_intermediate_steps=True, callbacks=events), {"input": "q"}
     )
     assert outputs["intermediate_steps"][0].observation == "found"
     assert ("tool_start", "Search") in events.events
@@ -287,7 +280,7 @@ def test_a_cancelled_async_tool_reports_its_error():
             return "late"
 
     fake = FakeLLM([" x\nAction: waits\nAction Input: now"])
-    executor = Executor(OneShotAgent(fake, [Waits()]), callbacks_handler=events)
+    executor = Executor(OneShotAgent(fake, [Waits()]), callbacks=events)
 
     async def main():
         nonlocal started

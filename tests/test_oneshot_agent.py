@@ -19,7 +19,7 @@ class RandomNumberTool(tools.Tool):
 def run_card_example(llm, stream):
     # The design card's example, as written (LogHandler pointed at a buffer to inspect it).
     agent = agents.OneShotAgent(llm, [RandomNumberTool()])
-    executor = agents.Executor(agent, callbacks_handler=callbacks.LogHandler(stream))
+    executor = agents.Executor(agent, callbacks=callbacks.LogHandler(stream))
     return chains.run(executor, "告诉我一个随机数")
 
 
@@ -48,7 +48,7 @@ def test_card_example_verbatim_prints_answer(capsys):
     from chainkit import agents, callbacks, chains, tools  # noqa: F401  (as the card imports)
 
     agent = agents.OneShotAgent(llm, [RandomNumberTool()])
-    executor = agents.Executor(agent, callbacks_handler=callbacks.LogHandler())
+    executor = agents.Executor(agent, callbacks=callbacks.LogHandler())
     print(chains.run(executor, "告诉我一个随机数"))
     captured = capsys.readouterr()
     assert captured.out == "1024\n"

@@ -98,10 +98,10 @@ def test_plain_completion(openai_server: OpenAIServer, openai_llm: OpenAI) -> No
     assert "stream" not in request.body
 
 
-def test_options_pass_through_and_unknown_options_reach_the_server(
+def test_options_pass_through_and_server_only_options_reach_the_server_in_extra_body(
     openai_server: OpenAIServer, make_openai
 ) -> None:
-    llm = make_openai(temperature=0.5, top_k=3, max_tokens=99)
+    llm = make_openai(temperature=0.5, extra_body={"top_k": 3}, max_tokens=99)
     openai_server.push("ok")
 
     llm.generate(
@@ -111,8 +111,8 @@ def test_options_pass_through_and_unknown_options_reach_the_server(
         top_p=0.9,
         seed=7,
         model="other-model",
-        repetition_penalty=1.1,
-        extra_body={"min_p": 0.05},
+        presence_penalty=0.2,
+        extra_body={"min_p": 0.05, "repetition_penalty": 1.1},
         max_tokens=None,  # None means "not set": the default from the constructor stays
         callbacks=Handler(),
     )
@@ -124,8 +124,8 @@ def test_options_pass_through_and_unknown_options_reach_the_server(
     assert body["seed"] == 7
     assert body["model"] == "other-model"
     assert body["max_tokens"] == 99
-    assert body["top_k"] == 3  # a default the SDK has no parameter for
-    assert body["repetition_penalty"] == 1.1  # an option the SDK has no parameter for
+    assert body["presence_penalty"] == 0.2
+    assert body["repetition_penalty"] == 1.1  # an option only this server understands
     assert body["min_p"] == 0.05
     assert "extra_body" not in body
     assert "callbacks" not in body
@@ -279,9 +279,8 @@ def test_per_call_request_options_reach_headers_query_and_body(
     options = {
         "extra_headers": {"X-Tenant": "tenant-7", "X-Api-Token": "token-not-for-the-body"},
         "extra_query": {"api-version": "2024-06-01"},
-        "extra_body": {"min_p": 0.05},
+        "extra_body": {"min_p": 0.05, "top_k": 2},
         "timeout": 3,
-        "top_k": 2,
     }
 
     llm.generate(ask(), **options)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from chainkit import agents, chains, tools
+from chainkit.llms import CallOptions
 from chainkit.llms.openai import OpenAI
 from tests.openai_server import Call, Fault, OpenAIServer, Reply
 
@@ -168,7 +169,7 @@ def test_truncated_tool_arguments_become_an_observation(
         "I could not check the weather.",
     )
     executor = agents.Executor(agents.ToolCallingAgent(openai_llm, [tool]), max_iterations=3)
-    options = {"streaming_func": lambda _: None} if stream else {}
+    options = CallOptions(streaming_func=lambda _: None) if stream else CallOptions()
 
     answer = chains.run(executor, "Weather in Paris?", **options)
 

@@ -12,6 +12,7 @@ import pytest
 
 from chainkit import agents, chains, tools
 from chainkit.callbacks import Handler
+from chainkit.llms import CallOptions
 from chainkit.llms.errors import (
     ModelConfigError,
     ModelError,
@@ -180,9 +181,11 @@ def test_an_agent_runs_a_tool_whose_arguments_came_as_an_object(
         )
     events = ToolEvents()
     executor = agents.Executor(agents.ToolCallingAgent(llm, [weather]))
-    options = {"streaming_func": lambda _: None} if streamed else {}
+    options = CallOptions(callbacks=events)
+    if streamed:
+        options["streaming_func"] = lambda _: None
 
-    answer = chains.run(executor, "Weather?", callbacks=events, **options)
+    answer = chains.run(executor, "Weather?", **options)
 
     assert answer == "Sunny in Zürich."
     assert seen == [("Zürich", 3)]

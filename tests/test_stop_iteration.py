@@ -51,7 +51,7 @@ class RaisingChain(Chain):
     def output_keys(self):
         return ["output"]
 
-    def call(self, inputs, **options):
+    def _call(self, inputs, **options):
         raise self.error
 
 
@@ -165,7 +165,7 @@ def test_direct_tool_and_chain_acall_do_not_hang(stop):
         with pytest.raises(RuntimeError, match=f"tool 'raises' raised {stop.__name__}"):
             await asyncio.wait_for(Raises(stop()).acall("x"), 5)
         with pytest.raises(RuntimeError, match=f"chain RaisingChain raised {stop.__name__}"):
-            await asyncio.wait_for(RaisingChain(stop()).acall({"input": "x"}), 5)
+            await asyncio.wait_for(RaisingChain(stop())._acall({"input": "x"}), 5)
 
     asyncio.run(main())
 

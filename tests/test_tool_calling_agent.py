@@ -165,7 +165,7 @@ def test_callbacks_fire_per_tool_call():
 
     calls = [call("get_weather", {"input": "a"}, "c1"), call("get_weather", {"input": "b"}, "c2")]
     fake = FakeLLM([Message.assistant("", calls), "ok"])
-    chains.run(Executor(ToolCallingAgent(fake, [Weather()]), callbacks_handler=Spy()), "q")
+    chains.run(Executor(ToolCallingAgent(fake, [Weather()]), callbacks=Spy()), "q")
     assert events[:2] == [("action", "c1"), ("action", "c2")]
     assert sorted(events[2:]) == [
         ("start", "get_weather", '{"input": "a"}'),

@@ -11,14 +11,20 @@ from chainkit.tools import Tool
 
 @runtime_checkable
 class Agent(Protocol):
-    """Plans from the steps taken so far. Options (stop_words, temperature, callbacks, …)
+    """Plans from the steps taken so far. Options (`llms.CallOptions`: temperature, stop, …)
     must reach the model unchanged; under the Executor's `max_execution_time` they include
     `timeout`, the seconds left.
 
-    Optional attributes the Executor reads when present: `optional_input_keys` (inputs used
-    when given, such as a memory's history) and `max_parallel_tools` (how many of one plan's
-    actions may run at once; default 8).
+    Subclass it to inherit the defaults of `max_parallel_tools` (how many of one plan's
+    actions may run at once: 8) and `optional_input_keys` (inputs read when given, such as a
+    memory's history: none).
     """
+
+    max_parallel_tools: int = 8
+
+    @property
+    def optional_input_keys(self) -> list[str]:
+        return []
 
     @property
     def tools(self) -> Sequence[Tool]: ...

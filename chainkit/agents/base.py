@@ -4,11 +4,13 @@ optional handler for their own model calls."""
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from chainkit._text import shorten
+from chainkit.agents.agent import Agent
 from chainkit.agents.errors import NotFinishedError
-from chainkit.callbacks import Handlers, Observed
+from chainkit.callbacks import Handlers, Observed, guard
 from chainkit.llms import Model
 from chainkit.schema import AgentStep, Message
 from chainkit.tools import Tool
@@ -61,7 +63,7 @@ def check_tools(tools: Sequence[Tool]) -> list[Tool]:
     return list(tools)
 
 
-class BaseAgent(Observed):
+class BaseAgent(Observed, Agent):
     """Holds what OneShotAgent and ToolCallingAgent have in common; the planning is theirs."""
 
     def __init__(
@@ -69,12 +71,12 @@ class BaseAgent(Observed):
         llm: Model,
         tools: Sequence[Tool],
         output_key: str,
-        callbacks_handler: Handlers,
+        callbacks: Handlers,
     ) -> None:
         self.llm = llm
         self._tools = check_tools(tools)
         self.output_key = output_key
-        self.callbacks_handler = callbacks_handler
+        self.callbacks = callbacks
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(llm={self.llm!r}, tools={[t.name for t in self._tools]})"
@@ -86,6 +88,14 @@ class BaseAgent(Observed):
     @property
     def output_keys(self) -> list[str]:
         return [self.output_key]
+
+    def _model_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The options of the agent's model call: the caller's, with the agent's own
+        `callbacks` added to any the caller gave (the model's run hears both)."""
+        result = dict(options)
+        if self.handler is not None:
+            result["callbacks"] = guard(result.get("callbacks"), self.handler)
+        return result
 
 
 def no_text(reply: Message) -> str:

@@ -46,11 +46,6 @@ class NotFinishedError(RuntimeError):
         self.steps = steps
         self.limit = limit
 
-    @property
-    def intermediate_steps(self) -> list[AgentStep]:
-        """The steps, under the name the Executor's outputs (and LangChain) give them."""
-        return self.steps
-
 
 class DeadlineExceededError(TimeoutError):
     """`max_execution_time` ran out while a model or tool call was in progress, and a sync run

@@ -18,9 +18,10 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Coroutine, Generator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from chainkit import _threads
@@ -36,9 +37,9 @@ from chainkit.agents.errors import (
     OutputParserError,
     UnknownToolError,
 )
-from chainkit.callbacks import CombiningHandler, Handlers, guard
+from chainkit.callbacks import CombiningHandler, Handlers, Observed, RunInfo, current_run, guard
+from chainkit.callbacks.run import Run, active_handler, enter, handled_by, reporting_for
 from chainkit.chains import Chain
-from chainkit.chains.options import with_callbacks
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Memory
 from chainkit.tools import Tool, ToolError
 from chainkit.tools.structured import _render as tool_output_text
@@ -46,22 +47,35 @@ from chainkit.tools.structured import _render as tool_output_text
 INTERMEDIATE_STEPS_KEY = "intermediate_steps"
 
 
-class _Request:
-    """What the loop asks its driver to do next."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"<{self.name}>"
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """Ask the agent for its next actions or its final answer."""
 
 
-_PLAN = _Request("plan")
-_PLAN_FINAL = _Request("plan final answer")
-_Loop = Generator[_Request | list[AgentAction] | dict[str, Any], Any, None]
-"""Yields requests, then the run's outputs (a dict) last."""
+@dataclass(frozen=True, slots=True)
+class _PlanFinal:
+    """Ask the agent for a final answer now: a limit was reached."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Act:
+    """Run these actions' tools; send back their observations, in order."""
+
+    actions: list[AgentAction]
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    """The run's outputs: the loop's last request."""
+
+    outputs: dict[str, Any]
+
+
+_Request = _Plan | _PlanFinal | _Act | _Done
+_PLAN = _Plan()
+_PLAN_FINAL = _PlanFinal()
+_Loop = Generator[_Request, Any, None]
+"""Yields what it needs done, then `_Done` with the run's outputs."""
 
 
 class _Interrupted(Exception):
@@ -98,7 +112,7 @@ class Executor(Chain):
         max_execution_time: float | None = None,
         return_intermediate_steps: bool = False,
         memory: Memory | None = None,
-        callbacks_handler: Handlers = None,
+        callbacks: Handlers = None,
         error_handler: ParserErrorHandler | None = None,
         early_stopping_method: Literal["force", "generate"] = "force",
         handle_tool_errors: bool = False,
@@ -133,11 +147,11 @@ class Executor(Chain):
         self.max_execution_time = max_execution_time
         self.return_intermediate_steps = return_intermediate_steps
         self.memory = memory
-        self.callbacks_handler = callbacks_handler
+        self.callbacks = callbacks
         self.error_handler = error_handler
         self.early_stopping_method = early_stopping_method
         self.handle_tool_errors = handle_tool_errors
-        self.max_parallel_tools: int = getattr(agent, "max_parallel_tools", 8)
+        self.max_parallel_tools = agent.max_parallel_tools
         # Names are unique even case-folded (check_tools), so a model's odd casing finds its tool.
         self._tools: dict[str, Tool] = {tool.name: tool for tool in tools}
         self._tools_folded = {tool.name.casefold(): tool for tool in tools}
@@ -155,13 +169,13 @@ class Executor(Chain):
         keys = self.agent.output_keys
         return [*keys, INTERMEDIATE_STEPS_KEY] if self.return_intermediate_steps else keys
 
-    def call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+    def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         steps: list[AgentStep] = []
-        callbacks, options = with_callbacks(options, self.callbacks)
+        callbacks = active_handler()
         deadline = self._deadline()
         loop = self._loop(steps, callbacks, deadline)
         request = next(loop)
-        while not isinstance(request, dict):
+        while not isinstance(request, _Done):
             try:
                 result = self._perform(request, steps, inputs, options, callbacks, deadline)
             except (OutputParserError, _Interrupted) as error:
@@ -169,15 +183,15 @@ class Executor(Chain):
             else:
                 request = loop.send(result)
         loop.close()
-        return request
+        return request.outputs
 
-    async def acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+    async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         steps: list[AgentStep] = []
-        callbacks, options = with_callbacks(options, self.callbacks)
+        callbacks = active_handler()
         deadline = self._deadline()
         loop = self._loop(steps, callbacks, deadline)
         request = next(loop)
-        while not isinstance(request, dict):
+        while not isinstance(request, _Done):
             try:
                 result = await self._aperform(request, steps, inputs, options, callbacks, deadline)
             except (OutputParserError, _Interrupted) as error:
@@ -185,7 +199,7 @@ class Executor(Chain):
             else:
                 request = loop.send(result)
         loop.close()
-        return request
+        return request.outputs
 
     def _deadline(self) -> float | None:
         """When the run must end, on the `time.monotonic()` clock; None without a limit."""
@@ -220,7 +234,7 @@ class Executor(Chain):
                 interrupted = cut
                 break
             if isinstance(decision, AgentFinish):
-                yield self._finish(decision, steps, callbacks)
+                yield _Done(self._finish(decision, steps, callbacks))
                 return
             if not decision:
                 raise NoReturnError(
@@ -232,7 +246,7 @@ class Executor(Chain):
                 for action in decision:
                     callbacks.handle_agent_action(action)
             try:
-                observations = yield decision
+                observations = yield _Act(decision)
             except _Interrupted as cut:
                 # The calls that finished did their work: the caller gets to see it.
                 steps.extend(
@@ -249,7 +263,7 @@ class Executor(Chain):
                     direct = observation
             if direct is not None:
                 output_key = self.agent.output_keys[0]
-                yield self._finish(AgentFinish({output_key: direct}, ""), steps, callbacks)
+                yield _Done(self._finish(AgentFinish({output_key: direct}, ""), steps, callbacks))
                 return
         limit_hit: Literal["max_iterations", "max_execution_time"] = "max_execution_time"
         reason = f"reached max_execution_time={self.max_execution_time}s"
@@ -260,7 +274,7 @@ class Executor(Chain):
         if self.early_stopping_method == "force":
             raise NotFinishedError(reason, steps, limit=limit_hit)
         final = yield _PLAN_FINAL
-        yield self._finish(final, steps, callbacks)
+        yield _Done(self._finish(final, steps, callbacks))
 
     def _finish(
         self, finish: AgentFinish, steps: list[AgentStep], callbacks: CombiningHandler | None
@@ -285,23 +299,25 @@ class Executor(Chain):
 
     def _perform(
         self,
-        request: _Request | list[AgentAction],
+        request: _Request,
         steps: list[AgentStep],
         inputs: dict[str, Any],
         options: dict[str, Any],
         callbacks: CombiningHandler | None,
         deadline: float | None,
     ) -> Any:
-        if request is _PLAN_FINAL:
-            return self.agent.plan_final(steps, inputs, **options)
-        if request is _PLAN:
-            if deadline is None:
-                return self.agent.plan(steps, inputs, **options)
-            return self._plan_before(deadline, steps, inputs, options, callbacks)
-        assert isinstance(request, list)
-        if deadline is None and len(request) == 1:
-            return [self._run_tool(request[0], callbacks)]
-        return self._act_in_threads(request, callbacks, deadline)
+        match request:
+            case _PlanFinal():
+                return self.agent.plan_final(steps, inputs, **options)
+            case _Plan():
+                if deadline is None:
+                    return self.agent.plan(steps, inputs, **options)
+                return self._plan_before(deadline, steps, inputs, options, callbacks)
+            case _Act([action]) if deadline is None:
+                return [self._run_tool(action)]
+            case _Act(actions):
+                return self._act_in_threads(actions, callbacks, deadline)
+        raise AssertionError(f"the loop asked for {request!r}")
 
     def _plan_before(
         self,
@@ -313,18 +329,17 @@ class Executor(Chain):
     ) -> list[AgentAction] | AgentFinish:
         """Plans in a worker thread, waiting no longer than `deadline`."""
         # The agent's own handler hears the model too: it is silenced along with the rest.
-        own = getattr(self.agent, "callbacks", None)
-        events = _StepEvents(callbacks, own if isinstance(own, CombiningHandler) else None)
+        own = self.agent.handler if isinstance(self.agent, Observed) else None
+        events = _StepEvents(callbacks, own)
         left = deadline - time.monotonic()
         given = options.get("timeout")
         plan_options = {**options, "timeout": left if given is None else min(given, left)}
-        if events.handlers:
-            plan_options["callbacks"] = events
         streaming_func = options.get("streaming_func")
         if streaming_func is not None:
             plan_options["streaming_func"] = events.relay(streaming_func)
         plan = functools.partial(self.agent.plan, list(steps), inputs, **plan_options)
-        future = _threads.submit(plan)
+        with handled_by(events if events.handlers else None):
+            future = _threads.submit(plan)
         done = _wait_for({future}, events, deadline)
         if not done:
             events.abandon(self._deadline_error())
@@ -341,7 +356,6 @@ class Executor(Chain):
         """Runs the actions in worker threads, at most `max_parallel_tools` at once, until all
         are done or `deadline` passes; results keep the order of `actions`."""
         events = _StepEvents(callbacks)
-        reported = events if events.handlers else None
         observations: list[str | None] = [None] * len(actions)
         failures: dict[int, BaseException] = {}
         waiting = deque(enumerate(actions))
@@ -349,7 +363,8 @@ class Executor(Chain):
         while waiting or running:
             while waiting and len(running) < self.max_parallel_tools:
                 index, action = waiting.popleft()
-                running[_threads.submit(self._run_admitted_tool, action, reported, events)] = index
+                with handled_by(events if events.handlers else None):
+                    running[_threads.submit(self._run_admitted_tool, action, events)] = index
             done = _wait_for(set(running), events, deadline)
             if not done:
                 events.abandon(self._deadline_error())
@@ -373,13 +388,11 @@ class Executor(Chain):
             raise failures[min(failures)]
         return [observation for observation in observations if observation is not None]
 
-    def _run_admitted_tool(
-        self, action: AgentAction, callbacks: CombiningHandler | None, events: _StepEvents
-    ) -> str | None:
+    def _run_admitted_tool(self, action: AgentAction, events: _StepEvents) -> str | None:
         """Runs the action's tool unless its step was abandoned before it could start."""
         if events.abandoned:
             return None
-        return self._run_tool(action, callbacks)
+        return self._run_tool(action)
 
     def _deadline_error(self) -> DeadlineExceededError:
         return DeadlineExceededError(
@@ -391,23 +404,25 @@ class Executor(Chain):
 
     async def _aperform(
         self,
-        request: _Request | list[AgentAction],
+        request: _Request,
         steps: list[AgentStep],
         inputs: dict[str, Any],
         options: dict[str, Any],
         callbacks: CombiningHandler | None,
         deadline: float | None,
     ) -> Any:
-        if request is _PLAN_FINAL:
-            return await self.agent.aplan_final(steps, inputs, **options)
         observations: list[str | None] = []
         step: Coroutine[Any, Any, Any]
-        if request is _PLAN:
-            step = self.agent.aplan(steps, inputs, **options)
-        else:
-            assert isinstance(request, list)
-            observations = [None] * len(request)
-            step = self._aact(request, callbacks, observations)
+        match request:
+            case _PlanFinal():
+                return await self.agent.aplan_final(steps, inputs, **options)
+            case _Plan():
+                step = self.agent.aplan(steps, inputs, **options)
+            case _Act(actions):
+                observations = [None] * len(actions)
+                step = self._aact(actions, observations)
+            case _:
+                raise AssertionError(f"the loop asked for {request!r}")
         if deadline is None:
             return await step
         import asyncio  # loaded already by the running event loop, not at import
@@ -418,30 +433,25 @@ class Executor(Chain):
         except TimeoutError:
             if not scope.expired():
                 raise  # raised by the model or a tool, not by the deadline
-        if request is _PLAN:
+        if not isinstance(request, _Act):
             raise _Interrupted("while waiting for the model")
-        assert isinstance(request, list)
-        unfinished = [a.tool for a, o in zip(request, observations, strict=True) if o is None]
+        actions = request.actions
+        unfinished = [a.tool for a, o in zip(actions, observations, strict=True) if o is None]
         raise _Interrupted(f"before {_named_tools(unfinished)} finished", observations)
 
-    async def _aact(
-        self,
-        actions: list[AgentAction],
-        callbacks: CombiningHandler | None,
-        observations: list[str | None],
-    ) -> list[str]:
+    async def _aact(self, actions: list[AgentAction], observations: list[str | None]) -> list[str]:
         """Runs the actions as tasks, at most `max_parallel_tools` at once, each observation
         put in `observations` as it comes; returns them in the order of `actions`."""
         import asyncio  # loaded already by the running event loop, not at import
 
         if len(actions) == 1:
-            observation = observations[0] = await self._arun_tool(actions[0], callbacks)
+            observation = observations[0] = await self._arun_tool(actions[0])
             return [observation]
         limit = asyncio.Semaphore(self.max_parallel_tools)
 
         async def run(index: int, action: AgentAction) -> str:
             async with limit:
-                observation = observations[index] = await self._arun_tool(action, callbacks)
+                observation = observations[index] = await self._arun_tool(action)
                 return observation
 
         tasks = [asyncio.ensure_future(run(i, action)) for i, action in enumerate(actions)]
@@ -454,82 +464,73 @@ class Executor(Chain):
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
 
-    # One tool call, with its events.
+    # One tool call: a "tool" run, with its events.
 
-    def _run_tool(self, action: AgentAction, callbacks: CombiningHandler | None) -> str:
-        prepared = self._start_tool(action, callbacks)
-        if isinstance(prepared, str):
-            return prepared
-        tool, tool_input = prepared
-        try:
-            output = tool.call(tool_input)
-        except BaseException as error:
-            return self._tool_failed(tool, error, callbacks)
-        return self._tool_ended(tool, output, callbacks)
-
-    async def _arun_tool(self, action: AgentAction, callbacks: CombiningHandler | None) -> str:
-        prepared = self._start_tool(action, callbacks)
-        if isinstance(prepared, str):
-            return prepared
-        tool, tool_input = prepared
-        try:
-            output = await tool.acall(tool_input)
-        except BaseException as error:
-            return self._tool_failed(tool, error, callbacks)
-        return self._tool_ended(tool, output, callbacks)
-
-    def _start_tool(
-        self, action: AgentAction, callbacks: CombiningHandler | None
-    ) -> tuple[Tool, str] | str:
-        """The tool and its input, or the observation when the call cannot be made. Reports
-        the tool's start, and its error if it fails before it runs."""
+    def _run_tool(self, action: AgentAction) -> str:
         tool = self._lookup(action.tool)
-        name = action.tool if tool is None else tool.name
-        if callbacks is not None:
+        with enter("tool", action.tool if tool is None else tool.name) as run:
+            prepared = self._start_tool(action, tool, run)
+            if isinstance(prepared, str):
+                return prepared
             try:
-                callbacks.handle_tool_start(name, action.tool_input)
-            except BaseException as error:  # a handler with raise_error: the start is not left open
-                callbacks.handle_tool_error(name, error)
-                raise
+                if action.tool_call_id is None:
+                    output = prepared.call(action.tool_input)
+                else:
+                    output = prepared.call_arguments(action.tool_input)
+            except BaseException as error:
+                return self._tool_failed(prepared, error, run)
+            return self._tool_ended(output, run)
+
+    async def _arun_tool(self, action: AgentAction) -> str:
+        tool = self._lookup(action.tool)
+        with enter("tool", action.tool if tool is None else tool.name) as run:
+            prepared = self._start_tool(action, tool, run)
+            if isinstance(prepared, str):
+                return prepared
+            try:
+                if action.tool_call_id is None:
+                    output = await prepared.acall(action.tool_input)
+                else:
+                    output = await prepared.acall_arguments(action.tool_input)
+            except BaseException as error:
+                return self._tool_failed(prepared, error, run)
+            return self._tool_ended(output, run)
+
+    def _start_tool(self, action: AgentAction, tool: Tool | None, run: Run) -> Tool | str:
+        """The tool to call, or the observation when the call cannot be made. Reports the
+        tool's start, and its error if it fails before it runs."""
+        if run.handler is not None:
+            run.handler.handle_tool_start(run.info.name, action.tool_input)
         if tool is None:
             unknown = UnknownToolError(action.tool, self._tool_list)
-            if callbacks is not None:
-                callbacks.handle_tool_error(name, unknown)
+            run.fail(unknown)
             return str(unknown)
-        if action.tool_call_id is None:
-            return tool, action.tool_input
-        try:
-            return tool, tool.input_from_arguments(action.tool_input)
-        except BaseException as error:
-            return self._tool_failed(tool, error, callbacks)
+        return tool
 
-    def _tool_failed(
-        self, tool: Tool, error: BaseException, callbacks: CombiningHandler | None
-    ) -> str:
+    def _tool_failed(self, tool: Tool, error: BaseException, run: Run) -> str:
         """The observation for a tool's failure; re-raises what is not to be observed."""
         if isinstance(error, StopIteration | StopAsyncIteration):
             error = stop_escaped(error, f"tool {tool.name!r}")  # as Tool.acall raises it
-        if callbacks is not None:
-            callbacks.handle_tool_error(tool.name, error)
+        run.fail(error)
         if isinstance(error, ToolError):
             return str(error)
         if self.handle_tool_errors and isinstance(error, Exception):
             return f"Tool error: {error}"
         raise error
 
-    def _tool_ended(self, tool: Tool, output: object, callbacks: CombiningHandler | None) -> str:
+    def _tool_ended(self, output: object, run: Run) -> str:
         text = output if isinstance(output, str) else tool_output_text(output)
-        if callbacks is not None:
-            callbacks.handle_tool_end(tool.name, text)
+        run.end(text)
         return text
 
 
 class _StepEvents(CombiningHandler):
     """The handlers of one step run in worker threads, until the step is abandoned.
 
-    Then each model or tool call whose start was reported and whose end was not gets an error
-    event at once, and whatever the abandoned threads report later is dropped: every start
-    is answered exactly once, and nothing is heard from a run after it ended.
+    Then each model or tool run whose start was reported and whose end was not gets an error
+    event at once (reported as that run's, so `current_run()` is right), and whatever the
+    abandoned threads report later is dropped: every start is answered exactly once, and
+    nothing is heard from a run after it ended.
     """
 
     def __init__(self, *handlers: CombiningHandler | None) -> None:
@@ -537,41 +538,39 @@ class _StepEvents(CombiningHandler):
         super().__init__(combined.handlers if combined is not None else [])
         self._lock = threading.Lock()
         self.abandoned = False
-        self._open_models = 0
-        self._open_tools: Counter[str] = Counter()
+        self._open: dict[str, RunInfo] = {}
 
     def _dispatch(self, event: str, *args: Any) -> None:
+        run = current_run()
         if event in _START_EVENTS:
-            # Reported under the lock, so an error for an open call never comes before it.
+            # Reported under the lock, so an error for an open run never comes before it.
             with self._lock:
                 if self.abandoned:
                     return
-                if event == "handle_llm_start":
-                    self._open_models += 1
-                else:
-                    self._open_tools[args[0]] += 1
+                if run is not None:
+                    self._open[run.id] = run
                 super()._dispatch(event, *args)
             return
         with self._lock:
             if self.abandoned:
                 return
-            if event in _MODEL_END_EVENTS:
-                self._open_models -= 1
-            elif event in _TOOL_END_EVENTS:
-                self._open_tools[args[0]] -= 1
+            if event in _END_EVENTS and run is not None:
+                self._open.pop(run.id, None)
         super()._dispatch(event, *args)
 
     def abandon(self, error: BaseException) -> None:
-        """Reports `error` for each call still open, then drops every later event."""
+        """Reports `error` for each run still open, then drops every later event."""
         with self._lock:
             if self.abandoned:
                 return
             self.abandoned = True
-            open_models, open_tools = self._open_models, +self._open_tools
-        for _ in range(open_models):
-            super()._dispatch("handle_llm_error", error)
-        for name in open_tools.elements():
-            super()._dispatch("handle_tool_error", name, error)
+            still_open = list(self._open.values())
+        for run in still_open:
+            with reporting_for(run):
+                if run.kind == "llm":
+                    super()._dispatch("handle_llm_error", error)
+                else:
+                    super()._dispatch("handle_tool_error", run.name, error)
 
     def relay(self, streaming_func: Callable[[str], None]) -> Callable[[str], None]:
         """`streaming_func`, silenced once the step is abandoned."""
@@ -584,8 +583,9 @@ class _StepEvents(CombiningHandler):
 
 
 _START_EVENTS = frozenset(("handle_llm_start", "handle_tool_start"))
-_MODEL_END_EVENTS = frozenset(("handle_llm_end", "handle_llm_error"))
-_TOOL_END_EVENTS = frozenset(("handle_tool_end", "handle_tool_error"))
+_END_EVENTS = frozenset(
+    ("handle_llm_end", "handle_llm_error", "handle_tool_end", "handle_tool_error")
+)
 
 
 def _wait_for(

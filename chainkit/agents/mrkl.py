@@ -10,7 +10,6 @@ from chainkit.agents.base import BaseAgent, final_answer_text
 from chainkit.agents.errors import OutputParserError
 from chainkit.agents.mrkl_parser import parse_mrkl_output
 from chainkit.callbacks import Handlers
-from chainkit.chains.options import model_options
 from chainkit.llms import Model
 from chainkit.prompts import ChatPromptTemplate, PromptTemplate
 from chainkit.schema import AgentAction, AgentFinish, AgenticMessage, AgentStep, Message
@@ -85,7 +84,7 @@ def _check_no_conversation(inputs: Mapping[str, Any]) -> None:
 
 class OneShotAgent(BaseAgent):
     """Builds the MRKL prompt from its tools, calls the model with the stop words
-    "\\nObservation:" and "\\n\\tObservation:" (stop_words given by the caller replace them),
+    "\\nObservation:" and "\\n\\tObservation:" (a `stop` given by the caller replaces them),
     and parses the reply into an action or a final answer."""
 
     def __init__(
@@ -98,9 +97,9 @@ class OneShotAgent(BaseAgent):
         suffix: str | None = None,
         prompt: PromptTemplate | ChatPromptTemplate | None = None,
         output_key: str = "output",
-        callbacks_handler: Handlers = None,
+        callbacks: Handlers = None,
     ) -> None:
-        super().__init__(llm, tools, output_key, callbacks_handler)
+        super().__init__(llm, tools, output_key, callbacks)
         for tool in self._tools:
             _check_mrkl_name(tool.name)
         if prompt is None:
@@ -162,7 +161,7 @@ class OneShotAgent(BaseAgent):
         return self.prompt.format_messages(**inputs, agent_scratchpad=scratchpad)
 
     def _options(self, options: dict[str, Any]) -> dict[str, Any]:
-        options = model_options(options, self.callbacks)
+        options = self._model_options(options)
         if options.get("stop") is None:
             options["stop"] = DEFAULT_STOP
         return options

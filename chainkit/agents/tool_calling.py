@@ -10,7 +10,6 @@ from typing import Any
 from chainkit.agents.base import BaseAgent, final_answer_text, no_text
 from chainkit.agents.errors import OutputParserError
 from chainkit.callbacks import Handlers
-from chainkit.chains.options import model_options
 from chainkit.llms import Model
 from chainkit.prompts.placeholder import to_messages
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message
@@ -47,11 +46,11 @@ class ToolCallingAgent(BaseAgent):
         max_parallel_tools: int = 8,
         output_key: str = "output",
         history_key: str = "history",
-        callbacks_handler: Handlers = None,
+        callbacks: Handlers = None,
     ) -> None:
         if max_parallel_tools < 1:
             raise ValueError(f"max_parallel_tools must be at least 1, got {max_parallel_tools}")
-        super().__init__(llm, tools, output_key, callbacks_handler)
+        super().__init__(llm, tools, output_key, callbacks)
         self._tool_infos = [tool.info() for tool in self._tools]
         self.system_prompt = DEFAULT_SYSTEM_PROMPT if system_prompt is None else system_prompt
         self.max_parallel_tools = max_parallel_tools
@@ -120,7 +119,7 @@ class ToolCallingAgent(BaseAgent):
         return messages
 
     def _options(self, options: dict[str, Any], *, tools: bool) -> dict[str, Any]:
-        options = model_options(options, self.callbacks)
+        options = self._model_options(options)
         if tools:
             options["tools"] = self._tool_infos
         return options

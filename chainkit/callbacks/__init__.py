@@ -1,8 +1,26 @@
-"""Callbacks observe a run: what went into the model, what it chose, what the tools returned."""
+"""Callbacks observe a run: what went into the model, what it chose, what the tools returned.
+
+Every event belongs to a run: `current_run()`, called in a handler method, says which. The
+current run and the active handlers are carried by context variables, into threads started
+by chainkit and asyncio tasks alike.
+"""
 
 from chainkit.callbacks.combining import CombiningHandler, Handlers, guard, join
 from chainkit.callbacks.handler import Handler
 from chainkit.callbacks.log import LogHandler
 from chainkit.callbacks.observed import Observed
+from chainkit.callbacks.run import Run, RunInfo, RunKind, current_run
 
-__all__ = ["CombiningHandler", "Handler", "Handlers", "LogHandler", "Observed", "guard", "join"]
+__all__ = [
+    "CombiningHandler",
+    "Handler",
+    "Handlers",
+    "LogHandler",
+    "Observed",
+    "Run",
+    "RunInfo",
+    "RunKind",
+    "current_run",
+    "guard",
+    "join",
+]

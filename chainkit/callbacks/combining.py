@@ -14,8 +14,8 @@ logger = logging.getLogger("chainkit")
 
 
 Handlers = Handler | Sequence[Handler] | None
-"""What a `callbacks` option or a `callbacks_handler` takes: a handler, a list or tuple of
-them (as LangChain's `callbacks=[...]`), or None."""
+"""What `callbacks=` takes, as a component's argument or a call option: a handler, a list or
+tuple of them (as LangChain's `callbacks=[...]`), or None."""
 
 
 class CombiningHandler(Handler):
@@ -94,19 +94,21 @@ class CombiningHandler(Handler):
         self._dispatch("handle_retry", attempt, error, wait_seconds)
 
 
-def join(given: Handlers, own: CombiningHandler | None) -> CombiningHandler | None:
-    """`own` (a component's guarded handler) together with the handlers `given` for one call.
+def join(outer: CombiningHandler | None, extra: CombiningHandler | None) -> CombiningHandler | None:
+    """`outer` (the handler active where a run starts) together with `extra` (the run's own).
 
-    No allocation when either is missing or `given` already holds everything `own` does, as
-    it does when a chain passes its handler down to the components it calls.
+    No allocation when either is missing or `outer` already holds every handler of `extra`,
+    as it does when a component's handler is active already. `outer` stays first, so a
+    wrapper such as the executor's per-step handler keeps seeing every event.
     """
-    if given is None:
-        return own
-    if isinstance(given, CombiningHandler) and (
-        own is None or all(any(h is g for g in given.handlers) for h in own.handlers)
-    ):
-        return given
-    return guard(given, own)
+    if extra is None or extra is outer:
+        return outer
+    if outer is None:
+        return extra
+    if all(any(h is o for o in outer.handlers) for h in extra.handlers):
+        return outer
+    added = [h for h in extra.handlers if all(h is not o for o in outer.handlers)]
+    return CombiningHandler([*outer.handlers, *added])
 
 
 def guard(*handlers: Handlers, name: str = "callbacks") -> CombiningHandler | None:

@@ -1,10 +1,8 @@
-"""Chains: one contract, `call(inputs) -> outputs`, and the functions to run them."""
+"""Chains: one contract, `_call(inputs) -> outputs`, and the functions to run them."""
 
 from chainkit.chains.api import (
-    aapply,
     abatch,
     acall,
-    apply,
     apredict,
     arun,
     batch,
@@ -21,7 +19,6 @@ from chainkit.chains.errors import (
     SingleKeyError,
 )
 from chainkit.chains.llm import LLMChain
-from chainkit.chains.options import OptionsError
 from chainkit.chains.sequential import ChainWiringError, SequentialChain, SimpleSequentialChain
 
 __all__ = [
@@ -31,15 +28,12 @@ __all__ = [
     "LLMChain",
     "MissingInputKeysError",
     "MissingOutputKeysError",
-    "OptionsError",
     "OutputNotStringError",
     "SequentialChain",
     "SimpleSequentialChain",
     "SingleKeyError",
-    "aapply",
     "abatch",
     "acall",
-    "apply",
     "apredict",
     "arun",
     "batch",

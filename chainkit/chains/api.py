@@ -1,4 +1,4 @@
-"""The functions users call chains through: call, run, predict, apply, batch, and async twins.
+"""The functions users call chains through: call, run, predict, batch, and async twins.
 
 `call` wraps a chain's own `call` with what every chain needs: memory in, key checks, chain
 callbacks, memory out. The sync and async twins share every step but the call itself.
@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from contextvars import copy_context
+from typing import Any, Unpack
 
 from chainkit._stop import call_guarded
-from chainkit.callbacks import CombiningHandler
+from chainkit.callbacks import CombiningHandler, guard, join
+from chainkit.callbacks.run import enter
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import (
     MissingInputKeysError,
@@ -19,7 +21,7 @@ from chainkit.chains.errors import (
     OutputNotStringError,
     SingleKeyError,
 )
-from chainkit.chains.options import check_options, with_callbacks
+from chainkit.llms.options import CallOptions, check_options
 
 
 def _prepare(chain: Chain, inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -46,12 +48,14 @@ def _prepare(chain: Chain, inputs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _start(
-    chain: Chain, inputs: Mapping[str, Any], options: dict[str, Any]
+    chain: Chain, inputs: Mapping[str, Any], options: CallOptions
 ) -> tuple[CombiningHandler | None, dict[str, Any], dict[str, Any]]:
-    """The call's handler, options and full inputs, every check made before any work."""
-    callbacks, options = with_callbacks(options, chain.callbacks)
-    check_options(options)
-    return callbacks, options, _prepare(chain, inputs)
+    """The chain run's own handler (the chain's, joined with a `callbacks` option), the options
+    passed on to the chain, and the full inputs: every check made before any work."""
+    rest: dict[str, Any] = dict(options)
+    check_options(rest)
+    given = guard(rest.pop("callbacks", None))
+    return join(chain.handler, given), rest, _prepare(chain, inputs)
 
 
 def _finish(chain: Chain, full: dict[str, Any], outputs: dict[str, Any]) -> dict[str, Any]:
@@ -63,43 +67,35 @@ def _finish(chain: Chain, full: dict[str, Any], outputs: dict[str, Any]) -> dict
     return outputs
 
 
-def call(chain: Chain, inputs: Mapping[str, Any], **options: Any) -> dict[str, Any]:
-    """Runs `chain` on `inputs` with memory, key checks and callbacks; returns its outputs.
+def call(chain: Chain, inputs: Mapping[str, Any], **options: Unpack[CallOptions]) -> dict[str, Any]:
+    """Runs `chain` on `inputs` as a "chain" run, with memory, key checks and callbacks;
+    returns its outputs.
 
-    A `callbacks` option (a Handler, or a list of them) hears this call's events, and those of
-    everything the chain calls, besides the chain's own `callbacks_handler`. Inputs, options
-    and the memory are checked before the chain starts; a chain start is always followed by
-    exactly one chain end or chain error.
+    A `callbacks` option (a Handler, or a list of them) hears this run and every run inside
+    it, besides the chain's own `callbacks`. Inputs, options and the memory are checked before
+    the chain starts; a chain start is always followed by exactly one chain end or chain error.
     """
-    callbacks, options, full = _start(chain, inputs, options)
-    try:
-        if callbacks is not None:
-            callbacks.handle_chain_start(chain.name, full)
-        outputs = call_guarded(f"chain {chain.name}", chain.call, full, **options)
+    own, rest, full = _start(chain, inputs, options)
+    with enter("chain", chain.name, own) as run:
+        if run.handler is not None:
+            run.handler.handle_chain_start(chain.name, full)
+        outputs = call_guarded(f"chain {chain.name}", chain._call, full, **rest)
         outputs = _finish(chain, full, outputs)
-    except BaseException as error:  # an interrupted run still closes its trace
-        if callbacks is not None:
-            callbacks.handle_chain_error(chain.name, error)
-        raise
-    if callbacks is not None:
-        callbacks.handle_chain_end(chain.name, outputs)
-    return outputs
+        run.end(outputs)
+        return outputs
 
 
-async def acall(chain: Chain, inputs: Mapping[str, Any], **options: Any) -> dict[str, Any]:
+async def acall(
+    chain: Chain, inputs: Mapping[str, Any], **options: Unpack[CallOptions]
+) -> dict[str, Any]:
     """Async twin of `call`."""
-    callbacks, options, full = _start(chain, inputs, options)
-    try:
-        if callbacks is not None:
-            callbacks.handle_chain_start(chain.name, full)
-        outputs = _finish(chain, full, await chain.acall(full, **options))
-    except BaseException as error:
-        if callbacks is not None:
-            callbacks.handle_chain_error(chain.name, error)
-        raise
-    if callbacks is not None:
-        callbacks.handle_chain_end(chain.name, outputs)
-    return outputs
+    own, rest, full = _start(chain, inputs, options)
+    with enter("chain", chain.name, own) as run:
+        if run.handler is not None:
+            run.handler.handle_chain_start(chain.name, full)
+        outputs = _finish(chain, full, await chain._acall(full, **rest))
+        run.end(outputs)
+        return outputs
 
 
 def _single_input(chain: Chain, value: Any) -> dict[str, Any]:
@@ -125,25 +121,25 @@ def _string(function: str, chain: Chain, key: str, outputs: Mapping[str, Any]) -
     return value
 
 
-def run(chain: Chain, input: Any, **options: Any) -> str:
+def run(chain: Chain, input: Any, **options: Unpack[CallOptions]) -> str:
     """Runs a chain that takes one input and returns one string."""
     inputs, key = _single_input(chain, input), _single_output("run", chain)
     return _string("run", chain, key, call(chain, inputs, **options))
 
 
-async def arun(chain: Chain, input: Any, **options: Any) -> str:
+async def arun(chain: Chain, input: Any, **options: Unpack[CallOptions]) -> str:
     """Async twin of `run`."""
     inputs, key = _single_input(chain, input), _single_output("run", chain)
     return _string("run", chain, key, await acall(chain, inputs, **options))
 
 
-def predict(chain: Chain, inputs: Mapping[str, Any], **options: Any) -> str:
+def predict(chain: Chain, inputs: Mapping[str, Any], **options: Unpack[CallOptions]) -> str:
     """Runs a chain that returns one string, with several inputs."""
     key = _single_output("predict", chain)
     return _string("predict", chain, key, call(chain, inputs, **options))
 
 
-async def apredict(chain: Chain, inputs: Mapping[str, Any], **options: Any) -> str:
+async def apredict(chain: Chain, inputs: Mapping[str, Any], **options: Unpack[CallOptions]) -> str:
     """Async twin of `predict`."""
     key = _single_output("predict", chain)
     return _string("predict", chain, key, await acall(chain, inputs, **options))
@@ -154,7 +150,7 @@ def _batch_inputs(
     chain: Chain,
     inputs: Iterable[Mapping[str, Any]],
     max_workers: int,
-    options: dict[str, Any],
+    options: CallOptions,
 ) -> list[Mapping[str, Any]]:
     """The inputs as a list, every one of them and the options checked before any call starts:
     a bad item found halfway would leave the calls before it done and those after it not."""
@@ -175,6 +171,7 @@ def _batch_inputs(
             f"{type(inputs).__name__}"
         ) from None
     check_options(options)
+    guard(options.get("callbacks"))
     for index, item in enumerate(items):
         if not isinstance(item, Mapping):
             raise TypeError(
@@ -195,7 +192,7 @@ def batch(
     *,
     max_workers: int = 5,
     return_exceptions: bool = False,
-    **options: Any,
+    **options: Unpack[CallOptions],
 ) -> list[Any]:
     """Calls `chain` on each inputs in threads; results keep the order of `inputs`.
 
@@ -206,7 +203,12 @@ def batch(
     """
     items = _batch_inputs("batch", chain, inputs, max_workers, options)
     with ThreadPoolExecutor(max_workers=min(max_workers, max(len(items), 1))) as pool:
-        futures = [pool.submit(call, chain, item, **options) for item in items]
+
+        def one(item: Mapping[str, Any]) -> dict[str, Any]:
+            return call(chain, item, **options)
+
+        # Each call in a copy of this context: the current run becomes each item's parent.
+        futures = [pool.submit(copy_context().run, one, item) for item in items]
         results: list[Any] = []
         for future in futures:
             error = future.exception()
@@ -227,7 +229,7 @@ async def abatch(
     *,
     max_workers: int = 5,
     return_exceptions: bool = False,
-    **options: Any,
+    **options: Unpack[CallOptions],
 ) -> list[Any]:
     """Async twin of `batch`: at most `max_workers` calls run at once. Without
     `return_exceptions`, the first failure cancels the calls not yet finished, and the error
@@ -257,17 +259,3 @@ async def abatch(
         if isinstance(result, BaseException) and task not in cancelled_here:
             raise result
     return results
-
-
-def apply(
-    chain: Chain, inputs: Iterable[Mapping[str, Any]], *, max_workers: int = 5, **options: Any
-) -> list[dict[str, Any]]:
-    """Calls `chain` on each inputs concurrently; keeps order and raises the first error."""
-    return batch(chain, inputs, max_workers=max_workers, **options)
-
-
-async def aapply(
-    chain: Chain, inputs: Iterable[Mapping[str, Any]], *, max_workers: int = 5, **options: Any
-) -> list[dict[str, Any]]:
-    """Async twin of `apply`."""
-    return await abatch(chain, inputs, max_workers=max_workers, **options)

@@ -1,4 +1,4 @@
-"""Chain: the one contract every chain shares, `call(inputs) -> outputs`."""
+"""Chain: the one contract every chain shares, `_call(inputs) -> outputs`."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from chainkit.schema import Memory
 
 
 class Chain(Observed, ABC):
-    """Base of every chain. Call it through `chains.call` / `chains.run`, which add memory,
-    key checks and chain callbacks around `call`.
+    """Base of every chain. A subclass implements `_call` (and `_acall` when it can wait
+    natively); users call a chain through `chains.call` / `chains.run`, which make each call a
+    run with memory, key checks and callbacks around `_call`.
 
-    Call options a chain passes on to its model: stop_words, streaming_func, temperature,
-    max_tokens, top_p, seed, model, and any other a backend understands.
+    The options `_call` gets are `llms.CallOptions`, checked already; a chain passes them on to
+    its model.
     """
 
     memory: Memory | None = None
@@ -23,21 +24,21 @@ class Chain(Observed, ABC):
     @property
     @abstractmethod
     def input_keys(self) -> list[str]:
-        """Keys `call` needs in its inputs."""
+        """Keys `_call` needs in its inputs."""
 
     @property
     @abstractmethod
     def output_keys(self) -> list[str]:
-        """Keys `call` returns."""
+        """Keys `_call` returns."""
 
     @abstractmethod
-    def call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+    def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         """Runs the chain on `inputs`; options reach the model unchanged."""
 
-    async def acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
-        """Async twin of `call`; by default runs `call` in a daemon worker thread, so that a
+    async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+        """Async twin of `_call`; by default runs `_call` in a daemon worker thread, so that a
         cancelled call that never returns does not keep `asyncio.run` from returning."""
-        return await to_thread(f"chain {self.name}", self.call, inputs, **options)
+        return await to_thread(f"chain {self.name}", self._call, inputs, **options)
 
     @property
     def name(self) -> str:

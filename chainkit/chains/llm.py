@@ -6,7 +6,6 @@ from typing import Any
 
 from chainkit.callbacks import Handlers
 from chainkit.chains.chain import Chain
-from chainkit.chains.options import model_options
 from chainkit.llms import Model
 from chainkit.prompts import BasePromptTemplate
 from chainkit.schema import Memory, Message, OutputParser
@@ -23,7 +22,7 @@ class LLMChain(Chain):
         output_key: str = "text",
         output_parser: OutputParser | None = None,
         memory: Memory | None = None,
-        callbacks_handler: Handlers = None,
+        callbacks: Handlers = None,
     ) -> None:
         if memory is not None:
             unread = [v for v in memory.memory_variables if v not in prompt.input_variables]
@@ -39,7 +38,7 @@ class LLMChain(Chain):
         self.output_key = output_key
         self.output_parser = output_parser
         self.memory = memory
-        self.callbacks_handler = callbacks_handler
+        self.callbacks = callbacks
 
     def __repr__(self) -> str:
         return f"LLMChain(llm={self.llm!r}, output_key={self.output_key!r})"
@@ -52,14 +51,14 @@ class LLMChain(Chain):
     def output_keys(self) -> list[str]:
         return [self.output_key]
 
-    def call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+    def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         messages = self.prompt.format_messages(**inputs)
-        reply = self.llm.generate(messages, **model_options(options, self.callbacks))
+        reply = self.llm.generate(messages, **options)
         return self._outputs(reply)
 
-    async def acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+    async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         messages = self.prompt.format_messages(**inputs)
-        reply = await self.llm.agenerate(messages, **model_options(options, self.callbacks))
+        reply = await self.llm.agenerate(messages, **options)
         return self._outputs(reply)
 
     def _outputs(self, reply: Message) -> dict[str, Any]:

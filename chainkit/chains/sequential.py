@@ -29,14 +29,14 @@ class SequentialChain(Chain):
         output_variables: Sequence[str] | None = None,
         *,
         memory: Memory | None = None,
-        callbacks_handler: Handlers = None,
+        callbacks: Handlers = None,
     ) -> None:
         if not chains:
             raise ChainWiringError("SequentialChain needs at least one chain")
         self.chains = list(chains)
         self.input_variables = list(input_variables)
         self.memory = memory
-        self.callbacks_handler = callbacks_handler
+        self.callbacks = callbacks
         known = set(self.input_variables)
         if memory is not None:
             overlap = known.intersection(memory.memory_variables)
@@ -82,13 +82,13 @@ class SequentialChain(Chain):
     def output_keys(self) -> list[str]:
         return self.output_variables
 
-    def call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+    def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         values = dict(inputs)
         for chain in self.chains:
             values.update(api.call(chain, values, **options))
         return {key: values[key] for key in self.output_variables}
 
-    async def acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+    async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         values = dict(inputs)
         for chain in self.chains:
             values.update(await api.acall(chain, values, **options))
@@ -101,7 +101,7 @@ class SimpleSequentialChain(Chain):
     input_key = "input"
     output_key = "output"
 
-    def __init__(self, chains: Sequence[Chain], *, callbacks_handler: Handlers = None) -> None:
+    def __init__(self, chains: Sequence[Chain], *, callbacks: Handlers = None) -> None:
         if not chains:
             raise ChainWiringError("SimpleSequentialChain needs at least one chain")
         for index, chain in enumerate(chains):
@@ -111,7 +111,7 @@ class SimpleSequentialChain(Chain):
                     f"has inputs {chain.input_keys} and outputs {chain.output_keys}"
                 )
         self.chains = list(chains)
-        self.callbacks_handler = callbacks_handler
+        self.callbacks = callbacks
 
     def __repr__(self) -> str:
         return f"SimpleSequentialChain({[chain.name for chain in self.chains]})"
@@ -124,13 +124,13 @@ class SimpleSequentialChain(Chain):
     def output_keys(self) -> list[str]:
         return [self.output_key]
 
-    def call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+    def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         value = inputs[self.input_key]
         for chain in self.chains:
             value = api.run(chain, value, **options)
         return {self.output_key: value}
 
-    async def acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+    async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         value = inputs[self.input_key]
         for chain in self.chains:
             value = await api.arun(chain, value, **options)

@@ -13,9 +13,11 @@ from chainkit.llms.errors import (
     ModelResponseError,
     ModelStatusError,
     ModelTimeoutError,
+    UnknownOptionError,
 )
 from chainkit.llms.fake import FakeCall, FakeLLM, FakeLLMExhaustedError
-from chainkit.llms.model import BaseModel, Model, ModelRequest, StreamingFunc, acall, call
+from chainkit.llms.model import BaseModel, Model, ModelRequest, acall, call
+from chainkit.llms.options import CallOptions, StreamingFunc
 
 if TYPE_CHECKING:
     from chainkit.llms._retry import Backoff
@@ -51,6 +53,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "Backoff",
     "BaseModel",
+    "CallOptions",
     "FakeCall",
     "FakeLLM",
     "FakeLLMExhaustedError",
@@ -69,6 +72,7 @@ __all__ = [
     "OpenAI",
     "OpenAIEmbeddings",
     "StreamingFunc",
+    "UnknownOptionError",
     "acall",
     "call",
 ]

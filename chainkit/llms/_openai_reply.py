@@ -34,7 +34,7 @@ from chainkit.llms.errors import (
     ModelReplyShapeError,
     ModelResponseError,
 )
-from chainkit.llms.model import StreamingFunc
+from chainkit.llms.options import StreamingFunc
 from chainkit.schema import FunctionCall, Message, ResponseMeta, TokenUsage, ToolCall
 
 Masker = Callable[[str], str]

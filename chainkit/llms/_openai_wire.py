@@ -28,7 +28,7 @@ from chainkit.llms.errors import (
     ModelStatusError,
     ModelTimeoutError,
 )
-from chainkit.llms.model import StreamingFunc
+from chainkit.llms.options import StreamingFunc
 from chainkit.schema import Message, ToolInfo
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chainkit.llms.model import StreamingFunc
+from chainkit.llms.options import StreamingFunc
 
 
 def stream_text(text: str, streaming_func: StreamingFunc, chunk_size: int) -> None:

@@ -93,3 +93,7 @@ class ModelRefusalError(ModelError):
         super().__init__(f"the model refused: {refusal}")
         self.refusal = refusal
         self.reply = reply
+
+
+class UnknownOptionError(TypeError):
+    """A call was given an option name that is not one of `llms.CallOptions`."""

@@ -1,53 +1,51 @@
-"""The model contract, and a base class that fires the LLM callbacks once for every backend."""
+"""The model contract, and a base class that makes each call a run and fires its callbacks
+once for every backend."""
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Unpack, runtime_checkable
 
 from chainkit._stop import stop_escaped
-from chainkit.callbacks import CombiningHandler, Handler, Handlers, guard
-from chainkit.schema import Message, ToolInfo
+from chainkit.callbacks import CombiningHandler, Handler, guard
+from chainkit.callbacks.run import enter
+from chainkit.llms.options import CallOptions, StreamingFunc, check_options
 
-StreamingFunc = Callable[[str], None]
-"""Receives each piece of a reply's text as the model produces it."""
+__all__ = ["BaseModel", "Model", "ModelRequest", "acall", "call"]
+from chainkit.schema import Message, ToolInfo
 
 
 @runtime_checkable
 class Model(Protocol):
     """Anything that turns messages into a reply message.
 
-    Options a caller may give: temperature, max_tokens, top_p, seed, model, and `callbacks`
-    (a Handler, or a list of them, for llm start/end/error and retry events). A backend
-    passes through what it does not know rather than dropping it.
+    `options` are the typed `CallOptions` (`callbacks` among them hears this call); `tools` are
+    offered to a model that calls tools natively.
     """
 
     def generate(
         self,
         messages: Sequence[Message],
         *,
-        stop: Sequence[str] | None = None,
         tools: Sequence[ToolInfo] | None = None,
-        streaming_func: StreamingFunc | None = None,
-        **options: Any,
+        **options: Unpack[CallOptions],
     ) -> Message: ...
 
     async def agenerate(
         self,
         messages: Sequence[Message],
         *,
-        stop: Sequence[str] | None = None,
         tools: Sequence[ToolInfo] | None = None,
-        streaming_func: StreamingFunc | None = None,
-        **options: Any,
+        **options: Unpack[CallOptions],
     ) -> Message: ...
 
 
 @dataclass(slots=True)
 class ModelRequest:
-    """One call as a backend sees it: what `generate` was given, with `callbacks` guarded."""
+    """One call as a backend sees it: what `generate` was given, with `callbacks` the handler
+    of the call's run (for retry events)."""
 
     messages: Sequence[Message]
     stop: Sequence[str] | None = None
@@ -58,57 +56,44 @@ class ModelRequest:
 
 
 class BaseModel:
-    """Implements `Model` around `_generate`/`_agenerate`, firing the LLM callbacks.
+    """Implements `Model` around `_generate`/`_agenerate`: each call is an "llm" run, whose
+    callbacks (start, end, error, streamed chunks) fire here for every backend, so backends
+    keep to the one thing they do: talk to the model."""
 
-    Subclasses get callbacks (start, end, error, streamed chunks) for free and keep to the
-    one thing they do: talk to the model.
-    """
+    @property
+    def name(self) -> str:
+        """The model's name in runs and traces."""
+        return type(self).__name__
 
     def generate(
         self,
         messages: Sequence[Message],
         *,
-        stop: Sequence[str] | None = None,
         tools: Sequence[ToolInfo] | None = None,
-        streaming_func: StreamingFunc | None = None,
-        callbacks: Handlers = None,
-        **options: Any,
+        **options: Unpack[CallOptions],
     ) -> Message:
-        request = _request(messages, stop, tools, streaming_func, options)
-        handler = _guarded(callbacks)
-        if handler is None:
-            return self._sync_reply(request)
-        _start(handler, request)
-        try:
+        request, own = _request(messages, tools, options)
+        with enter("llm", request.options.get("model") or self.name, own) as run:
+            if run.handler is not None:
+                _start(run.handler, request)
             reply = self._sync_reply(request)
-        except BaseException as error:
-            handler.handle_llm_error(error)
-            raise
-        handler.handle_llm_end(reply)
-        return reply
+            run.end(reply)
+            return reply
 
     async def agenerate(
         self,
         messages: Sequence[Message],
         *,
-        stop: Sequence[str] | None = None,
         tools: Sequence[ToolInfo] | None = None,
-        streaming_func: StreamingFunc | None = None,
-        callbacks: Handlers = None,
-        **options: Any,
+        **options: Unpack[CallOptions],
     ) -> Message:
-        request = _request(messages, stop, tools, streaming_func, options)
-        handler = _guarded(callbacks)
-        if handler is None:
-            return await self._agenerate(request)
-        _start(handler, request)
-        try:
+        request, own = _request(messages, tools, options)
+        with enter("llm", request.options.get("model") or self.name, own) as run:
+            if run.handler is not None:
+                _start(run.handler, request)
             reply = await self._agenerate(request)
-        except BaseException as error:
-            handler.handle_llm_error(error)
-            raise
-        handler.handle_llm_end(reply)
-        return reply
+            run.end(reply)
+            return reply
 
     def _generate(self, request: ModelRequest) -> Message:
         raise NotImplementedError(f"{type(self).__name__} must implement _generate")
@@ -126,40 +111,31 @@ class BaseModel:
 
 
 def _request(
-    messages: Sequence[Message],
-    stop: Sequence[str] | None,
-    tools: Sequence[ToolInfo] | None,
-    streaming_func: StreamingFunc | None,
-    options: dict[str, Any],
-) -> ModelRequest:
+    messages: Sequence[Message], tools: Sequence[ToolInfo] | None, given: CallOptions
+) -> tuple[ModelRequest, CombiningHandler | None]:
+    """The request, and the guarded handler of the call's own `callbacks` option; raises,
+    before the call, for an unknown option or callbacks that are no Handler."""
+    options: dict[str, Any] = dict(given)
+    check_options(options)
+    stop = options.pop("stop", None)
+    streaming_func = options.pop("streaming_func", None)
+    own = guard(options.pop("callbacks", None))
     if streaming_func is not None and inspect.iscoroutinefunction(streaming_func):
         raise TypeError(
             "streaming_func must be a plain function: it is called once per chunk and never "
             "awaited, so an async one would lose every chunk"
         )
-    return ModelRequest(messages, stop, tools, streaming_func, None, options)
-
-
-def _guarded(callbacks: Handlers) -> CombiningHandler | None:
-    """The handler to report to; raises TypeError, before the call, for what is no Handler."""
-    if callbacks is None or isinstance(callbacks, CombiningHandler):
-        return callbacks
-    return guard(callbacks)
+    return ModelRequest(messages, stop, tools, streaming_func, None, options), own
 
 
 def _start(handler: CombiningHandler, request: ModelRequest) -> None:
-    """Fires llm start (and, if a handler raises there, llm error, so the start is never left
-    open) and routes streamed chunks and retry events to `handler` too."""
+    """Fires llm start and routes streamed chunks and retry events to `handler` too."""
     request.callbacks = handler
     shown: dict[str, Any] = {"stop": list(request.stop) if request.stop else None}
     shown.update(request.options)
     if request.tools:
         shown["tools"] = [t.name for t in request.tools]
-    try:
-        handler.handle_llm_start(request.messages, shown)
-    except BaseException as error:
-        handler.handle_llm_error(error)
-        raise
+    handler.handle_llm_start(request.messages, shown)
     user_func = request.streaming_func
     if user_func is not None:
 
@@ -170,11 +146,11 @@ def _start(handler: CombiningHandler, request: ModelRequest) -> None:
         request.streaming_func = stream
 
 
-def call(model: Model, prompt: str, **options: Any) -> str:
-    """Sends `prompt` as one user message and returns the reply's text."""
-    return model.generate([Message.user(prompt)], **options).content
+def call(llm: Model, prompt: str, /, **options: Unpack[CallOptions]) -> str:
+    """Sends `prompt` as one user message to `llm` and returns the reply's text."""
+    return llm.generate([Message.user(prompt)], **options).content
 
 
-async def acall(model: Model, prompt: str, **options: Any) -> str:
+async def acall(llm: Model, prompt: str, /, **options: Unpack[CallOptions]) -> str:
     """Async twin of `call`."""
-    return (await model.agenerate([Message.user(prompt)], **options)).content
+    return (await llm.agenerate([Message.user(prompt)], **options)).content

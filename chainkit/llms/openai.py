@@ -12,24 +12,14 @@ from chainkit.llms._openai_wire import StreamRelay, build_request
 from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff, check_seconds
 from chainkit.llms.errors import ModelError
 from chainkit.llms.model import BaseModel, ModelRequest
+from chainkit.llms.options import check_options
 from chainkit.schema import Message
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
+
 # Settings under the names other libraries give them: taken for options, they would go into
 # the request body, where a server ignores or refuses them.
-_MISNAMED = {
-    "max_retries": "max_attempts, which counts the first attempt too (max_retries=2 is "
-    "max_attempts=3)",
-    "request_timeout": "timeout",
-    "openai_api_key": "api_key",
-    "openai_api_base": "base_url",
-    "model_name": "model",
-    "stream": "a streaming_func on the call",
-    "streaming": "a streaming_func on the call",
-}
-
-
 class OpenAI(OpenAIEndpoint, BaseModel):
     """A chat model served over the OpenAI chat-completions API.
 
@@ -96,7 +86,7 @@ class OpenAI(OpenAIEndpoint, BaseModel):
             check_model_name(model, "OPENAI_MODEL")
         else:
             check_model_name(model, "model")
-        _refuse_misnamed(default_options)
+        check_options(default_options)
         self.model = model
         self.default_options = default_options
         super().__init__(
@@ -107,12 +97,14 @@ class OpenAI(OpenAIEndpoint, BaseModel):
             backoff=backoff,
         )
 
+    @property
+    def name(self) -> str:
+        return self.model
+
     def _request(self, request: ModelRequest) -> dict[str, Any]:
         options = request.options
-        if options:
-            _refuse_misnamed(options)
-            if options.get("timeout") is not None:
-                check_seconds("timeout", options["timeout"])
+        if options.get("timeout") is not None:
+            check_seconds("timeout", options["timeout"])
         if self.default_options:
             # A call's option set to None means "not set", so it leaves the default in place.
             options = dict(self.default_options)
@@ -188,10 +180,3 @@ class OpenAI(OpenAIEndpoint, BaseModel):
         except ModelError as error:
             failure = error
         return chunks.message(failure)
-
-
-def _refuse_misnamed(options: dict[str, Any]) -> None:
-    misnamed = options.keys() & _MISNAMED.keys()
-    if misnamed:
-        name = min(misnamed)
-        raise TypeError(f"OpenAI has no option {name!r}: use {_MISNAMED[name]}")

@@ -81,7 +81,9 @@ class ConversationBuffer:
             if chosen not in values:
                 raise MemoryKeyError(f"{kind} key {chosen!r} not found; got {sorted(values)}")
             return chosen
-        keys = [k for k in values if k != exclude and k != "intermediate_steps"]
+        keys = [k for k in values if k != exclude]
+        if len(keys) > 1 and kind == "output" and "output" in keys:
+            return "output"  # an agent's answer, beside what else it returns (its steps)
         if len(keys) != 1:
             raise MemoryKeyError(
                 f"cannot tell which {kind} key to remember among {sorted(keys)}; "

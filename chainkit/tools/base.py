@@ -57,6 +57,15 @@ class Tool:
         """How this tool is presented to a model that calls tools natively."""
         return ToolInfo(self.name, self.description, self.parameters)
 
+    def call_arguments(self, arguments: str) -> str:
+        """Runs the tool on a native tool call's JSON arguments (Eino's
+        `InvokableRun(argumentsInJSON)`); a model's arguments are checked once, here."""
+        return self.call(self.input_from_arguments(arguments))
+
+    async def acall_arguments(self, arguments: str) -> str:
+        """Async twin of `call_arguments`."""
+        return await self.acall(self.input_from_arguments(arguments))
+
     def input_from_arguments(self, arguments: str) -> str:
         """Turns a native tool call's JSON arguments into the string `call` takes.
 

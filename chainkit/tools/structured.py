@@ -19,6 +19,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, overload
 
+from chainkit._stop import to_thread
 from chainkit.tools._arguments import MalformedJSONError, decode_json
 from chainkit.tools._jsonschema import (
     FieldSpec,
@@ -106,30 +107,49 @@ class StructuredTool(Tool):
         object fitting the schema (blank means no arguments), else InvalidArgumentsError. Text
         that is cut off or not JSON is never handed to the function as a plain string.
         """
-        _require_text(self.name, arguments)
-        try:
-            value = decode_json(arguments) if arguments.strip() else {}
-        except MalformedJSONError as error:
-            raise _malformed(self.name, error) from None
+        value = self._native_value(arguments)
         self._validated(value)
         # An object sent as a JSON string (double-encoded) is passed on as the object's text.
         return value if isinstance(value, str) else arguments
 
     def call(self, input: str) -> str:
-        args, kwargs = self._bind(input)
-        if self._is_async:
-            return _render(_run_coroutine(self.func(*args, **kwargs)))
-        return _render(self.func(*args, **kwargs))
+        return self._run(self._arguments(input))
 
     async def acall(self, input: str) -> str:
         if not self._is_async:
             return await super().acall(input)
-        args, kwargs = self._bind(input)
+        return await self._arun(self._arguments(input))
+
+    def call_arguments(self, arguments: str) -> str:
+        """Runs the function on a native call's JSON arguments, decoded and validated once
+        (strictly, as `input_from_arguments` describes)."""
+        return self._run(self._native_value(arguments))
+
+    async def acall_arguments(self, arguments: str) -> str:
+        if not self._is_async:
+            return await to_thread(f"tool {self.name!r}", self.call_arguments, arguments)
+        return await self._arun(self._native_value(arguments))
+
+    def _run(self, value: object) -> str:
+        args, kwargs = self._bind(value)
+        if self._is_async:
+            return _render(_run_coroutine(self.func(*args, **kwargs)))
+        return _render(self.func(*args, **kwargs))
+
+    async def _arun(self, value: object) -> str:
+        args, kwargs = self._bind(value)
         return _render(await self.func(*args, **kwargs))
 
-    def _bind(self, input: str) -> tuple[list[object], dict[str, object]]:
-        """Positional-only and keyword arguments for the function, validated from `input`."""
-        arguments = self._validated(self._arguments(input))
+    def _native_value(self, arguments: str) -> object:
+        _require_text(self.name, arguments)
+        try:
+            return decode_json(arguments) if arguments.strip() else {}
+        except MalformedJSONError as error:
+            raise _malformed(self.name, error) from None
+
+    def _bind(self, value: object) -> tuple[list[object], dict[str, object]]:
+        """Positional-only and keyword arguments for the function, validated from `value`."""
+        arguments = self._validated(value)
         args: list[object] = []
         for parameter in self._signature.parameters.values():
             if parameter.kind is not inspect.Parameter.POSITIONAL_ONLY:

@@ -60,7 +60,7 @@ def build_server(tools: Sequence[Tool], name: str) -> Server[Any]:
             return failure(f"Unknown tool {params.name!r}; the tools are {', '.join(by_name)}")
         try:
             arguments = json.dumps(params.arguments or {}, ensure_ascii=False)
-            output = await tool.acall(tool.input_from_arguments(arguments))
+            output = await tool.acall_arguments(arguments)
         except ToolError as error:
             return failure(str(error))
         except Exception as error:
