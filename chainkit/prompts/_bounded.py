@@ -66,6 +66,13 @@ def recursive_loop_items(loop: jinja2.runtime.LoopContext, items: Iterable[Any])
     return Counted(items, outer.cost if isinstance(outer, Counted) else 1)
 
 
+def take_slice(sequence: Any, start: Any, stop: Any, step: Any) -> Any:
+    """`sequence[start:stop:step]`, charged by the length of the copy."""
+    result = sequence[start:stop:step]
+    charge_result(current_budget(), result, "a slice")
+    return result
+
+
 # --- output and concatenation ----------------------------------------------------------------
 
 

@@ -9,7 +9,9 @@ extension, which the sandbox calls directly):
   count each time it runs. A body is counted without the bodies nested in it, which charge for
   themselves, so a render's steps measure the template code it ran;
 - `a ~ b` becomes a join that sizes each part before turning it into text;
-- `a == b`, `a in b`, ... become a comparison charged by what it reads.
+- `a == b`, `a in b`, ... become a comparison charged by what it reads (a chain `a < b < c`
+  evaluates all its operands before comparing);
+- `x[a:b]` becomes a slice charged by the length of its result.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class _Rewriter:
             return self._hook("concatenate", parts, node), HOOK_STEPS + cost
         if isinstance(node, nodes.Compare):
             return self._comparison(node)
+        if isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Slice):
+            return self._slice(node.node, node.arg)
         return node, self._children(node, skip=())
 
     def _children(self, node: nodes.Node, skip: tuple[str, ...]) -> int:
@@ -103,6 +107,18 @@ class _Rewriter:
             chain += [nodes.Const(operand.op, lineno=comparison.lineno), expression]
             cost += operand_cost
         return self._hook("compare", chain, comparison), HOOK_STEPS + cost
+
+    def _slice(self, sequence: nodes.Expr, bounds: nodes.Slice) -> tuple[nodes.Node, int]:
+        # jinja2 compiles `x[a:b]` to plain Python slicing, past the sandbox's getitem.
+        parts, cost = self.rewrite_all([sequence])
+        for bound in (bounds.start, bounds.stop, bounds.step):
+            if bound is None:
+                parts.append(nodes.Const(None, lineno=bounds.lineno))
+            else:
+                rewritten, bound_cost = self.rewrite(bound)
+                parts.append(rewritten)
+                cost += bound_cost
+        return self._hook("take_slice", parts, bounds), HOOK_STEPS + cost
 
     def _hook(self, name: str, args: list[nodes.Node], where: nodes.Node) -> nodes.Call:
         hook = nodes.ExtensionAttribute(self._hooks, name, lineno=where.lineno)

@@ -55,10 +55,20 @@ class _Hooks(jinja2.ext.Extension):
         self.charge_body = _bounded.charge_body
         self.concatenate = _bounded.concatenate
         self.compare = _bounded.compare
+        self.take_slice = _bounded.take_slice
 
 
 _HOOK_IDS = frozenset(
-    map(id, (_bounded.Counted, _bounded.charge_body, _bounded.concatenate, _bounded.compare))
+    map(
+        id,
+        (
+            _bounded.Counted,
+            _bounded.charge_body,
+            _bounded.concatenate,
+            _bounded.compare,
+            _bounded.take_slice,
+        ),
+    )
 )
 
 
@@ -125,11 +135,9 @@ class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
 
     def getitem(self, obj: Any, argument: Any) -> Any:
         if isinstance(argument, tuple):
+            # Looking a tuple up in a mapping hashes all of it.
             text_size(argument, current_budget())
-        result = super().getitem(obj, argument)
-        if isinstance(argument, slice):
-            charge_result(current_budget(), result, "a slice")
-        return result
+        return super().getitem(obj, argument)
 
     def wrap_str_format(self, value: Any) -> Any:
         # As the stock sandbox does, but with a formatter that bounds each field.
