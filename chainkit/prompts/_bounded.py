@@ -25,6 +25,8 @@ from chainkit.prompts._budget import Budget, charge_result, current_budget, text
 _TEXTS = (str, bytes, bytearray)
 _SEQUENCES = (str, bytes, bytearray, list, tuple)
 _CONTAINERS = (list, tuple, dict, set, frozenset)
+# Printed as they are or in a few characters (an int has at most max_int_digits digits).
+_PLAIN = frozenset({str, int, bool, float, type(None)})
 
 
 # --- loops and macro bodies ------------------------------------------------------------------
@@ -48,7 +50,10 @@ class Counted:
 
     def __next__(self) -> Any:
         item = next(self._iterator)
-        self._budget.step(self.cost)
+        budget = self._budget
+        budget.steps += self.cost  # Budget.step, inlined: this runs once per loop iteration
+        if budget.steps > budget.max_steps:
+            raise budget.exceeded("max_steps")
         return item
 
     def __len__(self) -> int:
@@ -78,6 +83,8 @@ def take_slice(sequence: Any, start: Any, stop: Any, step: Any) -> Any:
 
 def as_text(value: object, budget: Budget) -> str:
     """`str(value)`, after sizing it (see text_size) so that printing cannot hang."""
+    if type(value) in _PLAIN:
+        return str(value)
     if isinstance(value, str):
         return value
     text_size(value, budget)
@@ -102,7 +109,7 @@ def join_output(chunks: Iterable[str]) -> str:
 
 def finalize(value: object) -> object:
     """Sizes a value printed by `{{ ... }}` before jinja2 turns it into text."""
-    if type(value) is str:
+    if type(value) in _PLAIN:
         return value
     text_size(value, current_budget())
     return value
@@ -285,9 +292,9 @@ class BoundedEscapeFormatter(BoundedFormatter, EscapeFormatter):
 # --- calls -----------------------------------------------------------------------------------
 
 
-CALL_STEPS = 10
+CALL_STEPS = 20
 """What a call costs in steps besides its body: the sandbox's checks and jinja2's argument
-handling take about as long as ten template operations."""
+handling take about as long as twenty template operations."""
 
 
 def check_call(

@@ -276,9 +276,9 @@ TEST_CHECKS: Mapping[str, Check] = {
 """The check of each built-in test that reads more than a fixed part of its value."""
 
 
-FILTER_STEPS = 3
+FILTER_STEPS = 6
 """What a filter or test call costs in steps besides what it reads: the call and its check
-take about as long as three template operations."""
+take about as long as six template operations."""
 
 
 def guarded(name: str, function: Callable[..., Any], check: Check) -> Callable[..., Any]:

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any, NoReturn
 
 import jinja2
+import jinja2.compiler
 import jinja2.exceptions
 import jinja2.ext
 import jinja2.meta
@@ -46,8 +47,7 @@ from chainkit.prompts.limits import DEFAULT_LIMITS, TemplateLimits
 
 
 class _Hooks(jinja2.ext.Extension):
-    """Holds the functions instrumented templates call (see _instrument). They are plain
-    functions stored on the instance, so the sandbox can recognise them by identity."""
+    """Holds the functions instrumented templates call (see _instrument)."""
 
     def __init__(self, environment: jinja2.Environment) -> None:
         super().__init__(environment)
@@ -58,18 +58,29 @@ class _Hooks(jinja2.ext.Extension):
         self.take_slice = _bounded.take_slice
 
 
-_HOOK_IDS = frozenset(
-    map(
-        id,
-        (
-            _bounded.Counted,
-            _bounded.charge_body,
-            _bounded.concatenate,
-            _bounded.compare,
-            _bounded.take_slice,
-        ),
-    )
-)
+class _CodeGenerator(jinja2.compiler.CodeGenerator):
+    """jinja2's code generator, calling the hooks directly: they are chainkit's own code, and
+    the sandbox's call checks would cost more than most of what they guard."""
+
+    def visit_Call(
+        self,
+        node: jinja2.nodes.Call,
+        frame: jinja2.compiler.Frame,
+        forward_caller: bool = False,
+    ) -> None:
+        hook = node.node
+        if not (
+            isinstance(hook, jinja2.nodes.ExtensionAttribute)
+            and hook.identifier == _Hooks.identifier
+        ):
+            super().visit_Call(node, frame, forward_caller=forward_caller)
+            return
+        self.visit(hook, frame)
+        self.write("(")
+        for index, argument in enumerate(node.args):
+            self.write(", " if index else "")
+            self.visit(argument, frame)
+        self.write(")")
 
 
 class BudgetedTemplate(jinja2.Template):
@@ -95,6 +106,7 @@ class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
     """jinja2's immutable sandbox with chainkit's policy (see the module docstring)."""
 
     intercepted_binops = frozenset({"+", "-", "*", "/", "//", "%", "**"})
+    code_generator_class = _CodeGenerator
     template_class = BudgetedTemplate
     concat = staticmethod(_bounded.join_output)
 
@@ -170,8 +182,6 @@ class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
         *args: Any,
         **kwargs: Any,
     ) -> Any:
-        if id(__obj) in _HOOK_IDS:
-            return __obj(*args)
         budget = current_budget()
         if isinstance(__obj, jinja2.runtime.LoopContext) and args:
             args = (_bounded.recursive_loop_items(__obj, args[0]), *args[1:])

@@ -18,18 +18,18 @@ class TemplateLimits:
 
     - `max_steps`: template operations. Each loop iteration, macro or block call costs the
       operations in its body; a call, filter, attribute lookup or comparison costs a few more.
-      A real chat template spends 100 to 450 steps per message (gpt-oss's, which looks ahead
-      from each tool call, more as the conversation grows: 2.9 million for 1,000 messages).
+      Real chat templates spend 200 to 450 steps per message; gpt-oss's, which looks ahead
+      from each tool call, more as the conversation grows (2.9 million for 1,000 messages).
     - `max_chars`: characters built, copied, scanned or turned into text in all (strings
       joined, lists sorted, values printed, JSON written, ...); an item of a list or dict
       counts as 8, the memory it takes. It bounds the time spent on data and the memory a
-      rendering can hold. Real chat templates spend 4 to 11 per character of output.
+      rendering can hold. Real chat templates spend 3 to 5 per character of a long prompt.
     - `max_length`: characters of the output, and of any one string (or items of any one
       list) the template builds on the way.
     - `max_int_digits`: decimal digits of any integer the template computes.
     """
 
-    max_steps: int = 4_000_000
+    max_steps: int = 6_000_000
     max_chars: int = 40_000_000
     max_length: int = 8_000_000
     max_int_digits: int = 10_000
