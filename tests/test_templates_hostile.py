@@ -215,6 +215,9 @@ CASES: dict[str, Case] = {
     "tojson with long separators, chat template": Case(
         "{{ ([0] * 10000) | tojson(separators=('x' * 10000, ':')) }}", "max_length", entry="chat"
     ),
+    "strftime_now of a long format": Case(
+        "{{ strftime_now('%c' * 1000000) | length }}", "max_length", entry="chat"
+    ),
     "pprint of a wide structure": Case(
         "{{ data | pprint }}", "max_chars", values=lambda: {"data": _shared_nest(3)}
     ),
@@ -525,3 +528,38 @@ def test_limits_must_be_template_limits() -> None:
         ChatPromptTemplate([("user", "{a}")], limits={"max_steps": 10})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=expected):
         render_chat([Message.user("hi")], limits={"max_steps": 10})  # type: ignore[arg-type]
+
+
+def test_instrumented_operations_keep_jinja2s_meaning() -> None:
+    template = (
+        "{{ a < b < c }}|{{ a < c < b }}|{{ x in l }}|{{ x not in l }}|{{ s == t }}|"
+        "{{ a != b }}|{{ s in t }}|{{ s[1:3] }}|{{ l[::-1] }}|{{ l[:1] }}|{{ s ~ a ~ l }}|"
+        "{% for i in l recursive %}{{ i }}{% endfor %}|{{ l | join(',') }}|{{ d }}"
+    )
+    values = {
+        "a": 1,
+        "b": 2,
+        "c": 3,
+        "x": "q",
+        "l": ["p", "q"],
+        "s": "text",
+        "t": "text",
+        "d": {"k": [1, None]},
+    }
+    rendered = PromptTemplate(template, template_format="jinja2").format(**values)
+    assert rendered.split("|") == [
+        "True",
+        "False",
+        "True",
+        "False",
+        "True",
+        "True",
+        "True",
+        "ex",
+        "['q', 'p']",
+        "['p']",
+        "text1['p', 'q']",
+        "pq",
+        "p,q",
+        "{'k': [1, None]}",
+    ]

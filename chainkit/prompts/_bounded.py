@@ -20,7 +20,13 @@ import jinja2.runtime
 import jinja2.sandbox
 from markupsafe import EscapeFormatter
 
-from chainkit.prompts._budget import Budget, charge_result, current_budget, text_size
+from chainkit.prompts._budget import (
+    Budget,
+    charge_result,
+    current_budget,
+    length_or_zero,
+    text_size,
+)
 
 _TEXTS = (str, bytes, bytearray)
 _SEQUENCES = (str, bytes, bytearray, list, tuple)
@@ -137,6 +143,9 @@ _COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+_MEMBERSHIP = frozenset({"in", "notin"})
+
+
 def compare(left: object, *chain: Any) -> Any:
     """A comparison chain `left op right [op right ...]`, each comparison charged by what it
     reads. Like Python's, it stops at the first false result and returns the last one."""
@@ -144,7 +153,14 @@ def compare(left: object, *chain: Any) -> Any:
     result: Any = True
     for index in range(0, len(chain), 2):
         op, right = chain[index], chain[index + 1]
-        charge_comparison(budget, op, left, right)
+        # Most comparisons in a chat template are between short strings or numbers: those
+        # are charged here, without the calls charge_comparison makes.
+        if type(left) is str and type(right) is str:
+            budget.chars += len(right) if op in _MEMBERSHIP else min(len(left), len(right))
+            if budget.chars > budget.max_chars:
+                raise budget.exceeded("max_chars")
+        elif not (type(left) in _PLAIN and type(right) in _PLAIN):
+            charge_comparison(budget, op, left, right)
         result = _COMPARISONS[op](left, right)
         if not result:
             return result
@@ -153,12 +169,12 @@ def compare(left: object, *chain: Any) -> Any:
 
 
 def charge_comparison(budget: Budget, op: str, left: object, right: object) -> None:
-    if op in ("in", "notin"):
+    if op in _MEMBERSHIP:
         if isinstance(right, _TEXTS):
             budget.spend(len(right))
         elif isinstance(right, dict | set | frozenset):
-            # Hashing reads the key: free for numbers, linear for text and tuples.
-            if not isinstance(left, int | float):
+            # Hashing reads the key: text hashes once, a tuple every time.
+            if not isinstance(left, str | int | float):
                 text_size(left, budget)
         elif isinstance(right, list | tuple):
             text_size(right, budget)
@@ -192,7 +208,7 @@ def check_binop(budget: Budget, op: str, left: object, right: object) -> None:
     elif op == "%" and isinstance(left, str):
         budget.allow(percent_format_size(budget, left, right), "'%' formatting")
     elif isinstance(left, set | frozenset | dict) or isinstance(right, set | frozenset | dict):
-        budget.spend(_length(left) + _length(right))
+        budget.spend(length_or_zero(left) + length_or_zero(right))
 
 
 def _has_items(sequence: object) -> bool:
@@ -212,18 +228,12 @@ def _power_too_big(base: object, exponent: object, int_bits: int) -> bool:
     return exponent > int_bits or math.log2(abs(base)) * exponent > int_bits
 
 
-def _length(value: object) -> int:
-    try:
-        return len(value)  # type: ignore[arg-type]
-    except TypeError:
-        return 0
-
-
 # A %-conversion spec after its mapping key: flags, width, precision. Possessive quantifiers
 # and the anchored match keep this linear on any input.
 _PERCENT_SPEC = re.compile(r"[#0\- +]*+(\*|\d*+)(?:\.(\*|\d*+))?")
 _PARENTHESIS = re.compile(r"[()]")
 _HUGE = 10**12  # stands for a width whose digits are too many to be worth reading
+_SPEC_STEPS = 5  # reading one spec or parenthesis takes a regex search and a few operations
 
 
 def percent_format_size(budget: Budget, template: str, values: object) -> int:
@@ -231,7 +241,7 @@ def percent_format_size(budget: Budget, template: str, values: object) -> int:
     precision it asks for, and the text of every value."""
     widths, stars, position = 0, 0, template.find("%")
     while position != -1:
-        budget.step()
+        budget.step(_SPEC_STEPS)
         position += 1
         if template.startswith("(", position):
             position = _after_mapping_key(budget, template, position + 1)
@@ -256,7 +266,7 @@ def _after_mapping_key(budget: Budget, template: str, position: int) -> int:
     # Python matches the parentheses of a `%(key)s` mapping key by counting them.
     depth = 1
     while depth:
-        budget.step()
+        budget.step(_SPEC_STEPS)
         found = _PARENTHESIS.search(template, position)
         if found is None:
             return -1
@@ -321,7 +331,7 @@ def check_call(
     elif isinstance(receiver, int) and name == "to_bytes":
         budget.allow(_int_argument(args, kwargs, "length", 1), "int.to_bytes")
     elif receiver is dict and name == "fromkeys" and args:
-        budget.allow(_length(args[0]), "dict.fromkeys", items=True)
+        budget.allow(length_or_zero(args[0]), "dict.fromkeys", items=True)
     return args
 
 
@@ -334,7 +344,7 @@ def _check_text_method(
 ) -> tuple[Any, ...]:
     size = len(text)
     if name in ("startswith", "endswith"):
-        budget.spend(sum(_length(arg) for arg in args))
+        budget.spend(sum(length_or_zero(arg) for arg in args))
     elif name in ("center", "ljust", "rjust", "zfill"):
         budget.allow(max(size, _int_argument(args, kwargs, "width", 0)), f"str.{name}")
     elif name == "expandtabs":
@@ -348,11 +358,11 @@ def _check_text_method(
     elif name == "join" and args:
         items = list(args[0])
         budget.step(len(items))
-        joined = sum(_length(item) for item in items) + size * max(len(items) - 1, 0)
+        joined = sum(length_or_zero(item) for item in items) + size * max(len(items) - 1, 0)
         budget.allow(joined, f"str.{name}")
         return (items, *args[1:])
     elif name == "translate" and args and isinstance(args[0], Mapping):
-        longest = max((_length(value) for value in args[0].values()), default=1)
+        longest = max((length_or_zero(value) for value in args[0].values()), default=1)
         budget.allow(size * max(longest, 1), f"str.{name}")
     else:
         budget.spend(size)

@@ -23,7 +23,13 @@ from chainkit.prompts._bounded import (
     percent_format_size,
     replaced_size,
 )
-from chainkit.prompts._budget import Budget, charge_result, current_budget, text_size
+from chainkit.prompts._budget import (
+    Budget,
+    charge_result,
+    current_budget,
+    length_or_zero,
+    text_size,
+)
 
 Arguments = tuple[Any, tuple[Any, ...], dict[str, Any]]
 """A filter's value, its other positional arguments and its keyword arguments."""
@@ -31,13 +37,6 @@ Arguments = tuple[Any, tuple[Any, ...], dict[str, Any]]
 Check = Callable[[Budget, Any, tuple[Any, ...], dict[str, Any]], Arguments]
 """Charges a filter call before it runs, refusing it when it would exceed the budget, and
 returns the arguments to run it with."""
-
-
-def _length(value: object) -> int:
-    try:
-        return len(value)  # type: ignore[arg-type]
-    except TypeError:
-        return 0
 
 
 def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
@@ -61,7 +60,7 @@ def _per_item(
     budget: Budget, value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Arguments:
     # One Python-level step per item: attribute lookups, tests, key functions.
-    count = _length(value)
+    count = length_or_zero(value)
     budget.step(count)
     budget.spend(count)
     return value, args, kwargs
@@ -86,7 +85,7 @@ def _sorting(
     budget: Budget, value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Arguments:
     value = _listed(value)
-    count = _length(value)
+    count = length_or_zero(value)
     size = text_size(value, budget).chars
     budget.step(count)
     # Sorting compares each item about log2(count) times.
@@ -127,7 +126,8 @@ def _urlize(budget: Budget, value: Any, args: tuple[Any, ...], kwargs: dict[str,
     # Each link repeats its URL and adds the markup, `rel` and `target`; words are at least
     # two characters apart.
     extra = sum(
-        _length(_argument(args, kwargs, index, name)) for index, name in ((2, "target"), (3, "rel"))
+        length_or_zero(_argument(args, kwargs, index, name))
+        for index, name in ((2, "target"), (3, "rel"))
     )
     budget.allow(3 * size + (size // 2 + 1) * (40 + extra), "the urlize filter")
     return value, args, kwargs
@@ -168,9 +168,9 @@ def _sum(budget: Budget, value: Any, args: tuple[Any, ...], kwargs: dict[str, An
     budget.step(len(items))
     by_attribute = _argument(args, kwargs, 0, "attribute") is not None
     # Adding sequences copies the running total each time.
-    running = _length(_argument(args, kwargs, 1, "start"))
+    running = length_or_zero(_argument(args, kwargs, 1, "start"))
     for item in items:
-        running += text_size(item, budget).chars if by_attribute else _length(item)
+        running += text_size(item, budget).chars if by_attribute else length_or_zero(item)
         budget.spend(running)
     return items, args, kwargs
 
@@ -178,7 +178,7 @@ def _sum(budget: Budget, value: Any, args: tuple[Any, ...], kwargs: dict[str, An
 def _json_size(budget: Budget, value: Any, indent: Any, separators: Any, what: str) -> None:
     size = text_size(value, budget)
     width = len(indent) if isinstance(indent, str) else indent if isinstance(indent, int) else 0
-    joints = sum(map(_length, separators)) if isinstance(separators, tuple | list) else 0
+    joints = sum(map(length_or_zero, separators)) if isinstance(separators, tuple | list) else 0
     if width > 0 or joints:
         # An indent starts a line per item, as deep as the item nests; separators repeat.
         per_item = 1 + max(width, 0) * (size.depth + 1) + joints
@@ -281,11 +281,10 @@ FILTER_STEPS = 6
 take about as long as six template operations."""
 
 
-def guarded(name: str, function: Callable[..., Any], check: Check) -> Callable[..., Any]:
-    """`function` (a filter or test) charging `check` and its result before and after it
-    runs. jinja2's pass_context / pass_environment marks are kept."""
+def guarded(what: str, function: Callable[..., Any], check: Check) -> Callable[..., Any]:
+    """`function` (a filter or test, `what` in errors) charging `check` and its result before
+    and after it runs. jinja2's pass_context / pass_environment marks are kept."""
     offset = 1 if hasattr(function, "jinja_pass_arg") else 0
-    what = f"the {name} filter"
 
     @functools.wraps(function)
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -302,11 +301,12 @@ def guarded(name: str, function: Callable[..., Any], check: Check) -> Callable[.
 
 
 def guard_all(
-    functions: Mapping[str, Any], checks: Mapping[str, Check], default: Check
+    kind: str, functions: Mapping[str, Any], checks: Mapping[str, Check], default: Check
 ) -> dict[str, Callable[..., Any]]:
-    """Each of `functions` guarded by its check in `checks`, or by `default`."""
+    """Each of `functions` (filters or tests: `kind`) guarded by its check in `checks`, or by
+    `default`."""
     return {
-        name: guarded(name, function, checks.get(name, default))
+        name: guarded(f"the {name} {kind}", function, checks.get(name, default))
         for name, function in functions.items()
     }
 

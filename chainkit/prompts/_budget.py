@@ -245,6 +245,14 @@ def namespace_attributes(value: object) -> dict[str, object] | None:
     return attributes if isinstance(attributes, dict) else None
 
 
+def length_or_zero(value: object) -> int:
+    """len(value), or 0 for a value without a length."""
+    try:
+        return len(value)  # type: ignore[arg-type]
+    except TypeError:
+        return 0
+
+
 def charge_result(budget: Budget, result: object, what: str) -> None:
     """Charges a value an operation has just built: its length for strings and containers,
     refused over max_length; its size for integers, refused over max_int_digits."""

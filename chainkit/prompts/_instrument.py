@@ -10,7 +10,7 @@ extension, which the sandbox calls directly):
   themselves, so a render's steps measure the template code it ran;
 - `a ~ b` becomes a join that sizes each part before turning it into text;
 - `a == b`, `a in b`, ... become a comparison charged by what it reads (a chain `a < b < c`
-  evaluates all its operands before comparing);
+  evaluates all its operands before comparing), unless all it can read is a literal;
 - `x[a:b]` becomes a slice charged by the length of its result.
 """
 
@@ -100,6 +100,8 @@ class _Rewriter:
         return node, cost
 
     def _comparison(self, comparison: nodes.Compare) -> tuple[nodes.Node, int]:
+        if _reads_a_literal_only(comparison):
+            return comparison, self._children(comparison, skip=())
         first, cost = self.rewrite(comparison.expr)
         chain: list[nodes.Node] = [first]
         for operand in comparison.ops:
@@ -123,3 +125,24 @@ class _Rewriter:
     def _hook(self, name: str, args: list[nodes.Node], where: nodes.Node) -> nodes.Call:
         hook = nodes.ExtensionAttribute(self._hooks, name, lineno=where.lineno)
         return nodes.Call(hook, args, [], None, None, lineno=where.lineno)
+
+
+def _reads_a_literal_only(comparison: nodes.Compare) -> bool:
+    """Whether each comparison in the chain costs no more than the size of a literal in the
+    template: `x == 'user'` stops within the literal, `x in ('a', 'b')` reads only it. Such
+    comparisons, most of a chat template's, are left as jinja2 compiles them."""
+    left = comparison.expr
+    for operand in comparison.ops:
+        if operand.op in ("in", "notin"):
+            if not _literal(operand.expr):
+                return False
+        elif not (_literal(left) or _literal(operand.expr)):
+            return False
+        left = operand.expr
+    return True
+
+
+def _literal(node: nodes.Node) -> bool:
+    if isinstance(node, nodes.Const):
+        return True
+    return isinstance(node, nodes.List | nodes.Tuple) and all(map(_literal, node.items))

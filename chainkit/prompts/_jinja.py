@@ -7,8 +7,8 @@ used. Templates may come from outside, so one sandbox policy holds for all of th
   as empty text, and the values a template is given cannot be changed (`messages.append`);
 - every rendering runs within a budget (TemplateLimits): loops, calls, operators, filters,
   comparisons and output are charged as they run (see _bounded and _instrument), results
-  that would be too long or too large are refused before they are computed, and nothing is
-  computed at compile time (constant folding would run a filter outside any budget);
+  that would be too long or too large are refused before they are computed, and no filter,
+  call or operator runs at compile time (constant folding would run it outside any budget);
 - whatever a template raises while it renders reaches the caller as a PromptError, and a
   spent budget as a PromptError whose `limit` names the TemplateLimits field.
 """
@@ -116,8 +116,12 @@ class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
             optimized=False, finalize=_bounded.finalize, extensions=extensions, **options
         )
         checks = _bounded_filters
-        self.filters.update(checks.guard_all(self.filters, checks.FILTER_CHECKS, checks.text_check))
-        self.tests.update(checks.guard_all(self.tests, checks.TEST_CHECKS, checks.constant_check))
+        self.filters.update(
+            checks.guard_all("filter", self.filters, checks.FILTER_CHECKS, checks.text_check)
+        )
+        self.tests.update(
+            checks.guard_all("test", self.tests, checks.TEST_CHECKS, checks.constant_check)
+        )
         self.globals["lipsum"] = checks.lipsum
 
     def _generate(
@@ -140,6 +144,10 @@ class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
         self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any
     ) -> Any:
         budget = current_budget()
+        if operator == "+" and type(left) is str and type(right) is str:
+            # Joining text, the commonest operation in chat templates, is charged in one go.
+            budget.build(len(left) + len(right), "'+'")
+            return left + right
         _bounded.check_binop(budget, operator, left, right)
         result = super().call_binop(context, operator, left, right)
         charge_result(budget, result, repr(operator))
@@ -220,7 +228,7 @@ def chat_environment() -> Sandbox:
         extensions=[jinja2.ext.loopcontrols, _GenerationTag],
     )
     env.filters["tojson"] = _bounded_filters.guarded(
-        "tojson", _tojson, _bounded_filters.hf_tojson_check
+        "the tojson filter", _tojson, _bounded_filters.hf_tojson_check
     )
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
@@ -245,6 +253,9 @@ def _raise_exception(message: str) -> NoReturn:
 
 
 def _strftime_now(date_format: str) -> str:
+    if isinstance(date_format, str):
+        # A directive such as %c writes up to twelve times its own length.
+        current_budget().allow(16 * len(date_format), "strftime_now")
     return datetime.now().strftime(date_format)
 
 

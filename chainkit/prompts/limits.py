@@ -19,7 +19,7 @@ class TemplateLimits:
     - `max_steps`: template operations. Each loop iteration, macro or block call costs the
       operations in its body; a call, filter, attribute lookup or comparison costs a few more.
       Real chat templates spend 200 to 450 steps per message; gpt-oss's, which looks ahead
-      from each tool call, more as the conversation grows (2.9 million for 1,000 messages).
+      from each tool call, more as the conversation grows (2.7 million for 1,000 messages).
     - `max_chars`: characters built, copied, scanned or turned into text in all (strings
       joined, lists sorted, values printed, JSON written, ...); an item of a list or dict
       counts as 8, the memory it takes. It bounds the time spent on data and the memory a
