@@ -269,6 +269,26 @@ CASES: dict[str, Case] = {
     "membership of a structure equal to one inside": Case(
         "{{ a in [b] }}", "max_chars", values=lambda: {"a": _shared_nest(4), "b": _shared_nest(4)}
     ),
+    "a shared tuple as a dict literal's key": Case(
+        "{% set ns = namespace(t=(0,)) %}{% for i in range(64) %}{% set ns.t = (ns.t, ns.t) %}"
+        "{% endfor %}{{ {ns.t: 1} | length }}",
+        "max_chars",
+    ),
+    "a shared tuple looked up in a dict": Case(
+        "{% set ns = namespace(t=(0,)) %}{% for i in range(64) %}{% set ns.t = (ns.t, ns.t) %}"
+        "{% endfor %}{{ {}.get(ns.t) }}|{{ {}[ns.t] is defined }}|{{ ns.t in {} }}",
+        "max_chars",
+    ),
+    "a shared tuple in dict()": Case(
+        "{% set ns = namespace(t=(0,)) %}{% for i in range(64) %}{% set ns.t = (ns.t, ns.t) %}"
+        "{% endfor %}{{ dict([(ns.t, 1)]) | length }}",
+        "max_chars",
+    ),
+    "loop.changed between equal structures": Case(
+        "{% for i in range(10) %}{{ loop.changed(a if i is odd else b) }}{% endfor %}",
+        "max_chars",
+        values=lambda: {"a": _shared_nest(4), "b": _shared_nest(4)},
+    ),
     "a deeply nested list": Case(
         "{{ data }}", None, values=lambda: {"data": _deep_nest(100_000)}, message="Recursion"
     ),

@@ -84,6 +84,14 @@ def take_slice(sequence: Any, start: Any, stop: Any, step: Any) -> Any:
     return result
 
 
+def hashed(key: Any) -> Any:
+    """`key`, after charging what hashing it reads: a tuple is hashed item by item each time
+    (text caches its hash, numbers are cheap)."""
+    if isinstance(key, tuple | frozenset):
+        text_size(key, current_budget())
+    return key
+
+
 # --- output and concatenation ----------------------------------------------------------------
 
 
@@ -318,6 +326,9 @@ def check_call(
         budget.spend(
             sum(len(arg) for arg in (*args, *kwargs.values()) if isinstance(arg, _CONTAINERS))
         )
+    if function is dict or isinstance(getattr(function, "__self__", None), dict):
+        # Building or reading a dict hashes the keys it is given.
+        text_size((args, kwargs), budget)
     receiver = getattr(function, "__self__", None)
     if receiver is None:
         return args
@@ -328,6 +339,8 @@ def check_call(
         text_size(receiver, budget)
     elif isinstance(receiver, _CONTAINERS):
         budget.spend(len(receiver))
+    elif isinstance(receiver, jinja2.runtime.LoopContext) and name == "changed":
+        text_size(args, budget)  # compared with the values of the previous iteration
     elif isinstance(receiver, int) and name == "to_bytes":
         budget.allow(_int_argument(args, kwargs, "length", 1), "int.to_bytes")
     elif receiver is dict and name == "fromkeys" and args:
@@ -344,7 +357,7 @@ def _check_text_method(
 ) -> tuple[Any, ...]:
     size = len(text)
     if name in ("startswith", "endswith"):
-        budget.spend(sum(length_or_zero(arg) for arg in args))
+        text_size(args, budget)  # the prefixes or suffixes, compared with the text
     elif name in ("center", "ljust", "rjust", "zfill"):
         budget.allow(max(size, _int_argument(args, kwargs, "width", 0)), f"str.{name}")
     elif name == "expandtabs":

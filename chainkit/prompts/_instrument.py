@@ -11,7 +11,8 @@ extension, which the sandbox calls directly):
 - `a ~ b` becomes a join that sizes each part before turning it into text;
 - `a == b`, `a in b`, ... become a comparison charged by what it reads (a chain `a < b < c`
   evaluates all its operands before comparing), unless all it can read is a literal;
-- `x[a:b]` becomes a slice charged by the length of its result.
+- `x[a:b]` becomes a slice charged by the length of its result, and the key of a dict literal
+  `{key: value}` is sized before Python hashes it.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class _Rewriter:
             return self._comparison(node)
         if isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Slice):
             return self._slice(node.node, node.arg)
+        if isinstance(node, nodes.Pair) and not isinstance(node.key, nodes.Const):
+            return self._dict_entry(node)
         return node, self._children(node, skip=())
 
     def _children(self, node: nodes.Node, skip: tuple[str, ...]) -> int:
@@ -121,6 +124,13 @@ class _Rewriter:
                 parts.append(rewritten)
                 cost += bound_cost
         return self._hook("take_slice", parts, bounds), HOOK_STEPS + cost
+
+    def _dict_entry(self, pair: nodes.Pair) -> tuple[nodes.Node, int]:
+        # Python hashes the key of `{key: value}` without the sandbox: a tuple is hashed item
+        # by item, every time.
+        cost = self._children(pair, skip=())
+        pair.key = self._hook("hashed", [pair.key], pair)
+        return pair, cost + HOOK_STEPS
 
     def _hook(self, name: str, args: list[nodes.Node], where: nodes.Node) -> nodes.Call:
         hook = nodes.ExtensionAttribute(self._hooks, name, lineno=where.lineno)

@@ -56,6 +56,7 @@ class _Hooks(jinja2.ext.Extension):
         self.concatenate = _bounded.concatenate
         self.compare = _bounded.compare
         self.take_slice = _bounded.take_slice
+        self.hashed = _bounded.hashed
 
 
 class _CodeGenerator(jinja2.compiler.CodeGenerator):
