@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,9 @@ SECONDS = 5.0
 
 RSS_GROWTH_MB = 300
 """The most a hostile render may raise the worker's peak memory."""
+
+RSS_UNITS_PER_MB = 1 << 20 if sys.platform == "darwin" else 1 << 10
+"""ru_maxrss is in bytes on macOS, in KiB on Linux."""
 
 
 def _shared_nest(depth: int, width: int = 1000) -> list[Any]:
@@ -374,7 +377,7 @@ def run_worker() -> None:
             outcome.update(raised=f"{type(error).__name__}: {error}"[:500])
         outcome["seconds"] = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        outcome["rss_growth_mb"] = (after - before) / 1024  # ru_maxrss is in KiB on Linux
+        outcome["rss_growth_mb"] = (after - before) / RSS_UNITS_PER_MB
         print(json.dumps(outcome), flush=True)
 
 
@@ -583,3 +586,11 @@ def test_instrumented_operations_keep_jinja2s_meaning() -> None:
         "p,q",
         "{'k': [1, None]}",
     ]
+
+
+def test_the_readme_states_the_default_limits() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    defaults = TemplateLimits()
+    for limit in fields(TemplateLimits):
+        value = getattr(defaults, limit.name)
+        assert f"| `prompts.TemplateLimits.{limit.name}` | {value:,} |" in readme
