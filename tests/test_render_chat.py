@@ -28,6 +28,11 @@ from tests.test_agentic import conversations
 
 REPO = Path(__file__).resolve().parents[1]
 
+EINO = "chatml-eino"
+"""The built-in template that reproduces the article's layout (content and `<|im_end|>` on
+lines of their own); "chatml" is real ChatML, tested against Qwen2.5's template in
+tests/test_chat_templates.py."""
+
 # The prompts printed in the seed article (Eino: AgenticMessage vs Message), copied verbatim.
 # The Message part's system prompt ends "输出工具调用JSON", the AgenticMessage part's
 # "输出工具调用"; each part is checked against its own text.
@@ -168,29 +173,29 @@ def eino_agentic_messages() -> list[AgenticMessage]:
 
 def test_message_conversation_renders_the_articles_prompts():
     conversation = eino_messages()
-    assert render_chat(conversation[:2]) == MESSAGE_ROUND_1
-    assert render_chat(conversation) == MESSAGE_ROUND_2
+    assert render_chat(conversation[:2], template=EINO) == MESSAGE_ROUND_1
+    assert render_chat(conversation, template=EINO) == MESSAGE_ROUND_2
 
 
 def test_agentic_conversation_renders_the_articles_prompts():
     conversation = eino_agentic_messages()
-    assert render_chat(conversation[:2]) == AGENTIC_ROUND_1
-    assert render_chat(conversation) == AGENTIC_ROUND_2
+    assert render_chat(conversation[:2], template=EINO) == AGENTIC_ROUND_1
+    assert render_chat(conversation, template=EINO) == AGENTIC_ROUND_2
 
 
 def test_the_same_conversation_renders_the_same_in_either_form():
     conversation = eino_messages()
-    assert render_chat(to_agentic(conversation)) == MESSAGE_ROUND_2
+    assert render_chat(to_agentic(conversation), template=EINO) == MESSAGE_ROUND_2
     mixed: list[Message | AgenticMessage] = [*conversation[:2], *to_agentic(conversation[2:])]
-    assert render_chat(mixed) == MESSAGE_ROUND_2
+    assert render_chat(mixed, template=EINO) == MESSAGE_ROUND_2
 
 
 def test_the_final_answer_closes_the_conversation():
     conversation = [*eino_messages(), Message.assistant(ANSWER)]
     expected = MESSAGE_ROUND_2 + f"{ANSWER}\n<|im_end|>\n"
-    assert render_chat(conversation, add_generation_prompt=False) == expected
+    assert render_chat(conversation, add_generation_prompt=False, template=EINO) == expected
     agentic = [*to_agentic(conversation[:-1]), AgenticMessage.assistant(ANSWER)]
-    assert render_chat(agentic, add_generation_prompt=False) == expected
+    assert render_chat(agentic, add_generation_prompt=False, template=EINO) == expected
 
 
 def test_assistant_text_comes_before_its_tool_calls():
@@ -198,7 +203,9 @@ def test_assistant_text_comes_before_its_tool_calls():
         ToolCall("c1", FunctionCall("get_weather", '{"city":"北京"}')),
         ToolCall("c2", FunctionCall("search_food", '{"city":"北京"}')),
     ]
-    prompt = render_chat([Message.assistant("查两样。", calls)], add_generation_prompt=False)
+    prompt = render_chat(
+        [Message.assistant("查两样。", calls)], add_generation_prompt=False, template=EINO
+    )
     assert prompt == (
         "<|im_start|>assistant\n查两样。\n"
         '[{"id":"c1","type":"function","function":{"name":"get_weather",'
@@ -221,14 +228,18 @@ def test_tools_are_listed_at_the_end_of_the_system_message():
             "</tools>",
         ]
     )
-    with_system = render_chat([Message.system("你是金融助手。"), Message.user("hi")], tools)
+    with_system = render_chat(
+        [Message.system("你是金融助手。"), Message.user("hi")], tools, template=EINO
+    )
     assert with_system.startswith(f"<|im_start|>system\n你是金融助手。\n\n{listing}\n<|im_end|>\n")
-    without_system = render_chat([Message.user("hi")], tools)
+    without_system = render_chat([Message.user("hi")], tools, template=EINO)
     assert without_system == (
         f"<|im_start|>system\n{listing}\n<|im_end|>\n"
         "<|im_start|>user\nhi\n<|im_end|>\n<|im_start|>assistant\n"
     )
-    assert render_chat([Message.user("hi")], []) == render_chat([Message.user("hi")])
+    assert render_chat([Message.user("hi")], [], template=EINO) == render_chat(
+        [Message.user("hi")], template=EINO
+    )
 
 
 def test_tools_may_be_chainkit_tools():
@@ -242,8 +253,10 @@ def test_tools_may_be_chainkit_tools():
         description = "looks a word up"
 
     conversation = [Message.user("hi")]
-    prompt = render_chat(conversation, [get_weather, Lookup()])
-    assert prompt == render_chat(conversation, [get_weather.info(), Lookup().info().to_dict()])
+    prompt = render_chat(conversation, [get_weather, Lookup()], template=EINO)
+    assert prompt == render_chat(
+        conversation, [get_weather.info(), Lookup().info().to_dict()], template=EINO
+    )
     assert (
         '{"type":"function","function":{"name":"get_weather","description":"查询城市天气",'
         '"parameters":{"type":"object","properties":{"city":{"type":"string"}},'
@@ -271,10 +284,13 @@ def test_other_tools_are_refused_naming_what_is_accepted(tool_like, named):
 def test_text_parts_render_as_text_and_other_parts_are_refused():
     parts = Message.user([TextPart("看"), TextPart("图")])
     assert (
-        render_chat([parts], add_generation_prompt=False) == "<|im_start|>user\n看图\n<|im_end|>\n"
+        render_chat([parts], add_generation_prompt=False, template=EINO)
+        == "<|im_start|>user\n看图\n<|im_end|>\n"
     )
     with pytest.raises(PromptError, match="image_url"):
-        render_chat([Message.user([TextPart("看"), ImagePart(url="https://x/a.png")])])
+        render_chat(
+            [Message.user([TextPart("看"), ImagePart(url="https://x/a.png")])], template=EINO
+        )
 
 
 # An HF-style template written with block tags on their own lines: it relies on trim_blocks
@@ -470,9 +486,12 @@ def test_chatml_matches_its_jinja2_original_byte_for_byte(conversation, tools, g
         expected = oracle.render(messages=wire, tools=tool_dicts, add_generation_prompt=generation)
     except PromptError:
         with pytest.raises(PromptError, match="chatml renders text only"):
-            render_chat(conversation, tools, add_generation_prompt=generation)
+            render_chat(conversation, tools, add_generation_prompt=generation, template=EINO)
     else:
-        assert render_chat(conversation, tools, add_generation_prompt=generation) == expected
+        assert (
+            render_chat(conversation, tools, add_generation_prompt=generation, template=EINO)
+            == expected
+        )
 
 
 # --- HuggingFace compatibility for user templates ----------------------------------------
@@ -503,7 +522,9 @@ def test_tool_call_arguments_reach_user_templates_as_objects_when_they_are_json_
     ]
     # The conversation itself keeps the model's text, and chatml still writes it as text.
     assert message.tool_calls[0].function.arguments == '{"city":"北京","days":[1,2]}'
-    assert '"arguments":"{\\"city\\":\\"北京\\",\\"days\\":[1,2]}"' in render_chat([message])
+    assert '"arguments":"{\\"city\\":\\"北京\\",\\"days\\":[1,2]}"' in render_chat(
+        [message], template=EINO
+    )
 
 
 # Written to the convention of Qwen2.5's chat template (tools in the system turn, <tool_call>
@@ -662,12 +683,14 @@ def test_the_generation_block_renders_its_body():
         ),
         (
             "{{ 'a' * 10**8 }}",
-            "template's '*' would build 100000000 items; "
-            "the sandbox allows at most 1000000 characters or items in one string or list",
+            "template exceeded TemplateLimits.max_length=8000000: '*' would have 100000000 "
+            "characters or items; pass prompts.TemplateLimits with a higher limit if the "
+            "template is trusted",
         ),
         (
             "{{ 3 ** 10000000 }}",
-            "template's '**' would build an integer over the sandbox's limit of 10000 digits",
+            "template exceeded TemplateLimits.max_int_digits=10000: '**' would build a larger "
+            "integer; pass prompts.TemplateLimits with a higher limit if the template is trusted",
         ),
         ("{{ raise_exception('no') }}", "chat template raised: no"),
         (

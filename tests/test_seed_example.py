@@ -88,11 +88,11 @@ def test_moutai_net_profit_run_renders_the_article_prompts(kept_as):
     if kept_as == "AgenticMessage":
         agentic_first, agentic_second = to_agentic(first), to_agentic(second)
         assert from_agentic(agentic_second) == second
-        assert render_chat(agentic_first) == MESSAGE_ROUND_1
-        assert render_chat(agentic_second) == MESSAGE_ROUND_2
+        assert render_chat(agentic_first, template="chatml-eino") == MESSAGE_ROUND_1
+        assert render_chat(agentic_second, template="chatml-eino") == MESSAGE_ROUND_2
     else:
-        assert render_chat(first) == MESSAGE_ROUND_1
-        assert render_chat(second) == MESSAGE_ROUND_2
+        assert render_chat(first, template="chatml-eino") == MESSAGE_ROUND_1
+        assert render_chat(second, template="chatml-eino") == MESSAGE_ROUND_2
 
 
 def test_structured_tool_schema_for_the_report_tool():

@@ -5,26 +5,25 @@ used. Templates may come from outside, so one sandbox policy holds for all of th
 
 - attribute access the sandbox deems unsafe (`{{ x.__class__ }}`) raises instead of rendering
   as empty text, and the values a template is given cannot be changed (`messages.append`);
-- `*`, `**` and `+` refuse to build a string or list over MAX_ITEMS items or an integer over
-  MAX_INT_DIGITS digits, estimated before computing, so a one-line template cannot take
-  gigabytes of memory or minutes of CPU (`range` is already capped by the sandbox);
-- whatever a template raises while it renders reaches the caller as a PromptError.
-
-These bounds stop the cheap one-expression blowups; they do not make rendering a hostile
-template free (a loop of `~` or a width-taking filter can still grow text), so a service that
-renders templates from strangers should still bound time and memory per process.
+- every rendering runs within a budget (TemplateLimits): loops, calls, operators, filters,
+  comparisons and output are charged as they run (see _bounded and _instrument), results
+  that would be too long or too large are refused before they are computed, and no filter,
+  call or operator runs at compile time (constant folding would run it outside any budget);
+- whatever a template raises while it renders reaches the caller as a PromptError, and a
+  spent budget as a PromptError whose `limit` names the TemplateLimits field.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import math
+import types
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, NoReturn
 
 import jinja2
+import jinja2.compiler
 import jinja2.exceptions
 import jinja2.ext
 import jinja2.meta
@@ -32,23 +31,108 @@ import jinja2.nodes
 import jinja2.parser
 import jinja2.runtime
 import jinja2.sandbox
+import markupsafe
 
+from chainkit.prompts import _bounded, _bounded_filters
+from chainkit.prompts._budget import (
+    active_budget,
+    charge_result,
+    current_budget,
+    rendering,
+    text_size,
+)
+from chainkit.prompts._instrument import instrument
 from chainkit.prompts.errors import PromptError
+from chainkit.prompts.limits import DEFAULT_LIMITS, TemplateLimits
 
-MAX_ITEMS = 1_000_000
-"""The most characters or items a template's `*` or `+` may build in one string or list."""
 
-MAX_INT_DIGITS = 10_000
-"""The most decimal digits a template's `*` or `**` may build in one integer."""
+class _Hooks(jinja2.ext.Extension):
+    """Holds the functions instrumented templates call (see _instrument)."""
 
-_MAX_INT_BITS = math.ceil(MAX_INT_DIGITS * math.log2(10))
-_SEQUENCES = (str, bytes, list, tuple)
+    def __init__(self, environment: jinja2.Environment) -> None:
+        super().__init__(environment)
+        self.iterate = _bounded.Counted
+        self.charge_body = _bounded.charge_body
+        self.concatenate = _bounded.concatenate
+        self.compare = _bounded.compare
+        self.take_slice = _bounded.take_slice
+        self.hashed = _bounded.hashed
+
+
+class _CodeGenerator(jinja2.compiler.CodeGenerator):
+    """jinja2's code generator, calling the hooks directly: they are chainkit's own code, and
+    the sandbox's call checks would cost more than most of what they guard."""
+
+    def visit_Call(
+        self,
+        node: jinja2.nodes.Call,
+        frame: jinja2.compiler.Frame,
+        forward_caller: bool = False,
+    ) -> None:
+        hook = node.node
+        if not (
+            isinstance(hook, jinja2.nodes.ExtensionAttribute)
+            and hook.identifier == _Hooks.identifier
+        ):
+            super().visit_Call(node, frame, forward_caller=forward_caller)
+            return
+        self.visit(hook, frame)
+        self.write("(")
+        for index, argument in enumerate(node.args):
+            self.write(", " if index else "")
+            self.visit(argument, frame)
+        self.write(")")
+
+
+class BudgetedTemplate(jinja2.Template):
+    """A template whose `render` runs within the default budget when no rendering is in
+    progress; chainkit's own code renders through `render_within` with the caller's limits."""
+
+    def render(self, *args: Any, **kwargs: Any) -> str:
+        if active_budget() is not None:
+            return super().render(*args, **kwargs)
+        with rendering(DEFAULT_LIMITS):
+            return super().render(*args, **kwargs)
+
+
+def render_within(
+    template: jinja2.Template, limits: TemplateLimits, values: Mapping[str, Any]
+) -> str:
+    """`template` rendered with `values`, within a fresh budget of `limits`."""
+    with rendering(limits):
+        return template.render(values)
 
 
 class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
     """jinja2's immutable sandbox with chainkit's policy (see the module docstring)."""
 
-    intercepted_binops = frozenset({"*", "**", "+"})
+    intercepted_binops = frozenset({"+", "-", "*", "/", "//", "%", "**"})
+    code_generator_class = _CodeGenerator
+    template_class = BudgetedTemplate
+    concat = staticmethod(_bounded.join_output)
+
+    def __init__(self, **options: Any) -> None:
+        extensions = [*options.pop("extensions", ()), _Hooks]
+        super().__init__(
+            optimized=False, finalize=_bounded.finalize, extensions=extensions, **options
+        )
+        checks = _bounded_filters
+        self.filters.update(
+            checks.guard_all("filter", self.filters, checks.FILTER_CHECKS, checks.text_check)
+        )
+        self.tests.update(
+            checks.guard_all("test", self.tests, checks.TEST_CHECKS, checks.constant_check)
+        )
+        self.globals["lipsum"] = checks.lipsum
+
+    def _generate(
+        self,
+        source: jinja2.nodes.Template,
+        name: str | None,
+        filename: str | None,
+        defer_init: bool = False,
+    ) -> str:
+        return super()._generate(instrument(source, _Hooks.identifier), name, filename, defer_init)
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> jinja2.Undefined:
         # The stock sandbox returns an undefined value here, which a lenient template renders
@@ -60,52 +144,60 @@ class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
     def call_binop(
         self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any
     ) -> Any:
-        _check_size(operator, left, right)
-        return super().call_binop(context, operator, left, right)
+        budget = current_budget()
+        if operator == "+" and type(left) is str and type(right) is str:
+            # Joining text, the commonest operation in chat templates, is charged in one go.
+            budget.build(len(left) + len(right), "'+'")
+            return left + right
+        _bounded.check_binop(budget, operator, left, right)
+        result = super().call_binop(context, operator, left, right)
+        charge_result(budget, result, repr(operator))
+        return result
 
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        if isinstance(argument, tuple):
+            # Looking a tuple up in a mapping hashes all of it.
+            text_size(argument, current_budget())
+        return super().getitem(obj, argument)
 
-def _check_size(operator: str, left: Any, right: Any) -> None:
-    """Raises PromptError when `left operator right` would exceed the sandbox's bounds."""
-    if operator == "+":
-        if isinstance(left, _SEQUENCES) and isinstance(right, _SEQUENCES):
-            _check_items(len(left) + len(right), operator)
-    elif operator == "*":
-        if isinstance(left, int) and isinstance(right, int):
-            if left.bit_length() + right.bit_length() > _MAX_INT_BITS:
-                raise _too_many_digits(operator)
-        elif isinstance(left, int) and isinstance(right, _SEQUENCES):
-            _check_items(left * len(right), operator)
-        elif isinstance(left, _SEQUENCES) and isinstance(right, int):
-            _check_items(len(left) * right, operator)
-    elif _power_too_big(left, right):
-        raise _too_many_digits(operator)
+    def wrap_str_format(self, value: Any) -> Any:
+        # As the stock sandbox does, but with a formatter that bounds each field.
+        if not isinstance(value, types.MethodType | types.BuiltinMethodType):
+            return None
+        text = getattr(value, "__self__", None)
+        if value.__name__ not in ("format", "format_map") or not isinstance(text, str):
+            return None
+        formatter: _bounded.BoundedFormatter
+        if isinstance(text, markupsafe.Markup):
+            formatter = _bounded.BoundedEscapeFormatter(self, escape=text.escape)
+        else:
+            formatter = _bounded.BoundedFormatter(self)
+        by_mapping = value.__name__ == "format_map"
 
+        def formatted(*args: Any, **kwargs: Any) -> str:
+            if by_mapping:
+                if kwargs or len(args) != 1:
+                    raise TypeError("format_map() takes exactly one positional argument")
+                kwargs = args[0]
+                args = ()
+            return type(text)(formatter.vformat(text, args, kwargs))
 
-def _power_too_big(base: Any, exponent: Any) -> bool:
-    """Whether integer `base ** exponent` would pass the digit limit, judged from log2 of the
-    result. A negative exponent gives a float, which overflows by raising, not by growing."""
-    if not (isinstance(base, int) and isinstance(exponent, int)):
-        return False
-    if exponent <= 0 or abs(base) <= 1:
-        return False
-    # An exponent over the bit limit passes it for any base of 2 or more; checking it first
-    # also keeps the float product from overflowing.
-    return exponent > _MAX_INT_BITS or math.log2(abs(base)) * exponent > _MAX_INT_BITS
+        return functools.update_wrapper(formatted, value)
 
-
-def _check_items(count: int, operator: str) -> None:
-    if count > MAX_ITEMS:
-        raise PromptError(
-            f"template's {operator!r} would build {count} items; the sandbox allows at most "
-            f"{MAX_ITEMS} characters or items in one string or list"
-        )
-
-
-def _too_many_digits(operator: str) -> PromptError:
-    return PromptError(
-        f"template's {operator!r} would build an integer over the sandbox's limit of "
-        f"{MAX_INT_DIGITS} digits"
-    )
+    def call(
+        __self,
+        __context: jinja2.runtime.Context,
+        __obj: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        budget = current_budget()
+        if isinstance(__obj, jinja2.runtime.LoopContext) and args:
+            args = (_bounded.recursive_loop_items(__obj, args[0]), *args[1:])
+        args = _bounded.check_call(budget, __obj, args, kwargs)
+        result = super().call(__context, __obj, *args, **kwargs)
+        _bounded.charge_call_result(budget, result, __obj)
+        return result
 
 
 class _GenerationTag(jinja2.ext.Extension):
@@ -136,7 +228,9 @@ def chat_environment() -> Sandbox:
         lstrip_blocks=True,
         extensions=[jinja2.ext.loopcontrols, _GenerationTag],
     )
-    env.filters["tojson"] = _tojson
+    env.filters["tojson"] = _bounded_filters.guarded(
+        "the tojson filter", _tojson, _bounded_filters.hf_tojson_check
+    )
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
     return env
@@ -160,6 +254,9 @@ def _raise_exception(message: str) -> NoReturn:
 
 
 def _strftime_now(date_format: str) -> str:
+    if isinstance(date_format, str):
+        # A directive such as %c writes up to twelve times its own length.
+        current_budget().allow(16 * len(date_format), "strftime_now")
     return datetime.now().strftime(date_format)
 
 
@@ -220,11 +317,11 @@ class JinjaTemplate:
         except Exception as error:
             raise compile_error(error, "jinja2 template", source) from None
 
-    def render(self, values: Mapping[str, Any]) -> str:
-        """The rendered text; PromptError for a missing variable, a blocked access, a result
-        over the sandbox's bounds or anything else the template raises."""
+    def render(self, values: Mapping[str, Any], limits: TemplateLimits) -> str:
+        """The rendered text; PromptError for a missing variable, a blocked access, a spent
+        budget or anything else the template raises."""
         try:
-            return self._template.render(values)
+            return render_within(self._template, limits, values)
         except PromptError:
             raise
         except jinja2.UndefinedError as error:

@@ -8,6 +8,7 @@ from typing import Any
 
 from chainkit.prompts._partials import with_partials, with_values_fixed
 from chainkit.prompts.errors import PromptError
+from chainkit.prompts.limits import TemplateLimits, checked_limits
 from chainkit.prompts.placeholder import MessagesPlaceholder
 from chainkit.prompts.template import PromptTemplate, TemplateFormat
 from chainkit.schema import Message, Role
@@ -37,7 +38,8 @@ class ChatPromptTemplate:
     Message objects (returned as they are, not copied).
 
     Roles are system, user and assistant, with "human" and "ai" accepted as aliases. Template
-    strings use `template_format`; a PromptTemplate given in a pair keeps its own.
+    strings use `template_format` and render within `limits`; a PromptTemplate given in a pair
+    keeps its own format and limits.
     """
 
     __slots__ = ("_entries", "input_variables", "partial_variables")
@@ -48,8 +50,10 @@ class ChatPromptTemplate:
         *,
         template_format: TemplateFormat = "f-string",
         partial_variables: dict[str, Any] | None = None,
+        limits: TemplateLimits | None = None,
     ) -> None:
-        self._entries = tuple(_entry(item, template_format) for item in messages)
+        checked = checked_limits(limits)
+        self._entries = tuple(_entry(item, template_format, checked) for item in messages)
         self.partial_variables: dict[str, Any] = dict(partial_variables or {})
         names: dict[str, None] = {}
         for entry in self._entries:
@@ -63,10 +67,14 @@ class ChatPromptTemplate:
 
     @classmethod
     def from_messages(
-        cls, messages: Sequence[MessageLike], *, template_format: TemplateFormat = "f-string"
+        cls,
+        messages: Sequence[MessageLike],
+        *,
+        template_format: TemplateFormat = "f-string",
+        limits: TemplateLimits | None = None,
     ) -> ChatPromptTemplate:
         """The same as the constructor; named like LangChain's for familiarity."""
-        return cls(messages, template_format=template_format)
+        return cls(messages, template_format=template_format, limits=limits)
 
     def format_messages(self, /, **values: Any) -> list[Message]:
         """Every entry in order: templates formatted, placeholders expanded, fixed messages
@@ -98,7 +106,7 @@ class ChatPromptTemplate:
 
 
 def _entry(
-    item: MessageLike, template_format: TemplateFormat
+    item: MessageLike, template_format: TemplateFormat, limits: TemplateLimits
 ) -> _RolePrompt | MessagesPlaceholder | Message:
     if isinstance(item, MessagesPlaceholder | Message):
         return item
@@ -115,7 +123,9 @@ def _entry(
             field=str(role_name),
         )
     if isinstance(template, str):
-        return _RolePrompt(role, PromptTemplate(template, template_format=template_format))
+        return _RolePrompt(
+            role, PromptTemplate(template, template_format=template_format, limits=limits)
+        )
     if isinstance(template, PromptTemplate):
         return _RolePrompt(role, template)
     raise TypeError(

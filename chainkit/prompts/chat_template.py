@@ -2,25 +2,29 @@
 
 A template is a built-in name (see CHAT_TEMPLATES) or a jinja2 chat template written to
 HuggingFace's `chat_template` convention, so a model's own template can be used as it is. The
-template sees:
+template sees the variables transformers gives it:
 
 - `messages`: dicts in the OpenAI request shape (role, content as a str or a list of parts,
-  tool_calls with id/type/function{name, arguments}, tool_call_id, name), plus
-  `reasoning_content` when a message has some and, on tool messages without a `name`, the tool's
-  name as `name`; as in HF and vLLM, a tool call's `arguments` is a dict when it holds a JSON
-  object (templates `tojson` it), and the model's text otherwise;
+  tool_calls with id/type/function{name, arguments}, tool_call_id, name), plus, on a message
+  with reasoning, `reasoning_content` and the same text as `thinking` (the name gpt-oss's
+  template reads), and, on tool messages without a `name`, the tool's name as `name`;
+- a tool call's `arguments`: when they hold a JSON object, a dict (HF's and vLLM's convention,
+  which Qwen and Llama templates `tojson`) that is also the model's original JSON text
+  wherever a template uses it as text (`+`, `~`, printing it: DeepSeek's templates
+  concatenate it); anything else stays the model's text;
 - `tools`: OpenAI tool dicts, or None (render_chat takes ToolInfo, OpenAI tool dicts or
-  chainkit Tools, and gives the template the dicts);
+  chainkit Tools, and gives the template the dicts); `documents` (None unless given);
 - `add_generation_prompt`, and any extra keyword given to render_chat (`bos_token`,
-  `enable_thinking`, ...);
+  `enable_thinking`, `documents`, ...);
 - HuggingFace's helpers: the `tojson` filter (non-ASCII kept; HF's keyword arguments
   `ensure_ascii`, `indent`, `separators`, `sort_keys`), `raise_exception(message)`,
   `strftime_now(format)` and the `{% generation %}` block.
 
 Templates render in chainkit's jinja2 sandbox (chainkit/prompts/_jinja.py) with HF's settings
-(trim_blocks, lstrip_blocks, loop controls). Any failure, a blocked access, a result over the
-sandbox's size bounds or a template's own raise_exception included, raises PromptError.
-Built-in templates are plain Python, so rendering with them never imports jinja2.
+(trim_blocks, lstrip_blocks, loop controls), each rendering within `limits` (TemplateLimits).
+Any failure, a blocked access, a spent budget or a template's own raise_exception included,
+raises PromptError. Built-in templates are plain Python, linear in the conversation, so
+rendering with them never imports jinja2.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from chainkit.prompts.errors import PromptError
+from chainkit.prompts.limits import TemplateLimits, checked_limits
 from chainkit.schema import Message, ToolInfo
 from chainkit.schema.agentic import AgenticMessage
 from chainkit.schema.convert import from_agentic
@@ -54,7 +59,80 @@ ChatRenderer = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None, bool
 values a jinja2 chat template sees (its arguments are left as the model's text)."""
 
 
+# The tool prompt of Qwen2.5's template, which "chatml" reproduces byte for byte.
+_TOOLS_HEADER = (
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+)
+_TOOLS_FOOTER = (
+    "\n</tools>\n\nFor each function call, return a json object with function name and "
+    "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+    '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n'
+)
+
+
 def _chatml(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, add_generation_prompt: bool
+) -> str:
+    """ChatML as Qwen2.5's own chat template writes it, `<|im_start|>{role}\n{content}<|im_end|>\n`
+    per turn (the layout vLLM and llama.cpp use for ChatML models), except that no default
+    system prompt is added: where Qwen2.5 writes "You are Qwen, ..." for a conversation without
+    a system message, chatml writes no system turn, or one with the tool listing only.
+
+    Given `tools`, the first system message is followed by a blank line and the tool listing
+    (each tool's JSON on a line); an assistant's tool calls follow its text as
+    `<tool_call>` blocks with the arguments' JSON object; consecutive tool results go in one
+    user turn as `<tool_response>` blocks; reasoning is left out, as Qwen2.5 leaves it out."""
+    turns: list[str] = []
+    opens_with_system = bool(messages) and messages[0]["role"] == "system"
+    if tools:
+        system = _chatml_text(messages[0]["content"]) + "\n\n" if opens_with_system else ""
+        listing = "".join("\n" + _json(tool) for tool in tools)
+        turns.append(f"<|im_start|>system\n{system}{_TOOLS_HEADER}{listing}{_TOOLS_FOOTER}")
+    elif opens_with_system:
+        turns.append(_chatml_turn("system", _chatml_text(messages[0]["content"])))
+    last = len(messages) - 1
+    for index, message in enumerate(messages):
+        role = message["role"]
+        content = _chatml_text(message["content"])
+        calls = message.get("tool_calls")
+        if role == "tool":
+            if index == 0 or messages[index - 1]["role"] != "tool":
+                turns.append("<|im_start|>user")
+            turns.append(f"\n<tool_response>\n{content}\n</tool_response>")
+            if index == last or messages[index + 1]["role"] != "tool":
+                turns.append("<|im_end|>\n")
+        elif role == "assistant" and calls:
+            turns.append("<|im_start|>assistant" + (f"\n{content}" if content else ""))
+            turns.extend(_chatml_tool_call(call["function"]) for call in calls)
+            turns.append("<|im_end|>\n")
+        elif index > 0 or role != "system":
+            turns.append(_chatml_turn(role, content))
+    if add_generation_prompt:
+        turns.append("<|im_start|>assistant\n")
+    return "".join(turns)
+
+
+def _chatml_turn(role: str, content: str) -> str:
+    return f"<|im_start|>{role}\n{content}<|im_end|>\n"
+
+
+def _chatml_tool_call(function: dict[str, Any]) -> str:
+    arguments = _json(_json_object_or_text(function["arguments"]))
+    return (
+        f'\n<tool_call>\n{{"name": "{function["name"]}", "arguments": {arguments}}}\n</tool_call>'
+    )
+
+
+def _json(value: Any) -> str:
+    # As HF's tojson writes it: json.dumps with non-ASCII kept.
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError) as error:
+        raise PromptError(f"chatml could not write a value as JSON: {error}") from None
+
+
+def _eino_chatml(
     messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, add_generation_prompt: bool
 ) -> str:
     """ChatML as the Eino article prints it: the content on its own line, `<|im_end|>` on the
@@ -68,7 +146,7 @@ def _chatml(
         listing = "<tools>\n" + "\n".join(_compact_json(tool) for tool in tools) + "\n</tools>"
     turns: list[str] = []
     if listing and (not messages or messages[0]["role"] != "system"):
-        turns.append(_chatml_turn("system", listing))
+        turns.append(_eino_turn("system", listing))
     for index, message in enumerate(messages):
         role = message["role"]
         content = _chatml_text(message["content"])
@@ -78,13 +156,13 @@ def _chatml(
         if role == "assistant" and calls:
             written = _compact_json(calls)
             content = f"{content}\n{written}" if content else written
-        turns.append(_chatml_turn(role, content))
+        turns.append(_eino_turn(role, content))
     if add_generation_prompt:
         turns.append("<|im_start|>assistant\n")
     return "".join(turns)
 
 
-def _chatml_turn(role: str, content: str) -> str:
+def _eino_turn(role: str, content: str) -> str:
     return f"<|im_start|>{role}\n{content}\n<|im_end|>\n"
 
 
@@ -106,7 +184,9 @@ def _compact_json(value: Any) -> str:
         raise PromptError(f"chatml could not write a value as JSON: {error}") from None
 
 
-CHAT_TEMPLATES: Mapping[str, ChatRenderer] = MappingProxyType({"chatml": _chatml})
+CHAT_TEMPLATES: Mapping[str, ChatRenderer] = MappingProxyType(
+    {"chatml": _chatml, "chatml-eino": _eino_chatml}
+)
 
 
 def render_chat(
@@ -115,15 +195,18 @@ def render_chat(
     template: str = "chatml",
     *,
     add_generation_prompt: bool = True,
+    limits: TemplateLimits | None = None,
     **template_vars: Any,
 ) -> str:
     """The prompt `template` makes of the conversation.
 
     AgenticMessages are converted with `from_agentic` first, so a conversation renders the same
     whichever form holds it. `template` is a name from CHAT_TEMPLATES or a jinja2 template
-    string; each distinct string is compiled once. `template_vars` are passed to a jinja2
-    template as extra variables; built-in templates take none and ignore them.
+    string; each distinct string is compiled once and renders within `limits` (TemplateLimits'
+    defaults when None). `template_vars` are passed to a jinja2 template as extra variables;
+    built-in templates take none and ignore them.
     """
+    checked = checked_limits(limits)
     builtin = CHAT_TEMPLATES.get(template)
     if builtin is None and "{" not in template:
         raise PromptError(
@@ -135,16 +218,18 @@ def render_chat(
     tool_dicts = None if tools is None else [_tool_dict(tool) for tool in tools]
     if builtin is not None:
         return builtin(wire, tool_dicts, add_generation_prompt)
-    from chainkit.prompts._jinja import render_error
+    from chainkit.prompts._jinja import render_error, render_within
 
     compiled = _compile(template)
+    values = {
+        "documents": None,
+        **template_vars,
+        "messages": [_with_argument_objects(message) for message in wire],
+        "tools": tool_dicts,
+        "add_generation_prompt": add_generation_prompt,
+    }
     try:
-        return compiled.render(
-            template_vars,
-            messages=[_with_argument_objects(message) for message in wire],
-            tools=tool_dicts,
-            add_generation_prompt=add_generation_prompt,
-        )
+        return render_within(compiled, checked, values)
     except PromptError:
         raise
     except Exception as error:
@@ -166,7 +251,7 @@ def _wire(message: Message) -> dict[str, Any]:
     if message.role == "tool" and message.tool_name is not None:
         data.setdefault("name", message.tool_name)
     if message.reasoning_content:
-        data["reasoning_content"] = message.reasoning_content
+        data["reasoning_content"] = data["thinking"] = message.reasoning_content
     return data
 
 
@@ -187,13 +272,41 @@ def _tool_dict(tool: object) -> dict[str, Any]:
 
 
 def _with_argument_objects(message: dict[str, Any]) -> dict[str, Any]:
-    """`message` with each tool call's arguments as a dict when they hold a JSON object: HF's
-    convention for chat templates, followed by vLLM, so Qwen2.5 and Llama 3.1 templates can
-    `tojson` them. Anything else (truncated JSON, an array) stays the model's text."""
+    """`message` with each tool call's arguments as JsonArguments when they hold a JSON
+    object; anything else (truncated JSON, an array) stays the model's text."""
     for call in message.get("tool_calls", ()):
         function = call["function"]
-        function["arguments"] = _json_object_or_text(function["arguments"])
+        text = function["arguments"]
+        value = _json_object_or_text(text)
+        if isinstance(value, dict):
+            function["arguments"] = JsonArguments(value, text)
     return message
+
+
+class JsonArguments(dict[str, Any]):
+    """A tool call's arguments as a chat template sees them. A dict, as HF and vLLM pass them,
+    so Qwen and Llama templates can `tojson` them; and, wherever a template uses them as text
+    (`'...' + arguments`, `~`, printing them), the JSON text the model wrote, as DeepSeek's
+    templates expect."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: dict[str, Any], text: str) -> None:
+        super().__init__(value)
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __add__(self, other: object) -> str:
+        if isinstance(other, str):
+            return self.text + other
+        return NotImplemented
+
+    def __radd__(self, other: object) -> str:
+        if isinstance(other, str):
+            return other + self.text
+        return NotImplemented
 
 
 def _json_object_or_text(text: str) -> Any:

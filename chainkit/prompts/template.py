@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from chainkit.prompts._fstring import FStringTemplate
 from chainkit.prompts._partials import with_partials, with_values_fixed
 from chainkit.prompts.errors import PromptError
+from chainkit.prompts.limits import TemplateLimits, checked_limits
 from chainkit.schema import Message
 
 if TYPE_CHECKING:
@@ -19,7 +20,9 @@ class PromptTemplate:
     """A template formatted with named values.
 
     f-string templates take plain `{name}` fields only (`{{`/`}}` are literal braces); jinja2
-    templates render in a sandbox. The template is compiled once; if `template` or
+    templates render in a sandbox, each rendering within `limits` (TemplateLimits' defaults
+    when None; f-string rendering is linear in its values and needs none). The template is
+    compiled once; if `template` or
     `template_format` is reassigned, the next format compiles and validates it again.
     Values not used by the template are ignored. Explicit `input_variables` must name exactly
     the variables the template uses that no partial fills (PromptError otherwise); left out,
@@ -31,6 +34,7 @@ class PromptTemplate:
         "_compiled_format",
         "_compiled_source",
         "input_variables",
+        "limits",
         "partial_variables",
         "template",
         "template_format",
@@ -42,7 +46,10 @@ class PromptTemplate:
         input_variables: list[str] | None = None,
         template_format: TemplateFormat = "f-string",
         partial_variables: dict[str, Any] | None = None,
+        *,
+        limits: TemplateLimits | None = None,
     ) -> None:
+        self.limits = checked_limits(limits)
         self.template = template
         self.template_format = template_format
         self.partial_variables: dict[str, Any] = dict(partial_variables or {})
@@ -66,9 +73,15 @@ class PromptTemplate:
         *,
         template_format: TemplateFormat = "f-string",
         partial_variables: dict[str, Any] | None = None,
+        limits: TemplateLimits | None = None,
     ) -> PromptTemplate:
         """A template whose input variables are read from the template text."""
-        return cls(template, template_format=template_format, partial_variables=partial_variables)
+        return cls(
+            template,
+            template_format=template_format,
+            partial_variables=partial_variables,
+            limits=limits,
+        )
 
     def format(self, /, **values: Any) -> str:
         """The template filled with `values` over the partial values.
@@ -76,7 +89,11 @@ class PromptTemplate:
         Raises PromptError naming a variable with no value, or the field of a template that
         was made invalid after construction.
         """
-        return self._current().render(with_partials(self.partial_variables, values))
+        compiled = self._current()
+        merged = with_partials(self.partial_variables, values)
+        if isinstance(compiled, FStringTemplate):
+            return compiled.render(merged)
+        return compiled.render(merged, self.limits)
 
     def format_messages(self, /, **values: Any) -> list[Message]:
         """The formatted text as one user message."""
