@@ -510,7 +510,7 @@ def test_placeholder_value_that_is_not_a_list_of_messages_is_rejected(
 
 def test_chat_prompt_formats_each_kind_of_entry_in_order() -> None:
     fixed = Message.system("fixed rules")
-    prompt = ChatPromptTemplate.from_messages(
+    prompt = ChatPromptTemplate(
         [
             ("system", "You help with {topic}."),
             fixed,

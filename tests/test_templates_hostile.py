@@ -502,9 +502,6 @@ def test_limits_are_adjustable_for_every_entry_point(
             lambda: ChatPromptTemplate(
                 [("user", template)], template_format="jinja2", limits=limits
             ).format_messages(),
-            lambda: ChatPromptTemplate.from_messages(
-                [("user", template)], template_format="jinja2", limits=limits
-            ).format_messages(),
             lambda: render_chat([Message.user("hi")], template=template, limits=limits),
         ]
 

@@ -65,17 +65,6 @@ class ChatPromptTemplate:
             name for name in names if name not in self.partial_variables
         ]
 
-    @classmethod
-    def from_messages(
-        cls,
-        messages: Sequence[MessageLike],
-        *,
-        template_format: TemplateFormat = "f-string",
-        limits: TemplateLimits | None = None,
-    ) -> ChatPromptTemplate:
-        """The same as the constructor; named like LangChain's for familiarity."""
-        return cls(messages, template_format=template_format, limits=limits)
-
     def format_messages(self, /, **values: Any) -> list[Message]:
         """Every entry in order: templates formatted, placeholders expanded, fixed messages
         as they are. Raises PromptError naming a missing or wrongly typed variable."""

@@ -1,0 +1,77 @@
+"""CallOptions: a misspelt option is caught by mypy in typed code, and refused at run time."""
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from chainkit import chains, llms
+from chainkit.llms import FakeLLM, UnknownOptionError
+from chainkit.prompts import PromptTemplate
+
+ROOT = Path(__file__).resolve().parent.parent
+
+USER_CODE = textwrap.dedent(
+    """
+    from chainkit import chains, llms
+    from chainkit.prompts import PromptTemplate
+
+    chain = chains.LLMChain(PromptTemplate.from_template("{q}"), llms.FakeLLM(["a"]))
+    chains.run(chain, "x", temprature=0.2)
+    chains.run(chain, "x", temperature=0.2, max_tokens=9, stop=["\\n"])
+    llms.FakeLLM(["a"]).generate([], seed="7")
+    """
+)
+
+
+@pytest.mark.timeout(120)
+def test_mypy_flags_a_misspelt_option_and_a_wrong_type(tmp_path: Path) -> None:
+    mypy_api = pytest.importorskip("mypy.api")
+    user_file = tmp_path / "user_code.py"
+    user_file.write_text(USER_CODE, encoding="utf-8")
+    out, _, status = mypy_api.run(
+        [
+            "--strict",
+            "--no-incremental",
+            "--cache-dir=/dev/null",
+            "--config-file=",
+            str(user_file),
+        ]
+    )
+    assert status == 1, out
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert len(errors) == 2, out
+    assert 'Unexpected keyword argument "temprature"' in errors[0]
+    assert ':8: error: Argument "seed"' in errors[1]
+
+
+@pytest.mark.parametrize(
+    ("given", "hint"),
+    [
+        ("temprature", "did you mean 'temperature'?"),
+        ("max_token", "did you mean 'max_tokens'?"),
+        ("stop_words", "use stop."),
+        ("top_k", "extra_body={'top_k': ...}"),
+    ],
+)
+def test_an_unknown_option_is_refused_before_any_work_with_a_hint(given: str, hint: str) -> None:
+    fake = FakeLLM(["a"])
+    chain = chains.LLMChain(PromptTemplate.from_template("{q}"), fake)
+    with pytest.raises(UnknownOptionError, match=f"unknown call option '{given}'") as info:
+        chains.run(chain, "x", **{given: 1})
+    assert hint in str(info.value)
+    with pytest.raises(UnknownOptionError, match=given):
+        fake.generate([], **{given: 1})
+    assert fake.calls == []
+
+
+def test_an_unknown_default_option_of_a_model_is_refused_when_built() -> None:
+    with pytest.raises(UnknownOptionError, match="did you mean 'temperature'"):
+        llms.OpenAI("m", base_url="http://127.0.0.1:9/v1", temprature=0.1)
+
+
+def test_every_option_name_is_known() -> None:
+    assert set(llms.CallOptions.__optional_keys__) >= {
+        "stop", "temperature", "max_tokens", "top_p", "seed", "model", "timeout",
+        "streaming_func", "callbacks", "extra_body", "extra_headers", "extra_query",
+    }  # fmt: skip

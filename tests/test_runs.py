@@ -1,0 +1,286 @@
+"""Run identity: every event knows its run, and the runs of concurrent work form exact trees."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from chainkit import agents, chains, tools
+from chainkit.callbacks import Handler, RunInfo, current_run
+from chainkit.llms import BaseModel, FakeLLM, ModelRequest
+from chainkit.prompts import PromptTemplate
+from chainkit.schema import AgentAction, FunctionCall, Message, ToolCall
+
+
+class RunRecorder(Handler):
+    """Records each event with the run `current_run()` names in the handler; thread-safe."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, RunInfo | None]] = []
+        self._lock = threading.Lock()
+
+    def _add(self, event: str) -> None:
+        with self._lock:
+            self.events.append((event, current_run()))
+
+    def handle_chain_start(self, chain: str, inputs: Mapping[str, Any]) -> None:
+        self._add("start")
+
+    def handle_chain_end(self, chain: str, outputs: Mapping[str, Any]) -> None:
+        self._add("end")
+
+    def handle_chain_error(self, chain: str, error: BaseException) -> None:
+        self._add("error")
+
+    def handle_llm_start(self, messages: Sequence[Message], options: Mapping[str, Any]) -> None:
+        self._add("start")
+
+    def handle_llm_end(self, message: Message) -> None:
+        self._add("end")
+
+    def handle_llm_error(self, error: BaseException) -> None:
+        self._add("error")
+
+    def handle_tool_start(self, tool: str, input: str) -> None:
+        self._add("start")
+
+    def handle_tool_end(self, tool: str, output: str) -> None:
+        self._add("end")
+
+    def handle_tool_error(self, tool: str, error: BaseException) -> None:
+        self._add("error")
+
+    def handle_agent_action(self, action: AgentAction) -> None:
+        self._add("action")
+
+    def tree(self) -> dict[str | None, list[RunInfo]]:
+        """Children by parent id, from the start events; checks every run was started once
+        and ended (or failed) exactly once, after its start."""
+        seen: Counter[str] = Counter()
+        children: dict[str | None, list[RunInfo]] = {}
+        for event, run in self.events:
+            assert run is not None, f"{event} heard outside any run"
+            if event == "start":
+                assert seen[run.id] == 0, f"{run} started twice"
+                children.setdefault(run.parent_id, []).append(run)
+            elif event in ("end", "error"):
+                assert seen[run.id] == 1, f"{run} ended without a start, or twice"
+            seen[run.id] += event != "action"
+        assert all(count == 2 for count in seen.values()), seen
+        return children
+
+
+class TwoToolsThenAnswer(BaseModel):
+    """Calls `alpha` and `beta` at once, then answers: the same script for any conversation."""
+
+    def _generate(self, request: ModelRequest) -> Message:
+        question = request.messages[-1]
+        if question.role == "tool":
+            return Message.assistant(f"done: {request.messages[1].content}")
+        calls = [ToolCall(f"call_{name}", FunctionCall(name, '{"input": "x"}')) for name in TOOLS]
+        return Message.assistant("", tool_calls=calls)
+
+
+TOOLS = ("alpha", "beta")
+
+
+class Meeting(tools.Tool):
+    """Waits until every parallel call has started, so the calls truly overlap, and records
+    the run it sees from inside `call`."""
+
+    description = "meets its siblings"
+
+    def __init__(self, name: str, barrier: threading.Barrier, seen: list[RunInfo | None]) -> None:
+        self.name = name
+        self._barrier = barrier
+        self._seen = seen
+
+    def call(self, input: str) -> str:
+        self._seen.append(current_run())
+        self._barrier.wait(timeout=10)
+        return f"{self.name} ok"
+
+
+def executor_and_tools(parties: int) -> tuple[agents.Executor, list[RunInfo | None]]:
+    barrier = threading.Barrier(parties)
+    seen: list[RunInfo | None] = []
+    tool_list = [Meeting(name, barrier, seen) for name in TOOLS]
+    agent = agents.ToolCallingAgent(TwoToolsThenAnswer(), tool_list)
+    return agents.Executor(agent), seen
+
+
+def check_trees(recorder: RunRecorder, seen: list[RunInfo | None], items: int) -> None:
+    children = recorder.tree()
+    roots = children[None]
+    assert len(roots) == items
+    assert all(root.kind == "chain" and root.name == "Executor" for root in roots)
+    for root in roots:
+        kinds = Counter((run.kind, run.name) for run in children[root.id])
+        assert kinds == {
+            ("llm", "TwoToolsThenAnswer"): 2,
+            ("tool", "alpha"): 1,
+            ("tool", "beta"): 1,
+        }
+        assert all(run.id not in children for run in children[root.id])  # leaves
+    tool_runs = {run for kids in children.values() for run in kids if run.kind == "tool"}
+    assert set(seen) == tool_runs  # Tool.call sees its own run
+    assert len({run.id for run in tool_runs}) == 2 * items
+
+
+@pytest.mark.timeout(30)
+def test_abatch_of_parallel_tool_calls_rebuilds_one_exact_tree_per_item():
+    recorder = RunRecorder()
+    executor, seen = executor_and_tools(parties=6)  # all six tool calls of three items at once
+    inputs = [{"input": f"q{i}"} for i in range(3)]
+    outputs = asyncio.run(chains.abatch(executor, inputs, callbacks=recorder))
+    assert [out["output"] for out in outputs] == ["done: q0", "done: q1", "done: q2"]
+    check_trees(recorder, seen, 3)
+
+
+@pytest.mark.timeout(30)
+def test_batch_in_threads_with_sync_parallel_tools_rebuilds_the_same_trees():
+    recorder = RunRecorder()
+    executor, seen = executor_and_tools(parties=2)  # each item's two calls meet
+    inputs = [{"input": f"q{i}"} for i in range(3)]
+    outputs = chains.batch(executor, inputs, max_workers=3, callbacks=[recorder])
+    assert [out["output"] for out in outputs] == ["done: q0", "done: q1", "done: q2"]
+    check_trees(recorder, seen, 3)
+
+
+@pytest.mark.timeout(30)
+def test_a_batch_item_inside_an_outer_run_is_its_child():
+    recorder = RunRecorder()
+
+    class Outer(chains.Chain):
+        input_keys = ["input"]  # noqa: RUF012
+        output_keys = ["output"]  # noqa: RUF012
+
+        def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+            inner, _ = executor_and_tools(parties=2)
+            results = chains.batch(inner, [{"input": "a"}, {"input": "b"}])
+            return {"output": ",".join(r["output"] for r in results)}
+
+    assert chains.run(Outer(), "x", callbacks=recorder) == "done: a,done: b"
+    children = recorder.tree()
+    [outer] = children[None]
+    assert [run.name for run in children[outer.id]] == ["Executor", "Executor"]
+
+
+def test_current_run_is_none_outside_runs_and_set_inside_a_model_call():
+    assert current_run() is None
+    inside: list[RunInfo | None] = []
+
+    class Watching(FakeLLM):
+        def _generate(self, request: ModelRequest) -> Message:
+            inside.append(current_run())
+            return super()._generate(request)
+
+    Watching(["hi"]).generate([Message.user("q")])
+    [run] = inside
+    assert run is not None and run.kind == "llm" and run.name == "Watching"
+    assert run.parent_id is None and run.start_time <= time.time()
+    assert current_run() is None
+
+
+class Broken(tools.Tool):
+    name = "broken"
+    description = "fails"
+
+    def call(self, input: str) -> str:
+        raise tools.ToolError("no luck")
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("use_async", [False, True])
+@pytest.mark.parametrize(
+    "script",
+    [
+        ["Action: broken\nAction Input: x", "Final Answer: ok"],
+        ["Action: nowhere\nAction Input: x", "Final Answer: ok"],
+        ["no format at all", "Final Answer: ok"],
+    ],
+    ids=["tool error", "unknown tool", "parse error"],
+)
+def test_every_run_is_closed_once_on_error_paths(script: list[str], use_async: bool):
+    recorder = RunRecorder()
+    executor = agents.Executor(
+        agents.OneShotAgent(FakeLLM(script), [Broken()]),
+        error_handler=agents.ParserErrorHandler(),
+    )
+    if use_async:
+        answer = asyncio.run(chains.arun(executor, "q", callbacks=recorder))
+    else:
+        answer = chains.run(executor, "q", callbacks=recorder)
+    assert answer == "ok"
+    children = recorder.tree()
+    [root] = children[None]
+    kinds = [run.kind for run in children[root.id]]
+    assert kinds.count("llm") == 2
+    assert kinds.count("tool") == (0 if "no format" in script[0] else 1)
+
+
+class Sleeper(tools.Tool):
+    name = "sleeper"
+    description = "sleeps"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def call(self, input: str) -> str:
+        self.release.wait(timeout=10)
+        return "woke"
+
+    async def acall(self, input: str) -> str:
+        await asyncio.sleep(10)
+        return "woke"
+
+
+@pytest.mark.timeout(30, method="thread")
+@pytest.mark.parametrize("use_async", [False, True])
+def test_a_call_cut_by_the_deadline_reports_its_error_as_its_own_run(use_async: bool):
+    recorder = RunRecorder()
+    sleeper = Sleeper()
+    executor = agents.Executor(
+        agents.OneShotAgent(FakeLLM(["Action: sleeper\nAction Input: x"]), [sleeper]),
+        max_execution_time=0.3,
+    )
+    try:
+        with pytest.raises(agents.NotFinishedError):
+            if use_async:
+                asyncio.run(chains.arun(executor, "q", callbacks=recorder))
+            else:
+                chains.run(executor, "q", callbacks=recorder)
+    finally:
+        sleeper.release.set()
+    children = recorder.tree()
+    [root] = children[None]
+    [tool_run] = [run for run in children[root.id] if run.kind == "tool"]
+    closing = [event for event, run in recorder.events if run == tool_run][-1]
+    assert closing == "error"
+
+
+def test_the_handlers_of_a_run_stay_its_own():
+    first, second = RunRecorder(), RunRecorder()
+    chain = chains.LLMChain(PromptTemplate.from_template("{q}"), FakeLLM(["a", "b"]))
+    chains.run(chain, "x", callbacks=first)
+    chains.run(chain, "y", callbacks=[second])
+    assert len(first.events) == len(second.events) == 4
+    assert {run.id for _, run in first.events if run}.isdisjoint(
+        {run.id for _, run in second.events if run}
+    )
+
+
+def test_callbacks_given_to_a_component_join_those_of_the_call():
+    own, given = RunRecorder(), RunRecorder()
+    llm = FakeLLM(["Final Answer: 42"])
+    agent = agents.OneShotAgent(llm, [Broken()], callbacks=own)
+    chains.run(agents.Executor(agent), "q", callbacks=given)
+    assert [event for event, _ in own.events] == ["start", "end"]  # the agent's model call
+    assert [event for event, _ in given.events] == ["start", "start", "end", "end"]
+    assert own.events[0][1] == given.events[1][1]  # the same llm run, heard by both
