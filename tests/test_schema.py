@@ -1,9 +1,11 @@
 import dataclasses
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
+import chainkit.schema
 from chainkit.schema import (
     AgentAction,
     AgentFinish,
@@ -40,6 +42,12 @@ def full_message() -> Message:
 
 def test_constructors_set_role_and_fields():
     assert Message.system("s") == Message("system", "s")
+    assert Message.user("u", name="ann") == Message("user", "u", name="ann")
+    meta = ResponseMeta("stop", TokenUsage(1, 2, 3))
+    assert Message.assistant("a", reasoning_content="r", response_meta=meta) == Message(
+        "assistant", "a", reasoning_content="r", response_meta=meta
+    )
+    assert Message.user([TextPart("t")]) == Message("user", parts=[TextPart("t")])
     assert Message.user("u").role == "user"
     call = ToolCall("c1", FunctionCall("f", "{}"))
     assistant = Message.assistant("", [call])
@@ -154,3 +162,241 @@ def test_image_part_must_say_what_it_holds():
         ImagePart(url="u", base64_data="AAAA")
     with pytest.raises(MessageFormatError, match="needs its mime_type"):
         ImagePart(base64_data="AAAA")
+
+
+# --- wrong shapes are refused when built, naming the field, what was expected and what came ---
+
+# The schema module with its types unchecked, to give wrong shapes on purpose.
+untyped: Any = chainkit.schema
+
+
+def _refused(build, field, *expected):
+    with pytest.raises(MessageFormatError) as caught:
+        build()
+    error = caught.value
+    assert isinstance(error, TypeError) and isinstance(error, ValueError)
+    assert error.field == field, str(error)
+    for text in expected:
+        assert text in str(error), str(error)
+    return error
+
+
+@pytest.mark.parametrize(
+    ("build", "field", "expected"),
+    [
+        (lambda: untyped.Message("robot", "x"), "role", ("'assistant'", "'robot'")),
+        (lambda: untyped.Message("bot"), "role", ("'user'", "'bot'")),
+        (lambda: untyped.Message(["user"]), "role", ("['user'] (list)",)),
+        (lambda: untyped.Message("user", None), "content", ("a str", "None")),
+        (lambda: untyped.Message("user", 5), "content", ("a str", "5 (int)")),
+        (
+            lambda: untyped.Message.user(None),
+            "content",
+            ("a str or a list of content parts", "None"),
+        ),
+        (lambda: untyped.Message.user(b"hi"), "content", ("b'hi' (bytes)",)),
+        (lambda: untyped.Message.system(None), "content", ("a str",)),
+        (lambda: untyped.Message.user("hi", name=5), "name", ("a str or None", "5 (int)")),
+        (
+            lambda: untyped.Message.assistant("a", reasoning_content=None),
+            "reasoning_content",
+            ("a str",),
+        ),
+        (
+            lambda: untyped.Message.assistant("a", response_meta="stop"),
+            "response_meta",
+            ("a ResponseMeta or None",),
+        ),
+        (lambda: untyped.Message.assistant(7), "content", ("7 (int)",)),
+        (lambda: untyped.Message.tool("r", None), "tool_call_id", ("a str", "None")),
+        (lambda: untyped.Message.tool("r", "c", 3), "tool_name", ("a str or None", "3 (int)")),
+        (lambda: untyped.Message("user", "x", name=1), "name", ("a str or None",)),
+        (
+            lambda: untyped.Message("assistant", reasoning_content=None),
+            "reasoning_content",
+            ("a str",),
+        ),
+        (
+            lambda: untyped.Message("assistant", tool_calls=({"id": "c"},)),
+            "tool_calls",
+            ("a list",),
+        ),
+        (lambda: untyped.Message.assistant("", [{"id": "c"}]), "tool_calls[0]", ("a ToolCall",)),
+        (lambda: untyped.Message("user", parts=["hi"]), "parts[0]", ("'hi' (str)",)),
+        (
+            lambda: untyped.Message("user", "lost", parts=[untyped.TextPart("t")]),
+            "content",
+            ("both",),
+        ),
+        (lambda: untyped.Message("user", response_meta={}), "response_meta", ("a ResponseMeta",)),
+        (lambda: untyped.Message("user", extra=[("k", 1)]), "extra", ("a dict or None",)),
+        (lambda: untyped.FunctionCall("f", {"city": "北京"}), "arguments", ("JSON text", "(dict)")),
+        (lambda: untyped.FunctionCall(None), "name", ("a str",)),
+        (lambda: untyped.ToolCall(5), "id", ("a str", "5 (int)")),
+        (lambda: untyped.ToolCall("c", {"name": "f"}), "function", ("a FunctionCall",)),
+        (lambda: untyped.ToolCall("c", index="0"), "index", ("an int or None", "'0' (str)")),
+        (lambda: untyped.ToolCall("c", index=True), "index", ("True (bool)",)),
+        (lambda: untyped.ToolCall("c", type=None), "type", ("a str",)),
+        (lambda: untyped.ToolCall("c", extra="x"), "extra", ("a dict or None",)),
+        (lambda: untyped.TokenUsage("10"), "prompt_tokens", ("an int", "'10' (str)")),
+        (lambda: untyped.TokenUsage(1, 2, 3, cached_tokens=1.5), "cached_tokens", ("1.5 (float)",)),
+        (lambda: untyped.ResponseMeta(finish_reason=1), "finish_reason", ("a str or None",)),
+        (lambda: untyped.ResponseMeta(usage={"prompt_tokens": 1}), "usage", ("a TokenUsage",)),
+        (lambda: untyped.TextPart(None), "text", ("a str",)),
+        (lambda: untyped.ImagePart(url=""), "url", ("a non-empty str",)),
+        (lambda: untyped.ImagePart(url=5), "url", ("a str or None",)),
+        (
+            lambda: untyped.ImagePart(url="https://x/a.png", mime_type="image/png,x"),
+            "mime_type",
+            (),
+        ),
+        (
+            lambda: untyped.ImagePart(url="data:image/png;base64,QQ==", mime_type="image/gif"),
+            "mime_type",
+            ("contradicts",),
+        ),
+        (lambda: untyped.FilePart(), "base64_data", ("needs base64_data or file_id",)),
+        (
+            lambda: untyped.FilePart(filename="a.pdf"),
+            "base64_data",
+            ("needs base64_data or file_id",),
+        ),
+        (lambda: untyped.FilePart(base64_data="QQ==", mime_type=""), "mime_type", ("media type",)),
+        (lambda: untyped.FilePart(file_id=7), "file_id", ("a str or None",)),
+        (lambda: untyped.AgentAction(None, "x"), "tool", ("a str",)),
+        (lambda: untyped.AgentAction("t", {"q": 1}), "tool_input", ("a str", "(dict)")),
+        (lambda: untyped.AgentAction("t", "x", log=None), "log", ("a str",)),
+        (lambda: untyped.AgentAction("t", "x", tool_call_id=1), "tool_call_id", ("a str or None",)),
+        (
+            lambda: untyped.AgentAction("t", "x", message_log=["m"]),
+            "message_log[0]",
+            ("a Message",),
+        ),
+        (lambda: untyped.AgentFinish("done"), "return_values", ("a dict", "'done' (str)")),
+        (lambda: untyped.AgentFinish({}, log=None), "log", ("a str",)),
+        (lambda: untyped.AgentStep("action", "obs"), "action", ("an AgentAction",)),
+        (
+            lambda: untyped.AgentStep(untyped.AgentAction("t", "x"), 42),
+            "observation",
+            ("a str", "42 (int)"),
+        ),
+        (lambda: untyped.ToolInfo(None, "d"), "name", ("a str",)),
+        (lambda: untyped.ToolInfo("n", "d", parameters="{}"), "parameters", ("a dict",)),
+    ],
+)
+def test_constructors_refuse_wrong_shapes(build, field, expected):
+    _refused(build, field, *expected)
+
+
+def test_a_huge_wrong_value_is_shown_short():
+    error = _refused(lambda: untyped.Message("user", ["x" * 1_000_000]), "content")
+    assert len(str(error)) < 200
+
+
+def test_subclasses_of_the_expected_types_are_accepted():
+    class Text(str):
+        pass
+
+    message = Message("user", Text("hi"), name=Text("ann"), extra=dict(a=1))
+    assert message.content == "hi"
+    assert AgentAction(Text("t"), Text("x")).tool == "t"
+
+
+def test_a_data_url_given_as_url_is_kept_as_base64_data():
+    assert ImagePart(url="data:image/png;base64,QQ==", detail="low") == ImagePart(
+        base64_data="QQ==", mime_type="image/png", detail="low"
+    )
+    # Not base64, or with no media type: nothing to split, the URL stays a URL.
+    assert ImagePart(url="data:text/plain,hi").url == "data:text/plain,hi"
+    assert ImagePart(url="data:;base64,QQ==").url == "data:;base64,QQ=="
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "expected"),
+    [
+        (["user", "hi"], None, ("Message.from_dict needs a dict",)),
+        ({"role": "bot", "content": "x"}, "role", ("'bot'",)),
+        ({"content": "x"}, "role", ("None",)),
+        ({"role": "user", "content": 5}, "content", ("a str, a list of content parts or None",)),
+        ({"role": "user", "content": {"text": "x"}}, "content", ("(dict)",)),
+        ({"role": "user", "content": "x", "name": 5}, "name", ("a str or None",)),
+        ({"role": "tool", "content": "x", "tool_call_id": 5}, "tool_call_id", ("5 (int)",)),
+        ({"role": "assistant", "tool_calls": {"id": "c"}}, "tool_calls", ("a list",)),
+        ({"role": "assistant", "tool_calls": ["c"]}, "tool_calls[0]", ("a dict", "'c' (str)")),
+        ({"role": "assistant", "tool_calls": [{"function": "f"}]}, "function", ("a dict",)),
+        (
+            {"role": "assistant", "tool_calls": [{"function": {"arguments": {"a": 1}}}]},
+            "arguments",
+            ("JSON text", "(dict)"),
+        ),
+        ({"role": "assistant", "tool_calls": [{"index": "0"}]}, "index", ("an int or None",)),
+        ({"role": "assistant", "tool_calls": [{"extra": []}]}, "extra", ("a dict",)),
+        ({"role": "assistant", "reasoning_content": 1}, "reasoning_content", ("a str",)),
+        ({"role": "user", "content": ["hi"]}, "content[0]", ("a dict",)),
+        ({"role": "user", "content": [{"type": "text", "text": 5}]}, "text", ("a str",)),
+        (
+            {"role": "user", "content": [{"type": "image_url", "image_url": "https://x"}]},
+            "content[0].image_url",
+            ("a dict", "'https://x' (str)"),
+        ),
+        (
+            {"role": "user", "content": [{"type": "image_url", "image_url": {}}]},
+            "url",
+            ("either url or base64_data",),
+        ),
+        (
+            {"role": "user", "content": [{"type": "image_url", "image_url": {"url": ""}}]},
+            "url",
+            ("a non-empty str",),
+        ),
+        (
+            {"role": "user", "content": [{"type": "file", "file": None}]},
+            "content[0].file",
+            ("a dict",),
+        ),
+        (
+            {"role": "user", "content": [{"type": "file", "file": {"file_data": 5}}]},
+            "base64_data",
+            ("a str or None",),
+        ),
+        ({"role": "user", "content": [{"type": "audio"}]}, "content[0]", ("'audio'",)),
+        ({"role": "user", "extra": "x"}, "extra", ("a dict",)),
+        ({"role": "user", "response_meta": "stop"}, "response_meta", ("a dict",)),
+        ({"role": "user", "response_meta": {"finish_reason": 1}}, "finish_reason", ()),
+        ({"role": "user", "response_meta": {"usage": "x"}}, "usage", ("a dict",)),
+        (
+            {"role": "user", "response_meta": {"usage": {"prompt_tokens": "10"}}},
+            "prompt_tokens",
+            ("an int", "'10' (str)"),
+        ),
+        (
+            {"role": "user", "response_meta": {"usage": {"total_tokens": True}}},
+            "total_tokens",
+            ("True (bool)",),
+        ),
+    ],
+)
+def test_from_dict_refuses_wrong_shapes(data, field, expected):
+    _refused(lambda: untyped.Message.from_dict(data), field, *expected)
+
+
+def test_from_dict_takes_what_servers_send_for_nothing():
+    message = Message.from_dict(
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning_content": None,
+            "tool_calls": [
+                {"id": None, "type": None, "function": {"name": "f", "arguments": None}}
+            ],
+            "refusal": None,  # keys chainkit does not know are ignored
+            "response_meta": {"usage": {"prompt_tokens": 12.0, "completion_tokens": None}},
+        }
+    )
+    assert message == Message.assistant(
+        "",
+        [ToolCall("", FunctionCall("f", ""))],
+        response_meta=ResponseMeta(usage=TokenUsage(12, 0, 0)),
+    )
+    with pytest.raises(MessageFormatError, match=r"prompt_tokens must be an int, got 1\.5"):
+        TokenUsage.from_dict({"prompt_tokens": 1.5})

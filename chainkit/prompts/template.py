@@ -43,6 +43,8 @@ class PromptTemplate:
         template_format: TemplateFormat = "f-string",
         partial_variables: dict[str, Any] | None = None,
     ) -> None:
+        if not isinstance(template, str):
+            raise TypeError(f"a prompt template must be a str, got {type(template).__name__}")
         self.template = template
         self.template_format = template_format
         self.partial_variables: dict[str, Any] = dict(partial_variables or {})

@@ -6,8 +6,7 @@ express. The mapping, role by role:
 - system and user: `content` becomes one UserInputText (none when empty); `parts` become
   UserInputText / UserInputImage / UserInputFile blocks. Back, a single text block becomes
   `content`, anything else becomes `parts`; so `parts=[TextPart(t)]` comes back as `content=t`,
-  the same content in its plain form (a Message with both content and parts is refused: its
-  content would be lost). System text becomes UserInputText, as it is input to the
+  the same content in its plain form. System text becomes UserInputText, as it is input to the
   model; back, text blocks of either kind are accepted in every role.
 - assistant: blocks in reply order, Reasoning, AssistantGenText, then one FunctionToolCall per
   tool call. A reasoning signature has no field in Message, so it travels in
@@ -126,13 +125,6 @@ def _check_fields(message: Message) -> None:
         "tool_call_id": message.tool_call_id is not None,
         "tool_name": message.tool_name is not None,
     }
-    if message.parts and message.content:
-        raise ConversionError(
-            f"a {message.role} message has both content and parts; parts replace content, "
-            "so the content would be lost",
-            role=message.role,
-            field="content",
-        )
     allowed = _ROLE_FIELDS[message.role]
     for name, is_set in present.items():
         if is_set and name not in allowed:
