@@ -1,15 +1,20 @@
 import dataclasses
+import json
 import subprocess
 import sys
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import chainkit.schema
 from chainkit.schema import (
+    ROLES,
     AgentAction,
     AgentFinish,
     AgentStep,
+    ConversionError,
     FilePart,
     FunctionCall,
     ImagePart,
@@ -20,6 +25,8 @@ from chainkit.schema import (
     TokenUsage,
     ToolCall,
     ToolInfo,
+    from_agentic,
+    to_agentic,
 )
 
 
@@ -400,3 +407,115 @@ def test_from_dict_takes_what_servers_send_for_nothing():
     )
     with pytest.raises(MessageFormatError, match=r"prompt_tokens must be an int, got 1\.5"):
         TokenUsage.from_dict({"prompt_tokens": 1.5})
+
+
+# --- round trips: every Message survives to_dict/from_dict, and AgenticMessage where lossless ---
+
+texts = st.text(max_size=8)
+optional_texts = st.none() | texts
+media_types = st.text(min_size=1, max_size=8).filter(lambda t: "," not in t)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | texts,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=6,
+)
+extras = st.none() | st.dictionaries(texts, json_values, max_size=3)
+usages = st.builds(TokenUsage, *[st.integers(-5, 10**12)] * 5)
+metas = st.none() | st.builds(ResponseMeta, optional_texts, st.none() | usages)
+tool_calls = st.builds(
+    ToolCall,
+    texts,
+    st.builds(FunctionCall, texts, texts),
+    texts,
+    st.none() | st.integers(-3, 3),
+    extras,
+)
+# Any URL text, data URLs among them: base64 ones become base64_data, others stay URLs.
+image_urls = st.one_of(
+    st.text(min_size=1, max_size=12),
+    st.builds(lambda m, d: f"data:{m};base64,{d}", media_types | st.just(""), texts),
+    st.builds(lambda m, d: f"data:{m},{d}", media_types, texts),
+)
+parts = st.one_of(
+    st.builds(TextPart, texts),
+    st.builds(ImagePart, url=image_urls, detail=optional_texts, mime_type=st.none()),
+    st.builds(ImagePart, url=st.just("https://x/a.png"), mime_type=media_types),
+    st.builds(ImagePart, base64_data=texts, mime_type=media_types, detail=optional_texts),
+    st.builds(
+        FilePart,
+        base64_data=texts,
+        file_id=optional_texts,
+        filename=optional_texts,
+        mime_type=st.none() | media_types,
+    ),
+    st.builds(FilePart, file_id=texts, filename=optional_texts, mime_type=st.none() | media_types),
+)
+
+
+@st.composite
+def any_messages(draw: st.DrawFn) -> Message:
+    """A Message with any combination of fields the type allows, in any role."""
+    content, message_parts = "", []
+    if draw(st.booleans()):
+        content = draw(texts)
+    else:
+        message_parts = draw(st.lists(parts, max_size=4))
+    return Message(
+        draw(st.sampled_from(sorted(ROLES))),
+        content,
+        tool_calls=draw(st.lists(tool_calls, max_size=3)),
+        tool_call_id=draw(optional_texts),
+        tool_name=draw(optional_texts),
+        name=draw(optional_texts),
+        reasoning_content=draw(texts),
+        parts=message_parts,
+        response_meta=draw(metas),
+        extra=draw(extras),
+    )
+
+
+@settings(deadline=None, max_examples=300)
+@given(any_messages())
+def test_every_message_survives_to_dict_and_from_dict(message):
+    data = message.to_dict()
+    assert Message.from_dict(data) == message
+    assert Message.from_dict(json.loads(json.dumps(data))) == message  # through JSON text too
+    Message.from_dict(message.to_dict(request=True))  # the request shape is valid input
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        Message.user([FilePart(file_id="f", mime_type="application/pdf")]),
+        Message.user([ImagePart(url="https://x/a.png", mime_type="image/png")]),
+        Message.user([ImagePart(url="data:image/png;base64,QQ==")]),
+        Message("assistant", extra={}),
+        Message.assistant("", [ToolCall("c", FunctionCall("f", "{}"), extra={})]),
+    ],
+)
+def test_the_round_trips_issue_14_found_broken(message):
+    assert Message.from_dict(message.to_dict()) == message
+
+
+@settings(deadline=None, max_examples=300)
+@given(any_messages())
+def test_every_message_an_agentic_message_can_hold_survives_the_conversion(message):
+    try:
+        agentic = to_agentic([message])
+    except ConversionError as error:
+        # Refused only for a field the role cannot hold in an AgenticMessage.
+        assert error.role == message.role and error.field in {
+            "tool_calls",
+            "reasoning_content",
+            "tool_call_id",
+            "tool_name",
+            "parts",
+            "extra",
+        }
+        return
+    expected = message
+    if len(message.parts) == 1 and isinstance(message.parts[0], TextPart) and message.parts[0].text:
+        # One TextPart is the same content as `content` and comes back in that plain form.
+        expected = dataclasses.replace(message, content=message.parts[0].text, parts=[])
+    assert from_agentic(agentic) == [expected]
+    assert to_agentic(from_agentic(agentic)) == agentic

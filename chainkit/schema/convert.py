@@ -4,9 +4,10 @@
 express. The mapping, role by role:
 
 - system and user: `content` becomes one UserInputText (none when empty); `parts` become
-  UserInputText / UserInputImage / UserInputFile blocks. Back, a single text block becomes
-  `content`, anything else becomes `parts`; so `parts=[TextPart(t)]` comes back as `content=t`,
-  the same content in its plain form. System text becomes UserInputText, as it is input to the
+  UserInputText / UserInputImage / UserInputFile blocks. Back, a single non-empty text block
+  becomes `content`, anything else becomes `parts`; so `parts=[TextPart(t)]` comes back as
+  `content=t`, the same content in its plain form, and an empty text block stays a block.
+  System text becomes UserInputText, as it is input to the
   model; back, text blocks of either kind are accepted in every role.
 - assistant: blocks in reply order, Reasoning, AssistantGenText, then one FunctionToolCall per
   tool call. A reasoning signature has no field in Message, so it travels in
@@ -200,7 +201,7 @@ def _from_agentic(message: AgenticMessage) -> list[Message]:
 
 def _input_message(message: AgenticMessage) -> Message:
     parts = [_block_part(message.role, block) for block in message.blocks]
-    if len(parts) == 1 and isinstance(parts[0], TextPart):
+    if len(parts) == 1 and isinstance(parts[0], TextPart) and parts[0].text:
         return _piece(message, content=parts[0].text)
     return _piece(message, parts=parts)
 
