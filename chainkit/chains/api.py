@@ -36,6 +36,8 @@ def _prepare(
     missing = [key for key in chain.input_keys if key not in full]
     if missing:
         raise MissingInputKeysError(chain.name, missing, list(full))
+    if chain.memory is not None:
+        chain.memory.check_keys(full.keys(), chain.output_keys)
     if callbacks is not None:
         callbacks.handle_chain_start(chain.name, full)
     return full
@@ -46,10 +48,18 @@ def _finish(
     full: dict[str, Any],
     outputs: dict[str, Any],
     callbacks: CombiningHandler | None,
+    string_for: str | None,
 ) -> dict[str, Any]:
+    """Checks the outputs, then saves them to memory; `string_for` names the function (run or
+    predict) that needs the one output as a str, so a wrong type is refused before it is
+    saved."""
     missing = [key for key in chain.output_keys if key not in outputs]
     if missing:
         raise MissingOutputKeysError(chain.name, missing, list(outputs))
+    if string_for is not None:
+        key = chain.output_keys[0]
+        if not isinstance(outputs[key], str):
+            raise OutputNotStringError(string_for, chain.name, key, outputs[key])
     if chain.memory is not None:
         chain.memory.save_context(full, outputs)
     if callbacks is not None:
@@ -63,10 +73,16 @@ def call(chain: Chain, inputs: Mapping[str, Any], **options: Any) -> dict[str, A
     A `callbacks` option (a Handler) hears this call's events, and those of everything the
     chain calls, besides the chain's own `callbacks_handler`.
     """
+    return _call(chain, inputs, options, None)
+
+
+def _call(
+    chain: Chain, inputs: Mapping[str, Any], options: dict[str, Any], string_for: str | None
+) -> dict[str, Any]:
     callbacks, options = with_callbacks(options, chain.callbacks)
     full = _prepare(chain, inputs, callbacks)
     try:
-        return _finish(chain, full, chain.call(full, **options), callbacks)
+        return _finish(chain, full, chain.call(full, **options), callbacks, string_for)
     except BaseException as error:  # an interrupted run still closes its trace
         if callbacks is not None:
             callbacks.handle_chain_error(chain.name, error)
@@ -75,10 +91,16 @@ def call(chain: Chain, inputs: Mapping[str, Any], **options: Any) -> dict[str, A
 
 async def acall(chain: Chain, inputs: Mapping[str, Any], **options: Any) -> dict[str, Any]:
     """Async twin of `call`."""
+    return await _acall(chain, inputs, options, None)
+
+
+async def _acall(
+    chain: Chain, inputs: Mapping[str, Any], options: dict[str, Any], string_for: str | None
+) -> dict[str, Any]:
     callbacks, options = with_callbacks(options, chain.callbacks)
     full = _prepare(chain, inputs, callbacks)
     try:
-        return _finish(chain, full, await chain.acall(full, **options), callbacks)
+        return _finish(chain, full, await chain.acall(full, **options), callbacks, string_for)
     except BaseException as error:
         if callbacks is not None:
             callbacks.handle_chain_error(chain.name, error)
@@ -93,35 +115,40 @@ def _single_input(chain: Chain, value: Any) -> dict[str, Any]:
     return {keys[0]: value}
 
 
-def _string_output(function: str, chain: Chain, outputs: Mapping[str, Any]) -> str:
+def _output_key(function: str, chain: Chain) -> str:
+    """The one output key `run` and `predict` return; checked before the chain runs."""
     keys = chain.output_keys
     if len(keys) != 1:
         raise SingleKeyError(function, chain.name, "output", keys)
-    value = outputs[keys[0]]
-    if not isinstance(value, str):
-        raise OutputNotStringError(function, chain.name, keys[0], value)
-    return value
+    return keys[0]
 
 
 def run(chain: Chain, input: Any, **options: Any) -> str:
     """Runs a chain that takes one input and returns one string."""
-    return _string_output("run", chain, call(chain, _single_input(chain, input), **options))
+    key = _output_key("run", chain)
+    value: str = _call(chain, _single_input(chain, input), options, "run")[key]
+    return value
 
 
 async def arun(chain: Chain, input: Any, **options: Any) -> str:
     """Async twin of `run`."""
-    outputs = await acall(chain, _single_input(chain, input), **options)
-    return _string_output("run", chain, outputs)
+    key = _output_key("run", chain)
+    value: str = (await _acall(chain, _single_input(chain, input), options, "run"))[key]
+    return value
 
 
 def predict(chain: Chain, inputs: Mapping[str, Any], **options: Any) -> str:
     """Runs a chain that returns one string, with several inputs."""
-    return _string_output("predict", chain, call(chain, inputs, **options))
+    key = _output_key("predict", chain)
+    value: str = _call(chain, inputs, options, "predict")[key]
+    return value
 
 
 async def apredict(chain: Chain, inputs: Mapping[str, Any], **options: Any) -> str:
     """Async twin of `predict`."""
-    return _string_output("predict", chain, await acall(chain, inputs, **options))
+    key = _output_key("predict", chain)
+    value: str = (await _acall(chain, inputs, options, "predict"))[key]
+    return value
 
 
 def batch(
