@@ -295,6 +295,48 @@ def test_constructors_refuse_wrong_shapes(build, field, expected):
     _refused(build, field, *expected)
 
 
+@pytest.mark.parametrize(
+    ("build", "field", "expected"),
+    [
+        (lambda: untyped.AgenticMessage("bot"), "role", ("'bot'",)),
+        (lambda: untyped.AgenticMessage("user", "hi"), "blocks", ("a list of content blocks",)),
+        (lambda: untyped.AgenticMessage("user", ["hi"]), "blocks[0]", ("a content block",)),
+        (lambda: untyped.AgenticMessage.user(None), "content", ("a str or a list",)),
+        (lambda: untyped.AgenticMessage.system(None), "text", ("a str",)),
+        (lambda: untyped.AgenticMessage.assistant(None), "text", ("a str", "None")),
+        (lambda: untyped.AgenticMessage.assistant("", reasoning=0), "reasoning", ("0 (int)",)),
+        (lambda: untyped.AgenticMessage.assistant("", ["c"]), "blocks[0]", ("a content block",)),
+        (lambda: untyped.AgenticMessage.tool_result("c", None, 5), "content", ("a str",)),
+        (lambda: untyped.UserInputText(b"x"), "text", ("(bytes)",)),
+        (lambda: untyped.AssistantGenText(None), "text", ("a str",)),
+        (lambda: untyped.Reasoning("r", 5), "signature", ("a str or None",)),
+        (lambda: untyped.FunctionToolCall("c", "f", {}), "arguments", ("JSON text",)),
+        (lambda: untyped.FunctionToolCall("c", "f", "{}", index=False), "index", ("(bool)",)),
+        (lambda: untyped.FunctionToolResult(None, "f", "x"), "call_id", ("a str",)),
+        (lambda: untyped.UserInputImage(), "url", ("either url or base64_data",)),
+        (lambda: untyped.UserInputImage(base64_data="QQ=="), "mime_type", ("needs its mime",)),
+        (lambda: untyped.UserInputFile(filename="a.pdf"), "base64_data", ("needs base64_data",)),
+    ],
+)
+def test_agentic_constructors_refuse_wrong_shapes(build, field, expected):
+    _refused(build, field, *expected)
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda: untyped.to_agentic("hello"), "messages"),
+        (lambda: untyped.to_agentic([{"role": "user", "content": "hi"}]), "messages[0]"),
+        (lambda: untyped.from_agentic([Message.user("hi")]), "agentic[0]"),
+        (lambda: untyped.concat_messages(iter([Message.user("hi")])), "chunks"),
+        (lambda: untyped.concat_messages([Message.user("a"), "b"]), "chunks[1]"),
+        (lambda: untyped.concat_agentic_messages([Message.user("a")]), "chunks[0]"),
+    ],
+)
+def test_conversions_and_concat_refuse_what_is_not_a_message(call, field):
+    _refused(call, field)
+
+
 def test_a_huge_wrong_value_is_shown_short():
     error = _refused(lambda: untyped.Message("user", ["x" * 1_000_000]), "content")
     assert len(str(error)) < 200

@@ -62,6 +62,15 @@ def check_items(owner: object, field: str, types: type | tuple[type, ...], expec
             raise wrong(type(owner).__name__, f"{field}[{position}]", expected, item)
 
 
+def check_sequence(function: str, argument: str, items: object, kind: type) -> None:
+    """Raises unless `items`, an argument of `function`, is a list or tuple of `kind`."""
+    if not isinstance(items, list | tuple):
+        raise wrong(function, argument, f"a list of {kind.__name__}", items)
+    for position, item in enumerate(items):
+        if not isinstance(item, kind):
+            raise wrong(function, f"{argument}[{position}]", f"a {kind.__name__}", item)
+
+
 def check_choice(owner: str, field: str, value: object, choices: Collection[str]) -> None:
     try:
         if value in choices:

@@ -222,6 +222,9 @@ class AgenticMessage:
         response_meta: ResponseMeta | None = None,
     ) -> AgenticMessage:
         """An assistant turn with its blocks in reply order: reasoning, text, tool calls."""
+        for argument, value in (("text", text), ("reasoning", reasoning)):
+            if not isinstance(value, str):
+                raise wrong("AgenticMessage.assistant", argument, "a str", value)
         blocks: list[ContentBlock] = []
         if reasoning:
             blocks.append(Reasoning(reasoning))

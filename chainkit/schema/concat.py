@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from chainkit.schema._check import check_sequence
 from chainkit.schema.agentic import (
     AgenticMessage,
     AssistantGenText,
@@ -83,6 +84,7 @@ class ConcatError(ValueError):
 
 def concat_messages(chunks: Sequence[Message]) -> Message:
     """The Message the chunks of a stream add up to."""
+    check_sequence("concat_messages", "chunks", chunks, Message)
     common = _Common.of(chunks)
     content: list[str] = []
     reasoning: list[str] = []
@@ -131,6 +133,7 @@ def concat_messages(chunks: Sequence[Message]) -> Message:
 
 def concat_agentic_messages(chunks: Sequence[AgenticMessage]) -> AgenticMessage:
     """The AgenticMessage the chunks of a stream add up to."""
+    check_sequence("concat_agentic_messages", "chunks", chunks, AgenticMessage)
     common = _Common.of(chunks)
     blocks = _Items()
     calls = _Calls()

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from chainkit.schema._check import check_sequence
 from chainkit.schema.agentic import (
     TEXT_BLOCKS,
     AgenticMessage,
@@ -70,11 +71,13 @@ class ConversionError(ValueError):
 
 def to_agentic(messages: Sequence[Message]) -> list[AgenticMessage]:
     """Each Message as an AgenticMessage."""
+    check_sequence("to_agentic", "messages", messages, Message)
     return [_to_agentic(message) for message in messages]
 
 
 def from_agentic(agentic: Sequence[AgenticMessage]) -> list[Message]:
     """The Messages holding the same conversation; one AgenticMessage may give several."""
+    check_sequence("from_agentic", "agentic", agentic, AgenticMessage)
     return [message for item in agentic for message in _from_agentic(item)]
 
 
