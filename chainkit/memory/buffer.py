@@ -57,9 +57,6 @@ class ConversationBuffer:
         self._key(output_keys, self.output_key, "output")
 
     def load_memory_variables(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        if inputs:
-            # Fail before the chain runs, not after, when the exchange could not be saved.
-            self._key(inputs, self.input_key, "input", exclude=self.memory_key)
         if self.return_messages:
             return {self.memory_key: list(self.messages)}
         return {self.memory_key: self.buffer_text()}
