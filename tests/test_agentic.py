@@ -61,7 +61,8 @@ parts = st.one_of(
     st.builds(TextPart, texts),
     st.builds(ImagePart, url=st.just("https://example.com/a.png"), detail=st.none() | texts),
     st.builds(ImagePart, base64_data=texts, mime_type=st.just("image/jpeg")),
-    st.builds(FilePart, base64_data=st.none() | texts, file_id=st.none() | ids, filename=names),
+    st.builds(FilePart, base64_data=texts, file_id=st.none() | ids, filename=names),
+    st.builds(FilePart, file_id=ids, filename=names),
 )
 # One TextPart alone is the same content as `content` and comes back in that plain form.
 multipart = st.lists(parts, min_size=1, max_size=4).filter(
@@ -275,7 +276,6 @@ def test_several_user_text_blocks_become_parts():
         (Message("user", "hi", reasoning_content="hm"), "reasoning_content"),
         (Message("assistant", "hi", tool_call_id="c1"), "tool_call_id"),
         (Message("tool", tool_call_id="c1", parts=[TextPart("y")]), "parts"),
-        (Message("user", "lost", parts=[ImagePart(url="u")]), "content"),
         (Message("assistant", extra={REASONING_SIGNATURE_KEY: 3}), "extra"),
         (
             Message.assistant(tool_calls=[ToolCall("c", FunctionCall("f"), type="custom")]),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -31,9 +32,9 @@ from chainkit.schema.concat import ConcatError, concat_agentic_messages, concat_
 from chainkit.schema.convert import to_agentic
 
 
-def call_chunk(index, call_id="", name="", arguments=""):
+def call_chunk(index, call_id="", name="", arguments="", call_type="function", extra=None):
     return Message.assistant(
-        tool_calls=[ToolCall(call_id, FunctionCall(name, arguments), index=index)]
+        tool_calls=[ToolCall(call_id, FunctionCall(name, arguments), call_type, index, extra)]
     )
 
 
@@ -72,11 +73,28 @@ def streams(draw: st.DrawFn) -> tuple[Message, list[Message]]:
     for i, (name, arguments) in enumerate(specs):
         first, *rest = draw(pieces(arguments)) or [""]
         chunks.append(call_chunk(i, f"call_{i}", name, first))
-        chunks += [call_chunk(i, arguments=p) for p in rest]
-    # Running usage totals arrive before the final one; the maximum is the final one.
+        # Servers differ in what a call's later chunks repeat: its index, its id, both or
+        # neither.
+        for piece in rest:
+            index, call_id = draw(st.sampled_from([(i, ""), (None, f"call_{i}"), (i, f"call_{i}")]))
+            if draw(st.booleans()):
+                index, call_id = None, ""
+            chunks.append(call_chunk(index, call_id, arguments=piece))
+    # Running usage totals arrive before the final one; the maximum is the final one. Some
+    # servers end with a chunk whose usage is all zeros, or that has no meta at all.
     smaller = TokenUsage(*(n // 2 for n in (usage.prompt_tokens, usage.completion_tokens)))
     chunks.insert(len(chunks) // 2, Message("assistant", response_meta=ResponseMeta("", smaller)))
     chunks.append(Message("assistant", response_meta=reply.response_meta))
+    chunks += draw(
+        st.sampled_from(
+            [
+                [],
+                [Message("assistant", response_meta=ResponseMeta(None, TokenUsage()))],
+                [Message("assistant", response_meta=ResponseMeta("", None))],
+                [Message("assistant", "")],
+            ]
+        )
+    )
     return reply, chunks
 
 
@@ -320,3 +338,117 @@ def test_agentic_chunks_are_not_changed():
     chunks = [agentic(AssistantGenText("a")), agentic(AssistantGenText("b"))]
     concat_agentic_messages(chunks)
     assert chunks == [agentic(AssistantGenText("a")), agentic(AssistantGenText("b"))]
+
+
+def test_later_chunks_of_a_call_may_carry_only_its_id_or_nothing():
+    chunks = [
+        call_chunk(0, "call_a", "get_weather", '{"city":'),
+        call_chunk(1, "call_b", "search_food", '{"city":'),
+        call_chunk(None, "call_a", arguments='"北京"'),
+        call_chunk(None, "call_b", arguments='"上海"'),
+        call_chunk(None, arguments="}"),  # continues the call the previous chunk joined
+        call_chunk(None, "call_a", arguments="}"),
+    ]
+    expected = [
+        ToolCall("call_a", FunctionCall("get_weather", '{"city":"北京"}'), index=0),
+        ToolCall("call_b", FunctionCall("search_food", '{"city":"上海"}'), index=1),
+    ]
+    assert concat_messages(chunks).tool_calls == expected
+    merged = concat_agentic_messages(to_agentic(chunks))
+    assert merged.blocks == [
+        FunctionToolCall("call_a", "get_weather", '{"city":"北京"}', index=0),
+        FunctionToolCall("call_b", "search_food", '{"city":"上海"}', index=1),
+    ]
+
+
+def test_a_call_that_gets_its_index_later_is_still_one_call():
+    chunks = [call_chunk(None, "call_a", "f", "{"), call_chunk(0, "call_a", arguments="}")]
+    assert concat_messages(chunks).tool_calls == [
+        ToolCall("call_a", FunctionCall("f", "{}"), index=0)
+    ]
+
+
+def test_an_id_under_another_index_is_another_call():
+    chunks = [call_chunk(0, "dup", "f", "{}"), call_chunk(1, "dup", "g", "[]")]
+    assert [call.function.name for call in concat_messages(chunks).tool_calls] == ["f", "g"]
+
+
+def test_a_chunk_that_names_no_type_agrees_with_the_calls_type():
+    chunks = [
+        call_chunk(0, "c", "grammar", "x", call_type="custom"),
+        call_chunk(0, arguments="y"),  # from_dict gives a chunk without type "function"
+    ]
+    assert concat_messages(chunks).tool_calls[0].type == "custom"
+    with pytest.raises(ConcatError) as caught:
+        concat_messages([*chunks, call_chunk(0, call_type="mcp")])
+    assert (caught.value.field, caught.value.first, caught.value.second) == (
+        "tool call type",
+        "custom",
+        "mcp",
+    )
+
+
+def test_a_trailing_empty_chunk_erases_nothing():
+    reported = ResponseMeta("stop", TokenUsage(12, 30, 42, reasoning_tokens=7))
+    chunks = [
+        Message("assistant", "hi", name="bot", extra={"k": "v", "n": 1}, response_meta=reported),
+        Message(
+            "assistant",
+            extra={"k": None, "n": None},
+            response_meta=ResponseMeta(None, TokenUsage()),
+        ),
+        Message("assistant", response_meta=ResponseMeta("", None)),
+        Message("assistant", name=""),
+    ]
+    for merged in (concat_messages(chunks), concat_agentic_messages(to_agentic(chunks))):
+        assert merged.response_meta == reported
+        assert merged.extra == {"k": "v", "n": 1}
+        assert merged.name == "bot"
+    calls = [call_chunk(0, "c", "f", "{}", extra={"k": "v"}), call_chunk(0, extra={"k": None})]
+    assert concat_messages(calls).tool_calls[0].extra == {"k": "v"}
+
+
+def test_a_none_value_is_kept_when_nothing_came_before():
+    merged = concat_messages([Message("assistant", extra={"k": None}), Message("assistant")])
+    assert merged.extra == {"k": None}
+
+
+def test_chunks_giving_both_content_and_parts_are_refused():
+    with pytest.raises(ConcatError) as caught:
+        concat_messages([Message.user("Look "), Message.user([ImagePart(url="u")])])
+    assert caught.value.field == "content"
+
+
+PIECE = "x" * 100
+CALL_WITH_EXTRA = ToolCall("c", FunctionCall("f", "x"), index=0, extra={"k": PIECE})
+# Each kind: a chunk adding PIECE to one str in extra, and where the merged str ends up.
+EXTRA_STREAMS = {
+    "extra": (
+        lambda: Message("assistant", extra={"k": PIECE}),
+        lambda merged, n: merged.extra == {"k": PIECE * n},
+    ),
+    "nested extra": (
+        lambda: Message("assistant", extra={"d": {"k": PIECE}}),
+        lambda merged, n: merged.extra == {"d": {"k": PIECE * n}},
+    ),
+    "tool call extra": (
+        lambda: Message("assistant", tool_calls=[CALL_WITH_EXTRA]),
+        lambda merged, n: merged.tool_calls[0].extra == {"k": PIECE * n},
+    ),
+    "agentic extra": (
+        lambda: AgenticMessage("assistant", extra={"k": PIECE}),
+        lambda merged, n: merged.extra == {"k": PIECE * n},
+    ),
+}
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("kind", sorted(EXTRA_STREAMS))
+def test_extra_strings_join_in_linear_time(kind):
+    # 80,000 chunks of 100 characters: joined once, this takes milliseconds; joined chunk by
+    # chunk it copies 320 GB and runs into the timeout.
+    n = 80_000
+    chunk, joined = EXTRA_STREAMS[kind]
+    chunks: list[Any] = [chunk() for _ in range(n)]
+    concat = concat_agentic_messages if kind == "agentic extra" else concat_messages
+    assert joined(concat(chunks), n)

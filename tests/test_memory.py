@@ -48,3 +48,32 @@ def test_clear_and_protocol():
     memory.clear()
     assert memory.messages == []
     assert isinstance(memory, Memory)
+
+
+def test_check_keys_finds_before_a_run_what_save_context_would_refuse():
+    memory = ConversationBuffer()
+    memory.check_keys(["input", "history"], ["text"])  # the memory's own key is not the input
+    memory.check_keys(["input"], ["output", "intermediate_steps"])
+    with pytest.raises(MemoryKeyError, match=r"which input key to remember among \['a', 'b'\]"):
+        memory.check_keys(["a", "b", "history"], ["text"])
+    with pytest.raises(MemoryKeyError, match=r"which output key to remember among \['x', 'y'\]"):
+        memory.check_keys(["input"], ["x", "y"])
+    chosen = ConversationBuffer(input_key="b", output_key="y")
+    chosen.check_keys(["a", "b"], ["x", "y"])
+    with pytest.raises(MemoryKeyError, match="output key 'y' not found; got \\['x'\\]"):
+        chosen.check_keys(["b"], ["x"])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"memory_key": ""}, "memory_key must be a non-empty str, got ''"),
+        ({"memory_key": None}, "memory_key must be a non-empty str, got None"),
+        ({"input_key": ""}, "input_key must be a non-empty str"),
+        ({"output_key": ["a"]}, "output_key must be a non-empty str, got \\['a'\\]"),
+        ({"human_prefix": None}, "human_prefix must be a str"),
+    ],
+)
+def test_wrong_arguments_are_refused_when_built(kwargs, message):
+    with pytest.raises(TypeError, match=message):
+        ConversationBuffer(**kwargs)

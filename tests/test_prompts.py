@@ -664,3 +664,12 @@ def test_jinja2_variables_left_out_of_input_variables_are_optional() -> None:
     assert template.input_variables == ["input"]
     assert template.format(input="hi") == "Q: hi"
     assert template.format(input="hi", history="before") == "before Q: hi"
+
+
+@pytest.mark.parametrize("template", [123, None, b"Tell me about {topic}", ["{topic}"]])
+def test_a_template_that_is_not_a_str_is_refused_naming_the_type(template: object) -> None:
+    name = type(template).__name__
+    with pytest.raises(TypeError, match=rf"^a prompt template must be a str, got {name}$"):
+        PromptTemplate.from_template(template)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="must be a str"):
+        PromptTemplate(template)  # type: ignore[arg-type]

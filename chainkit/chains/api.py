@@ -1,7 +1,8 @@
 """The functions users call chains through: call, run, predict, batch, and async twins.
 
-`call` wraps a chain's own `call` with what every chain needs: memory in, key checks, chain
-callbacks, memory out. The sync and async twins share every step but the call itself.
+`call` makes a chain's `_call` a "chain" run with what every chain needs: memory in, key
+checks, chain callbacks, memory out. The sync and async twins share every step but the call
+itself.
 """
 
 from __future__ import annotations
@@ -33,17 +34,14 @@ def _prepare(chain: Chain, inputs: Mapping[str, Any]) -> dict[str, Any]:
             f"{type(inputs).__name__}; use chains.run for a single input"
         )
     full = dict(inputs)
-    memory = chain.memory
-    if memory is not None:
-        # Optional on Memory: whether the outputs will say what to save, known before the run.
-        check_outputs = getattr(memory, "check_output_keys", None)
-        if check_outputs is not None:
-            check_outputs(chain.output_keys)
-        for key, value in memory.load_memory_variables(full).items():
+    if chain.memory is not None:
+        for key, value in chain.memory.load_memory_variables(full).items():
             full.setdefault(key, value)
     missing = [key for key in chain.input_keys if key not in full]
     if missing:
         raise MissingInputKeysError(chain.name, missing, list(full))
+    if chain.memory is not None:
+        chain.memory.check_keys(full.keys(), chain.output_keys)
     return full
 
 
@@ -58,10 +56,19 @@ def _start(
     return join(chain.handler, given), rest, _prepare(chain, inputs)
 
 
-def _finish(chain: Chain, full: dict[str, Any], outputs: dict[str, Any]) -> dict[str, Any]:
+def _finish(
+    chain: Chain, full: dict[str, Any], outputs: dict[str, Any], string_for: str | None
+) -> dict[str, Any]:
+    """Checks the outputs, then saves them to memory; `string_for` names the function (run or
+    predict) that needs the one output as a str, so a wrong type is refused before it is
+    saved."""
     missing = [key for key in chain.output_keys if key not in outputs]
     if missing:
         raise MissingOutputKeysError(chain.name, missing, list(outputs))
+    if string_for is not None:
+        key = chain.output_keys[0]
+        if not isinstance(outputs[key], str):
+            raise OutputNotStringError(string_for, chain.name, key, outputs[key])
     if chain.memory is not None:
         chain.memory.save_context(full, outputs)
     return outputs
@@ -75,25 +82,37 @@ def call(chain: Chain, inputs: Mapping[str, Any], **options: Unpack[CallOptions]
     it, besides the chain's own `callbacks`. Inputs, options and the memory are checked before
     the chain starts; a chain start is always followed by exactly one chain end or chain error.
     """
-    own, rest, full = _start(chain, inputs, options)
-    with enter("chain", chain.name, own) as run:
-        if run.handler is not None:
-            run.handler.handle_chain_start(chain.name, full)
-        outputs = call_guarded(f"chain {chain.name}", chain._call, full, **rest)
-        outputs = _finish(chain, full, outputs)
-        run.end(outputs)
-        return outputs
+    return _call(chain, inputs, options, None)
 
 
 async def acall(
     chain: Chain, inputs: Mapping[str, Any], **options: Unpack[CallOptions]
 ) -> dict[str, Any]:
     """Async twin of `call`."""
+    return await _acall(chain, inputs, options, None)
+
+
+def _call(
+    chain: Chain, inputs: Mapping[str, Any], options: CallOptions, string_for: str | None
+) -> dict[str, Any]:
     own, rest, full = _start(chain, inputs, options)
     with enter("chain", chain.name, own) as run:
         if run.handler is not None:
             run.handler.handle_chain_start(chain.name, full)
-        outputs = _finish(chain, full, await chain._acall(full, **rest))
+        outputs = call_guarded(f"chain {chain.name}", chain._call, full, **rest)
+        outputs = _finish(chain, full, outputs, string_for)
+        run.end(outputs)
+        return outputs
+
+
+async def _acall(
+    chain: Chain, inputs: Mapping[str, Any], options: CallOptions, string_for: str | None
+) -> dict[str, Any]:
+    own, rest, full = _start(chain, inputs, options)
+    with enter("chain", chain.name, own) as run:
+        if run.handler is not None:
+            run.handler.handle_chain_start(chain.name, full)
+        outputs = _finish(chain, full, await chain._acall(full, **rest), string_for)
         run.end(outputs)
         return outputs
 
@@ -106,7 +125,7 @@ def _single_input(chain: Chain, value: Any) -> dict[str, Any]:
     return {keys[0]: value}
 
 
-def _single_output(function: str, chain: Chain) -> str:
+def _output_key(function: str, chain: Chain) -> str:
     """The one output key `run` and `predict` return; checked before the chain runs."""
     keys = chain.output_keys
     if len(keys) != 1:
@@ -114,35 +133,32 @@ def _single_output(function: str, chain: Chain) -> str:
     return keys[0]
 
 
-def _string(function: str, chain: Chain, key: str, outputs: Mapping[str, Any]) -> str:
-    value = outputs[key]
-    if not isinstance(value, str):
-        raise OutputNotStringError(function, chain.name, key, value)
-    return value
-
-
 def run(chain: Chain, input: Any, **options: Unpack[CallOptions]) -> str:
     """Runs a chain that takes one input and returns one string."""
-    inputs, key = _single_input(chain, input), _single_output("run", chain)
-    return _string("run", chain, key, call(chain, inputs, **options))
+    key = _output_key("run", chain)
+    value: str = _call(chain, _single_input(chain, input), options, "run")[key]
+    return value
 
 
 async def arun(chain: Chain, input: Any, **options: Unpack[CallOptions]) -> str:
     """Async twin of `run`."""
-    inputs, key = _single_input(chain, input), _single_output("run", chain)
-    return _string("run", chain, key, await acall(chain, inputs, **options))
+    key = _output_key("run", chain)
+    value: str = (await _acall(chain, _single_input(chain, input), options, "run"))[key]
+    return value
 
 
 def predict(chain: Chain, inputs: Mapping[str, Any], **options: Unpack[CallOptions]) -> str:
     """Runs a chain that returns one string, with several inputs."""
-    key = _single_output("predict", chain)
-    return _string("predict", chain, key, call(chain, inputs, **options))
+    key = _output_key("predict", chain)
+    value: str = _call(chain, inputs, options, "predict")[key]
+    return value
 
 
 async def apredict(chain: Chain, inputs: Mapping[str, Any], **options: Unpack[CallOptions]) -> str:
     """Async twin of `predict`."""
-    key = _single_output("predict", chain)
-    return _string("predict", chain, key, await acall(chain, inputs, **options))
+    key = _output_key("predict", chain)
+    value: str = (await _acall(chain, inputs, options, "predict"))[key]
+    return value
 
 
 def _batch_inputs(

@@ -24,6 +24,14 @@ class LLMChain(Chain):
         memory: Memory | None = None,
         callbacks: Handlers = None,
     ) -> None:
+        _require(prompt, BasePromptTemplate, "prompt", "a prompt template (BasePromptTemplate)")
+        _require(llm, Model, "llm", "a model (llms.Model)")
+        if not isinstance(output_key, str) or not output_key:
+            raise TypeError(f"LLMChain output_key must be a non-empty str, got {output_key!r}")
+        if output_parser is not None:
+            _require(output_parser, OutputParser, "output_parser", "an OutputParser or None")
+        if memory is not None:
+            _require(memory, Memory, "memory", "a Memory or None")
         if memory is not None:
             unread = [v for v in memory.memory_variables if v not in prompt.input_variables]
             if unread:
@@ -65,3 +73,8 @@ class LLMChain(Chain):
         if self.output_parser is None:
             return {self.output_key: reply.content}
         return {self.output_key: self.output_parser.parse(reply.content)}
+
+
+def _require(value: object, kind: type, argument: str, expected: str) -> None:
+    if not isinstance(value, kind):
+        raise TypeError(f"LLMChain {argument} must be {expected}, got {type(value).__name__}")

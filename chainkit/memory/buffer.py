@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from chainkit.schema import Message
@@ -29,6 +29,13 @@ class ConversationBuffer:
         human_prefix: str = "Human",
         ai_prefix: str = "AI",
     ) -> None:
+        _require_name("memory_key", memory_key)
+        for argument, key in (("input_key", input_key), ("output_key", output_key)):
+            if key is not None:
+                _require_name(argument, key)
+        for argument, text in (("human_prefix", human_prefix), ("ai_prefix", ai_prefix)):
+            if not isinstance(text, str):
+                raise TypeError(f"ConversationBuffer {argument} must be a str, got {text!r}")
         self.memory_key = memory_key
         self.input_key = input_key
         self.output_key = output_key
@@ -44,10 +51,12 @@ class ConversationBuffer:
     def memory_variables(self) -> list[str]:
         return [self.memory_key]
 
+    def check_keys(self, input_keys: Collection[str], output_keys: Collection[str]) -> None:
+        """MemoryKeyError when the exchange to save could not be found among these keys."""
+        self._key(input_keys, self.input_key, "input", exclude=self.memory_key)
+        self._key(output_keys, self.output_key, "output")
+
     def load_memory_variables(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        if inputs:
-            # Fail before the chain runs, not after, when the exchange could not be saved.
-            self._key(inputs, self.input_key, "input", exclude=self.memory_key)
         if self.return_messages:
             return {self.memory_key: list(self.messages)}
         return {self.memory_key: self.buffer_text()}
@@ -65,17 +74,12 @@ class ConversationBuffer:
         # One extend, so concurrent calls cannot interleave a question with another's answer.
         self.messages.extend((Message.user(str(question)), Message.assistant(str(answer))))
 
-    def check_output_keys(self, output_keys: Sequence[str]) -> None:
-        """Raises MemoryKeyError when outputs with these keys would not say what to save; the
-        chains API asks before a run, so a chain never does its work and then fails here."""
-        self._key(dict.fromkeys(output_keys), self.output_key, "output")
-
     def clear(self) -> None:
         self.messages.clear()
 
     @staticmethod
     def _key(
-        values: Mapping[str, Any], chosen: str | None, kind: str, exclude: str | None = None
+        values: Collection[str], chosen: str | None, kind: str, exclude: str | None = None
     ) -> str:
         if chosen is not None:
             if chosen not in values:
@@ -90,3 +94,8 @@ class ConversationBuffer:
                 f"set ConversationBuffer({kind}_key=...)"
             )
         return keys[0]
+
+
+def _require_name(argument: str, value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"ConversationBuffer {argument} must be a non-empty str, got {value!r}")

@@ -49,6 +49,8 @@ class PromptTemplate:
         *,
         limits: TemplateLimits | None = None,
     ) -> None:
+        if not isinstance(template, str):
+            raise TypeError(f"a prompt template must be a str, got {type(template).__name__}")
         self.limits = checked_limits(limits)
         self.template = template
         self.template_format = template_format

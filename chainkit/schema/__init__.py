@@ -1,5 +1,6 @@
 """Plain data types shared by every part of chainkit. Imports nothing else from chainkit."""
 
+from chainkit.schema._check import MessageFormatError
 from chainkit.schema.agent import AgentAction, AgentFinish, AgentStep
 from chainkit.schema.agentic import (
     AgenticMessage,
@@ -27,7 +28,6 @@ from chainkit.schema.message import (
     FunctionCall,
     ImagePart,
     Message,
-    MessageFormatError,
     ResponseMeta,
     Role,
     TextPart,

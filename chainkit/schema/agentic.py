@@ -10,7 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from chainkit.schema.message import ResponseMeta, Role
+from chainkit.schema._check import (
+    NONE,
+    OPTIONAL_DICT,
+    OPTIONAL_STR,
+    check_choice,
+    check_fields,
+    check_file,
+    check_image,
+    check_items,
+    wrong,
+)
+from chainkit.schema.message import ROLES, ResponseMeta, Role
+
+_TEXT = (("text", (str,), "a str"),)
 
 
 @dataclass(slots=True)
@@ -18,6 +31,10 @@ class UserInputText:
     """Text given to the model: a user's words, or a system prompt."""
 
     text: str
+
+    def __post_init__(self) -> None:
+        if type(self.text) is not str:
+            check_fields(self, _TEXT)
 
 
 @dataclass(slots=True)
@@ -29,6 +46,9 @@ class UserInputImage:
     mime_type: str | None = None
     detail: str | None = None
 
+    def __post_init__(self) -> None:
+        check_image(self)
+
 
 @dataclass(slots=True)
 class UserInputFile:
@@ -39,12 +59,19 @@ class UserInputFile:
     filename: str | None = None
     mime_type: str | None = None
 
+    def __post_init__(self) -> None:
+        check_file(self)
+
 
 @dataclass(slots=True)
 class AssistantGenText:
     """Text the model generated."""
 
     text: str
+
+    def __post_init__(self) -> None:
+        if type(self.text) is not str:
+            check_fields(self, _TEXT)
 
 
 @dataclass(slots=True)
@@ -53,6 +80,10 @@ class Reasoning:
 
     text: str
     signature: str | None = None
+
+    def __post_init__(self) -> None:
+        if not (type(self.text) is str and (self.signature is None or type(self.signature) is str)):
+            check_fields(self, (*_TEXT, ("signature", OPTIONAL_STR, "a str or None")))
 
 
 @dataclass(slots=True)
@@ -68,6 +99,25 @@ class FunctionToolCall:
     index: int | None = None
     extra: dict[str, Any] | None = None
 
+    def __post_init__(self) -> None:
+        if not (
+            type(self.call_id) is str
+            and type(self.name) is str
+            and type(self.arguments) is str
+            and (self.index is None or type(self.index) is int)
+            and (self.extra is None or type(self.extra) is dict)
+        ):
+            check_fields(
+                self,
+                (
+                    ("call_id", (str,), "a str"),
+                    ("name", (str,), "a str"),
+                    ("arguments", (str,), "a str (the arguments' JSON text)"),
+                    ("index", (int, NONE), "an int or None"),
+                    ("extra", OPTIONAL_DICT, "a dict or None"),
+                ),
+            )
+
 
 @dataclass(slots=True)
 class FunctionToolResult:
@@ -76,6 +126,21 @@ class FunctionToolResult:
     call_id: str
     name: str | None
     content: str
+
+    def __post_init__(self) -> None:
+        if not (
+            type(self.call_id) is str
+            and (self.name is None or type(self.name) is str)
+            and type(self.content) is str
+        ):
+            check_fields(
+                self,
+                (
+                    ("call_id", (str,), "a str"),
+                    ("name", OPTIONAL_STR, "a str or None"),
+                    ("content", (str,), "a str"),
+                ),
+            )
 
 
 ContentBlock = (
@@ -88,6 +153,15 @@ ContentBlock = (
     | FunctionToolResult
 )
 TEXT_BLOCKS = (UserInputText, AssistantGenText)
+_BLOCKS = (
+    UserInputText,
+    UserInputImage,
+    UserInputFile,
+    AssistantGenText,
+    Reasoning,
+    FunctionToolCall,
+    FunctionToolResult,
+)
 
 
 @dataclass(slots=True)
@@ -100,16 +174,43 @@ class AgenticMessage:
     extra: dict[str, Any] | None = None
     name: str | None = None
 
+    def __post_init__(self) -> None:
+        try:
+            valid = self.role in ROLES
+        except TypeError:  # unhashable: no role either
+            valid = False
+        if not (
+            valid
+            and type(self.blocks) is list
+            and (self.response_meta is None or type(self.response_meta) is ResponseMeta)
+            and (self.extra is None or type(self.extra) is dict)
+            and (self.name is None or type(self.name) is str)
+        ):
+            check_choice("AgenticMessage", "role", self.role, ROLES)
+            check_fields(
+                self,
+                (
+                    ("blocks", (list,), "a list of content blocks"),
+                    ("response_meta", (ResponseMeta, NONE), "a ResponseMeta or None"),
+                    ("extra", OPTIONAL_DICT, "a dict or None"),
+                    ("name", OPTIONAL_STR, "a str or None"),
+                ),
+            )
+        if self.blocks:
+            check_items(self, "blocks", _BLOCKS, "a content block")
+
     @classmethod
     def system(cls, text: str) -> AgenticMessage:
         return cls("system", [UserInputText(text)])
 
     @classmethod
     def user(cls, content: str | list[ContentBlock], *, name: str | None = None) -> AgenticMessage:
-        blocks: list[ContentBlock] = (
-            [UserInputText(content)] if isinstance(content, str) else list(content)
-        )
-        return cls("user", blocks, name=name)
+        """A user turn of text, or of blocks when `content` is a list of them."""
+        if isinstance(content, str):
+            return cls("user", [UserInputText(content)], name=name)
+        if isinstance(content, list | tuple):
+            return cls("user", list(content), name=name)
+        raise wrong("AgenticMessage.user", "content", "a str or a list of content blocks", content)
 
     @classmethod
     def assistant(
@@ -121,6 +222,9 @@ class AgenticMessage:
         response_meta: ResponseMeta | None = None,
     ) -> AgenticMessage:
         """An assistant turn with its blocks in reply order: reasoning, text, tool calls."""
+        for argument, value in (("text", text), ("reasoning", reasoning)):
+            if not isinstance(value, str):
+                raise wrong("AgenticMessage.assistant", argument, "a str", value)
         blocks: list[ContentBlock] = []
         if reasoning:
             blocks.append(Reasoning(reasoning))

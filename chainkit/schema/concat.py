@@ -8,15 +8,20 @@ The rules, shared by Message and AgenticMessage chunks:
   continues the previous chunk's last item when both are text of the same kind (TextPart,
   UserInputText, AssistantGenText, Reasoning not yet sealed by a signature, FunctionToolResult
   of the same call); every other item is kept as a new one;
-- tool-call chunks with an `index` are merged by index; chunks without one are merged by id, an
-  id-less chunk continuing the latest call without index. A merged call's id, name and type
-  must agree like `name` above; its arguments are concatenated. Message tool calls come out
-  ordered as Eino orders them (calls without index first, then by index); tool-call blocks stay
-  where each call first appeared;
+- a tool-call chunk joins the call with its `index`; without an index (servers often send it
+  in a call's first chunk only), the call with its id; with neither, the call the previous
+  tool-call chunk joined. A merged call's id and name must agree like `name` above, and so must
+  its type, where "function", the type a chunk that names none is given, agrees with any; its
+  arguments are concatenated. Message tool calls come out ordered as Eino orders them (calls
+  without index first, then by index); tool-call blocks stay where each call first appeared;
 - `finish_reason` is the last non-empty one; usage takes the maximum of each field, as streams
-  that report usage repeat running totals;
+  that report usage repeat running totals and may end with a chunk of zeros;
 - `extra` dicts are merged key by key: str values concatenated, dicts merged the same way,
-  anything else replaced by the later value.
+  None ignored, anything else replaced by the later value.
+
+Nothing a later chunk leaves empty (a missing id, a None, an empty string, a zero count) erases
+what an earlier chunk said, and every joined value is gathered as pieces and joined once, so
+the work grows linearly with the number of chunks.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from chainkit.schema._check import check_sequence
 from chainkit.schema.agentic import (
     AgenticMessage,
     AssistantGenText,
@@ -78,6 +84,7 @@ class ConcatError(ValueError):
 
 def concat_messages(chunks: Sequence[Message]) -> Message:
     """The Message the chunks of a stream add up to."""
+    check_sequence("concat_messages", "chunks", chunks, Message)
     common = _Common.of(chunks)
     content: list[str] = []
     reasoning: list[str] = []
@@ -86,7 +93,8 @@ def concat_messages(chunks: Sequence[Message]) -> Message:
     tool_call_id = tool_name = None
     for chunk in chunks:
         common.add(chunk)
-        content.append(chunk.content)
+        if chunk.content:
+            content.append(chunk.content)
         reasoning.append(chunk.reasoning_content)
         parts.extend(chunk.parts)
         for call in chunk.tool_calls:
@@ -102,6 +110,13 @@ def concat_messages(chunks: Sequence[Message]) -> Message:
         tool_name = _agree("tool_name", tool_name, chunk.tool_name)
     # Eino's order: calls without index first, in arrival order, then by index.
     ordered = sorted(calls.calls, key=lambda call: (call.index is not None, call.index or 0))
+    merged_parts = parts.result()
+    if content and merged_parts:
+        raise ConcatError(
+            "cannot concat chunks that give both content and content parts; parts replace "
+            "content in a Message",
+            field="content",
+        )
     return Message(
         common.role,
         "".join(content),
@@ -110,14 +125,15 @@ def concat_messages(chunks: Sequence[Message]) -> Message:
         tool_name=tool_name,
         name=common.name,
         reasoning_content="".join(reasoning),
-        parts=parts.result(),
+        parts=merged_parts,
         response_meta=common.response_meta,
-        extra=common.extra,
+        extra=common.extra_result(),
     )
 
 
 def concat_agentic_messages(chunks: Sequence[AgenticMessage]) -> AgenticMessage:
     """The AgenticMessage the chunks of a stream add up to."""
+    check_sequence("concat_agentic_messages", "chunks", chunks, AgenticMessage)
     common = _Common.of(chunks)
     blocks = _Items()
     calls = _Calls()
@@ -136,7 +152,7 @@ def concat_agentic_messages(chunks: Sequence[AgenticMessage]) -> AgenticMessage:
         common.role,
         [item.block() if isinstance(item, _Call) else item for item in blocks.result()],
         response_meta=common.response_meta,
-        extra=common.extra,
+        extra=common.extra_result(),
         name=common.name,
     )
 
@@ -157,7 +173,7 @@ class _Common:
     role: Role
     name: str | None = None
     response_meta: ResponseMeta | None = None
-    extra: dict[str, Any] | None = None
+    extra: _Extra | None = None
 
     @classmethod
     def of(cls, chunks: Sequence[Message] | Sequence[AgenticMessage]) -> _Common:
@@ -171,7 +187,13 @@ class _Common:
         self.name = _agree("name", self.name, chunk.name)
         if chunk.response_meta is not None:
             self.response_meta = _merge_meta(self.response_meta, chunk.response_meta)
-        self.extra = _merge_extra(self.extra, chunk.extra)
+        if chunk.extra is not None:
+            if self.extra is None:
+                self.extra = _Extra()
+            self.extra.add(chunk.extra)
+
+    def extra_result(self) -> dict[str, Any] | None:
+        return None if self.extra is None else self.extra.result()
 
 
 def _merge_meta(merged: ResponseMeta | None, new: ResponseMeta) -> ResponseMeta:
@@ -190,24 +212,47 @@ def _merge_meta(merged: ResponseMeta | None, new: ResponseMeta) -> ResponseMeta:
     return merged
 
 
-def _merge_extra(
-    merged: dict[str, Any] | None, new: Mapping[str, Any] | None
-) -> dict[str, Any] | None:
-    """`new` merged into `merged`, a dict this module built and may change."""
-    if new is None:
-        return merged
-    if merged is None:
-        merged = {}
-    for key, value in new.items():
-        old = merged.get(key)
-        if isinstance(old, str) and isinstance(value, str):
-            merged[key] = old + value
-        elif isinstance(old, dict) and isinstance(value, Mapping):
-            merged[key] = _merge_extra(old, value)
-        else:
-            # A copy, so later merges never change a chunk's own nested dicts.
-            merged[key] = _merge_extra(None, value) if isinstance(value, Mapping) else value
-    return merged
+class _Pieces(list[str]):
+    """The str values one extra key was given, to be joined once."""
+
+    __slots__ = ()
+
+
+class _Extra:
+    """`extra` dicts merged key by key, as the module docstring says. A chunk's own dicts are
+    never changed: nested dicts are merged into new _Extra, str values into _Pieces."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {}
+
+    def add(self, new: Mapping[str, Any]) -> None:
+        values = self._values
+        for key, value in new.items():
+            old = values.get(key)
+            if isinstance(value, str):
+                if isinstance(old, _Pieces):
+                    old.append(value)
+                else:
+                    values[key] = _Pieces((value,))
+            elif isinstance(value, Mapping):
+                if not isinstance(old, _Extra):
+                    old = values[key] = _Extra()
+                old.add(value)
+            elif value is not None or key not in values:
+                values[key] = value
+
+    def result(self) -> dict[str, Any]:
+        return {key: _joined(value) for key, value in self._values.items()}
+
+
+def _joined(value: Any) -> Any:
+    if isinstance(value, _Pieces):
+        return "".join(value)
+    if isinstance(value, _Extra):
+        return value.result()
+    return value
 
 
 @dataclass(slots=True)
@@ -219,7 +264,7 @@ class _Call:
     name: str
     type: str
     arguments: list[str]
-    extra: dict[str, Any] | None
+    extra: _Extra | None
 
     def tool_call(self) -> ToolCall:
         return ToolCall(
@@ -227,24 +272,31 @@ class _Call:
             FunctionCall(self.name, "".join(self.arguments)),
             type=self.type,
             index=self.index,
-            extra=self.extra,
+            extra=self._extra(),
         )
 
     def block(self) -> FunctionToolCall:
         return FunctionToolCall(
-            self.call_id, self.name, "".join(self.arguments), index=self.index, extra=self.extra
+            self.call_id, self.name, "".join(self.arguments), index=self.index, extra=self._extra()
         )
+
+    def _extra(self) -> dict[str, Any] | None:
+        return None if self.extra is None else self.extra.result()
+
+
+_DEFAULT_CALL_TYPE = "function"
 
 
 class _Calls:
     """Tool-call chunks grouped into calls: by index, else by id, else onto the open call (the
-    latest one without index)."""
+    one the previous tool-call chunk joined)."""
 
-    __slots__ = ("_by_key", "_open", "calls")
+    __slots__ = ("_by_id", "_by_index", "_open", "calls")
 
     def __init__(self) -> None:
         self.calls: list[_Call] = []
-        self._by_key: dict[tuple[str, int | str], _Call] = {}
+        self._by_index: dict[int, _Call] = {}
+        self._by_id: dict[str, _Call] = {}
         self._open: _Call | None = None
 
     def add(
@@ -255,30 +307,51 @@ class _Calls:
         arguments: str,
         extra: Mapping[str, Any] | None,
         *,
-        call_type: str = "function",
+        call_type: str = _DEFAULT_CALL_TYPE,
     ) -> _Call | None:
         """Adds one chunk; returns the call it starts, or None when it continued one."""
-        key: tuple[str, int | str] | None = None
-        if index is not None:
-            key = ("index", index)
-        elif call_id:
-            key = ("id", call_id)
-        call = self._by_key.get(key) if key is not None else self._open
+        call = self._find(index, call_id)
         started = call is None
         if call is None:
             call = _Call(index, call_id, name, call_type, [], None)
             self.calls.append(call)
-            if key is not None:
-                self._by_key[key] = call
         else:
             call.call_id = _agree("tool call id", call.call_id, call_id)
             call.name = _agree("tool call name", call.name, name)
-            call.type = _agree("tool call type", call.type, call_type)
+            call.type = _agree_type(call.type, call_type)
+            if call.index is None:
+                call.index = index
+        if call.index is not None:
+            self._by_index.setdefault(call.index, call)
+        if call.call_id:
+            self._by_id.setdefault(call.call_id, call)
         call.arguments.append(arguments)
-        call.extra = _merge_extra(call.extra, extra)
-        if index is None:
-            self._open = call
+        if extra is not None:
+            if call.extra is None:
+                call.extra = _Extra()
+            call.extra.add(extra)
+        self._open = call
         return call if started else None
+
+    def _find(self, index: int | None, call_id: str) -> _Call | None:
+        if index is not None and index in self._by_index:
+            return self._by_index[index]
+        if call_id:
+            call = self._by_id.get(call_id)
+            # The same id under another index is another call (and a server's mistake).
+            if call is not None and (index is None or call.index is None):
+                return call
+            return None
+        return self._open if index is None else None
+
+
+def _agree_type(current: str, new: str) -> str:
+    """The call's type: a chunk that names none is given "function", which agrees with any."""
+    if new in (_DEFAULT_CALL_TYPE, current):
+        return current
+    if current == _DEFAULT_CALL_TYPE:
+        return new
+    raise ConcatError.conflict("tool call type", current, new)
 
 
 _StreamItem = ContentPart | ContentBlock | _Call

@@ -4,10 +4,10 @@
 express. The mapping, role by role:
 
 - system and user: `content` becomes one UserInputText (none when empty); `parts` become
-  UserInputText / UserInputImage / UserInputFile blocks. Back, a single text block becomes
-  `content`, anything else becomes `parts`; so `parts=[TextPart(t)]` comes back as `content=t`,
-  the same content in its plain form (a Message with both content and parts is refused: its
-  content would be lost). System text becomes UserInputText, as it is input to the
+  UserInputText / UserInputImage / UserInputFile blocks. Back, a single non-empty text block
+  becomes `content`, anything else becomes `parts`; so `parts=[TextPart(t)]` comes back as
+  `content=t`, the same content in its plain form, and an empty text block stays a block.
+  System text becomes UserInputText, as it is input to the
   model; back, text blocks of either kind are accepted in every role.
 - assistant: blocks in reply order, Reasoning, AssistantGenText, then one FunctionToolCall per
   tool call. A reasoning signature has no field in Message, so it travels in
@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from chainkit.schema._check import check_sequence
 from chainkit.schema.agentic import (
     TEXT_BLOCKS,
     AgenticMessage,
@@ -70,11 +71,13 @@ class ConversionError(ValueError):
 
 def to_agentic(messages: Sequence[Message]) -> list[AgenticMessage]:
     """Each Message as an AgenticMessage."""
+    check_sequence("to_agentic", "messages", messages, Message)
     return [_to_agentic(message) for message in messages]
 
 
 def from_agentic(agentic: Sequence[AgenticMessage]) -> list[Message]:
     """The Messages holding the same conversation; one AgenticMessage may give several."""
+    check_sequence("from_agentic", "agentic", agentic, AgenticMessage)
     return [message for item in agentic for message in _from_agentic(item)]
 
 
@@ -126,13 +129,6 @@ def _check_fields(message: Message) -> None:
         "tool_call_id": message.tool_call_id is not None,
         "tool_name": message.tool_name is not None,
     }
-    if message.parts and message.content:
-        raise ConversionError(
-            f"a {message.role} message has both content and parts; parts replace content, "
-            "so the content would be lost",
-            role=message.role,
-            field="content",
-        )
     allowed = _ROLE_FIELDS[message.role]
     for name, is_set in present.items():
         if is_set and name not in allowed:
@@ -208,7 +204,7 @@ def _from_agentic(message: AgenticMessage) -> list[Message]:
 
 def _input_message(message: AgenticMessage) -> Message:
     parts = [_block_part(message.role, block) for block in message.blocks]
-    if len(parts) == 1 and isinstance(parts[0], TextPart):
+    if len(parts) == 1 and isinstance(parts[0], TextPart) and parts[0].text:
         return _piece(message, content=parts[0].text)
     return _piece(message, parts=parts)
 

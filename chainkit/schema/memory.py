@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -12,6 +12,13 @@ class Memory(Protocol):
 
     @property
     def memory_variables(self) -> list[str]: ...
+
+    def check_keys(self, input_keys: Collection[str], output_keys: Collection[str]) -> None:
+        """Raises a ValueError naming the problem when, for a chain called with `input_keys`
+        that returns `output_keys`, the memory could not load or save: a key it needs is
+        missing, or it cannot tell which key holds the exchange. Chains call it before they
+        run, so a wiring mistake never costs a model call."""
+        ...
 
     def load_memory_variables(self, inputs: Mapping[str, Any]) -> dict[str, Any]: ...
 

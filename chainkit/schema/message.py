@@ -1,34 +1,100 @@
 """Message: one turn of a chat, in the shape OpenAI-compatible servers speak.
 
-`to_dict` and `from_dict` are the one place where chainkit data meets the wire shape.
+`to_dict` and `from_dict` are the one place where chainkit data meets the wire shape. Every type
+checks its fields when built, and `from_dict` checks what it converts: a value in the wrong
+shape raises MessageFormatError naming the field, what was expected and what was given.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
+
+from chainkit.schema._check import (
+    NONE,
+    OPTIONAL_DICT,
+    OPTIONAL_STR,
+    MessageFormatError,
+    check_choice,
+    check_fields,
+    check_file,
+    check_image,
+    check_items,
+    mapping,
+    split_data_url,
+    wrong,
+)
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset(("system", "user", "assistant", "tool"))
 
 
-@dataclass(slots=True)
+# Message, ToolCall and FunctionCall are built on every model call and stream chunk, so they
+# check their arguments in a hand-written __init__: one expression over the arguments costs a
+# few nanoseconds per field, and the slow check that names the bad field runs only when it fails.
+
+
+@dataclass(slots=True, init=False)
 class FunctionCall:
     """The function a model asks for; `arguments` is the JSON text exactly as the model wrote it."""
 
-    name: str = ""
-    arguments: str = ""
+    name: str
+    arguments: str
+
+    def __init__(self, name: str = "", arguments: str = "") -> None:
+        self.name = name
+        self.arguments = arguments
+        if not (type(name) is str and type(arguments) is str):
+            check_fields(
+                self,
+                (
+                    ("name", (str,), "a str"),
+                    ("arguments", (str,), "a str (the arguments' JSON text)"),
+                ),
+            )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ToolCall:
     """One tool call in an assistant message. `index` orders the chunks of a streamed call."""
 
-    id: str = ""
-    function: FunctionCall = field(default_factory=FunctionCall)
-    type: str = "function"
-    index: int | None = None
-    extra: dict[str, Any] | None = None
+    id: str
+    function: FunctionCall
+    type: str
+    index: int | None
+    extra: dict[str, Any] | None
+
+    def __init__(
+        self,
+        id: str = "",
+        function: FunctionCall | None = None,
+        type: str = "function",
+        index: int | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.id = id
+        self.function = FunctionCall() if function is None else function
+        self.type = type
+        self.index = index
+        self.extra = extra
+        # `.__class__`, as the parameters `id` and `type` hide the builtins.
+        if not (
+            id.__class__ is str
+            and self.function.__class__ is FunctionCall
+            and type.__class__ is str
+            and (index is None or index.__class__ is int)
+            and (extra is None or extra.__class__ is dict)
+        ):
+            check_fields(
+                self,
+                (
+                    ("id", (str,), "a str"),
+                    ("function", (FunctionCall,), "a FunctionCall"),
+                    ("type", (str,), "a str"),
+                    ("index", (int, NONE), "an int or None"),
+                    ("extra", OPTIONAL_DICT, "a dict or None"),
+                ),
+            )
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -38,21 +104,25 @@ class ToolCall:
         }
         if self.index is not None:
             data["index"] = self.index
-        if self.extra:
+        if self.extra is not None:
             data["extra"] = dict(self.extra)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCall:
-        function = data.get("function") or {}
+        """The call in `data`, the wire shape; a null id, name, arguments or type (as streamed
+        chunks send them) counts as not given."""
+        data = mapping("ToolCall", None, data)
+        function = data.get("function")
+        function = {} if function is None else mapping("ToolCall", "function", function)
         return cls(
-            id=data.get("id") or "",
+            id=_or(data.get("id"), ""),
             function=FunctionCall(
-                name=function.get("name") or "", arguments=function.get("arguments") or ""
+                name=_or(function.get("name"), ""), arguments=_or(function.get("arguments"), "")
             ),
-            type=data.get("type") or "function",
+            type=_or(data.get("type"), "function"),
             index=data.get("index"),
-            extra=dict(data["extra"]) if data.get("extra") else None,
+            extra=_extra("ToolCall", data),
         )
 
 
@@ -63,6 +133,16 @@ class TokenUsage:
     total_tokens: int = 0
     reasoning_tokens: int = 0
     cached_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        if not (
+            type(self.prompt_tokens) is int
+            and type(self.completion_tokens) is int
+            and type(self.total_tokens) is int
+            and type(self.reasoning_tokens) is int
+            and type(self.cached_tokens) is int
+        ):
+            check_fields(self, ((name, (int,), "an int") for name in _USAGE_FIELDS))
 
     def to_dict(self) -> dict[str, int]:
         data = {
@@ -78,13 +158,27 @@ class TokenUsage:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TokenUsage:
-        return cls(
-            prompt_tokens=int(data.get("prompt_tokens") or 0),
-            completion_tokens=int(data.get("completion_tokens") or 0),
-            total_tokens=int(data.get("total_tokens") or 0),
-            reasoning_tokens=int(data.get("reasoning_tokens") or 0),
-            cached_tokens=int(data.get("cached_tokens") or 0),
-        )
+        """The counts in `data`; a missing or null count is 0, and a whole float (some servers
+        send 12.0) is taken as the int it is."""
+        data = mapping("TokenUsage", None, data)
+        return cls(*(_count(data.get(name)) for name in _USAGE_FIELDS))
+
+
+_USAGE_FIELDS = (
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "reasoning_tokens",
+    "cached_tokens",
+)
+
+
+def _count(value: Any) -> Any:
+    if value is None:
+        return 0
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value  # checked by TokenUsage
 
 
 @dataclass(slots=True)
@@ -93,6 +187,19 @@ class ResponseMeta:
 
     finish_reason: str | None = None
     usage: TokenUsage | None = None
+
+    def __post_init__(self) -> None:
+        if not (
+            (self.finish_reason is None or type(self.finish_reason) is str)
+            and (self.usage is None or type(self.usage) is TokenUsage)
+        ):
+            check_fields(
+                self,
+                (
+                    ("finish_reason", OPTIONAL_STR, "a str or None"),
+                    ("usage", (TokenUsage, NONE), "a TokenUsage or None"),
+                ),
+            )
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
@@ -104,10 +211,11 @@ class ResponseMeta:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ResponseMeta:
+        data = mapping("ResponseMeta", None, data)
         usage = data.get("usage")
         return cls(
             finish_reason=data.get("finish_reason"),
-            usage=TokenUsage.from_dict(usage) if usage else None,
+            usage=TokenUsage.from_dict(mapping("ResponseMeta", "usage", usage)) if usage else None,
         )
 
 
@@ -117,14 +225,18 @@ class TextPart:
 
     text: str
 
-
-class MessageFormatError(ValueError):
-    """A message or content part that is not in the shape chainkit and the wire expect."""
+    def __post_init__(self) -> None:
+        if type(self.text) is not str:
+            check_fields(self, (("text", (str,), "a str"),))
 
 
 @dataclass(slots=True)
 class ImagePart:
-    """An image in user content: a URL, or base64 data with its MIME type."""
+    """An image in user content: a URL, or base64 data with its MIME type.
+
+    A base64 data URL given as `url` is kept as `base64_data` and `mime_type`, the form the
+    wire shape comes back in, so both spellings of one image are equal.
+    """
 
     url: str | None = None
     base64_data: str | None = None
@@ -132,10 +244,7 @@ class ImagePart:
     detail: str | None = None
 
     def __post_init__(self) -> None:
-        if (self.url is None) == (self.base64_data is None):
-            raise MessageFormatError("ImagePart needs either url or base64_data, not both")
-        if self.base64_data is not None and not self.mime_type:
-            raise MessageFormatError("ImagePart with base64_data needs its mime_type")
+        check_image(self)
 
 
 @dataclass(slots=True)
@@ -147,34 +256,112 @@ class FilePart:
     filename: str | None = None
     mime_type: str | None = None
 
+    def __post_init__(self) -> None:
+        check_file(self)
+
 
 ContentPart = TextPart | ImagePart | FilePart
+_PARTS = (TextPart, ImagePart, FilePart)
+
+_MESSAGE_FIELDS = (
+    ("content", (str,), "a str"),
+    ("tool_calls", (list,), "a list of ToolCall"),
+    ("tool_call_id", OPTIONAL_STR, "a str or None"),
+    ("tool_name", OPTIONAL_STR, "a str or None"),
+    ("name", OPTIONAL_STR, "a str or None"),
+    ("reasoning_content", (str,), "a str"),
+    ("parts", (list,), "a list of TextPart, ImagePart or FilePart"),
+    ("response_meta", (ResponseMeta, NONE), "a ResponseMeta or None"),
+    ("extra", OPTIONAL_DICT, "a dict or None"),
+)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Message:
-    """One chat message. `parts`, when set, is multi-part user content and replaces `content`."""
+    """One chat message. `parts`, when set, is multi-part user content in place of `content`:
+    a message may have one or the other, not both."""
 
     role: Role
-    content: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    tool_call_id: str | None = None
-    tool_name: str | None = None
-    name: str | None = None
-    reasoning_content: str = ""
-    parts: list[ContentPart] = field(default_factory=list)
-    response_meta: ResponseMeta | None = None
-    extra: dict[str, Any] | None = None
+    content: str
+    tool_calls: list[ToolCall]
+    tool_call_id: str | None
+    tool_name: str | None
+    name: str | None
+    reasoning_content: str
+    parts: list[ContentPart]
+    response_meta: ResponseMeta | None
+    extra: dict[str, Any] | None
+
+    def __init__(
+        self,
+        role: Role,
+        content: str = "",
+        tool_calls: list[ToolCall] | None = None,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+        name: str | None = None,
+        reasoning_content: str = "",
+        parts: list[ContentPart] | None = None,
+        response_meta: ResponseMeta | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.role = role
+        self.content = content
+        self.tool_calls = [] if tool_calls is None else tool_calls
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+        self.name = name
+        self.reasoning_content = reasoning_content
+        self.parts = [] if parts is None else parts
+        self.response_meta = response_meta
+        self.extra = extra
+        try:
+            valid = role in ROLES
+        except TypeError:  # unhashable: no role either
+            valid = False
+        # An `if` over plain conditions compiles to jumps; the same test assigned to a variable
+        # costs twice as much.
+        if not (
+            valid
+            and type(content) is str
+            and (tool_calls is None or type(tool_calls) is list)
+            and (tool_call_id is None or type(tool_call_id) is str)
+            and (tool_name is None or type(tool_name) is str)
+            and (name is None or type(name) is str)
+            and type(reasoning_content) is str
+            and (parts is None or type(parts) is list)
+            and (response_meta is None or type(response_meta) is ResponseMeta)
+            and (extra is None or type(extra) is dict)
+        ):
+            check_choice("Message", "role", role, ROLES)
+            check_fields(self, _MESSAGE_FIELDS)
+        if tool_calls:
+            check_items(self, "tool_calls", ToolCall, "a ToolCall")
+        if parts:
+            check_items(self, "parts", _PARTS, "a TextPart, ImagePart or FilePart")
+            if content:
+                raise MessageFormatError(
+                    "Message has both content and parts; parts replace content on the wire, "
+                    "so give the text as a TextPart",
+                    field="content",
+                )
 
     @classmethod
     def system(cls, content: str) -> Message:
+        if type(content) is str:
+            return _checked(cls, "system", content, None, "", None)
         return cls("system", content)
 
     @classmethod
     def user(cls, content: str | list[ContentPart], *, name: str | None = None) -> Message:
+        """A user message of text, or of content parts when `content` is a list of them."""
+        if type(content) is str and (name is None or type(name) is str):
+            return _checked(cls, "user", content, name, "", None)
         if isinstance(content, str):
             return cls("user", content, name=name)
-        return cls("user", parts=list(content), name=name)
+        if isinstance(content, list | tuple):
+            return cls("user", parts=list(content), name=name)
+        raise wrong("Message.user", "content", "a str or a list of content parts", content)
 
     @classmethod
     def assistant(
@@ -185,16 +372,25 @@ class Message:
         reasoning_content: str = "",
         response_meta: ResponseMeta | None = None,
     ) -> Message:
+        if (
+            type(content) is str
+            and tool_calls is None
+            and type(reasoning_content) is str
+            and (response_meta is None or type(response_meta) is ResponseMeta)
+        ):
+            return _checked(cls, "assistant", content, None, reasoning_content, response_meta)
         return cls(
             "assistant",
             content,
-            tool_calls=tool_calls or [],
+            tool_calls=tool_calls,
             reasoning_content=reasoning_content,
             response_meta=response_meta,
         )
 
     @classmethod
     def tool(cls, content: str, tool_call_id: str, tool_name: str | None = None) -> Message:
+        if not isinstance(tool_call_id, str):
+            raise wrong("Message.tool", "tool_call_id", "a str", tool_call_id)
         return cls("tool", content, tool_call_id=tool_call_id, tool_name=tool_name)
 
     def to_dict(self, *, request: bool = False) -> dict[str, Any]:
@@ -204,7 +400,10 @@ class Message:
         only what a chat-completions request accepts is kept (no tool_name, reasoning or meta).
         """
         data: dict[str, Any] = {"role": self.role}
-        data["content"] = [_part_to_dict(p) for p in self.parts] if self.parts else self.content
+        if self.parts:
+            data["content"] = [_part_to_dict(part, request) for part in self.parts]
+        else:
+            data["content"] = self.content
         if self.tool_calls:
             data["tool_calls"] = [c.to_dict() for c in self.tool_calls]
             if request:
@@ -223,50 +422,101 @@ class Message:
             data["reasoning_content"] = self.reasoning_content
         if self.response_meta is not None:
             data["response_meta"] = self.response_meta.to_dict()
-        if self.extra:
+        if self.extra is not None:
             data["extra"] = dict(self.extra)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Message:
-        role = data.get("role")
-        if role not in ROLES:
-            raise MessageFormatError(f"message role must be one of {sorted(ROLES)}, got {role!r}")
+        """The message in `data`, the wire shape. Null content, tool calls and reasoning (as
+        servers send them) count as empty; keys chainkit does not know are ignored."""
+        data = mapping("Message", None, data)
+        check_choice("Message", "role", data.get("role"), ROLES)
         content = data.get("content")
         parts: list[ContentPart] = []
         if isinstance(content, list):
-            parts = [_part_from_dict(p) for p in content]
+            parts = [_part_from_dict(position, part) for position, part in enumerate(content)]
             content = ""
+        elif content is not None and not isinstance(content, str):
+            raise wrong("Message", "content", "a str, a list of content parts or None", content)
+        calls = data.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            raise wrong("Message", "tool_calls", "a list of tool calls or None", calls)
         meta = data.get("response_meta")
         return cls(
-            role=role,
+            role=data["role"],
             content=content or "",
-            tool_calls=[ToolCall.from_dict(c) for c in data.get("tool_calls") or ()],
+            tool_calls=[
+                ToolCall.from_dict(mapping("Message", f"tool_calls[{position}]", call))
+                for position, call in enumerate(calls or ())
+            ],
             tool_call_id=data.get("tool_call_id"),
             tool_name=data.get("tool_name"),
             name=data.get("name"),
-            reasoning_content=data.get("reasoning_content") or "",
+            reasoning_content=_or(data.get("reasoning_content"), ""),
             parts=parts,
-            response_meta=ResponseMeta.from_dict(meta) if meta is not None else None,
-            extra=dict(data["extra"]) if data.get("extra") else None,
+            response_meta=(
+                None
+                if meta is None
+                else ResponseMeta.from_dict(mapping("Message", "response_meta", meta))
+            ),
+            extra=_extra("Message", data),
         )
 
 
-def _part_to_dict(part: ContentPart) -> dict[str, Any]:
+def _checked(
+    cls: type[Message],
+    role: Role,
+    content: str,
+    name: str | None,
+    reasoning_content: str,
+    response_meta: ResponseMeta | None,
+) -> Message:
+    """A message from arguments its caller has checked: the constructors that models and
+    prompts call on every step (`Message.user(text)`, `Message.assistant(text)`) build through
+    here and skip the checks of the fields they leave empty. Positional arguments, as keywords
+    would cost more than the checks saved."""
+    message = object.__new__(cls)
+    message.role = role
+    message.content = content
+    message.tool_calls = []
+    message.tool_call_id = None
+    message.tool_name = None
+    message.name = name
+    message.reasoning_content = reasoning_content
+    message.parts = []
+    message.response_meta = response_meta
+    message.extra = None
+    return message
+
+
+def _or(value: Any, default: str) -> Any:
+    """`value`, or `default` when it is None; any other type is left for the constructor to
+    refuse."""
+    return default if value is None else value
+
+
+def _extra(owner: str, data: dict[str, Any]) -> dict[str, Any] | None:
+    extra = data.get("extra")
+    return None if extra is None else dict(mapping(owner, "extra", extra))
+
+
+def _part_to_dict(part: ContentPart, request: bool) -> dict[str, Any]:
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
     if isinstance(part, ImagePart):
-        url = part.url
-        if url is None:
-            url = f"data:{part.mime_type};base64,{part.base64_data}"
-        image: dict[str, Any] = {"url": url}
+        image: dict[str, Any] = {"url": _data_url(part.mime_type, part.base64_data, part.url)}
         if part.detail is not None:
             image["detail"] = part.detail
+        if part.url is not None and part.mime_type is not None and not request:
+            image["mime_type"] = part.mime_type
         return {"type": "image_url", "image_url": image}
     file: dict[str, Any] = {}
     if part.base64_data is not None:
         # A data URL may leave its media type out, as a FilePart may.
-        file["file_data"] = f"data:{part.mime_type or ''};base64,{part.base64_data}"
+        file["file_data"] = _data_url(part.mime_type, part.base64_data, None)
+    elif part.mime_type is not None and not request:
+        file["mime_type"] = part.mime_type
     if part.file_id is not None:
         file["file_id"] = part.file_id
     if part.filename is not None:
@@ -274,37 +524,37 @@ def _part_to_dict(part: ContentPart) -> dict[str, Any]:
     return {"type": "file", "file": file}
 
 
-def _split_data_url(url: str) -> tuple[str, str] | None:
-    """`data:<mime>;base64,<data>` -> (mime, data); None for any other URL."""
-    if not url.startswith("data:"):
-        return None
-    header, sep, payload = url[5:].partition(",")
-    if not sep or not header.endswith(";base64"):
-        return None
-    return header[: -len(";base64")], payload
+def _data_url(mime_type: str | None, base64_data: str | None, url: str | None) -> str:
+    if base64_data is None:
+        assert url is not None  # ImagePart holds one or the other
+        return url
+    return f"data:{mime_type or ''};base64,{base64_data}"
 
 
-def _part_from_dict(data: dict[str, Any]) -> ContentPart:
+def _part_from_dict(position: int, data: Any) -> ContentPart:
+    owner = f"content[{position}]"
+    data = mapping("Message", owner, data)
     kind = data.get("type")
     if kind == "text":
-        return TextPart(data.get("text") or "")
+        return TextPart(_or(data.get("text"), ""))
     if kind == "image_url":
-        image = data.get("image_url") or {}
-        url = image.get("url") or ""
-        detail = image.get("detail")
-        inline = _split_data_url(url)
-        if inline is not None:
-            return ImagePart(base64_data=inline[1], mime_type=inline[0], detail=detail)
-        return ImagePart(url=url, detail=detail)
+        image = mapping("Message", f"{owner}.image_url", data.get("image_url"))
+        return ImagePart(
+            url=image.get("url"), detail=image.get("detail"), mime_type=image.get("mime_type")
+        )
     if kind == "file":
-        file = data.get("file") or {}
-        inline = _split_data_url(file.get("file_data") or "")
+        file = mapping("Message", f"{owner}.file", data.get("file"))
+        file_data, mime_type = file.get("file_data"), file.get("mime_type")
+        inline = split_data_url(file_data) if isinstance(file_data, str) else None
+        if inline is not None:
+            mime_type, file_data = inline[0] or None, inline[1]
         return FilePart(
-            base64_data=inline[1] if inline else None,
+            base64_data=file_data,
             file_id=file.get("file_id"),
             filename=file.get("filename"),
-            mime_type=(inline[0] or None) if inline else None,
+            mime_type=mime_type,
         )
     raise MessageFormatError(
-        f"unknown content part type {kind!r}; expected text, image_url or file"
+        f"Message.{owner} has unknown type {kind!r}; expected 'text', 'image_url' or 'file'",
+        field=owner,
     )

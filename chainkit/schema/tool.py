@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from chainkit.schema._check import check_fields
+
 
 @dataclass(slots=True)
 class ToolInfo:
@@ -13,6 +15,16 @@ class ToolInfo:
     name: str
     description: str
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    def __post_init__(self) -> None:
+        check_fields(
+            self,
+            (
+                ("name", (str,), "a str"),
+                ("description", (str,), "a str"),
+                ("parameters", (dict,), "a dict (the arguments' JSON schema)"),
+            ),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The OpenAI `tools` entry for this tool."""
