@@ -7,7 +7,7 @@ and jinja2 is imported only when a jinja2 template is built.
 from chainkit.prompts.base import BasePromptTemplate
 from chainkit.prompts.chat import ChatPromptTemplate, MessageLike
 from chainkit.prompts.chat_template import CHAT_TEMPLATES, render_chat
-from chainkit.prompts.errors import PromptError
+from chainkit.prompts.errors import PromptError, PromptTypeError
 from chainkit.prompts.placeholder import MessagesPlaceholder
 from chainkit.prompts.template import PromptTemplate, TemplateFormat
 
@@ -19,6 +19,7 @@ __all__ = [
     "MessagesPlaceholder",
     "PromptError",
     "PromptTemplate",
+    "PromptTypeError",
     "TemplateFormat",
     "render_chat",
 ]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chainkit.prompts._partials import with_partials, with_values_fixed
-from chainkit.prompts.errors import PromptError
+from chainkit.prompts.errors import PromptError, PromptTypeError
 from chainkit.prompts.placeholder import MessagesPlaceholder
 from chainkit.prompts.template import PromptTemplate, TemplateFormat
 from chainkit.schema import Message, Role
@@ -103,7 +103,7 @@ def _entry(
     if isinstance(item, MessagesPlaceholder | Message):
         return item
     if not isinstance(item, tuple) or len(item) != 2:
-        raise TypeError(
+        raise PromptTypeError(
             "chat prompt items must be (role, template) pairs, MessagesPlaceholder or "
             f"Message; got {type(item).__name__}"
         )
@@ -118,7 +118,7 @@ def _entry(
         return _RolePrompt(role, PromptTemplate(template, template_format=template_format))
     if isinstance(template, PromptTemplate):
         return _RolePrompt(role, template)
-    raise TypeError(
+    raise PromptTypeError(
         f"template for role {role_name!r} must be a str or PromptTemplate, "
         f"got {type(template).__name__}"
     )

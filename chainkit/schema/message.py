@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from chainkit.schema.errors import MessageFormatError as MessageFormatError
+
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset(("system", "user", "assistant", "tool"))
 
@@ -116,10 +118,6 @@ class TextPart:
     """A text part of multi-part user content."""
 
     text: str
-
-
-class MessageFormatError(ValueError):
-    """A message or content part that is not in the shape chainkit and the wire expect."""
 
 
 @dataclass(slots=True)
