@@ -5,11 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from chainkit.memory.errors import MemoryKeyError as MemoryKeyError
 from chainkit.schema import Message
-
-
-class MemoryKeyError(ValueError):
-    """The memory cannot tell which input or output key holds the exchange to save."""
 
 
 class ConversationBuffer:
