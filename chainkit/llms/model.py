@@ -9,6 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from chainkit._stop import stop_escaped
 from chainkit.callbacks import CombiningHandler, Handler, Handlers, guard
+from chainkit.llms.errors import ModelTypeError
 from chainkit.schema import Message, ToolInfo
 
 StreamingFunc = Callable[[str], None]
@@ -133,7 +134,7 @@ def _request(
     options: dict[str, Any],
 ) -> ModelRequest:
     if streaming_func is not None and inspect.iscoroutinefunction(streaming_func):
-        raise TypeError(
+        raise ModelTypeError(
             "streaming_func must be a plain function: it is called once per chunk and never "
             "awaited, so an async one would lose every chunk"
         )

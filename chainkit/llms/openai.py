@@ -10,7 +10,7 @@ from chainkit.llms._endpoint import OpenAIEndpoint, check_model_name
 from chainkit.llms._openai_reply import parse_completion
 from chainkit.llms._openai_wire import StreamRelay, build_request
 from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff, check_seconds
-from chainkit.llms.errors import ModelError
+from chainkit.llms.errors import ModelError, ModelTypeError
 from chainkit.llms.model import BaseModel, ModelRequest
 from chainkit.schema import Message
 
@@ -194,4 +194,4 @@ def _refuse_misnamed(options: dict[str, Any]) -> None:
     misnamed = options.keys() & _MISNAMED.keys()
     if misnamed:
         name = min(misnamed)
-        raise TypeError(f"OpenAI has no option {name!r}: use {_MISNAMED[name]}")
+        raise ModelTypeError(f"OpenAI has no option {name!r}: use {_MISNAMED[name]}")
