@@ -15,23 +15,28 @@ from chainkit.chains.api import (
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import (
     ChainKeyError,
+    ChainWiringError,
+    InputsTypeError,
     MissingInputKeysError,
     MissingOutputKeysError,
+    OptionsError,
+    OptionsTypeError,
     OutputNotStringError,
     SingleKeyError,
 )
 from chainkit.chains.llm import LLMChain
-from chainkit.chains.options import OptionsError
-from chainkit.chains.sequential import ChainWiringError, SequentialChain, SimpleSequentialChain
+from chainkit.chains.sequential import SequentialChain, SimpleSequentialChain
 
 __all__ = [
     "Chain",
     "ChainKeyError",
     "ChainWiringError",
+    "InputsTypeError",
     "LLMChain",
     "MissingInputKeysError",
     "MissingOutputKeysError",
     "OptionsError",
+    "OptionsTypeError",
     "OutputNotStringError",
     "SequentialChain",
     "SimpleSequentialChain",

@@ -6,6 +6,7 @@ from typing import Any
 
 from chainkit.callbacks import Handlers
 from chainkit.chains.chain import Chain
+from chainkit.chains.errors import ChainWiringError
 from chainkit.chains.options import model_options
 from chainkit.llms import Model
 from chainkit.prompts import BasePromptTemplate
@@ -29,7 +30,7 @@ class LLMChain(Chain):
             unread = [v for v in memory.memory_variables if v not in prompt.input_variables]
             if unread:
                 # History loaded and then silently left out of the prompt is worse than an error.
-                raise ValueError(
+                raise ChainWiringError(
                     f"the prompt does not use memory variable(s) {unread}; its variables are "
                     f"{sorted(prompt.input_variables)}. Add {{{unread[0]}}} to the prompt, or "
                     "name the memory's key after one of its variables"

@@ -5,10 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from chainkit.callbacks import CombiningHandler, join
-
-
-class OptionsError(ValueError):
-    """Call options that contradict each other."""
+from chainkit.chains.errors import OptionsError as OptionsError
 
 
 def check_options(options: dict[str, Any]) -> None:

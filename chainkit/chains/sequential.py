@@ -8,11 +8,8 @@ from typing import Any
 from chainkit.callbacks import Handlers
 from chainkit.chains import api
 from chainkit.chains.chain import Chain
+from chainkit.chains.errors import ChainWiringError as ChainWiringError
 from chainkit.schema import Memory
-
-
-class ChainWiringError(ValueError):
-    """The chains of a sequence do not fit together; the message names the chain and key."""
 
 
 class SequentialChain(Chain):
