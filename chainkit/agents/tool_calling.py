@@ -8,7 +8,7 @@ from itertools import count
 from typing import Any
 
 from chainkit.agents.base import BaseAgent, final_answer_text, no_text
-from chainkit.agents.errors import OutputParserError
+from chainkit.agents.errors import AgentConfigError, OutputParserError
 from chainkit.callbacks import Handlers
 from chainkit.chains.options import model_options
 from chainkit.llms import Model
@@ -50,7 +50,9 @@ class ToolCallingAgent(BaseAgent):
         callbacks_handler: Handlers = None,
     ) -> None:
         if max_parallel_tools < 1:
-            raise ValueError(f"max_parallel_tools must be at least 1, got {max_parallel_tools}")
+            raise AgentConfigError(
+                f"max_parallel_tools must be at least 1, got {max_parallel_tools}"
+            )
         super().__init__(llm, tools, output_key, callbacks_handler)
         self._tool_infos = [tool.info() for tool in self._tools]
         self.system_prompt = DEFAULT_SYSTEM_PROMPT if system_prompt is None else system_prompt
