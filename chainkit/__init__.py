@@ -4,4 +4,7 @@ Import the subpackages you use: ``from chainkit import agents, chains, llms, too
 Importing chainkit loads neither openai nor jinja2.
 """
 
+from chainkit._errors import ChainkitError
+
 __version__ = "0.1.0"
+__all__ = ["ChainkitError"]

@@ -3,8 +3,8 @@
 Escaping a call, either one silently ends whatever loop the caller is iterating in (the reason
 PEP 479 turns them into RuntimeError at generator and coroutine boundaries), and an asyncio
 Future cannot hold a StopIteration at all: a worker thread raising one leaves the task awaiting
-it waiting forever. chainkit raises a RuntimeError naming the source in their place, from the
-original, so the sync and the async path of a run end the same way.
+it waiting forever. chainkit raises an EscapedStopError (a RuntimeError) naming the source in
+their place, from the original, so the sync and the async path of a run end the same way.
 """
 
 from __future__ import annotations
@@ -13,16 +13,23 @@ import functools
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
+from chainkit._errors import ChainkitError
 from chainkit._threads import in_thread
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 
-def stop_escaped(error: StopIteration | StopAsyncIteration, source: str) -> RuntimeError:
-    """The RuntimeError raised in place of `error`, which `source` (e.g. "tool 'x'") raised."""
+class EscapedStopError(ChainkitError, RuntimeError):
+    """A StopIteration or StopAsyncIteration that a tool, a chain or a model raised, raised in
+    its place (as its `__cause__`)."""
+
+
+def stop_escaped(error: StopIteration | StopAsyncIteration, source: str) -> EscapedStopError:
+    """The EscapedStopError raised in place of `error`, which `source` (e.g. "tool 'x'")
+    raised."""
     detail = f": {error}" if str(error) else ""
-    escaped = RuntimeError(f"{source} raised {type(error).__name__}{detail}")
+    escaped = EscapedStopError(f"{source} raised {type(error).__name__}{detail}")
     escaped.__cause__ = error
     return escaped
 

@@ -5,6 +5,9 @@ tests/openai_server.py; `make_openai(**overrides)` builds `OpenAI` models pointe
 waits between retries short enough for tests, and `openai_llm` is one such model.
 `arun(model, coroutine)` runs async work in a new event loop and closes the model's async
 connections before the loop ends, as an async program should.
+
+Every test checks that the errors chainkit raises are `chainkit.ChainkitError`s
+(`every_error_is_named`, in tests/named_errors.py).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import pytest
 
 from chainkit.llms._retry import Backoff
 from chainkit.llms.openai import OpenAI
+from tests.named_errors import every_error_is_named  # noqa: F401 - an autouse fixture
 from tests.openai_server import TEST_API_KEY, OpenAIServer, server_threads
 
 T = TypeVar("T")

@@ -2,8 +2,9 @@
 
 Neither may escape a chainkit call as itself: an asyncio Future cannot hold StopIteration, so
 a worker thread raising it left `chains.arun` waiting forever, and either one escaping a call
-silently ends whatever loop the caller is iterating in. Both paths raise the same RuntimeError
-(from the original), and `handle_tool_errors=True` observes the same text on both.
+silently ends whatever loop the caller is iterating in. Both paths raise the same RuntimeError,
+an EscapedStopError (from the original), and `handle_tool_errors=True` observes the same text
+on both.
 """
 
 import asyncio
@@ -11,6 +12,7 @@ import asyncio
 import pytest
 
 from chainkit import chains, llms, tools
+from chainkit._stop import EscapedStopError
 from chainkit.agents import Executor, OneShotAgent, ToolCallingAgent
 from chainkit.chains import Chain
 from chainkit.llms import FakeLLM
@@ -90,7 +92,7 @@ def both_paths(make_chain, input="q"):
 @pytest.mark.parametrize("stop", STOPS)
 def test_a_sync_tool_raising_a_stop_ends_both_paths_with_the_same_runtime_error(stop):
     sync, async_ = both_paths(lambda: mrkl_executor(Raises(stop("gone")))[0])
-    assert sync == async_ == (RuntimeError, f"tool 'raises' raised {stop.__name__}: gone", stop)
+    assert sync == async_ == (EscapedStopError, f"tool 'raises' raised {stop.__name__}: gone", stop)
 
 
 @pytest.mark.timeout(10)
@@ -119,7 +121,7 @@ def test_parallel_tool_calls_with_one_stop_end_both_paths_alike(stop):
     sync, async_ = both_paths(make)
     # The threads' map() is a generator: a bare StopIteration there became
     # "generator raised StopIteration" on the sync path only.
-    assert sync == async_ == (RuntimeError, f"tool 'raises' raised {stop.__name__}", stop)
+    assert sync == async_ == (EscapedStopError, f"tool 'raises' raised {stop.__name__}", stop)
 
 
 @pytest.mark.timeout(10)
@@ -135,16 +137,17 @@ def test_an_async_structured_tool_raising_a_stop_ends_both_paths_alike(stop):
         return Executor(OneShotAgent(fake, [lookup]))
 
     sync, async_ = both_paths(make)
-    assert sync[0] is async_[0] is RuntimeError
+    # A coroutine turns StopIteration into Python's own RuntimeError (PEP 479).
+    assert sync[0] is async_[0] and issubclass(sync[0], RuntimeError)
     if stop is StopAsyncIteration:  # a coroutine lets it through: chainkit names the tool
-        assert sync == async_ == (RuntimeError, "tool 'lookup' raised StopAsyncIteration", stop)
+        assert sync == async_ == (EscapedStopError, "tool 'lookup' raised StopAsyncIteration", stop)
 
 
 @pytest.mark.timeout(10)
 @pytest.mark.parametrize("stop", STOPS)
 def test_a_sync_chain_raising_a_stop_ends_both_paths_alike(stop):
     sync, async_ = both_paths(lambda: RaisingChain(stop()))
-    assert sync == async_ == (RuntimeError, f"chain RaisingChain raised {stop.__name__}", stop)
+    assert sync == async_ == (EscapedStopError, f"chain RaisingChain raised {stop.__name__}", stop)
 
 
 @pytest.mark.timeout(10)
@@ -154,7 +157,7 @@ def test_batches_report_the_runtime_error_in_place(stop):
     inputs = [{"input": "a"}, {"input": "b"}]
     sync = chains.batch(chain, inputs, return_exceptions=True)
     async_ = asyncio.run(asyncio.wait_for(chains.abatch(chain, inputs, return_exceptions=True), 5))
-    assert [type(r) for r in sync + async_] == [RuntimeError] * 4
+    assert [type(r) for r in sync + async_] == [EscapedStopError] * 4
     assert {str(r) for r in sync + async_} == {f"chain RaisingChain raised {stop.__name__}"}
 
 
@@ -162,9 +165,9 @@ def test_batches_report_the_runtime_error_in_place(stop):
 @pytest.mark.parametrize("stop", STOPS)
 def test_direct_tool_and_chain_acall_do_not_hang(stop):
     async def main():
-        with pytest.raises(RuntimeError, match=f"tool 'raises' raised {stop.__name__}"):
+        with pytest.raises(EscapedStopError, match=f"tool 'raises' raised {stop.__name__}"):
             await asyncio.wait_for(Raises(stop()).acall("x"), 5)
-        with pytest.raises(RuntimeError, match=f"chain RaisingChain raised {stop.__name__}"):
+        with pytest.raises(EscapedStopError, match=f"chain RaisingChain raised {stop.__name__}"):
             await asyncio.wait_for(RaisingChain(stop())._acall({"input": "x"}), 5)
 
     asyncio.run(main())
@@ -176,14 +179,16 @@ def test_a_model_raising_a_stop_raises_the_same_error_sync_and_async(stop):
     model = ExhaustedModel(stop())
     sync = outcome(lambda: llms.call(model, "hi"))
     async_ = outcome(lambda: asyncio.run(asyncio.wait_for(llms.acall(model, "hi"), 5)))
-    assert sync == async_ == (RuntimeError, f"model ExhaustedModel raised {stop.__name__}", stop)
+    assert (
+        sync == async_ == (EscapedStopError, f"model ExhaustedModel raised {stop.__name__}", stop)
+    )
 
 
 @pytest.mark.timeout(10)
 def test_a_stop_no_longer_silently_ends_the_callers_loop():
     # map() over questions: a StopIteration escaping chains.run used to end the map early,
     # so the caller got [] and no error at all.
-    with pytest.raises(RuntimeError, match="tool 'raises' raised StopIteration"):
+    with pytest.raises(EscapedStopError, match="tool 'raises' raised StopIteration"):
         list(map(lambda q: chains.run(mrkl_executor(Raises(StopIteration()))[0], q), ["a"]))
 
     class Answers:
@@ -197,5 +202,5 @@ def test_a_stop_no_longer_silently_ends_the_callers_loop():
     async def collect():
         return [answer async for answer in Answers()]
 
-    with pytest.raises(RuntimeError, match="tool 'raises' raised StopAsyncIteration"):
+    with pytest.raises(EscapedStopError, match="tool 'raises' raised StopAsyncIteration"):
         asyncio.run(asyncio.wait_for(collect(), 5))

@@ -4,6 +4,8 @@ from chainkit.agents.agent import Agent
 from chainkit.agents.base import BaseAgent, check_tools
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
+    AgentConfigError,
+    AgentTypeError,
     DeadlineExceededError,
     NoReturnError,
     NotFinishedError,
@@ -17,6 +19,8 @@ from chainkit.agents.tool_calling import ToolCallingAgent
 
 __all__ = [
     "Agent",
+    "AgentConfigError",
+    "AgentTypeError",
     "BaseAgent",
     "DeadlineExceededError",
     "Executor",

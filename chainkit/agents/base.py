@@ -9,7 +9,7 @@ from typing import Any
 
 from chainkit._text import shorten
 from chainkit.agents.agent import Agent
-from chainkit.agents.errors import NotFinishedError
+from chainkit.agents.errors import AgentConfigError, AgentTypeError, NotFinishedError
 from chainkit.callbacks import Handlers, Observed, guard
 from chainkit.llms import Model
 from chainkit.schema import AgentStep, Message
@@ -25,38 +25,38 @@ def check_tools(tools: Sequence[Tool]) -> list[Tool]:
     space at either end.
     """
     if isinstance(tools, Tool) or not isinstance(tools, Sequence):
-        raise TypeError(f"tools must be a list of Tool, got {type(tools).__name__}")
+        raise AgentTypeError(f"tools must be a list of Tool, got {type(tools).__name__}")
     if not tools:
-        raise ValueError("an agent needs at least one tool")
+        raise AgentConfigError("an agent needs at least one tool")
     seen: dict[str, str] = {}
     for tool in tools:
         if not isinstance(tool, Tool):
             hint = "; make a function a tool with @tools.tool" if callable(tool) else ""
-            raise TypeError(
+            raise AgentTypeError(
                 f"tools must be Tool instances, got {type(tool).__name__}: {tool!r}{hint}"
             )
         name, description = tool.name, tool.description
         if not isinstance(name, str) or not isinstance(description, str):
-            raise TypeError(
+            raise AgentTypeError(
                 f"tool {tool!r}: name and description must be str, got "
                 f"{type(name).__name__} and {type(description).__name__}"
             )
         if not name.strip():
-            raise ValueError(f"tool {tool!r} has an empty name")
+            raise AgentConfigError(f"tool {tool!r} has an empty name")
         if name != name.strip() or any(unicodedata.category(c)[0] == "C" for c in name):
-            raise ValueError(
+            raise AgentConfigError(
                 f"tool name {name!r} has a space at an end or a control character (newline, "
                 "tab...); a model could not write it back. Use a name like 'get_weather'"
             )
         if not description.strip():
-            raise ValueError(
+            raise AgentConfigError(
                 f"tool {name!r} has no description; the model reads it to choose its tools. "
                 "Set `description` (for @tools.tool, write a docstring)"
             )
         folded = name.casefold()
         if folded in seen:
             same = "appears twice" if seen[folded] == name else f"and {seen[folded]!r} clash"
-            raise ValueError(
+            raise AgentConfigError(
                 f"tool names must be unique, ignoring case; {name!r} {same}. Rename one of them"
             )
         seen[folded] = name

@@ -1,10 +1,12 @@
-"""Errors an agent run can end with, each carrying what the caller needs to act on it."""
+"""Errors of agents: those a run can end with, each carrying what the caller needs to act on
+it, and those refusing an agent or Executor that could not work."""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Literal
 
+from chainkit._errors import ChainkitError
 from chainkit._text import shorten
 from chainkit.schema import AgentStep
 
@@ -13,7 +15,7 @@ PARSE_ERROR_TOOL = "_Exception"
 _QUOTED = 200
 
 
-class OutputParserError(ValueError):
+class OutputParserError(ChainkitError, ValueError):
     """The model's reply could not be parsed.
 
     `observation` is the text to send back to the model so it can correct itself;
@@ -26,7 +28,7 @@ class OutputParserError(ValueError):
         self.llm_output = llm_output
 
 
-class NotFinishedError(RuntimeError):
+class NotFinishedError(ChainkitError, RuntimeError):
     """The agent hit `max_iterations` or `max_execution_time` before a final answer.
 
     `steps` holds every step taken, so no work is lost; `limit` names the limit hit; the
@@ -47,23 +49,35 @@ class NotFinishedError(RuntimeError):
         self.limit = limit
 
 
-class DeadlineExceededError(TimeoutError):
+class DeadlineExceededError(ChainkitError, TimeoutError):
     """`max_execution_time` ran out while a model or tool call was in progress, and a sync run
     stopped waiting for it. Reported to callbacks as that call's error; the run itself ends
     with NotFinishedError (or a final answer, with early_stopping_method="generate")."""
 
 
-class NoReturnError(RuntimeError):
+class NoReturnError(ChainkitError, RuntimeError):
     """The agent returned neither an action nor a final answer."""
 
 
-class UnknownToolError(LookupError):
+class UnknownToolError(ChainkitError, LookupError):
     """The model named a tool the agent does not have. Not raised: its message becomes the
     observation, and callbacks see it as the tool's error."""
 
     def __init__(self, tool: str, known: str) -> None:
         super().__init__(f"{tool} is not a valid tool, try one of [{known}].")
         self.tool = tool
+
+
+class AgentConfigError(ChainkitError, ValueError):
+    """An agent or Executor that could not work as given: no tools, tool names a model could
+    not tell apart or write back, a limit out of range, a prompt without its scratchpad, a
+    memory whose variables the agent does not read."""
+
+
+class AgentTypeError(ChainkitError, TypeError):
+    """An agent or Executor was given something of the wrong type: tools that are not Tools,
+    an agent that is not an Agent, a list of messages for a text prompt, a reply that is not
+    text."""
 
 
 def spent_on(steps: list[AgentStep]) -> str:

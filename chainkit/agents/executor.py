@@ -31,6 +31,8 @@ from chainkit.agents.base import check_tools
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
     PARSE_ERROR_TOOL,
+    AgentConfigError,
+    AgentTypeError,
     DeadlineExceededError,
     NoReturnError,
     NotFinishedError,
@@ -118,24 +120,26 @@ class Executor(Chain):
         handle_tool_errors: bool = False,
     ) -> None:
         if not isinstance(agent, Agent):
-            raise TypeError(
+            raise AgentTypeError(
                 f"agent must be an agents.Agent (such as agents.OneShotAgent(llm, tools)), got "
                 f"{type(agent).__name__}"
             )
         if early_stopping_method not in ("force", "generate"):
-            raise ValueError(
+            raise AgentConfigError(
                 f"early_stopping_method must be 'force' or 'generate', "
                 f"got {early_stopping_method!r}"
             )
         if max_iterations is not None and max_iterations < 1:
-            raise ValueError(f"max_iterations must be at least 1 or None, got {max_iterations}")
+            raise AgentConfigError(
+                f"max_iterations must be at least 1 or None, got {max_iterations}"
+            )
         if max_execution_time is not None and not max_execution_time > 0:
-            raise ValueError(
+            raise AgentConfigError(
                 f"max_execution_time must be a positive number of seconds or None, "
                 f"got {max_execution_time}"
             )
         if error_handler is not None and not isinstance(error_handler, ParserErrorHandler):
-            raise TypeError(
+            raise AgentTypeError(
                 f"error_handler must be an agents.ParserErrorHandler, got {error_handler!r}; "
                 "use error_handler=agents.ParserErrorHandler() to send parse errors back"
             )
@@ -614,7 +618,7 @@ def _check_memory_is_read(agent: Agent, memory: Memory) -> None:
     read = {*agent.input_keys, *getattr(agent, "optional_input_keys", ())}
     unread = [name for name in memory.memory_variables if name not in read]
     if unread:
-        raise ValueError(
+        raise AgentConfigError(
             f"{type(agent).__name__} does not read memory variable(s) {unread}; it reads "
             f"{sorted(read)}. Name the memory's key after one of these, or add "
             f"{{{unread[0]}}} to the agent's prompt"

@@ -7,7 +7,7 @@ from typing import Any
 
 from chainkit.agents import mrkl_prompt
 from chainkit.agents.base import BaseAgent, final_answer_text
-from chainkit.agents.errors import OutputParserError
+from chainkit.agents.errors import AgentConfigError, AgentTypeError, OutputParserError
 from chainkit.agents.mrkl_parser import parse_mrkl_output
 from chainkit.callbacks import Handlers
 from chainkit.llms import Model
@@ -46,7 +46,7 @@ def _check_mrkl_name(name: str) -> None:
     """Raises unless `name` survives the MRKL format: listed in the prompt among the others,
     written by the model after `Action:`, and read back by the parser unchanged."""
     if "," in name:
-        raise ValueError(
+        raise AgentConfigError(
             f"tool name {name!r} has a comma; the MRKL prompt lists tool names separated by "
             "commas, so the model would read it as several tools"
         )
@@ -56,7 +56,7 @@ def _check_mrkl_name(name: str) -> None:
         read_back = None
     if not isinstance(read_back, AgentAction) or read_back.tool != name:
         found = read_back.tool if isinstance(read_back, AgentAction) else None
-        raise ValueError(
+        raise AgentConfigError(
             f"tool name {name!r} cannot be carried by the MRKL format: 'Action: {name}' reads "
             f"back as {found!r}. Avoid enclosing quotes or asterisks and the words "
             "'Action Input:'"
@@ -74,7 +74,7 @@ def _check_no_conversation(inputs: Mapping[str, Any]) -> None:
         if isinstance(value, list | tuple) and (
             not value or any(isinstance(item, Message | AgenticMessage) for item in value)
         ):
-            raise TypeError(
+            raise AgentTypeError(
                 f"OneShotAgent's prompt is text, but input {key!r} is a {type(value).__name__} "
                 "of messages, which it would show as a Python repr; use "
                 f"ConversationBuffer(return_messages=False) for a text history, or a "
@@ -112,11 +112,13 @@ class OneShotAgent(BaseAgent):
                 suffix if suffix is not None else mrkl_prompt.SUFFIX,
             )
         elif prefix is not None or format_instructions is not None or suffix is not None:
-            raise ValueError("give either prompt or prefix/format_instructions/suffix, not both")
+            raise AgentConfigError(
+                "give either prompt or prefix/format_instructions/suffix, not both"
+            )
         else:
             prompt = prompt.partial(**_tool_values(self._tools, prompt.input_variables))
         if "agent_scratchpad" not in prompt.input_variables:
-            raise ValueError("the MRKL prompt needs an {agent_scratchpad} variable")
+            raise AgentConfigError("the MRKL prompt needs an {agent_scratchpad} variable")
         self.prompt: PromptTemplate | ChatPromptTemplate = prompt
         self._input_keys = [v for v in prompt.input_variables if v not in _PROMPT_PARTIALS]
 
@@ -154,7 +156,9 @@ class OneShotAgent(BaseAgent):
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], tail: str = ""
     ) -> list[Message]:
         if "agent_scratchpad" in inputs:
-            raise ValueError("'agent_scratchpad' is filled in by the agent; it cannot be an input")
+            raise AgentConfigError(
+                "'agent_scratchpad' is filled in by the agent; it cannot be an input"
+            )
         if not steps and isinstance(self.prompt, PromptTemplate):  # inputs are fixed for a run
             _check_no_conversation(inputs)
         scratchpad = mrkl_scratchpad(steps) + tail if steps or tail else ""

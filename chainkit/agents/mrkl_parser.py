@@ -86,7 +86,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from chainkit.agents.errors import OutputParserError
+from chainkit.agents.errors import AgentTypeError, OutputParserError
 from chainkit.schema import AgentAction, AgentFinish
 
 __all__ = ["MAX_FENCE_LINES", "MISSING_ACTION", "MISSING_ACTION_INPUT", "parse_mrkl_output"]
@@ -168,10 +168,12 @@ def parse_mrkl_output(text: str) -> AgentAction | AgentFinish:
     """Turn a MRKL / ReAct model reply into the agent's next step.
 
     Raises `OutputParserError` carrying the observation to send back to the model, and
-    TypeError when `text` is not a string.
+    AgentTypeError (a TypeError) when `text` is not a string.
     """
     if not isinstance(text, str):
-        raise TypeError(f"parse_mrkl_output expects the reply as str, got {type(text).__name__}")
+        raise AgentTypeError(
+            f"parse_mrkl_output expects the reply as str, got {type(text).__name__}"
+        )
     probe = _lowered(text)
     step = _first_step(text, probe)
     if step is None:

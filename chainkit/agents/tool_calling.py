@@ -8,7 +8,7 @@ from itertools import count
 from typing import Any
 
 from chainkit.agents.base import BaseAgent, final_answer_text, no_text
-from chainkit.agents.errors import OutputParserError
+from chainkit.agents.errors import AgentConfigError, OutputParserError
 from chainkit.callbacks import Handlers
 from chainkit.llms import Model
 from chainkit.prompts.placeholder import to_messages
@@ -49,7 +49,9 @@ class ToolCallingAgent(BaseAgent):
         callbacks: Handlers = None,
     ) -> None:
         if max_parallel_tools < 1:
-            raise ValueError(f"max_parallel_tools must be at least 1, got {max_parallel_tools}")
+            raise AgentConfigError(
+                f"max_parallel_tools must be at least 1, got {max_parallel_tools}"
+            )
         super().__init__(llm, tools, output_key, callbacks)
         self._tool_infos = [tool.info() for tool in self._tools]
         self.system_prompt = DEFAULT_SYSTEM_PROMPT if system_prompt is None else system_prompt

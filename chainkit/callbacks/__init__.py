@@ -6,6 +6,7 @@ by chainkit and asyncio tasks alike.
 """
 
 from chainkit.callbacks.combining import CombiningHandler, Handlers, guard, join
+from chainkit.callbacks.errors import HandlerConfigError, HandlerTypeError
 from chainkit.callbacks.handler import Handler
 from chainkit.callbacks.log import LogHandler
 from chainkit.callbacks.observed import Observed
@@ -14,6 +15,8 @@ from chainkit.callbacks.run import Run, RunInfo, RunKind, current_run
 __all__ = [
     "CombiningHandler",
     "Handler",
+    "HandlerConfigError",
+    "HandlerTypeError",
     "Handlers",
     "LogHandler",
     "Observed",

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from chainkit._text import shorten
+from chainkit.callbacks.errors import HandlerTypeError
 from chainkit.callbacks.handler import Handler
 from chainkit.schema import AgentAction, AgentFinish, Message
 
@@ -139,7 +140,7 @@ def _flat(handlers: Iterable[object], name: str) -> Iterator[Handler]:
                 advice = f"pass an instance, {handler.__name__}(), not the class"
             else:
                 advice = "subclass callbacks.Handler and override the handle_* methods you need"
-            raise TypeError(
+            raise HandlerTypeError(
                 f"{name} must be a chainkit.callbacks.Handler, a list of them, or None; got "
                 f"{type(handler).__name__} {shorten(repr(handler), 80)}: {advice}"
             )

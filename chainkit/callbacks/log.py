@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from chainkit._redact import MASK, redact
+from chainkit.callbacks.errors import HandlerConfigError, HandlerTypeError
 from chainkit.callbacks.handler import Handler
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message
 
@@ -121,9 +122,13 @@ class LogHandler(Handler):
 
     def __init__(self, stream: TextIO | None = None, *, max_chars: int = 4000) -> None:
         if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 0:
-            raise ValueError(f"max_chars must be a whole number, 0 or more, got {max_chars!r}")
+            raise HandlerConfigError(
+                f"max_chars must be a whole number, 0 or more, got {max_chars!r}"
+            )
         if stream is not None and not callable(getattr(stream, "write", None)):
-            raise TypeError(f"stream must be a text stream such as sys.stderr, got {stream!r}")
+            raise HandlerTypeError(
+                f"stream must be a text stream such as sys.stderr, got {stream!r}"
+            )
         self.stream = stream if stream is not None else sys.stderr
         self.max_chars = max_chars
         self._recent: deque[tuple[Message, ...]] = deque(maxlen=_RECENT_PROMPTS)

@@ -13,21 +13,30 @@ from chainkit.chains.api import (
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import (
     ChainKeyError,
+    ChainTypeError,
+    ChainWiringError,
+    InputsTypeError,
     MissingInputKeysError,
     MissingOutputKeysError,
+    OptionsError,
+    OptionsTypeError,
     OutputNotStringError,
     SingleKeyError,
 )
 from chainkit.chains.llm import LLMChain
-from chainkit.chains.sequential import ChainWiringError, SequentialChain, SimpleSequentialChain
+from chainkit.chains.sequential import SequentialChain, SimpleSequentialChain
 
 __all__ = [
     "Chain",
     "ChainKeyError",
+    "ChainTypeError",
     "ChainWiringError",
+    "InputsTypeError",
     "LLMChain",
     "MissingInputKeysError",
     "MissingOutputKeysError",
+    "OptionsError",
+    "OptionsTypeError",
     "OutputNotStringError",
     "SequentialChain",
     "SimpleSequentialChain",

@@ -17,8 +17,11 @@ from chainkit.callbacks import CombiningHandler, guard, join
 from chainkit.callbacks.run import enter
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import (
+    InputsTypeError,
     MissingInputKeysError,
     MissingOutputKeysError,
+    OptionsError,
+    OptionsTypeError,
     OutputNotStringError,
     SingleKeyError,
 )
@@ -29,7 +32,7 @@ def _prepare(chain: Chain, inputs: Mapping[str, Any]) -> dict[str, Any]:
     """The inputs with the memory's variables added; raises, before any work, for inputs the
     chain cannot take or a memory that could not save the exchange."""
     if not isinstance(inputs, Mapping):
-        raise TypeError(
+        raise InputsTypeError(
             f"{chain.name} needs its inputs as a dict of key to value, got "
             f"{type(inputs).__name__}; use chains.run for a single input"
         )
@@ -171,18 +174,18 @@ def _batch_inputs(
     """The inputs as a list, every one of them and the options checked before any call starts:
     a bad item found halfway would leave the calls before it done and those after it not."""
     if not isinstance(max_workers, int) or isinstance(max_workers, bool):
-        raise TypeError(f"max_workers must be an int, got {type(max_workers).__name__}")
+        raise OptionsTypeError(f"max_workers must be an int, got {type(max_workers).__name__}")
     if max_workers < 1:
-        raise ValueError(f"max_workers must be at least 1, got {max_workers}")
+        raise OptionsError(f"max_workers must be at least 1, got {max_workers}")
     if isinstance(inputs, Mapping | str | bytes):
-        raise TypeError(
+        raise InputsTypeError(
             f"{function}() takes a list of input dicts, got one {type(inputs).__name__}; "
             "use chains.call (or chains.run) for a single input"
         )
     try:
         items = list(inputs)
     except TypeError:
-        raise TypeError(
+        raise InputsTypeError(
             f"{function}() takes a list (or any iterable) of input dicts, got "
             f"{type(inputs).__name__}"
         ) from None
@@ -190,7 +193,7 @@ def _batch_inputs(
     guard(options.get("callbacks"))
     for index, item in enumerate(items):
         if not isinstance(item, Mapping):
-            raise TypeError(
+            raise InputsTypeError(
                 f"{function}() takes a list of input dicts; item {index} is "
                 f"{type(item).__name__}: {item!r:.80}"
             )

@@ -1,11 +1,14 @@
-"""Errors raised when a chain is called with, or returns, the wrong keys."""
+"""Errors of chains: a chain called with, or returning, the wrong keys or types; chains that
+do not fit together; call options that cannot work."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from chainkit._errors import ChainkitError
 
-class ChainKeyError(ValueError):
+
+class ChainKeyError(ChainkitError, ValueError):
     """Base of the key errors; `chain` names the chain and `keys` the keys at fault."""
 
     def __init__(self, message: str, chain: str, keys: Sequence[str]) -> None:
@@ -43,7 +46,7 @@ class SingleKeyError(ChainKeyError):
         )
 
 
-class OutputNotStringError(TypeError):
+class OutputNotStringError(ChainkitError, TypeError):
     """`run` and `predict` return a string; the chain's output was something else."""
 
     def __init__(self, function: str, chain: str, key: str, value: object) -> None:
@@ -53,3 +56,27 @@ class OutputNotStringError(TypeError):
         )
         self.chain = chain
         self.key = key
+
+
+class InputsTypeError(ChainkitError, TypeError):
+    """A chain was called with inputs that are not a dict, or `batch` with inputs that are not
+    a list (or any iterable) of dicts."""
+
+
+class ChainWiringError(ChainkitError, ValueError):
+    """The parts of a chain do not fit together: the chains of a sequence, or a memory whose
+    variables the prompt does not use; the message names the chain and key."""
+
+
+class OptionsError(ChainkitError, ValueError):
+    """Call options that cannot work: options that contradict each other, a `max_workers`
+    below 1."""
+
+
+class OptionsTypeError(ChainkitError, TypeError):
+    """A call option of the wrong type, such as a `max_workers` that is not an int."""
+
+
+class ChainTypeError(ChainkitError, TypeError):
+    """A chain was built with an argument of the wrong type: not a prompt, model, chain or
+    list of names where one is needed."""

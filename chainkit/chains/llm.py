@@ -6,6 +6,7 @@ from typing import Any
 
 from chainkit.callbacks import Handlers
 from chainkit.chains.chain import Chain
+from chainkit.chains.errors import ChainTypeError, ChainWiringError
 from chainkit.llms import Model
 from chainkit.prompts import BasePromptTemplate
 from chainkit.schema import Memory, Message, OutputParser
@@ -27,7 +28,7 @@ class LLMChain(Chain):
         _require(prompt, BasePromptTemplate, "prompt", "a prompt template (BasePromptTemplate)")
         _require(llm, Model, "llm", "a model (llms.Model)")
         if not isinstance(output_key, str) or not output_key:
-            raise TypeError(f"LLMChain output_key must be a non-empty str, got {output_key!r}")
+            raise ChainTypeError(f"LLMChain output_key must be a non-empty str, got {output_key!r}")
         if output_parser is not None:
             _require(output_parser, OutputParser, "output_parser", "an OutputParser or None")
         if memory is not None:
@@ -36,7 +37,7 @@ class LLMChain(Chain):
             unread = [v for v in memory.memory_variables if v not in prompt.input_variables]
             if unread:
                 # History loaded and then silently left out of the prompt is worse than an error.
-                raise ValueError(
+                raise ChainWiringError(
                     f"the prompt does not use memory variable(s) {unread}; its variables are "
                     f"{sorted(prompt.input_variables)}. Add {{{unread[0]}}} to the prompt, or "
                     "name the memory's key after one of its variables"
@@ -77,4 +78,4 @@ class LLMChain(Chain):
 
 def _require(value: object, kind: type, argument: str, expected: str) -> None:
     if not isinstance(value, kind):
-        raise TypeError(f"LLMChain {argument} must be {expected}, got {type(value).__name__}")
+        raise ChainTypeError(f"LLMChain {argument} must be {expected}, got {type(value).__name__}")

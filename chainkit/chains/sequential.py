@@ -8,11 +8,9 @@ from typing import Any
 from chainkit.callbacks import Handlers
 from chainkit.chains import api
 from chainkit.chains.chain import Chain
+from chainkit.chains.errors import ChainTypeError
+from chainkit.chains.errors import ChainWiringError as ChainWiringError
 from chainkit.schema import Memory
-
-
-class ChainWiringError(ValueError):
-    """The chains of a sequence do not fit together; the message names the chain and key."""
 
 
 class SequentialChain(Chain):
@@ -145,10 +143,12 @@ class SimpleSequentialChain(Chain):
 
 def _chain_list(owner: str, chains: Sequence[Chain]) -> list[Chain]:
     if not isinstance(chains, list | tuple):
-        raise TypeError(f"{owner} needs a list of chains, got {type(chains).__name__}")
+        raise ChainTypeError(f"{owner} needs a list of chains, got {type(chains).__name__}")
     for index, chain in enumerate(chains):
         if not isinstance(chain, Chain):
-            raise TypeError(f"{owner}: chains[{index}] is not a Chain, got {type(chain).__name__}")
+            raise ChainTypeError(
+                f"{owner}: chains[{index}] is not a Chain, got {type(chain).__name__}"
+            )
     if not chains:
         raise ChainWiringError(f"{owner} needs at least one chain")
     return list(chains)
@@ -157,13 +157,15 @@ def _chain_list(owner: str, chains: Sequence[Chain]) -> list[Chain]:
 def _names(argument: str, names: Sequence[str]) -> list[str]:
     # A str is a sequence of one-letter names; taking it so would wire "topic" as t, o, p, ...
     if isinstance(names, str) or not isinstance(names, list | tuple):
-        raise TypeError(
+        raise ChainTypeError(
             f"{argument} must be a list of names, got {type(names).__name__} {names!r}"
             f"{f'; write [{names!r}]' if isinstance(names, str) else ''}"
         )
     for name in names:
         if not isinstance(name, str):
-            raise TypeError(f"{argument} must hold str names, got {type(name).__name__} {name!r}")
+            raise ChainTypeError(
+                f"{argument} must hold str names, got {type(name).__name__} {name!r}"
+            )
     return list(names)
 
 

@@ -4,6 +4,7 @@ OpenAI-compatible backend (which imports openai only when it first sends a reque
 from typing import TYPE_CHECKING, Any
 
 from chainkit.llms.errors import (
+    FakeLLMExhaustedError,
     ModelConfigError,
     ModelConnectionError,
     ModelError,
@@ -13,9 +14,10 @@ from chainkit.llms.errors import (
     ModelResponseError,
     ModelStatusError,
     ModelTimeoutError,
+    ModelTypeError,
     UnknownOptionError,
 )
-from chainkit.llms.fake import FakeCall, FakeLLM, FakeLLMExhaustedError
+from chainkit.llms.fake import FakeCall, FakeLLM
 from chainkit.llms.model import BaseModel, Model, ModelRequest, acall, call
 from chainkit.llms.options import CallOptions, StreamingFunc
 
@@ -68,6 +70,7 @@ __all__ = [
     "ModelResponseError",
     "ModelStatusError",
     "ModelTimeoutError",
+    "ModelTypeError",
     "OfflineModel",
     "OpenAI",
     "OpenAIEmbeddings",

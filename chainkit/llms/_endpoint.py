@@ -9,7 +9,7 @@ from urllib.parse import urlsplit, urlunsplit
 from chainkit._redact import MASK, redact
 from chainkit.llms._openai_wire import Connection
 from chainkit.llms._retry import Backoff, RetryPolicy, check_seconds
-from chainkit.llms.errors import ModelConfigError
+from chainkit.llms.errors import ModelConfigError, ModelTypeError
 
 
 class OpenAIEndpoint:
@@ -34,7 +34,7 @@ class OpenAIEndpoint:
         for name, value in (("base_url", base_url), ("api_key", api_key)):
             if value is not None and not isinstance(value, str):
                 # Not the value: an api_key given as bytes is still a key.
-                raise TypeError(f"{name} must be a str or None, got {type(value).__name__}")
+                raise ModelTypeError(f"{name} must be a str or None, got {type(value).__name__}")
         check_seconds("timeout", timeout)
         self.retry_policy = RetryPolicy(max_attempts, Backoff() if backoff is None else backoff)
         self._connection = Connection(base_url, api_key, timeout)
@@ -91,11 +91,11 @@ def _shown_url(url: str | None) -> str | None:
 def check_model_name(model: object, source: str) -> None:
     """Raises unless `model` names a model: a str, not empty, without spaces around it."""
     if not isinstance(model, str):
-        raise TypeError(f"{source} must be a model name (str), got {type(model).__name__}")
+        raise ModelTypeError(f"{source} must be a model name (str), got {type(model).__name__}")
     if not model.strip():
-        raise ValueError(f"{source} is empty; name a model, e.g. 'gpt-4o-mini'")
+        raise ModelConfigError(f"{source} is empty; name a model, e.g. 'gpt-4o-mini'")
     if model != model.strip() or not model.isprintable():
-        raise ValueError(
+        raise ModelConfigError(
             f"{source} {model!r} has spaces or control characters around or in it: "
             f"did you mean {model.strip()!r}?"
         )

@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from chainkit.callbacks import Handler
 from chainkit.llms.errors import (
+    ModelConfigError,
     ModelConnectionError,
     ModelError,
     ModelReplyShapeError,
     ModelResponseError,
     ModelStatusError,
+    ModelTypeError,
 )
 
 if TYPE_CHECKING:
@@ -40,18 +42,18 @@ T = TypeVar("T")
 def check_seconds(name: str, value: object, *, zero_allowed: bool = False) -> None:
     """Raises unless `value` is a finite number of seconds, above zero (or at least zero)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
+        raise ModelTypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
     if not math.isfinite(value) or value < 0 or (value == 0 and not zero_allowed):
         least = "zero or more" if zero_allowed else "more than zero"
-        raise ValueError(f"{name} must be a finite number of seconds, {least}, got {value!r}")
+        raise ModelConfigError(f"{name} must be a finite number of seconds, {least}, got {value!r}")
 
 
 def check_count(name: str, value: object) -> None:
     """Raises unless `value` is a whole number, at least 1."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be a whole number, got {type(value).__name__}")
+        raise ModelTypeError(f"{name} must be a whole number, got {type(value).__name__}")
     if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
+        raise ModelConfigError(f"{name} must be at least 1, got {value}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +133,7 @@ class RetryPolicy:
     def __post_init__(self) -> None:
         check_count("max_attempts", self.max_attempts)
         if not isinstance(self.backoff, Backoff):
-            raise TypeError(
+            raise ModelTypeError(
                 f"backoff must be an llms.Backoff, got {type(self.backoff).__name__}; "
                 "e.g. backoff=llms.Backoff(initial=1, maximum=10, retry_after_cap=60)"
             )

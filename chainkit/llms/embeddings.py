@@ -9,6 +9,7 @@ from chainkit.callbacks import Handler, guard
 from chainkit.llms._endpoint import OpenAIEndpoint, check_model_name
 from chainkit.llms._openai_wire import parse_embeddings
 from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff, check_count
+from chainkit.llms.errors import ModelTypeError
 
 
 class OpenAIEmbeddings(OpenAIEndpoint):
@@ -70,7 +71,7 @@ class OpenAIEmbeddings(OpenAIEndpoint):
     def _batches(self, texts: Sequence[str], for_one_text: str) -> list[list[str]]:
         # A str is a Sequence[str] too: embedded, it would give one vector per character.
         if isinstance(texts, str):
-            raise TypeError(
+            raise ModelTypeError(
                 f"embed_documents takes a list of texts, not one str: "
                 f"use {for_one_text}(text) to embed a single text"
             )

@@ -8,11 +8,13 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import TYPE_CHECKING
 
+from chainkit._errors import ChainkitError
+
 if TYPE_CHECKING:
     from chainkit.schema import Message
 
 
-class ModelError(Exception):
+class ModelError(ChainkitError):
     """A model call failed.
 
     `attempts` is how many attempts a retrying backend made before giving up with this error
@@ -36,8 +38,14 @@ class ModelError(Exception):
 
 
 class ModelConfigError(ModelError, ValueError):
-    """The backend cannot be set up as given: it has neither an API key nor a base URL, or
-    one of them is malformed."""
+    """A model cannot be set up, or called, with a setting as given: no API key nor base URL,
+    a malformed one, an empty model name, a timeout or a count out of range."""
+
+
+class ModelTypeError(ModelError, TypeError):
+    """A model was built or called with an argument it cannot take: a setting of the wrong
+    type, an async `streaming_func`, one str where a list of texts goes, or an option under a
+    name the backend does not have."""
 
 
 class ModelStatusError(ModelError):
@@ -95,5 +103,9 @@ class ModelRefusalError(ModelError):
         self.reply = reply
 
 
-class UnknownOptionError(TypeError):
+class FakeLLMExhaustedError(ChainkitError, RuntimeError):
+    """FakeLLM was called more times than it has responses."""
+
+
+class UnknownOptionError(ChainkitError, TypeError):
     """A call was given an option name that is not one of `llms.CallOptions`."""

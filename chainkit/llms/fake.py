@@ -8,12 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chainkit.llms._streaming import stream_text
+from chainkit.llms.errors import FakeLLMExhaustedError as FakeLLMExhaustedError
+from chainkit.llms.errors import ModelConfigError
 from chainkit.llms.model import BaseModel, ModelRequest
 from chainkit.schema import Message
-
-
-class FakeLLMExhaustedError(RuntimeError):
-    """FakeLLM was called more times than it has responses."""
 
 
 @dataclass(slots=True)
@@ -30,7 +28,7 @@ class FakeLLM(BaseModel):
 
     def __init__(self, responses: Sequence[str | Message], *, chunk_size: int = 4) -> None:
         if chunk_size < 1:
-            raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+            raise ModelConfigError(f"chunk_size must be at least 1, got {chunk_size}")
         self.responses: list[str | Message] = list(responses)
         self.chunk_size = chunk_size
         self.calls: list[FakeCall] = []

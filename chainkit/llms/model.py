@@ -11,10 +11,11 @@ from typing import Any, Protocol, Unpack, runtime_checkable
 from chainkit._stop import stop_escaped
 from chainkit.callbacks import CombiningHandler, Handler, guard
 from chainkit.callbacks.run import enter
+from chainkit.llms.errors import ModelTypeError
 from chainkit.llms.options import CallOptions, StreamingFunc, check_options
+from chainkit.schema import Message, ToolInfo
 
 __all__ = ["BaseModel", "Model", "ModelRequest", "acall", "call"]
-from chainkit.schema import Message, ToolInfo
 
 
 @runtime_checkable
@@ -121,7 +122,7 @@ def _request(
     streaming_func = options.pop("streaming_func", None)
     own = guard(options.pop("callbacks", None))
     if streaming_func is not None and inspect.iscoroutinefunction(streaming_func):
-        raise TypeError(
+        raise ModelTypeError(
             "streaming_func must be a plain function: it is called once per chunk and never "
             "awaited, so an async one would lose every chunk"
         )

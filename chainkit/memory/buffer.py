@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from chainkit.memory.errors import MemoryKeyError as MemoryKeyError
+from chainkit.memory.errors import MemoryTypeError
 from chainkit.schema import Message
-
-
-class MemoryKeyError(ValueError):
-    """The memory cannot tell which input or output key holds the exchange to save."""
 
 
 class ConversationBuffer:
@@ -35,7 +33,7 @@ class ConversationBuffer:
                 _require_name(argument, key)
         for argument, text in (("human_prefix", human_prefix), ("ai_prefix", ai_prefix)):
             if not isinstance(text, str):
-                raise TypeError(f"ConversationBuffer {argument} must be a str, got {text!r}")
+                raise MemoryTypeError(f"ConversationBuffer {argument} must be a str, got {text!r}")
         self.memory_key = memory_key
         self.input_key = input_key
         self.output_key = output_key
@@ -98,4 +96,6 @@ class ConversationBuffer:
 
 def _require_name(argument: str, value: object) -> None:
     if not isinstance(value, str) or not value:
-        raise TypeError(f"ConversationBuffer {argument} must be a non-empty str, got {value!r}")
+        raise MemoryTypeError(
+            f"ConversationBuffer {argument} must be a non-empty str, got {value!r}"
+        )

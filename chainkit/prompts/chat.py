@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chainkit.prompts._partials import with_partials, with_values_fixed
-from chainkit.prompts.errors import PromptError
+from chainkit.prompts.errors import PromptError, PromptTypeError
 from chainkit.prompts.limits import TemplateLimits, checked_limits
 from chainkit.prompts.placeholder import MessagesPlaceholder
 from chainkit.prompts.template import PromptTemplate, TemplateFormat
@@ -100,7 +100,7 @@ def _entry(
     if isinstance(item, MessagesPlaceholder | Message):
         return item
     if not isinstance(item, tuple) or len(item) != 2:
-        raise TypeError(
+        raise PromptTypeError(
             "chat prompt items must be (role, template) pairs, MessagesPlaceholder or "
             f"Message; got {type(item).__name__}"
         )
@@ -117,7 +117,7 @@ def _entry(
         )
     if isinstance(template, PromptTemplate):
         return _RolePrompt(role, template)
-    raise TypeError(
+    raise PromptTypeError(
         f"template for role {role_name!r} must be a str or PromptTemplate, "
         f"got {type(template).__name__}"
     )

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from chainkit.prompts.errors import PromptError
+from chainkit.prompts.errors import PromptError, PromptTypeError
 from chainkit.prompts.limits import TemplateLimits, checked_limits
 from chainkit.schema import Message, ToolInfo
 from chainkit.schema.agentic import AgenticMessage
@@ -265,7 +265,7 @@ def _tool_dict(tool: object) -> dict[str, Any]:
     if isinstance(described, ToolInfo):
         return described.to_dict()
     returned = f" whose info() returned {type(described).__name__}" if callable(info) else ""
-    raise TypeError(
+    raise PromptTypeError(
         "render_chat tools must be ToolInfo, OpenAI tool dicts or objects whose info() "
         f"returns a ToolInfo (such as chainkit Tools); got {type(tool).__name__}{returned}"
     )

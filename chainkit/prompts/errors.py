@@ -1,9 +1,12 @@
-"""PromptError: the one error a prompt template raises for bad templates or bad values."""
+"""Errors of prompts: PromptError for bad templates or bad values, PromptTypeError for an
+argument of a type a prompt cannot take."""
 
 from __future__ import annotations
 
+from chainkit._errors import ChainkitError
 
-class PromptError(ValueError):
+
+class PromptError(ChainkitError, ValueError):
     """A template could not be built or formatted.
 
     `variable` names the input that was missing or had the wrong type; `field` holds the
@@ -28,3 +31,8 @@ class PromptError(ValueError):
     def missing(cls, variable: str) -> PromptError:
         """The error for a template variable that was given no value."""
         return cls(f"missing value for template variable {variable!r}", variable=variable)
+
+
+class PromptTypeError(ChainkitError, TypeError):
+    """A prompt was built or given something of a type it cannot take: a chat prompt item, a
+    tool for render_chat, a conversation that is not a list of messages."""

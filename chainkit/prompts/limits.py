@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from chainkit.prompts.errors import PromptError, PromptTypeError
+
 
 @dataclass(frozen=True, slots=True)
 class TemplateLimits:
@@ -38,11 +40,11 @@ class TemplateLimits:
         for field in fields(self):
             value = getattr(self, field.name)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(
+                raise PromptTypeError(
                     f"TemplateLimits.{field.name} must be an int, got {type(value).__name__}"
                 )
             if value < 1:
-                raise ValueError(f"TemplateLimits.{field.name} must be at least 1, got {value}")
+                raise PromptError(f"TemplateLimits.{field.name} must be at least 1, got {value}")
 
 
 DEFAULT_LIMITS = TemplateLimits()
@@ -53,5 +55,7 @@ def checked_limits(limits: TemplateLimits | None) -> TemplateLimits:
     if limits is None:
         return DEFAULT_LIMITS
     if not isinstance(limits, TemplateLimits):
-        raise TypeError(f"limits must be a prompts.TemplateLimits, got {type(limits).__name__}")
+        raise PromptTypeError(
+            f"limits must be a prompts.TemplateLimits, got {type(limits).__name__}"
+        )
     return limits

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from chainkit.prompts.errors import PromptError
+from chainkit.prompts.errors import PromptError, PromptTypeError
 from chainkit.schema import AgenticMessage, Message, Role, from_agentic
 
 ROLE_ALIASES: dict[str, Role] = {
@@ -32,11 +32,13 @@ def to_messages(value: object, name: str) -> list[Message]:
     AgenticMessage, (role, content) pairs and OpenAI-style dicts (LangChain's {"type": ...}
     too); roles may be any of ROLE_ALIASES.
 
-    Raises TypeError or ValueError naming `name`, the index of the first item not understood,
+    Raises PromptTypeError or PromptError naming `name`, the index of the first item not understood,
     its type and what was expected: history silently dropped is worse than an error.
     """
     if not isinstance(value, list | tuple):
-        raise TypeError(f"{name} must be a list or tuple of messages, got {type(value).__name__}")
+        raise PromptTypeError(
+            f"{name} must be a list or tuple of messages, got {type(value).__name__}"
+        )
     messages: list[Message] = []
     for index, item in enumerate(value):
         if isinstance(item, Message):
@@ -51,7 +53,7 @@ def _converted(item: object, where: str) -> list[Message]:
         try:
             return from_agentic([item])
         except ValueError as error:
-            raise ValueError(f"{where}: {error}") from error
+            raise PromptError(f"{where}: {error}") from error
     if isinstance(item, Mapping):
         return [_from_dict(dict(item), item.get("role", item.get("type")), where)]
     if isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str):
@@ -60,11 +62,11 @@ def _converted(item: object, where: str) -> list[Message]:
             return [Message(_role(role_name, where, {}), content)]
         if isinstance(content, list):  # content parts, read as the wire shape reads them
             return [_from_dict({"content": content}, role_name, where)]
-        raise TypeError(
+        raise PromptTypeError(
             f"{where}: the content of a ({role_name!r}, …) pair must be a str or a list of "
             f"content parts, got {type(content).__name__}"
         )
-    raise TypeError(f"{where} is a {_kind(item)}; {_EXPECTED}")
+    raise PromptTypeError(f"{where} is a {_kind(item)}; {_EXPECTED}")
 
 
 def _from_dict(data: dict[str, Any], role_name: object, where: str) -> Message:
@@ -72,15 +74,15 @@ def _from_dict(data: dict[str, Any], role_name: object, where: str) -> Message:
     try:
         return Message.from_dict({**data, "role": role})
     except ValueError as error:
-        raise ValueError(f"{where}: {error}") from error
+        raise PromptError(f"{where}: {error}") from error
 
 
 def _role(name: object, where: str, data: Mapping[str, Any]) -> Role:
     role = ROLE_ALIASES.get(name) if isinstance(name, str) else None
     if role is None:
-        raise ValueError(f"{where} has role {name!r}; expected one of {sorted(ROLE_ALIASES)}")
+        raise PromptError(f"{where} has role {name!r}; expected one of {sorted(ROLE_ALIASES)}")
     if role == "tool" and not data.get("tool_call_id"):
-        raise ValueError(
+        raise PromptError(
             f"{where}: a tool message needs the tool_call_id of the call it answers; give "
             "Message.tool(content, tool_call_id) or a dict with 'tool_call_id'"
         )

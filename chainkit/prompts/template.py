@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from chainkit.prompts._fstring import FStringTemplate
 from chainkit.prompts._partials import with_partials, with_values_fixed
-from chainkit.prompts.errors import PromptError
+from chainkit.prompts.errors import PromptError, PromptTypeError
 from chainkit.prompts.limits import TemplateLimits, checked_limits
 from chainkit.schema import Message
 
@@ -50,7 +50,7 @@ class PromptTemplate:
         limits: TemplateLimits | None = None,
     ) -> None:
         if not isinstance(template, str):
-            raise TypeError(f"a prompt template must be a str, got {type(template).__name__}")
+            raise PromptTypeError(f"a prompt template must be a str, got {type(template).__name__}")
         self.limits = checked_limits(limits)
         self.template = template
         self.template_format = template_format

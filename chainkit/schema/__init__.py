@@ -1,6 +1,5 @@
 """Plain data types shared by every part of chainkit. Imports nothing else from chainkit."""
 
-from chainkit.schema._check import MessageFormatError
 from chainkit.schema.agent import AgentAction, AgentFinish, AgentStep
 from chainkit.schema.agentic import (
     AgenticMessage,
@@ -13,13 +12,13 @@ from chainkit.schema.agentic import (
     UserInputImage,
     UserInputText,
 )
-from chainkit.schema.concat import ConcatError, concat_agentic_messages, concat_messages
+from chainkit.schema.concat import concat_agentic_messages, concat_messages
 from chainkit.schema.convert import (
     REASONING_SIGNATURE_KEY,
-    ConversionError,
     from_agentic,
     to_agentic,
 )
+from chainkit.schema.errors import ConcatError, ConversionError, MessageFormatError
 from chainkit.schema.memory import Memory
 from chainkit.schema.message import (
     ROLES,

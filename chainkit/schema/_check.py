@@ -13,25 +13,14 @@ import reprlib
 from collections.abc import Collection, Iterable
 from typing import Any
 
+from chainkit.schema.errors import MessageFormatError
+
 NONE = type(None)
 OPTIONAL_STR = (str, NONE)
 OPTIONAL_DICT = (dict, NONE)
 
 # (field, accepted types, what to call them in an error)
 FieldSpec = tuple[str, tuple[type, ...], str]
-
-
-class MessageFormatError(ValueError, TypeError):
-    """A schema value in the wrong shape: a wrong type, a role that does not exist, a part
-    that says nothing. `field` names the field at fault, when one is.
-
-    It is both a ValueError and a TypeError, so code that catches either for bad input
-    catches it.
-    """
-
-    def __init__(self, message: str, *, field: str | None = None) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 def shown(value: object) -> str:

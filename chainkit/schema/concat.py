@@ -41,6 +41,7 @@ from chainkit.schema.agentic import (
     Reasoning,
     UserInputText,
 )
+from chainkit.schema.errors import ConcatError as ConcatError
 from chainkit.schema.message import (
     ContentPart,
     FunctionCall,
@@ -53,33 +54,6 @@ from chainkit.schema.message import (
 )
 
 _Text = TypeVar("_Text", str, str | None)
-
-
-class ConcatError(ValueError):
-    """Chunks that cannot form one message. `field` names the field whose values `first` and
-    `second` disagree; it is None when no single field is to blame."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        field: str | None = None,
-        first: object = None,
-        second: object = None,
-    ) -> None:
-        super().__init__(message)
-        self.field = field
-        self.first = first
-        self.second = second
-
-    @classmethod
-    def conflict(cls, field: str, first: object, second: object) -> ConcatError:
-        return cls(
-            f"cannot concat chunks with different {field}: {first!r} and {second!r}",
-            field=field,
-            first=first,
-            second=second,
-        )
 
 
 def concat_messages(chunks: Sequence[Message]) -> Message:

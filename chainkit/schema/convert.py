@@ -42,6 +42,7 @@ from chainkit.schema.agentic import (
     UserInputImage,
     UserInputText,
 )
+from chainkit.schema.errors import ConversionError as ConversionError
 from chainkit.schema.message import (
     ContentPart,
     FilePart,
@@ -58,15 +59,6 @@ REASONING_SIGNATURE_KEY = "reasoning_signature"
 # Rank of each assistant block in reply order; a block ranked below its predecessor starts a new
 # Message.
 _REASONING, _TEXT, _CALL = 0, 1, 2
-
-
-class ConversionError(ValueError):
-    """A message holds something the other form cannot express; `role` and `field` name it."""
-
-    def __init__(self, message: str, *, role: str, field: str) -> None:
-        super().__init__(message)
-        self.role = role
-        self.field = field
 
 
 def to_agentic(messages: Sequence[Message]) -> list[AgenticMessage]:

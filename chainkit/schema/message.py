@@ -14,7 +14,6 @@ from chainkit.schema._check import (
     NONE,
     OPTIONAL_DICT,
     OPTIONAL_STR,
-    MessageFormatError,
     check_choice,
     check_fields,
     check_file,
@@ -24,6 +23,7 @@ from chainkit.schema._check import (
     split_data_url,
     wrong,
 )
+from chainkit.schema.errors import MessageFormatError
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset(("system", "user", "assistant", "tool"))

@@ -1,27 +1,37 @@
 """Tools an agent can call: subclass `Tool`, or decorate a typed function with `@tool`.
 
-`MCPTools` gives the tools of an MCP server (it needs `pip install 'chainkit[mcp]'`); it and its
-errors are loaded on first use, so importing chainkit.tools imports neither mcp nor asyncio.
+`MCPTools` gives the tools of an MCP server (it needs `pip install 'chainkit[mcp]'`); it is
+loaded on first use, so importing chainkit.tools imports neither mcp nor asyncio.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from chainkit.tools.base import Tool, ToolError
+from chainkit.tools.base import Tool
 from chainkit.tools.calculator import Calculator
 from chainkit.tools.current_time import CurrentTime
+from chainkit.tools.errors import (
+    InvalidArgumentsError,
+    MCPConnectionError,
+    MCPNotInstalledError,
+    MCPSessionError,
+    MCPTimeoutError,
+    MCPToolError,
+    ToolConfigError,
+    ToolDefinitionError,
+    ToolError,
+    ToolTypeError,
+)
 from chainkit.tools.join import join_tools
 from chainkit.tools.random_number import RandomNumber
-from chainkit.tools.structured import InvalidArgumentsError, StructuredTool, tool
+from chainkit.tools.structured import StructuredTool, tool
 
 if TYPE_CHECKING:
-    from chainkit.tools._mcp.client import MCPConnectionError, MCPTools
-    from chainkit.tools._mcp.tool import MCPTool, MCPToolError
+    from chainkit.tools._mcp.client import MCPTools
+    from chainkit.tools._mcp.tool import MCPTool
 
 _LAZY = {
-    "MCPConnectionError": "chainkit.tools._mcp.client",
     "MCPTools": "chainkit.tools._mcp.client",
     "MCPTool": "chainkit.tools._mcp.tool",
-    "MCPToolError": "chainkit.tools._mcp.tool",
 }
 
 
@@ -50,13 +60,19 @@ __all__ = [
     "CurrentTime",
     "InvalidArgumentsError",
     "MCPConnectionError",
+    "MCPNotInstalledError",
+    "MCPSessionError",
+    "MCPTimeoutError",
     "MCPTool",
     "MCPToolError",
     "MCPTools",
     "RandomNumber",
     "StructuredTool",
     "Tool",
+    "ToolConfigError",
+    "ToolDefinitionError",
     "ToolError",
+    "ToolTypeError",
     "builtin_tools",
     "join_tools",
     "tool",

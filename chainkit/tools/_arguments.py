@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 import sys
 
+from chainkit.tools.errors import MalformedJSONError as MalformedJSONError
+
 # The text around a JSON error, mostly before it: what precedes the error usually caused it.
 _BEFORE_ERROR = 20
 _AFTER_ERROR = 10
-
-
-class MalformedJSONError(ValueError):
-    """Text that should be JSON is not; the message names where and quotes the text around it."""
 
 
 def decode_json(text: str) -> object:

@@ -7,6 +7,8 @@ import re
 import unicodedata
 from collections.abc import Callable
 
+from chainkit.tools.errors import ToolTypeError
+
 # Dashes NFKC leaves alone, read as the ASCII hyphen-minus ("1–6", "−5 to 5").
 _DASHES = str.maketrans(dict.fromkeys("‐‑‒–—―−⁃", "-"))
 # Characters that show nothing (zero-width spaces and joiners, byte-order marks, soft hyphens),
@@ -21,9 +23,9 @@ def normalized(text: str, before: Callable[[str], str] | None = None) -> str:
     become ASCII), every dash as "-", digits of every script as ASCII digits, and invisible
     characters dropped; so "１－６" reads "1-6", "٣" reads "3" and "ＵＴＣ＋８" reads "UTC+8".
     `before` rewrites non-ASCII text first (the calculator reads superscripts as powers, which
-    NFKC would make digits). TypeError when `text` is not a string."""
+    NFKC would make digits). ToolTypeError when `text` is not a string."""
     if not isinstance(text, str):
-        raise TypeError(f"a tool's input is text (str), got {type(text).__name__}")
+        raise ToolTypeError(f"a tool's input is text (str), got {type(text).__name__}")
     if text.isascii():
         return text
     if before is not None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, NotRequired, Required
 
 from chainkit._text import shorten
+from chainkit.tools.errors import ToolDefinitionError, ToolTypeError
 
 # Python refuses to parse longer digit strings (sys.int_max_str_digits); stop before that.
 _MAX_INT_TEXT = 4000
@@ -505,7 +506,7 @@ def json_form(value: object) -> object:
         return value.value
     if isinstance(value, set | frozenset):
         return list(value)
-    raise TypeError(f"{type(value).__name__} has no JSON form")
+    raise ToolTypeError(f"{type(value).__name__} has no JSON form")
 
 
 def json_default(value: object) -> object:
@@ -531,7 +532,7 @@ def defaulted_field(name: str, spec: Spec, default: object, description: str | N
         problems: list[Problem] = []
         if spec.coerce(advertised, "", problems) is INVALID:
             details = "; ".join(str(problem) for problem in problems)
-            raise TypeError(f"default {default!r} does not fit the type: {details}")
+            raise ToolDefinitionError(f"default {default!r} does not fit the type: {details}")
     return FieldSpec(name, spec, required=False, description=description, default=advertised)
 
 
@@ -548,7 +549,7 @@ def resolved_hints(owner: object) -> dict[str, Any]:
     try:
         return typing.get_type_hints(owner, include_extras=True)
     except NameError as error:
-        raise TypeError(f"cannot resolve the type hints of {owner!r}: {error}") from None
+        raise ToolDefinitionError(f"cannot resolve the type hints of {owner!r}: {error}") from None
 
 
 def _own_docstring(cls: type) -> str | None:
@@ -574,7 +575,7 @@ def _dataclass_spec(cls: type, seen: frozenset[type]) -> ObjectSpec:
         try:
             fields.append(defaulted_field(field.name, spec, field.default, description))
         except TypeError as error:
-            raise TypeError(f"{cls.__name__}.{field.name}: {error}") from None
+            raise ToolDefinitionError(f"{cls.__name__}.{field.name}: {error}") from None
     return ObjectSpec(fields, build=lambda kwargs: cls(**kwargs), description=_own_docstring(cls))
 
 
@@ -625,7 +626,9 @@ def _compile_bare(annotation: object, seen: frozenset[type]) -> Spec:
         return _ArraySpec(_compile(args[0], seen) if args else None)
     if annotation is dict or origin is dict:
         if args and args[0] not in (str, Any):
-            raise TypeError(f"unsupported type {annotation!r}: JSON object keys are strings")
+            raise ToolDefinitionError(
+                f"unsupported type {annotation!r}: JSON object keys are strings"
+            )
         return _MapSpec(_compile(args[1], seen) if args else None)
     if origin is typing.Union or origin is types.UnionType:
         others = [_compile(arg, seen) for arg in args if arg is not type(None)]
@@ -633,19 +636,21 @@ def _compile_bare(annotation: object, seen: frozenset[type]) -> Spec:
         return spec if len(others) == len(args) else _NullableSpec(spec)
     if origin is Literal:
         if not _are_json_scalars(args):
-            raise TypeError(f"unsupported type {annotation!r}: Literal of non-JSON values")
+            raise ToolDefinitionError(
+                f"unsupported type {annotation!r}: Literal of non-JSON values"
+            )
         return _LiteralSpec(args)
     if isinstance(annotation, type):
         if issubclass(annotation, enum.Enum):
             if not _are_json_scalars([member.value for member in annotation]):
-                raise TypeError(
+                raise ToolDefinitionError(
                     f"unsupported type {annotation!r}: enum values must be JSON scalars"
                 )
             return _EnumSpec(annotation)
         if annotation in seen:
-            raise TypeError(f"unsupported type {annotation!r}: recursive types")
+            raise ToolDefinitionError(f"unsupported type {annotation!r}: recursive types")
         if dataclasses.is_dataclass(annotation):
             return _dataclass_spec(annotation, seen | {annotation})
         if typing.is_typeddict(annotation):
             return _typeddict_spec(annotation, seen | {annotation})
-    raise TypeError(f"unsupported type {annotation!r}")
+    raise ToolDefinitionError(f"unsupported type {annotation!r}")

@@ -7,18 +7,15 @@ from typing import Any
 
 from chainkit._stop import to_thread
 from chainkit.schema import ToolInfo
-from chainkit.tools._arguments import MalformedJSONError, decode_json
+from chainkit.tools._arguments import decode_json
+from chainkit.tools.errors import MalformedJSONError
+from chainkit.tools.errors import ToolError as ToolError
 
 _STRING_INPUT: dict[str, Any] = {
     "type": "object",
     "properties": {"input": {"type": "string", "description": "the tool's input"}},
     "required": ["input"],
 }
-
-
-class ToolError(Exception):
-    """Raised by a tool for a failure the model should hear about: the message becomes the
-    observation and the run goes on."""
 
 
 class Tool:

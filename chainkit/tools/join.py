@@ -6,23 +6,24 @@ from collections.abc import Iterable
 
 from chainkit.tools._mcp.tool import MCPTool
 from chainkit.tools.base import Tool
+from chainkit.tools.errors import ToolConfigError, ToolTypeError
 
 
 def join_tools(*groups: Tool | Iterable[Tool]) -> list[Tool]:
     """One list of the tools in `groups`: MCPTools, lists of tools, or single tools.
 
-    Raises ValueError when two tools share a name, naming where each comes from (the MCP
-    server, or a local tool), since an agent could not tell them apart.
+    Raises ToolConfigError (a ValueError) when two tools share a name, naming where each comes
+    from (the MCP server, or a local tool), since an agent could not tell them apart.
     """
     joined: dict[str, Tool] = {}
     for group in groups:
         for tool in [group] if isinstance(group, Tool) else group:
             if not isinstance(tool, Tool):
-                raise TypeError(f"join_tools takes tools, got {type(tool).__name__}: {tool!r}")
+                raise ToolTypeError(f"join_tools takes tools, got {type(tool).__name__}: {tool!r}")
             other = joined.setdefault(tool.name, tool)
             if other is not tool:
                 hint = " (pass prefix= to MCPTools to tell them apart)"
-                raise ValueError(
+                raise ToolConfigError(
                     f"two tools are named {tool.name!r}: {_source(other)} and {_source(tool)}"
                     f"{hint if isinstance(tool, MCPTool) or isinstance(other, MCPTool) else ''}"
                 )

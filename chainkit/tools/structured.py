@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, overload
 
 from chainkit._stop import to_thread
-from chainkit.tools._arguments import MalformedJSONError, decode_json
+from chainkit.tools._arguments import decode_json
 from chainkit.tools._jsonschema import (
     FieldSpec,
     ObjectSpec,
@@ -31,19 +31,16 @@ from chainkit.tools._jsonschema import (
     json_form,
     resolved_hints,
 )
-from chainkit.tools.base import Tool, ToolError
+from chainkit.tools.base import Tool
+from chainkit.tools.errors import InvalidArgumentsError as InvalidArgumentsError
+from chainkit.tools.errors import (
+    MalformedJSONError,
+    ToolConfigError,
+    ToolDefinitionError,
+    ToolTypeError,
+)
 
 _GOOGLE_ARGS_HEADERS = frozenset(("args:", "arguments:", "parameters:", "params:"))
-
-
-class InvalidArgumentsError(ToolError):
-    """The arguments a model sent a StructuredTool were malformed or did not fit its schema."""
-
-    def __init__(self, tool_name: str, problems: list[Problem]) -> None:
-        self.tool_name = tool_name
-        self.problems = tuple(problems)
-        details = "; ".join(str(problem) for problem in problems)
-        super().__init__(f"Invalid arguments for tool {tool_name}: {details}")
 
 
 class StructuredTool(Tool):
@@ -72,10 +69,10 @@ class StructuredTool(Tool):
         self.func = func
         self.name = name or str(getattr(func, "__name__", ""))
         if not self.name:
-            raise ValueError(f"give the tool for {func!r} a name")
+            raise ToolConfigError(f"give the tool for {func!r} a name")
         self.description = description or summary
         if not self.description:
-            raise ValueError(
+            raise ToolConfigError(
                 f"tool {self.name} needs a description: pass description= or give "
                 "the function a docstring"
             )
@@ -304,7 +301,7 @@ def _type_hints(func: Callable[..., Any], name: str) -> dict[str, Any]:
     try:
         return resolved_hints(target)
     except TypeError as error:
-        raise TypeError(f"tool {name}: {error}") from None
+        raise ToolDefinitionError(f"tool {name}: {error}") from None
 
 
 def _arguments_spec(
@@ -316,7 +313,9 @@ def _arguments_spec(
     fields = []
     for parameter in signature.parameters.values():
         if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
-            raise TypeError(f"tool {name}: *args and **kwargs cannot be described to a model")
+            raise ToolDefinitionError(
+                f"tool {name}: *args and **kwargs cannot be described to a model"
+            )
         annotation = hints.get(parameter.name, Any)
         try:
             spec = compile_type(annotation)
@@ -327,7 +326,7 @@ def _arguments_spec(
             else:
                 fields.append(defaulted_field(parameter.name, spec, parameter.default, description))
         except TypeError as error:
-            raise TypeError(f"tool {name}, parameter {parameter.name}: {error}") from None
+            raise ToolDefinitionError(f"tool {name}, parameter {parameter.name}: {error}") from None
     return ObjectSpec(fields)
 
 
@@ -340,7 +339,7 @@ def _reads(spec: Spec, text: str) -> bool:
 
 def _require_text(tool_name: str, value: object) -> None:
     if not isinstance(value, str):
-        raise TypeError(
+        raise ToolTypeError(
             f"tool {tool_name} takes its arguments as JSON text (str), got "
             f"{type(value).__name__}: pass json.dumps(arguments)"
         )

@@ -18,8 +18,17 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from chainkit.tools._mcp.endpoint import check_timeout, endpoint
-from chainkit.tools._mcp.tool import MCPTool, MCPToolError
+from chainkit.tools._mcp.tool import MCPTool
 from chainkit.tools.base import Tool
+from chainkit.tools.errors import MCPConnectionError as MCPConnectionError
+from chainkit.tools.errors import (
+    MCPNotInstalledError,
+    MCPSessionError,
+    MCPTimeoutError,
+    MCPToolError,
+    ToolConfigError,
+    ToolTypeError,
+)
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
@@ -33,11 +42,6 @@ logger = logging.getLogger("chainkit.mcp")
 _CLOSE_SECONDS = 10.0
 
 _T = TypeVar("_T")
-
-
-class MCPConnectionError(ConnectionError):
-    """An MCP server could not be started, reached or initialised within the timeout. The
-    message says which, and quotes the last lines the server wrote to stderr."""
 
 
 class MCPTools:
@@ -77,9 +81,9 @@ class MCPTools:
         self.timeout = check_timeout(timeout)
         self.connect_timeout = check_timeout(connect_timeout)
         if not isinstance(prefix, str):
-            raise TypeError(f"prefix must be a string, got {type(prefix).__name__}")
+            raise ToolTypeError(f"prefix must be a string, got {type(prefix).__name__}")
         if name is not None and (not isinstance(name, str) or not name.strip()):
-            raise ValueError(f"name must be a non-empty string, got {name!r}")
+            raise ToolConfigError(f"name must be a non-empty string, got {name!r}")
         self.prefix = prefix
         self._name = name
         self._lock = threading.Lock()
@@ -108,7 +112,7 @@ class MCPTools:
     def tools(self) -> list[Tool]:
         """The server's tools as last listed."""
         if self._state != "open":
-            raise RuntimeError(
+            raise MCPSessionError(
                 f"{self!r} is not open: use its tools inside `with MCPTools(...) as tools:` "
                 "or `async with`"
             )
@@ -225,14 +229,16 @@ class MCPTools:
     def _start(self) -> Future[None]:
         with self._lock:
             if self._state != "new":
-                raise RuntimeError(f"{self!r} was opened before; make a new MCPTools to reconnect")
+                raise MCPSessionError(
+                    f"{self!r} was opened before; make a new MCPTools to reconnect"
+                )
             self._state = "connecting"
         try:
             from chainkit.tools._mcp.connection import Session
         except ModuleNotFoundError as error:
             self._state = "closed"
             if (error.name or "").partition(".")[0] in ("mcp", "httpx2"):
-                raise ModuleNotFoundError(
+                raise MCPNotInstalledError(
                     "MCPTools needs the mcp package (2.x): pip install 'chainkit[mcp]'",
                     name=error.name,
                 ) from error
@@ -280,7 +286,7 @@ class MCPTools:
         seen: set[str] = set()
         for info in listing:
             if info.name in seen:
-                raise ValueError(f"MCP server {server!r} lists the tool {info.name!r} twice")
+                raise ToolConfigError(f"MCP server {server!r} lists the tool {info.name!r} twice")
             seen.add(info.name)
             tools.append(
                 MCPTool(
@@ -303,13 +309,13 @@ class MCPTools:
             )
         return self._session.closed_error(tool)
 
-    def _refresh_timeout(self) -> TimeoutError:
-        return TimeoutError(
+    def _refresh_timeout(self) -> MCPTimeoutError:
+        return MCPTimeoutError(
             f"MCP server {self.server!r} did not list its tools in {self.timeout:g} s"
         )
 
-    def _not_open(self) -> RuntimeError:
-        return RuntimeError(f"{self!r} is not open")
+    def _not_open(self) -> MCPSessionError:
+        return MCPSessionError(f"{self!r} is not open")
 
     def _submit(
         self,

@@ -18,15 +18,12 @@ from typing import Any
 
 from chainkit._redact import redact
 from chainkit.tools.base import Tool
+from chainkit.tools.errors import FactoryError as FactoryError
 
 HOST = "127.0.0.1"
 PATH = "/mcp"
 _EXAMPLE = "chainkit.tools:builtin_tools"
 _NEEDS_MCP = "chainkit mcp-serve: error: it needs the mcp package: pip install 'chainkit[mcp]'"
-
-
-class FactoryError(ValueError):
-    """The `module:factory` given to mcp-serve does not give tools; the message says why."""
 
 
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -34,7 +34,8 @@ from chainkit._redact import redact
 from chainkit._text import shorten
 from chainkit.tools._mcp.content import result_text
 from chainkit.tools._mcp.endpoint import Endpoint
-from chainkit.tools._mcp.tool import MCPTool, MCPToolError
+from chainkit.tools._mcp.tool import MCPTool
+from chainkit.tools.errors import MCPSessionError, MCPToolError
 
 logger = logging.getLogger("chainkit.mcp")
 
@@ -191,7 +192,7 @@ class Session:
     async def refresh(self) -> None:
         """Lists the tools again and hands the list to `on_tools`."""
         if self._client is None:
-            raise RuntimeError(f"the session with MCP server {self.server_name!r} is closed")
+            raise MCPSessionError(f"the session with MCP server {self.server_name!r} is closed")
         self._on_tools(self.server_name, await self._list_tools())
 
     def closed_error(self, tool: MCPTool) -> MCPToolError:
@@ -262,7 +263,7 @@ class Session:
             cursor = page.next_cursor
             if cursor is None:
                 return tools
-        raise RuntimeError(
+        raise MCPSessionError(
             f"MCP server {self.server_name!r} lists its tools in more than {_MAX_PAGES} pages"
         )
 

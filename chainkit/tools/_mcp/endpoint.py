@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
 from chainkit._redact import redact
+from chainkit.tools.errors import ToolConfigError, ToolTypeError
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,16 +51,18 @@ def endpoint(
     cwd: str | os.PathLike[str] | None,
     headers: Mapping[str, str] | None,
 ) -> Endpoint:
-    """The Endpoint these MCPTools arguments describe; TypeError or ValueError naming what is
-    wrong with them."""
+    """The Endpoint these MCPTools arguments describe; ToolTypeError or ToolConfigError naming
+    what is wrong with them."""
     if (command is None) == (url is None):
-        raise TypeError(
+        raise ToolTypeError(
             "MCPTools needs exactly one of command=[program, *args] (a server started over "
             'stdio) or url="http://host:port/mcp" (streamable HTTP)'
         )
     if command is not None:
         if headers is not None:
-            raise TypeError("headers= is for url= servers; a command= server takes env= instead")
+            raise ToolTypeError(
+                "headers= is for url= servers; a command= server takes env= instead"
+            )
         return Endpoint(
             command=_command(command),
             url=None,
@@ -68,43 +71,45 @@ def endpoint(
         )
     assert url is not None
     if env is not None or cwd is not None:
-        raise TypeError("env= and cwd= are for command= servers; a url= server takes headers=")
+        raise ToolTypeError("env= and cwd= are for command= servers; a url= server takes headers=")
     return Endpoint(command=None, url=_url(url), headers=_strings("headers", headers))
 
 
 def check_timeout(timeout: float) -> float:
-    """`timeout` as seconds; ValueError unless it is a positive, finite number."""
+    """`timeout` as seconds; ToolConfigError unless it is a positive, finite number."""
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise TypeError(f"timeout must be a number of seconds, got {type(timeout).__name__}")
+        raise ToolTypeError(f"timeout must be a number of seconds, got {type(timeout).__name__}")
     if not (timeout > 0 and math.isfinite(timeout)):
-        raise ValueError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
+        raise ToolConfigError(
+            f"timeout must be a positive, finite number of seconds, got {timeout!r}"
+        )
     return float(timeout)
 
 
 def _command(command: Sequence[str]) -> tuple[str, ...]:
     if isinstance(command, str):
-        raise TypeError(
+        raise ToolTypeError(
             f"command must be a list such as ['python', 'server.py'], got the string {command!r}"
         )
     words = tuple(command)
     if not words:
-        raise ValueError("command is empty: give the program to start and its arguments")
+        raise ToolConfigError("command is empty: give the program to start and its arguments")
     for word in words:
         if not isinstance(word, str):
-            raise TypeError(f"command must be a list of strings, got {type(word).__name__}")
+            raise ToolTypeError(f"command must be a list of strings, got {type(word).__name__}")
         if "\0" in word:
-            raise ValueError(f"command words cannot contain NUL characters: {word!r}")
+            raise ToolConfigError(f"command words cannot contain NUL characters: {word!r}")
     if not words[0]:
-        raise ValueError("command starts with an empty program name")
+        raise ToolConfigError("command starts with an empty program name")
     return words
 
 
 def _url(url: str) -> str:
     if not isinstance(url, str):
-        raise TypeError(f"url must be a string, got {type(url).__name__}")
+        raise ToolTypeError(f"url must be a string, got {type(url).__name__}")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(
+        raise ToolConfigError(
             f"url must be an http:// or https:// address such as http://127.0.0.1:8000/mcp, "
             f"got {Endpoint(None, url)}"
         )
@@ -115,9 +120,9 @@ def _strings(what: str, values: Mapping[str, str] | None) -> dict[str, str] | No
     if values is None:
         return None
     if not isinstance(values, Mapping):
-        raise TypeError(f"{what} must map names to strings, got {type(values).__name__}")
+        raise ToolTypeError(f"{what} must map names to strings, got {type(values).__name__}")
     for name, value in values.items():
         if not isinstance(name, str) or not isinstance(value, str):
             # Say which name is wrong, never the value: it may be a key.
-            raise TypeError(f"{what} must map strings to strings; {name!r} does not")
+            raise ToolTypeError(f"{what} must map strings to strings; {name!r} does not")
     return dict(values)

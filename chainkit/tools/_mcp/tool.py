@@ -13,21 +13,12 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from chainkit._text import shorten
-from chainkit.tools._arguments import MalformedJSONError, decode_json
-from chainkit.tools.base import Tool, ToolError
+from chainkit.tools._arguments import decode_json
+from chainkit.tools.base import Tool
+from chainkit.tools.errors import MalformedJSONError
+from chainkit.tools.errors import MCPToolError as MCPToolError
 
 _EXCERPT = 200
-
-
-class MCPToolError(ToolError):
-    """A call to an MCP tool failed: the tool reported an error, or the server broke the
-    protocol, went away or did not answer in time. The message is the observation the model
-    gets; `server` and `tool` say where it happened."""
-
-    def __init__(self, message: str, *, server: str, tool: str) -> None:
-        super().__init__(message)
-        self.server = server
-        self.tool = tool
 
 
 class ToolCaller(Protocol):

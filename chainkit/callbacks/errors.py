@@ -1,0 +1,14 @@
+"""Errors of callbacks: a handler that is none, or one set up with settings it cannot use."""
+
+from __future__ import annotations
+
+from chainkit._errors import ChainkitError
+
+
+class HandlerTypeError(ChainkitError, TypeError):
+    """Something given as a handler is not a `callbacks.Handler` (nor a list of them), or a
+    handler was given an argument of the wrong type, such as a stream that cannot be written."""
+
+
+class HandlerConfigError(ChainkitError, ValueError):
+    """A handler setting has a value it cannot take, such as a negative `max_chars`."""

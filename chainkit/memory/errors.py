@@ -1,0 +1,13 @@
+"""Errors of memory."""
+
+from __future__ import annotations
+
+from chainkit._errors import ChainkitError
+
+
+class MemoryKeyError(ChainkitError, ValueError):
+    """The memory cannot tell which input or output key holds the exchange to save."""
+
+
+class MemoryTypeError(ChainkitError, TypeError):
+    """A memory was built with a setting of the wrong type."""
