@@ -11,6 +11,7 @@ from chainkit.tools.calculator import Calculator
 from chainkit.tools.current_time import CurrentTime
 from chainkit.tools.join import join_tools
 from chainkit.tools.random_number import RandomNumber
+from chainkit.tools.retriever import ToolRetriever
 from chainkit.tools.structured import InvalidArgumentsError, StructuredTool, tool
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ __all__ = [
     "StructuredTool",
     "Tool",
     "ToolError",
+    "ToolRetriever",
     "builtin_tools",
     "join_tools",
     "tool",
