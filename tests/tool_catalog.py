@@ -9,8 +9,9 @@ create_issue, …). Each tool is described in English or in Chinese (a seeded co
 Chinese-described tools have Chinese names. Its arguments follow its object and action.
 
 The wording comes from a `Wording`: how names are spelled (snake_case or camelCase), the
-description templates and the question templates, per action. The benchmark and the tests use
-different wordings and seeds, so the tests do not hold a figure tuned on the benchmark's data.
+description templates and the question templates, per action. The tests use `TEST_WORDING`
+(camelCase names) and `TEST_SEED`; bench/tool_retrieval.py has its own wording (snake_case,
+other templates) and seed, so the tests do not hold a figure tuned on the benchmark's data.
 
 A question names the object by its primary term or a synonym (only the first synonym is in
 the description: the others the index has never seen) and an entity of the domain (a
@@ -625,3 +626,171 @@ def _parameters(obj: Obj, action: ActionWording) -> dict[str, Any]:
 def wording(camel_case: bool, table: dict[str, tuple[Any, ...]]) -> Wording:
     """A Wording from one row of `ActionWording` fields per action letter."""
     return Wording(camel_case, {letter: ActionWording(*row) for letter, row in table.items()})
+
+
+# The tests' wording: other templates than the benchmark's, and camelCase names.
+TEST_WORDING = wording(
+    True,
+    {
+        "G": (
+            "fetch_{slug}",
+            "获取",
+            "Fetch {obj} ({alt}) data by {arg}.",
+            "获取某个{arg}的{obj}（{alt}）数据。",
+            ("what's the {obj} of {entity} right now", "look up {entity} {obj}"),
+            ("{entity}现在{obj}怎么样", "看看{entity}的{obj}"),
+        ),
+        "L": (
+            "list_all_{slug}",
+            "一览",
+            "Return every {obj} ({alt}) entry in pages of 50.",
+            "分页返回全部{obj}（{alt}）条目。",
+            ("give me every {obj} we have for {entity}", "all {obj} entries please"),
+            ("{entity}的{obj}全部列出来", "所有{obj}条目"),
+        ),
+        "C": (
+            "new_{slug}",
+            "新建",
+            "Make a {obj} ({alt}) record from the fields given.",
+            "根据给定字段新建{obj}（{alt}）记录。",
+            ("make a {obj} for {entity}", "I'd like a new {obj} for {entity}"),
+            ("新建{entity}的{obj}", "给{entity}新建一个{obj}"),
+        ),
+        "U": (
+            "edit_{slug}",
+            "编辑",
+            "Edit fields of a {obj} ({alt}).",
+            "编辑{obj}（{alt}）的字段。",
+            ("edit the {obj} for {entity}", "fix a field in my {obj}"),
+            ("编辑{entity}的{obj}", "改一下{obj}的内容"),
+        ),
+        "D": (
+            "remove_{slug}",
+            "移除",
+            "Remove a {obj} ({alt}); this cannot be undone.",
+            "移除{obj}（{alt}），不可恢复。",
+            ("remove the {obj} of {entity}", "get rid of that {obj}"),
+            ("移除{entity}的{obj}", "{obj}不要了，移除掉"),
+        ),
+        "S": (
+            "find_{slug}",
+            "查找",
+            "Full-text search across {obj} ({alt}) entries.",
+            "全文检索{obj}（{alt}）条目。",
+            ("find any {obj} mentioning {entity}", "full-text search {obj} for {entity}"),
+            ("检索提到{entity}的{obj}", "查找{entity}相关{obj}"),
+        ),
+        "H": (
+            "{slug}_timeline",
+            "时间线",
+            "Daily {obj} ({alt}) timeline between two dates.",
+            "两个日期之间每天的{obj}（{alt}）时间线。",
+            (
+                "daily {obj} timeline for {entity} since January",
+                "{entity} {obj} day by day last quarter",
+            ),
+            ("{entity}今年以来每天的{obj}时间线", "{obj}按天的时间线，{entity}"),
+        ),
+        "E": (
+            "download_{slug}",
+            "下载",
+            "Download {obj} ({alt}) data as a file.",
+            "下载{obj}（{alt}）数据文件。",
+            ("download {entity} {obj} data as a file", "I want a file of my {obj}"),
+            ("下载{entity}的{obj}数据", "{obj}数据下载成文件"),
+        ),
+        "A": (
+            "watch_{slug}",
+            "监控",
+            "Watch the {obj} ({alt}) and push a message on change.",
+            "监控{obj}（{alt}），有变化时推送消息。",
+            (
+                "watch {entity} {obj} and ping me",
+                "push me a message if the {obj} moves for {entity}",
+            ),
+            ("监控{entity}的{obj}，有变化推送给我", "帮我盯着{entity}的{obj}"),
+        ),
+        "K": (
+            "{slug}_side_by_side",
+            "比较",
+            "Put the {obj} ({alt}) of several {arg}s side by side.",
+            "并排比较几个{arg}的{obj}（{alt}）。",
+            (
+                "{entity} vs {entity2}: {obj} side by side",
+                "put {entity} and {entity2} {obj} side by side",
+            ),
+            ("{entity}对{entity2}，{obj}并排比较", "并排看{entity}和{entity2}的{obj}"),
+        ),
+        "F": (
+            "predict_{slug}",
+            "展望",
+            "Predict the {obj} ({alt}) a week ahead.",
+            "展望未来一周的{obj}（{alt}）。",
+            (
+                "predict next week's {obj} for {entity}",
+                "what {obj} should {entity} expect next week",
+            ),
+            ("展望{entity}下周的{obj}", "{entity}接下来一周{obj}展望"),
+        ),
+        "N": (
+            "{slug}_insights",
+            "洞察",
+            "Insights on the {obj} ({alt}): trends and outliers.",
+            "{obj}（{alt}）洞察：趋势和异常值。",
+            (
+                "insights on {entity} {obj}: trends and outliers",
+                "any outliers in the {obj} of {entity}",
+            ),
+            ("{entity}的{obj}有什么趋势和异常", "{obj}洞察，{entity}"),
+        ),
+        "B": (
+            "reserve_{slug}",
+            "预约",
+            "Reserve a {obj} ({alt}) for a date.",
+            "按日期预约{obj}（{alt}）。",
+            ("reserve {obj} in {entity} for Saturday", "can you reserve a {obj} near {entity}"),
+            ("周六在{entity}预约{obj}", "预约一个{entity}附近的{obj}"),
+        ),
+        "X": (
+            "revoke_{slug}",
+            "撤销",
+            "Revoke an existing {obj} ({alt}) reservation.",
+            "撤销已有的{obj}（{alt}）预约。",
+            ("revoke my {obj} for {entity}", "call off the {obj} in {entity}"),
+            ("撤销{entity}的{obj}", "{entity}那个{obj}撤销掉"),
+        ),
+        "R": (
+            "suggest_{slug}",
+            "建议",
+            "Suggest {obj} ({alt}) options you may like.",
+            "建议你可能喜欢的{obj}（{alt}）。",
+            ("suggest a {obj} I may like around {entity}", "any {obj} you'd suggest like {entity}"),
+            ("建议几个{entity}附近的{obj}", "有什么{obj}建议，类似{entity}"),
+        ),
+        "M": (
+            "deliver_{slug}",
+            "投递",
+            "Deliver a {obj} ({alt}) to someone.",
+            "把{obj}（{alt}）投递给某人。",
+            ("deliver this {obj} to {entity}", "{obj} to {entity}, deliver now"),
+            ("把{obj}投递给{entity}", "{obj}马上投递给{entity}"),
+        ),
+        "P": (
+            "stream_{slug}",
+            "串流",
+            "Stream a {obj} ({alt}) to a speaker or screen.",
+            "串流{obj}（{alt}）到音箱或屏幕。",
+            ("stream {entity} {obj} in the living room", "stream some {obj} of {entity}"),
+            ("串流{entity}的{obj}", "在客厅串流{entity}的{obj}"),
+        ),
+        "O": (
+            "switch_{slug}",
+            "切换",
+            "Switch a {obj} ({alt}) between on and off.",
+            "切换{obj}（{alt}）的开关状态。",
+            ("switch the {obj} in {entity} on", "switch {entity} {obj} off"),
+            ("切换{entity}{obj}的开关", "{entity}的{obj}切换成关"),
+        ),
+    },
+)
+TEST_SEED = 77

@@ -1,17 +1,24 @@
-"""What the built-in agents share: a model, a checked list of tools, an output key, and an
-optional handler for their own model calls."""
+"""What the built-in agents share: a model, a checked list of tools, an output key, an
+optional handler for their own model calls, and an optional tool retriever choosing the tools
+each run offers the model."""
 
 from __future__ import annotations
 
+import threading
 import unicodedata
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from chainkit._text import shorten
 from chainkit.agents.errors import NotFinishedError
-from chainkit.callbacks import Handlers, Observed
+from chainkit.callbacks import Handler, Handlers, Observed
 from chainkit.llms import Model
-from chainkit.schema import AgentStep, Message
-from chainkit.tools import Tool
+from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message
+from chainkit.tools import Tool, ToolRetriever
+
+Decision = TypeVar("Decision", bound=list[AgentAction] | AgentFinish)
 
 
 def check_tools(tools: Sequence[Tool]) -> list[Tool]:
@@ -62,7 +69,16 @@ def check_tools(tools: Sequence[Tool]) -> list[Tool]:
 
 
 class BaseAgent(Observed):
-    """Holds what OneShotAgent and ToolCallingAgent have in common; the planning is theirs."""
+    """Holds what OneShotAgent and ToolCallingAgent have in common; the planning is theirs.
+
+    With a `tool_retriever`, a run offers the model only the tools it selects for the run's
+    query (the input under `_query_key`): selected once, when the run's first plan starts,
+    and reported as a retrieval to the callbacks. A registered tool the model names that was
+    not offered still runs (the Executor finds every tool of the agent), and is offered from
+    then on, reported as a retrieval of its own.
+    """
+
+    _query_key = "input"
 
     def __init__(
         self,
@@ -70,11 +86,15 @@ class BaseAgent(Observed):
         tools: Sequence[Tool],
         output_key: str,
         callbacks_handler: Handlers,
+        tool_retriever: ToolRetriever | None = None,
     ) -> None:
         self.llm = llm
         self._tools = check_tools(tools)
         self.output_key = output_key
         self.callbacks_handler = callbacks_handler
+        self.tool_retriever = _check_retriever(tool_retriever, self._tools)
+        self._tools_folded = {tool.name.casefold(): tool for tool in self._tools}
+        self._offers = _RunOffers()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(llm={self.llm!r}, tools={[t.name for t in self._tools]})"
@@ -86,6 +106,141 @@ class BaseAgent(Observed):
     @property
     def output_keys(self) -> list[str]:
         return [self.output_key]
+
+    def _offered(
+        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], handler: Handler | None
+    ) -> list[Tool] | None:
+        """The tools this run offers the model; None without a tool_retriever (all of them)."""
+        retriever = self.tool_retriever
+        if retriever is None:
+            return None
+        offer = self._offers.get(inputs) if steps else None
+        if offer is None:
+            query = str(inputs[self._query_key])
+            with _reporting_retrieval(handler, query) as found:
+                found.extend(self._registered(retriever.select(query)))
+            offer = self._offers.start(inputs, found)
+        return offer
+
+    async def _aoffered(
+        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], handler: Handler | None
+    ) -> list[Tool] | None:
+        """`_offered` for async runs: an embedder's async path is awaited."""
+        retriever = self.tool_retriever
+        if retriever is None:
+            return None
+        offer = self._offers.get(inputs) if steps else None
+        if offer is None:
+            query = str(inputs[self._query_key])
+            with _reporting_retrieval(handler, query) as found:
+                found.extend(self._registered(await retriever.aselect(query)))
+            offer = self._offers.start(inputs, found)
+        return offer
+
+    def _planned(
+        self, decision: Decision, inputs: Mapping[str, Any], handler: Handler | None
+    ) -> Decision:
+        """`decision`, once the run's offer knows it: a finished run's offer is forgotten, and
+        each registered tool the model named without being offered it is offered from now on
+        (the second chance: it runs all the same)."""
+        if self.tool_retriever is None:
+            return decision
+        if isinstance(decision, AgentFinish):
+            self._offers.end(inputs)
+            return decision
+        offer = self._offers.get(inputs)
+        if offer is not None:
+            for action in decision:
+                tool = self._tools_folded.get(action.tool.casefold())
+                if tool is not None and all(tool is not offered for offered in offer):
+                    with _reporting_retrieval(handler, action.tool) as found:
+                        found.append(tool)
+                    offer.append(tool)
+        return decision
+
+    def _registered(self, selected: Sequence[Tool]) -> list[Tool]:
+        """The agent's own tools among those a retriever selected (by name): one added to the
+        retriever since the agent was built is not the agent's to offer."""
+        found = (self._tools_folded.get(tool.name.casefold()) for tool in selected)
+        return [tool for tool in found if tool is not None]
+
+
+def _check_retriever(
+    retriever: ToolRetriever | None, tools: Sequence[Tool]
+) -> ToolRetriever | None:
+    """Raises unless the retriever selects among exactly the agent's tools (by name)."""
+    if retriever is None:
+        return None
+    if not isinstance(retriever, ToolRetriever):
+        raise TypeError(
+            f"tool_retriever must be a tools.ToolRetriever, got {type(retriever).__name__}"
+        )
+    agent_names = {tool.name for tool in tools}
+    retriever_names = {tool.name for tool in retriever.tools}
+    if agent_names != retriever_names:
+        problems = []
+        if agent_names - retriever_names:
+            unknown = ", ".join(sorted(agent_names - retriever_names))
+            problems.append(f"the retriever lacks {shorten(unknown, 200)}")
+        if retriever_names - agent_names:
+            extra = ", ".join(sorted(retriever_names - agent_names))
+            problems.append(f"the agent lacks {shorten(extra, 200)}")
+        raise ValueError(
+            "tool_retriever must select among the agent's own tools: "
+            f"{'; '.join(problems)}. Build it with tools.ToolRetriever(tools) on the same list"
+        )
+    return retriever
+
+
+@contextmanager
+def _reporting_retrieval(handler: Handler | None, query: str) -> Iterator[list[Tool]]:
+    """Reports a selection of tools for `query`: its start, then, once the block has put the
+    tools selected in the list it is given, its end with them. The one place the agents fire
+    retriever events."""
+    if handler is not None:
+        handler.handle_retriever_start(query)
+    found: list[Tool] = []
+    yield found
+    if handler is not None:
+        handler.handle_retriever_end(query, list(found))
+
+
+class _RunOffers:
+    """The tools offered in each run in progress, by the run's inputs: the Executor passes the
+    same inputs object to every plan of a run, and a run's first plan (no steps yet) always
+    selects afresh. Each record holds its inputs, so their id is not reused while it lives; a
+    run that ends with an error leaves its record behind, so only the latest `LIMIT` are kept
+    (a run whose record was dropped selects again).
+
+    A copy of an agent starts with no record: `__reduce__` makes copies and pickles fresh."""
+
+    LIMIT = 256
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._offers: OrderedDict[int, tuple[Mapping[str, Any], list[Tool]]] = OrderedDict()
+
+    def __reduce__(self) -> tuple[type[_RunOffers], tuple[()]]:
+        return (type(self), ())
+
+    def get(self, inputs: Mapping[str, Any]) -> list[Tool] | None:
+        with self._lock:
+            record = self._offers.get(id(inputs))
+        return record[1] if record is not None and record[0] is inputs else None
+
+    def start(self, inputs: Mapping[str, Any], tools: list[Tool]) -> list[Tool]:
+        with self._lock:
+            self._offers[id(inputs)] = (inputs, tools)
+            self._offers.move_to_end(id(inputs))
+            while len(self._offers) > self.LIMIT:
+                self._offers.popitem(last=False)
+        return tools
+
+    def end(self, inputs: Mapping[str, Any]) -> None:
+        with self._lock:
+            record = self._offers.get(id(inputs))
+            if record is not None and record[0] is inputs:
+                del self._offers[id(inputs)]
 
 
 def no_text(reply: Message) -> str:
