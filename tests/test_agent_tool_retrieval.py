@@ -264,11 +264,11 @@ def test_finished_and_failed_runs_leave_bounded_records():
     executor = agents.Executor(agent)
     for _ in range(3):
         chains.run(executor, "weather")
-    assert len(agent._offers._offers) == 0
+    assert len(agent._offers) == 0
     for _ in range(300):
         with pytest.raises(agents.OutputParserError):
             chains.run(executor, "weather")
-    assert len(agent._offers._offers) <= agent._offers.LIMIT
+    assert len(agent._offers) == agent._offers.LIMIT
 
 
 # The whole path on 1,000 tools: the offline model picks among the tools offered to it.

@@ -114,12 +114,12 @@ class BaseAgent(Observed):
         retriever = self.tool_retriever
         if retriever is None:
             return None
-        offer = self._offers.get(inputs) if steps else None
+        query = self._query(inputs)
+        offer = self._offers.get(inputs, query) if steps else None
         if offer is None:
-            query = str(inputs[self._query_key])
             with _reporting_retrieval(handler, query) as found:
                 found.extend(self._registered(retriever.select(query)))
-            offer = self._offers.start(inputs, found)
+            offer = self._offers.start(inputs, query, found)
         return offer
 
     async def _aoffered(
@@ -129,12 +129,12 @@ class BaseAgent(Observed):
         retriever = self.tool_retriever
         if retriever is None:
             return None
-        offer = self._offers.get(inputs) if steps else None
+        query = self._query(inputs)
+        offer = self._offers.get(inputs, query) if steps else None
         if offer is None:
-            query = str(inputs[self._query_key])
             with _reporting_retrieval(handler, query) as found:
                 found.extend(self._registered(await retriever.aselect(query)))
-            offer = self._offers.start(inputs, found)
+            offer = self._offers.start(inputs, query, found)
         return offer
 
     def _planned(
@@ -148,7 +148,7 @@ class BaseAgent(Observed):
         if isinstance(decision, AgentFinish):
             self._offers.end(inputs)
             return decision
-        offer = self._offers.get(inputs)
+        offer = self._offers.get(inputs, self._query(inputs))
         if offer is not None:
             for action in decision:
                 tool = self._tools_folded.get(action.tool.casefold())
@@ -157,6 +157,10 @@ class BaseAgent(Observed):
                         found.append(tool)
                     offer.append(tool)
         return decision
+
+    def _query(self, inputs: Mapping[str, Any]) -> str:
+        """The text tools are selected for: the input under `_query_key`."""
+        return str(inputs.get(self._query_key, ""))  # a missing input is the prompt's to name
 
     def _registered(self, selected: Sequence[Tool]) -> list[Tool]:
         """The agent's own tools among those a retriever selected (by name): one added to the
@@ -206,11 +210,12 @@ def _reporting_retrieval(handler: Handler | None, query: str) -> Iterator[list[T
 
 
 class _RunOffers:
-    """The tools offered in each run in progress, by the run's inputs: the Executor passes the
-    same inputs object to every plan of a run, and a run's first plan (no steps yet) always
-    selects afresh. Each record holds its inputs, so their id is not reused while it lives; a
-    run that ends with an error leaves its record behind, so only the latest `LIMIT` are kept
-    (a run whose record was dropped selects again).
+    """The tools offered in each run in progress, by the id of the run's inputs: the Executor
+    passes the same inputs object to every plan of a run, so no other object has that id
+    while the run goes on, and a run's first plan (no steps yet) always selects afresh. A
+    record is found only for the query it was selected for. A run that does not end with the
+    agent's final answer (an error, a limit, a tool returning directly) leaves its record
+    behind: only the latest `LIMIT` are kept, and a run whose record was dropped selects again.
 
     A copy of an agent starts with no record: `__reduce__` makes copies and pickles fresh."""
 
@@ -218,19 +223,22 @@ class _RunOffers:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._offers: OrderedDict[int, tuple[Mapping[str, Any], list[Tool]]] = OrderedDict()
+        self._offers: OrderedDict[int, tuple[int, list[Tool]]] = OrderedDict()
 
     def __reduce__(self) -> tuple[type[_RunOffers], tuple[()]]:
         return (type(self), ())
 
-    def get(self, inputs: Mapping[str, Any]) -> list[Tool] | None:
+    def __len__(self) -> int:
+        return len(self._offers)
+
+    def get(self, inputs: Mapping[str, Any], query: str) -> list[Tool] | None:
         with self._lock:
             record = self._offers.get(id(inputs))
-        return record[1] if record is not None and record[0] is inputs else None
+        return record[1] if record is not None and record[0] == hash(query) else None
 
-    def start(self, inputs: Mapping[str, Any], tools: list[Tool]) -> list[Tool]:
+    def start(self, inputs: Mapping[str, Any], query: str, tools: list[Tool]) -> list[Tool]:
         with self._lock:
-            self._offers[id(inputs)] = (inputs, tools)
+            self._offers[id(inputs)] = (hash(query), tools)
             self._offers.move_to_end(id(inputs))
             while len(self._offers) > self.LIMIT:
                 self._offers.popitem(last=False)
@@ -238,9 +246,7 @@ class _RunOffers:
 
     def end(self, inputs: Mapping[str, Any]) -> None:
         with self._lock:
-            record = self._offers.get(id(inputs))
-            if record is not None and record[0] is inputs:
-                del self._offers[id(inputs)]
+            self._offers.pop(id(inputs), None)
 
 
 def no_text(reply: Message) -> str:
