@@ -1,6 +1,6 @@
 """Tool retrieval on a generated catalog of 1,000+ tools: recall, prompt size and speed.
 
-Run from the repository root: `python bench/tool_retrieval.py` (about 10 s). It builds the
+Run from the repository root: `python bench/tool_retrieval.py` (a few seconds). It builds the
 catalog of tests/tool_catalog.py with this file's wording (snake_case names; the tests use
 other templates, camelCase names and another seed), about half the tools described in
 English and half in Chinese, and asks three sets of questions, each about a known tool:
@@ -10,7 +10,8 @@ English and half in Chinese, and asks three sets of questions, each about a know
   described as "Returns the current stock quote (share price) for a given symbol.");
 - unseen synonym: the same, by a synonym its description does not use ("bitcoin price" →
   "crypto quote"): what a lexical index cannot bridge;
-- cross-language: a Chinese question about an English-described tool, and the reverse.
+- cross-language: a Chinese question about an English-described tool, and the reverse
+  (its "en questions" are about Chinese-described tools, whose names are English words).
 
 For each it prints Recall@1/@3/@5 of `tools.ToolRetriever(tools, top_k=5)` (the right tool
 first, in the first 3, among the 5 selected), by question language; then the prompt of a

