@@ -15,6 +15,7 @@ import contextlib
 import json
 import socket
 import threading
+import zlib
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -497,9 +498,20 @@ class _Handler(BaseHTTPRequestHandler):
         _shut(self.connection)
 
 
+EMBEDDING_DIMENSIONS = 256
+
+
 def embedding_of(text: str) -> list[float]:
-    """The loopback server's embedding of `text`: distinct per text, so order is checkable."""
-    return [float(len(text)), float(sum(map(ord, text)) % 997), 0.5]
+    """The loopback server's embedding of `text`: how often each hashed character trigram of
+    its lower-cased words occurs (fastText-style subwords, with no model). Deterministic,
+    distinct for distinct words, and similar for texts that share words or parts of words,
+    typos included ("forcast" and "forecast"), which is what a test of dense retrieval needs."""
+    counts = [0.0] * EMBEDDING_DIMENSIONS
+    for word in text.lower().split():
+        padded = f"<{word}>"
+        for start in range(max(len(padded) - 2, 1)):
+            counts[zlib.crc32(padded[start : start + 3].encode()) % EMBEDDING_DIMENSIONS] += 1
+    return counts
 
 
 def completion_of(reply: Reply, model: str) -> dict[str, Any]:

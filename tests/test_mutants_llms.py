@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 
 from chainkit import agents, chains, tools
+from chainkit._lexical import tokens
 from chainkit.callbacks import Handler
 from chainkit.llms import FakeLLM, OfflineModel
-from chainkit.llms._lexical import best_match, find_expression, tokens
+from chainkit.llms._question import find_expression
 from chainkit.llms.fake import FakeLLMExhaustedError
+from chainkit.llms.offline import _choose
 from chainkit.schema import Message, ToolInfo
 
 
@@ -127,7 +129,7 @@ def test_offline_an_expression_does_not_outweigh_the_words_of_another_tool():
     assert step.action.tool_input == "1-10+2"  # what the question says besides asking
 
 
-# --- llms/_lexical.py ----------------------------------------------------------------------
+# --- _lexical.py, llms/_question.py, the offline model's choice ------------------------
 
 
 def test_tokens_stem_plural_s_but_not_double_s():
@@ -164,26 +166,25 @@ def test_find_expression_dates_need_a_four_digit_year():
     assert find_expression("24-1-1") == "24-1-1"
 
 
-def test_best_match_tie_goes_to_first_candidate():
+def test_choice_tie_goes_to_first_candidate():
     candidates = [("first", "weather report"), ("second", "weather report")]
-    assert best_match("weather", candidates) == (0, 1.0)
+    choice = _choose("weather", candidates)
+    assert choice is not None and choice.name == "first"
 
 
-def test_best_match_arithmetic_question_matches_math_description():
+def test_arithmetic_question_matches_math_description():
     candidates = [("alpha", "unrelated words"), ("beta", "does math")]
-    index, score = best_match("7*6", candidates)
-    assert index == 1
-    assert score > 0
+    choice = _choose("7*6", candidates)
+    assert choice is not None and (choice.name, choice.expression) == ("beta", "7*6")
 
 
-def test_best_match_splits_tool_names_on_underscore_and_hyphen():
-    candidates = [("other", "nothing shared"), ("random_number", "")]
-    assert best_match("random", candidates) == (1, 1.0)
-    candidates = [("other", "nothing shared"), ("random-number", "")]
-    assert best_match("random", candidates) == (1, 1.0)
+def test_choice_splits_tool_names_on_underscore_and_hyphen():
+    for name in ("random_number", "random-number", "randomNumber"):
+        choice = _choose("random", [("other", "nothing shared"), (name, "x")])
+        assert choice is not None and choice.name == name
 
 
 def test_plurals_in_ss_stem_to_their_singular() -> None:
-    from chainkit.llms._lexical import tokens as words
+    from chainkit._lexical import tokens as words
 
     assert "class" in words("classes") and "class" in words("class")

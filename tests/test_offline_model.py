@@ -4,8 +4,10 @@ from typing import Literal
 import pytest
 
 from chainkit import agents, chains, tools
+from chainkit._lexical import tokens
 from chainkit.llms import OfflineModel
-from chainkit.llms._lexical import best_match, find_expression, tokens
+from chainkit.llms._question import find_expression
+from chainkit.llms.offline import _choose
 from chainkit.schema import Message, ToolInfo
 
 
@@ -96,7 +98,7 @@ def test_lexical_helpers():
     assert find_expression("2024-01-01 是星期几") is None
     assert find_expression("１２+３") == "12+3"
     assert find_expression("e.g. 5-3") == "5-3"
-    assert best_match("nothing", [("a", "b")]) == (-1, 0.0)
+    assert _choose("nothing", [("a", "b")]) is None
 
 
 def weather_tool():

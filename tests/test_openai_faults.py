@@ -21,7 +21,7 @@ from chainkit.llms.errors import (
 )
 from chainkit.llms.openai import OpenAI
 from chainkit.schema import Message
-from tests.openai_server import TEST_API_KEY, Fault, OpenAIServer, Reply
+from tests.openai_server import EMBEDDING_DIMENSIONS, TEST_API_KEY, Fault, OpenAIServer, Reply
 
 ANSWER = "The answer, at last."
 
@@ -489,9 +489,12 @@ def test_embedding_retries_reach_the_callbacks(openai_server: OpenAIServer, arun
     openai_server.fail(Fault.http(503), Fault.drop())
     assert len(embeddings.embed_documents(["a", "b"], callbacks=retries)) == 2
     openai_server.fail(Fault.http(429))
-    assert len(embeddings.embed_query("a", callbacks=Broken())) == 3
+    assert len(embeddings.embed_query("a", callbacks=Broken())) == EMBEDDING_DIMENSIONS
     openai_server.fail(Fault.http(500))
-    assert len(arun(embeddings, embeddings.aembed_query("a", callbacks=retries))) == 3
+    assert (
+        len(arun(embeddings, embeddings.aembed_query("a", callbacks=retries)))
+        == EMBEDDING_DIMENSIONS
+    )
 
     assert [(a, type(e)) for a, e, _ in retries.retries] == [
         (1, ModelStatusError),

@@ -41,6 +41,7 @@ EXPECTED = [
     "<|im_start|>user\n帮我查 2025 年贵州茅台的净利润<|im_end|>\n<|im_start|>assistant\n",
     "42",
     "42",
+    "['get_weather']\n北京: sunny, 21 °C",
 ]
 
 

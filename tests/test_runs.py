@@ -284,3 +284,23 @@ def test_callbacks_given_to_a_component_join_those_of_the_call():
     assert [event for event, _ in own.events] == ["start", "end"]  # the agent's model call
     assert [event for event, _ in given.events] == ["start", "start", "end", "end"]
     assert own.events[0][1] == given.events[1][1]  # the same llm run, heard by both
+
+
+class Selections(RunRecorder):
+    def handle_retriever_start(self, query: str) -> None:
+        self._add("start")
+
+    def handle_retriever_end(self, query: str, documents: Sequence[Any]) -> None:
+        self._add("end")
+
+
+def test_a_tool_retrieval_is_a_retriever_run_inside_the_agents_run():
+    recorder = Selections()
+    catalog = [Broken(), Meeting("alpha", threading.Barrier(1), [])]
+    retriever = tools.ToolRetriever(catalog, top_k=1)
+    agent = agents.OneShotAgent(FakeLLM(["Final Answer: 42"]), catalog, tool_retriever=retriever)
+    assert chains.run(agents.Executor(agent), "which one fails", callbacks=recorder) == "42"
+    children = recorder.tree()
+    [root] = children[None]
+    kinds = [(run.kind, run.name) for run in children[root.id]]
+    assert kinds == [("retriever", "which one fails"), ("llm", "FakeLLM")]

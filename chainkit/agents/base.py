@@ -1,19 +1,26 @@
-"""What the built-in agents share: a model, a checked list of tools, an output key, and an
-optional handler for their own model calls."""
+"""What the built-in agents share: a model, a checked list of tools, an output key, an
+optional handler for their own model calls, and an optional tool retriever choosing the tools
+each run offers the model."""
 
 from __future__ import annotations
 
+import threading
 import unicodedata
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from chainkit._text import shorten
 from chainkit.agents.agent import Agent
 from chainkit.agents.errors import AgentConfigError, AgentTypeError, NotFinishedError
-from chainkit.callbacks import Handlers, Observed, guard
+from chainkit.callbacks import CombiningHandler, Handlers, Observed, guard
+from chainkit.callbacks.run import current_run, enter
 from chainkit.llms import Model
-from chainkit.schema import AgentStep, Message
-from chainkit.tools import Tool
+from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message
+from chainkit.tools import Tool, ToolRetriever
+
+Decision = TypeVar("Decision", bound=list[AgentAction] | AgentFinish)
 
 
 def check_tools(tools: Sequence[Tool]) -> list[Tool]:
@@ -64,7 +71,16 @@ def check_tools(tools: Sequence[Tool]) -> list[Tool]:
 
 
 class BaseAgent(Observed, Agent):
-    """Holds what OneShotAgent and ToolCallingAgent have in common; the planning is theirs."""
+    """Holds what OneShotAgent and ToolCallingAgent have in common; the planning is theirs.
+
+    With a `tool_retriever`, a run offers the model only the tools it selects for the run's
+    query (the input under `_query_key`): selected once, when the run's first plan starts,
+    and reported as a retrieval to the callbacks. A registered tool the model names that was
+    not offered still runs (the Executor finds every tool of the agent), and is offered from
+    then on, reported as a retrieval of its own.
+    """
+
+    _query_key = "input"
 
     def __init__(
         self,
@@ -72,11 +88,15 @@ class BaseAgent(Observed, Agent):
         tools: Sequence[Tool],
         output_key: str,
         callbacks: Handlers,
+        tool_retriever: ToolRetriever | None = None,
     ) -> None:
         self.llm = llm
         self._tools = check_tools(tools)
         self.output_key = output_key
         self.callbacks = callbacks
+        self.tool_retriever = _check_retriever(tool_retriever, self._tools)
+        self._tools_folded = {tool.name.casefold(): tool for tool in self._tools}
+        self._offers = _RunOffers()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(llm={self.llm!r}, tools={[t.name for t in self._tools]})"
@@ -96,6 +116,149 @@ class BaseAgent(Observed, Agent):
         if self.handler is not None:
             result["callbacks"] = guard(result.get("callbacks"), self.handler)
         return result
+
+    def _offered(self, steps: Sequence[AgentStep], inputs: Mapping[str, Any]) -> list[Tool] | None:
+        """The tools this run offers the model; None without a tool_retriever (all of them)."""
+        retriever = self.tool_retriever
+        if retriever is None:
+            return None
+        query = self._query(inputs)
+        offer = self._offers.get(inputs, query) if steps else None
+        if offer is None:
+            with _reporting_retrieval(self.handler, query) as found:
+                found.extend(self._registered(retriever.select(query)))
+            offer = self._offers.start(inputs, query, found)
+        return offer
+
+    async def _aoffered(
+        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any]
+    ) -> list[Tool] | None:
+        """`_offered` for async runs: an embedder's async path is awaited."""
+        retriever = self.tool_retriever
+        if retriever is None:
+            return None
+        query = self._query(inputs)
+        offer = self._offers.get(inputs, query) if steps else None
+        if offer is None:
+            with _reporting_retrieval(self.handler, query) as found:
+                found.extend(self._registered(await retriever.aselect(query)))
+            offer = self._offers.start(inputs, query, found)
+        return offer
+
+    def _planned(self, decision: Decision, inputs: Mapping[str, Any]) -> Decision:
+        """`decision`, once the run's offer knows it: a finished run's offer is forgotten, and
+        each registered tool the model named without being offered it is offered from now on
+        (the second chance: it runs all the same)."""
+        if self.tool_retriever is None:
+            return decision
+        if isinstance(decision, AgentFinish):
+            self._offers.end(inputs)
+            return decision
+        offer = self._offers.get(inputs, self._query(inputs))
+        if offer is not None:
+            for action in decision:
+                tool = self._tools_folded.get(action.tool.casefold())
+                if tool is not None and all(tool is not offered for offered in offer):
+                    with _reporting_retrieval(self.handler, action.tool) as found:
+                        found.append(tool)
+                    offer.append(tool)
+        return decision
+
+    def _query(self, inputs: Mapping[str, Any]) -> str:
+        """The text tools are selected for: the input under `_query_key`."""
+        return str(inputs.get(self._query_key, ""))  # a missing input is the prompt's to name
+
+    def _registered(self, selected: Sequence[Tool]) -> list[Tool]:
+        """The agent's own tools among those a retriever selected (by name): one added to the
+        retriever since the agent was built is not the agent's to offer."""
+        found = (self._tools_folded.get(tool.name.casefold()) for tool in selected)
+        return [tool for tool in found if tool is not None]
+
+
+def _check_retriever(
+    retriever: ToolRetriever | None, tools: Sequence[Tool]
+) -> ToolRetriever | None:
+    """Raises unless the retriever selects among exactly the agent's tools (by name)."""
+    if retriever is None:
+        return None
+    if not isinstance(retriever, ToolRetriever):
+        raise AgentTypeError(
+            f"tool_retriever must be a tools.ToolRetriever, got {type(retriever).__name__}"
+        )
+    agent_names = {tool.name for tool in tools}
+    retriever_names = {tool.name for tool in retriever.tools}
+    if agent_names != retriever_names:
+        problems = []
+        if agent_names - retriever_names:
+            unknown = ", ".join(sorted(agent_names - retriever_names))
+            problems.append(f"the retriever lacks {shorten(unknown, 200)}")
+        if retriever_names - agent_names:
+            extra = ", ".join(sorted(retriever_names - agent_names))
+            problems.append(f"the agent lacks {shorten(extra, 200)}")
+        raise AgentConfigError(
+            "tool_retriever must select among the agent's own tools: "
+            f"{'; '.join(problems)}. Build it with tools.ToolRetriever(tools) on the same list"
+        )
+    return retriever
+
+
+@contextmanager
+def _reporting_retrieval(own: CombiningHandler | None, query: str) -> Iterator[list[Tool]]:
+    """A "retriever" run selecting tools for `query`: its start, then, once the block has put
+    the tools selected in the list it is given, its end with them (or its error). The one
+    place the agents report retrievals; `own` is the agent's handler."""
+    with enter("retriever", query, own) as run:
+        if run.handler is not None:
+            run.handler.handle_retriever_start(query)
+        found: list[Tool] = []
+        yield found
+        run.end(list(found))
+
+
+class _RunOffers:
+    """The tools offered in each run in progress, by run: the id of the current run (the
+    Executor's), or, for an agent planning outside any run, the id of the inputs object it is
+    given for every plan. A run's first plan (no steps yet) always selects afresh, and a record
+    is found only for the query it was selected for. A run that does not end with the agent's
+    final answer (an error, a limit, a tool returning directly) leaves its record behind: only
+    the latest `LIMIT` are kept, and a run whose record was dropped selects again.
+
+    A copy of an agent starts with no record: `__reduce__` makes copies and pickles fresh."""
+
+    LIMIT = 256
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._offers: OrderedDict[str | int, tuple[int, list[Tool]]] = OrderedDict()
+
+    def __reduce__(self) -> tuple[type[_RunOffers], tuple[()]]:
+        return (type(self), ())
+
+    def __len__(self) -> int:
+        return len(self._offers)
+
+    def get(self, inputs: Mapping[str, Any], query: str) -> list[Tool] | None:
+        with self._lock:
+            record = self._offers.get(_run_key(inputs))
+        return record[1] if record is not None and record[0] == hash(query) else None
+
+    def start(self, inputs: Mapping[str, Any], query: str, tools: list[Tool]) -> list[Tool]:
+        key = _run_key(inputs)
+        with self._lock:
+            self._offers[key] = (hash(query), tools)
+            self._offers.move_to_end(key)
+            while len(self._offers) > self.LIMIT:
+                self._offers.popitem(last=False)
+        return tools
+
+    def end(self, inputs: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._offers.pop(_run_key(inputs), None)
+
+
+def _run_key(inputs: Mapping[str, Any]) -> str | int:
+    run = current_run()
+    return id(inputs) if run is None else run.id
 
 
 def no_text(reply: Message) -> str:

@@ -13,10 +13,11 @@ from chainkit.callbacks import Handlers
 from chainkit.llms import Model
 from chainkit.prompts import ChatPromptTemplate, PromptTemplate
 from chainkit.schema import AgentAction, AgentFinish, AgenticMessage, AgentStep, Message
-from chainkit.tools import Tool
+from chainkit.tools import Tool, ToolRetriever
 
 DEFAULT_STOP = ("\nObservation:", "\n\tObservation:")
-_PROMPT_PARTIALS = ("tool_names", "tool_descriptions", "agent_scratchpad")
+_TOOL_VARIABLES = ("tool_names", "tool_descriptions")
+_PROMPT_PARTIALS = (*_TOOL_VARIABLES, "agent_scratchpad")
 
 
 def create_mrkl_prompt(
@@ -28,7 +29,7 @@ def create_mrkl_prompt(
     """The MRKL prompt with the tool names and descriptions filled in."""
     return PromptTemplate(
         "\n\n".join((prefix, format_instructions, suffix)),
-        partial_variables=_tool_values(tools, ("tool_names", "tool_descriptions")),
+        partial_variables=_tool_values(tools, _TOOL_VARIABLES),
     )
 
 
@@ -40,6 +41,18 @@ def _tool_values(tools: Sequence[Tool], wanted: Sequence[str]) -> dict[str, str]
     if "tool_descriptions" in wanted:
         values["tool_descriptions"] = "\n".join(f"{t.name}: {t.description}" for t in tools)
     return values
+
+
+def _query_key(input_keys: Sequence[str]) -> str:
+    """The input a tool retriever selects tools for: `input`, or the prompt's only input."""
+    if "input" in input_keys:
+        return "input"
+    if len(input_keys) == 1:
+        return input_keys[0]
+    raise AgentConfigError(
+        f"with a tool_retriever, the prompt needs an {{input}} variable (the text tools are "
+        f"selected for), or a single input; it has {input_keys}"
+    )
 
 
 def _check_mrkl_name(name: str) -> None:
@@ -85,7 +98,11 @@ def _check_no_conversation(inputs: Mapping[str, Any]) -> None:
 class OneShotAgent(BaseAgent):
     """Builds the MRKL prompt from its tools, calls the model with the stop words
     "\\nObservation:" and "\\n\\tObservation:" (a `stop` given by the caller replaces them),
-    and parses the reply into an action or a final answer."""
+    and parses the reply into an action or a final answer.
+
+    With a `tool_retriever`, the prompt of each run lists only the tools selected for the
+    run's `input` (or the prompt's only input), and those the model names later.
+    """
 
     def __init__(
         self,
@@ -98,29 +115,38 @@ class OneShotAgent(BaseAgent):
         prompt: PromptTemplate | ChatPromptTemplate | None = None,
         output_key: str = "output",
         callbacks: Handlers = None,
+        tool_retriever: ToolRetriever | None = None,
     ) -> None:
-        super().__init__(llm, tools, output_key, callbacks)
+        super().__init__(llm, tools, output_key, callbacks, tool_retriever)
         for tool in self._tools:
             _check_mrkl_name(tool.name)
         if prompt is None:
-            prompt = create_mrkl_prompt(
-                self._tools,
+            parts = (
                 prefix if prefix is not None else mrkl_prompt.PREFIX,
                 format_instructions
                 if format_instructions is not None
                 else mrkl_prompt.FORMAT_INSTRUCTIONS,
                 suffix if suffix is not None else mrkl_prompt.SUFFIX,
             )
+            # With a retriever the tools differ from run to run: they are filled in per run.
+            prompt = (
+                create_mrkl_prompt(self._tools, *parts)
+                if tool_retriever is None
+                else PromptTemplate("\n\n".join(parts))
+            )
         elif prefix is not None or format_instructions is not None or suffix is not None:
             raise AgentConfigError(
                 "give either prompt or prefix/format_instructions/suffix, not both"
             )
-        else:
+        elif tool_retriever is None:
             prompt = prompt.partial(**_tool_values(self._tools, prompt.input_variables))
         if "agent_scratchpad" not in prompt.input_variables:
             raise AgentConfigError("the MRKL prompt needs an {agent_scratchpad} variable")
         self.prompt: PromptTemplate | ChatPromptTemplate = prompt
         self._input_keys = [v for v in prompt.input_variables if v not in _PROMPT_PARTIALS]
+        self._tool_variables = [v for v in prompt.input_variables if v in _TOOL_VARIABLES]
+        if tool_retriever is not None:
+            self._query_key = _query_key(self._input_keys)
 
     @property
     def input_keys(self) -> list[str]:
@@ -129,31 +155,43 @@ class OneShotAgent(BaseAgent):
     def plan(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> list[AgentAction] | AgentFinish:
-        reply = self.llm.generate(self._messages(steps, inputs), **self._options(options))
-        return self._decide(reply.content)
+        options = self._options(options)
+        messages = self._messages(steps, inputs, self._offered(steps, inputs))
+        reply = self.llm.generate(messages, **options)
+        return self._planned(self._decide(reply.content), inputs)
 
     async def aplan(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> list[AgentAction] | AgentFinish:
-        reply = await self.llm.agenerate(self._messages(steps, inputs), **self._options(options))
-        return self._decide(reply.content)
+        options = self._options(options)
+        messages = self._messages(steps, inputs, await self._aoffered(steps, inputs))
+        reply = await self.llm.agenerate(messages, **options)
+        return self._planned(self._decide(reply.content), inputs)
 
     def plan_final(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> AgentFinish:
-        messages = self._messages(steps, inputs, mrkl_prompt.FINAL_ANSWER_REQUEST)
-        reply = self.llm.generate(messages, **self._options(options))
-        return self._final(final_answer_text(reply, steps))
+        options = self._options(options)
+        offered = self._offered(steps, inputs)
+        messages = self._messages(steps, inputs, offered, mrkl_prompt.FINAL_ANSWER_REQUEST)
+        reply = self.llm.generate(messages, **options)
+        return self._planned(self._final(final_answer_text(reply, steps)), inputs)
 
     async def aplan_final(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> AgentFinish:
-        messages = self._messages(steps, inputs, mrkl_prompt.FINAL_ANSWER_REQUEST)
-        reply = await self.llm.agenerate(messages, **self._options(options))
-        return self._final(final_answer_text(reply, steps))
+        options = self._options(options)
+        offered = await self._aoffered(steps, inputs)
+        messages = self._messages(steps, inputs, offered, mrkl_prompt.FINAL_ANSWER_REQUEST)
+        reply = await self.llm.agenerate(messages, **options)
+        return self._planned(self._final(final_answer_text(reply, steps)), inputs)
 
     def _messages(
-        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], tail: str = ""
+        self,
+        steps: Sequence[AgentStep],
+        inputs: Mapping[str, Any],
+        offered: Sequence[Tool] | None,
+        tail: str = "",
     ) -> list[Message]:
         if "agent_scratchpad" in inputs:
             raise AgentConfigError(
@@ -162,6 +200,8 @@ class OneShotAgent(BaseAgent):
         if not steps and isinstance(self.prompt, PromptTemplate):  # inputs are fixed for a run
             _check_no_conversation(inputs)
         scratchpad = mrkl_scratchpad(steps) + tail if steps or tail else ""
+        if offered is not None:  # the tools of this run, with a retriever
+            inputs = {**inputs, **_tool_values(offered, self._tool_variables)}
         return self.prompt.format_messages(**inputs, agent_scratchpad=scratchpad)
 
     def _options(self, options: dict[str, Any]) -> dict[str, Any]:

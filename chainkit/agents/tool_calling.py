@@ -13,7 +13,7 @@ from chainkit.callbacks import Handlers
 from chainkit.llms import Model
 from chainkit.prompts.placeholder import to_messages
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message
-from chainkit.tools import Tool
+from chainkit.tools import Tool, ToolRetriever
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant. Use the tools when they help answer the question; "
@@ -35,6 +35,9 @@ class ToolCallingAgent(BaseAgent):
     tool calls, then one tool message per call, in call order. The history under
     `history_key` in the inputs comes first: text, or a conversation in any form
     `prompts.placeholder.to_messages` reads (Message, (role, content) pairs, dicts, …).
+
+    With a `tool_retriever`, each run sends only the tools selected for its `input`, and
+    those the model names later.
     """
 
     def __init__(
@@ -47,13 +50,15 @@ class ToolCallingAgent(BaseAgent):
         output_key: str = "output",
         history_key: str = "history",
         callbacks: Handlers = None,
+        tool_retriever: ToolRetriever | None = None,
     ) -> None:
         if max_parallel_tools < 1:
             raise AgentConfigError(
                 f"max_parallel_tools must be at least 1, got {max_parallel_tools}"
             )
-        super().__init__(llm, tools, output_key, callbacks)
+        super().__init__(llm, tools, output_key, callbacks, tool_retriever)
         self._tool_infos = [tool.info() for tool in self._tools]
+        self._info_of = {info.name: info for info in self._tool_infos}
         self.system_prompt = DEFAULT_SYSTEM_PROMPT if system_prompt is None else system_prompt
         self.max_parallel_tools = max_parallel_tools
         self.history_key = history_key
@@ -71,28 +76,36 @@ class ToolCallingAgent(BaseAgent):
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> list[AgentAction] | AgentFinish:
         messages = self.messages(steps, inputs)
-        return self._decide(self.llm.generate(messages, **self._options(options, tools=True)))
+        options = self._model_options(options)
+        self._offer(options, self._offered(steps, inputs))
+        return self._planned(self._decide(self.llm.generate(messages, **options)), inputs)
 
     async def aplan(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> list[AgentAction] | AgentFinish:
         messages = self.messages(steps, inputs)
-        reply = await self.llm.agenerate(messages, **self._options(options, tools=True))
-        return self._decide(reply)
+        options = self._model_options(options)
+        self._offer(options, await self._aoffered(steps, inputs))
+        reply = await self.llm.agenerate(messages, **options)
+        return self._planned(self._decide(reply), inputs)
 
     def plan_final(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> AgentFinish:
         messages = [*self.messages(steps, inputs), Message.user(FINAL_ANSWER_REQUEST)]
-        reply = self.llm.generate(messages, **self._options(options, tools=False))
-        return self._finish(final_answer_text(reply, steps))
+        options = self._model_options(options)
+        reply = self.llm.generate(messages, **options)
+        finish = self._finish(final_answer_text(reply, steps))
+        return self._planned(finish, inputs)
 
     async def aplan_final(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> AgentFinish:
         messages = [*self.messages(steps, inputs), Message.user(FINAL_ANSWER_REQUEST)]
-        reply = await self.llm.agenerate(messages, **self._options(options, tools=False))
-        return self._finish(final_answer_text(reply, steps))
+        options = self._model_options(options)
+        reply = await self.llm.agenerate(messages, **options)
+        finish = self._finish(final_answer_text(reply, steps))
+        return self._planned(finish, inputs)
 
     def messages(self, steps: Sequence[AgentStep], inputs: Mapping[str, Any]) -> list[Message]:
         """The conversation so far: system, history, question, then each reply and its results."""
@@ -120,11 +133,12 @@ class ToolCallingAgent(BaseAgent):
                 messages.append(Message.tool(step.observation, action.tool_call_id, action.tool))
         return messages
 
-    def _options(self, options: dict[str, Any], *, tools: bool) -> dict[str, Any]:
-        options = self._model_options(options)
-        if tools:
+    def _offer(self, options: dict[str, Any], offered: Sequence[Tool] | None) -> None:
+        """Puts the tools of this run in the model's options: all, or those `offered`."""
+        if offered is None:
             options["tools"] = self._tool_infos
-        return options
+        else:
+            options["tools"] = [self._info_of[tool.name] for tool in offered]
 
     def _decide(self, reply: Message) -> list[AgentAction] | AgentFinish:
         if not reply.tool_calls:

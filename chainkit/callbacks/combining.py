@@ -88,6 +88,9 @@ class CombiningHandler(Handler):
     def handle_retriever_end(self, query: str, documents: Sequence[Any]) -> None:
         self._dispatch("handle_retriever_end", query, documents)
 
+    def handle_retriever_error(self, query: str, error: BaseException) -> None:
+        self._dispatch("handle_retriever_error", query, error)
+
     def handle_streaming_func(self, chunk: str) -> None:
         self._dispatch("handle_streaming_func", chunk)
 

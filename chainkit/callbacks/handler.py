@@ -57,7 +57,10 @@ class Handler:
         """A retriever starts looking for `query`."""
 
     def handle_retriever_end(self, query: str, documents: Sequence[Any]) -> None:
-        """A retriever found these documents."""
+        """A retriever found these documents (for a tool retriever: the tools selected)."""
+
+    def handle_retriever_error(self, query: str, error: BaseException) -> None:
+        """A retriever failed."""
 
     def handle_streaming_func(self, chunk: str) -> None:
         """A chunk of a streamed model reply arrived."""

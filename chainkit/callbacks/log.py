@@ -209,6 +209,9 @@ class LogHandler(Handler):
     def handle_retriever_end(self, query: str, documents: Sequence[Any]) -> None:
         self._write("retriever end", f"{query!r}: {len(documents)} documents")
 
+    def handle_retriever_error(self, query: str, error: BaseException) -> None:
+        self._write("retriever error", f"{query!r} {type(error).__name__}: {error}")
+
     def handle_retry(self, attempt: int, error: BaseException, wait_seconds: float) -> None:
         self._write(
             "retry",

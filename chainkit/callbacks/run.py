@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from chainkit.callbacks.combining import CombiningHandler, join
 
-RunKind = Literal["chain", "llm", "tool"]
+RunKind = Literal["chain", "llm", "tool", "retriever"]
 
 
 class RunInfo:
@@ -127,17 +127,21 @@ class Run:
             _current_run.reset(self._run_token)
 
     def end(self, result: Any) -> None:
-        """Reports the run's end with its result: outputs, reply message or tool output."""
+        """Reports the run's end with its result: outputs, reply message, tool output or the
+        documents (tools) a retriever found."""
         self.ended = True
         handler = self.handler
         if handler is None:
             return
-        if self.info.kind == "llm":
+        kind = self.info.kind
+        if kind == "llm":
             handler.handle_llm_end(result)
-        elif self.info.kind == "chain":
+        elif kind == "chain":
             handler.handle_chain_end(self.info.name, result)
-        else:
+        elif kind == "tool":
             handler.handle_tool_end(self.info.name, result)
+        else:
+            handler.handle_retriever_end(self.info.name, result)
 
     def fail(self, error: BaseException) -> None:
         """Reports the run's error; for a failure that does not propagate (a tool error that
@@ -146,12 +150,15 @@ class Run:
         handler = self.handler
         if handler is None:
             return
-        if self.info.kind == "llm":
+        kind = self.info.kind
+        if kind == "llm":
             handler.handle_llm_error(error)
-        elif self.info.kind == "chain":
+        elif kind == "chain":
             handler.handle_chain_error(self.info.name, error)
-        else:
+        elif kind == "tool":
             handler.handle_tool_error(self.info.name, error)
+        else:
+            handler.handle_retriever_error(self.info.name, error)
 
 
 def enter(kind: RunKind, name: str, own: CombiningHandler | None = None) -> Run:

@@ -1,7 +1,8 @@
 """OfflineModel: a deterministic stand-in for an LLM, so `chainkit run` works with no network.
 
 It is a demo and default model, not a test double. Given a MRKL prompt (or native tools), it
-picks the tool whose name and description best match the question, calls it with the argument
+picks the tool whose name and description best match the question (by BM25, the lexical
+index `tools.ToolRetriever` uses), calls it with the argument
 a model would write, and answers with the observation. The argument is the arithmetic
 expression for a calculator, else what the question says besides asking for the tool
 ("北京天气怎么样?" asks a weather tool about "北京"). Native tool calls fill the schema:
@@ -14,13 +15,22 @@ questions to them, in English and Chinese, it keeps itself (`BUILTIN_KEYWORDS`).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from chainkit.llms._lexical import MATH_TOKENS, best_match, find_expression, residual, tokens
+from chainkit._lexical import terms, tokens
+from chainkit._retrieval import LexicalIndex
+from chainkit.llms._question import (
+    EXPRESSION_TERM,
+    EXPRESSION_WEIGHT,
+    MATH_TOKENS,
+    find_expression,
+    residual,
+)
 from chainkit.llms._streaming import stream_text
 from chainkit.llms.model import BaseModel, ModelRequest
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
@@ -81,24 +91,50 @@ class _Choice:
 
 
 def _choose(question: str, candidates: Sequence[tuple[str, str]]) -> _Choice | None:
-    """The tool that best matches the question, or None when none does."""
-    described = [
+    """The tool that best matches the question (by BM25, as `tools.ToolRetriever` chooses),
+    or None when none shares a word with it. The first candidate wins a tie.
+
+    An arithmetic expression in the question counts as a word about math, worth
+    `EXPRESSION_WEIGHT`: enough to pick a calculator when nothing else is asked for, not to
+    outweigh the words of another tool ("1-6 的随机数" asks for a random number).
+    """
+    described = tuple(
         (name, f"{description} {BUILTIN_KEYWORDS.get(name, '')}")
         for name, description in candidates
-    ]
-    index, _ = best_match(question, described)
-    if index < 0:
-        return None
-    name, description = candidates[index]
-    expression = find_expression(question)
-    is_calculator = expression is not None and not MATH_TOKENS.isdisjoint(
-        tokens(f"{name} {described[index][1]}")
     )
+    expression = find_expression(question)
+    wanted = tokens(question)
+    if expression is not None:
+        wanted[EXPRESSION_TERM] = EXPRESSION_WEIGHT
+    found = _index(described).search(wanted, 1)
+    if not found:
+        return None
+    position = found[0][0]
+    name, description = candidates[position]
+    is_calculator = expression is not None and _does_math(terms(" ".join(described[position])))
     # The words to leave out of the argument: the tool's name, the first sentence of its
     # description and its keywords; examples further on ("such as Asia/Shanghai") are not.
     summary = re.split(r"[.。]\s", description, maxsplit=1)[0]
     topic = tokens(f"{name} {summary} {BUILTIN_KEYWORDS.get(name, '')}")
     return _Choice(name, topic, expression if is_calculator else None)
+
+
+@functools.lru_cache(maxsize=16)
+def _index(described: tuple[tuple[str, str], ...]) -> LexicalIndex[int]:
+    """The index of the (name, description) candidates, by position; a prompt's tools are the
+    same from one step to the next, so it is built once for them."""
+    index = LexicalIndex[int]()
+    for position, (name, description) in enumerate(described):
+        document = list(terms(f"{name} {description}"))  # "random_number" gives its words
+        if _does_math(document):
+            document.append(EXPRESSION_TERM)
+        index.add(position, document)
+    return index
+
+
+def _does_math(document: Iterable[str]) -> bool:
+    """Whether a tool whose terms are `document` does arithmetic."""
+    return not MATH_TOKENS.isdisjoint(document)
 
 
 def _text_argument(question: str, choice: _Choice) -> str:

@@ -23,6 +23,7 @@ from chainkit.tools.errors import (
 )
 from chainkit.tools.join import join_tools
 from chainkit.tools.random_number import RandomNumber
+from chainkit.tools.retriever import ToolRetriever
 from chainkit.tools.structured import StructuredTool, tool
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ __all__ = [
     "ToolConfigError",
     "ToolDefinitionError",
     "ToolError",
+    "ToolRetriever",
     "ToolTypeError",
     "builtin_tools",
     "join_tools",

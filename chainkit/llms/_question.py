@@ -1,33 +1,32 @@
-"""A small lexical matcher that handles English words and Chinese text.
-
-English is split into lower-case words; runs of CJK characters into bigrams (and single
-characters, weighted low), since Chinese has no spaces between words.
+"""What a question says, read as a model would to call a tool: the arithmetic expression in
+it, and what is left once the words that ask for the tool are taken out (the tool's argument).
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
-_STOP_WORDS = frozenset(
-    (
-        *("a", "an", "and", "are", "can", "could", "do", "does", "for", "from", "give", "how"),
-        *("i", "in", "is", "it", "me", "my", "of", "on", "or", "please", "the", "this", "to"),
-        *("what", "whats", "which", "who", "why", "will", "with", "you", "your", "tell", "get"),
-        *("use", "used", "using"),
-    )
-)
-_STOP_CHARS = frozenset("我你他她它的了吗呢吧啊是个一在有和就也都要请给")
+from chainkit._lexical import CJK_RUN, STOP_CHARS, STOP_WORDS, stem
+
 _ARITHMETIC_CHARS = frozenset("0123456789.,+-*/()^×÷% ")
 _FUNCTIONS = frozenset(("sqrt", "abs", "round", "min", "max", "floor", "ceil", "exp", "log", "pi"))
 _OPERATORS = frozenset("+-*/^×÷%")
-MATH_TOKENS = frozenset(("calculator", "calculate", "math", "arithmetic", "expression", "计算"))
-"""Tokens of a tool that does arithmetic."""
+MATH_TOKENS = frozenset(
+    (
+        *(stem(word) for word in ("calculator", "calculate", "math", "arithmetic", "expression")),
+        "计算",
+    )
+)
+"""Terms of a tool that does arithmetic."""
+EXPRESSION_TERM = "\x00arithmetic expression"
+"""The term an arithmetic expression in a question stands for, and that a tool doing
+arithmetic is given: no text yields it."""
 EXPRESSION_WEIGHT = 1.5
 
 # Words that ask for something rather than say what it is about: left out of a tool's argument.
-_ASKING_WORDS = _STOP_WORDS | frozenset(
+_ASKING_WORDS = STOP_WORDS | frozenset(
     (
         *("s", "t", "about", "any", "at", "be", "between", "by", "check", "current", "find"),
         *("know", "let", "like", "look", "many", "much", "need", "now", "right", "search"),
@@ -45,57 +44,9 @@ _ASKING_PHRASES = sorted(
     reverse=True,
 )
 _ASCII_WORD = re.compile(r"[A-Za-z]+")
-_STOP_CHARS_TEXT = "".join(sorted(_STOP_CHARS))
+_STOP_CHARS_TEXT = "".join(sorted(STOP_CHARS))
 _NUMBER_STARTS = frozenset("0123456789-")
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
 _EDGE_PUNCTUATION = " \t\r\n?？!！。.,，、:：;；\"'`“”‘’()（）[]【】"
-
-
-def _is_cjk(char: str) -> bool:
-    return "\u4e00" <= char <= "\u9fff" or "\u3400" <= char <= "\u4dbf"
-
-
-def _stem(word: str) -> str:
-    """A plural's singular, roughly: "numbers" -> "number", "classes" -> "class"."""
-    if word.endswith("sses"):
-        return word[:-2]
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
-
-
-def tokens(text: str) -> dict[str, float]:
-    """Token → weight: words (not numbers) and CJK bigrams weigh 1, single CJK characters
-    0.25."""
-    weights: dict[str, float] = {}
-    word: list[str] = []
-    run: list[str] = []
-
-    def flush() -> None:
-        if word:
-            token = _stem("".join(word))
-            if token not in _STOP_WORDS and not token.isdigit():  # numbers are no topic
-                weights[token] = 1.0
-            word.clear()
-        if run:
-            for index, char in enumerate(run):
-                if char not in _STOP_CHARS:
-                    weights.setdefault(char, 0.25)
-                if index + 1 < len(run):
-                    weights[char + run[index + 1]] = 1.0
-            run.clear()
-
-    for char in text.lower():
-        if _is_cjk(char):
-            if word:
-                flush()
-            run.append(char)
-        elif char.isalnum() and char.isascii():
-            if run:
-                flush()
-            word.append(char)
-        else:
-            flush()
-    flush()
-    return weights
 
 
 def find_expression(text: str) -> str | None:
@@ -150,27 +101,6 @@ def _looks_like_date(candidate: str) -> bool:
     return len(parts) == 3 and all(p.isdigit() for p in parts) and len(parts[0]) == 4
 
 
-def best_match(query: str, candidates: Iterable[tuple[str, str]]) -> tuple[int, float]:
-    """Index and score of the (name, description) candidate sharing most weight with `query`;
-    (-1, 0.0) when none shares anything. The first candidate wins a tie.
-
-    An arithmetic expression in the query counts as one word about math, worth
-    `EXPRESSION_WEIGHT`: enough to pick a calculator when nothing else is asked for, not to
-    outweigh the words of another tool ("1-6 的随机数" asks for a random number).
-    """
-    wanted = tokens(query)
-    has_expression = find_expression(query) is not None
-    best_index, best_score = -1, 0.0
-    for index, (name, description) in enumerate(candidates):
-        have = tokens(f"{name} {description}")  # "random_number" splits into its words
-        score = sum(weight for token, weight in wanted.items() if token in have)
-        if has_expression and not MATH_TOKENS.isdisjoint(have):
-            score += EXPRESSION_WEIGHT
-        if score > best_score:
-            best_index, best_score = index, score
-    return best_index, best_score
-
-
 def residual(question: str, topic: Mapping[str, float]) -> str:
     """What `question` says besides asking for a tool: the text left once the words that match
     the tool (`topic`, its tokens) and the words of asking are taken out, as a model would
@@ -180,11 +110,11 @@ def residual(question: str, topic: Mapping[str, float]) -> str:
     kept = list(question)
     for word in _ASCII_WORD.finditer(question):
         lower = word.group().lower()
-        if (lower in _ASKING_WORDS or _stem(lower) in topic) and not _between_numbers(
+        if (lower in _ASKING_WORDS or stem(lower) in topic) and not _between_numbers(
             question, *word.span()
         ):
             kept[word.start() : word.end()] = " " * len(lower)
-    for run in _CJK_RUN.finditer(question):
+    for run in CJK_RUN.finditer(question):
         text, offset = run.group(), run.start()
         for index in range(len(text) - 1):
             if topic.get(text[index : index + 2]) == 1.0:  # a bigram, not a lone character

@@ -1,0 +1,315 @@
+"""ToolRetriever: picks the few tools relevant to a question, so that a model with hundreds of
+tools is shown only those.
+
+By default it ranks tools by BM25 over their name, description and argument names
+(`chainkit._retrieval`, with the tokenizer of `chainkit._lexical`: English words, camelCase
+and snake_case names, Chinese as character bigrams), with no dependency. Given an `embedder`
+it also ranks them by the cosine similarity of embeddings, and fuses the two rankings by
+reciprocal rank fusion: each tool scores the sum of 1 / (60 + its rank) over both rankings
+(Cormack et al., 2009). Ranks, not scores, are fused, so BM25's unbounded scores and cosines
+need no common scale, and a tool that either ranking puts first comes out near the top.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import operator
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
+from numbers import Real
+from typing import Any, Protocol, runtime_checkable
+
+from chainkit._lexical import terms, tokens
+from chainkit._retrieval import LexicalIndex
+from chainkit._stop import to_thread
+from chainkit.tools.base import Tool
+from chainkit.tools.errors import ToolConfigError, ToolTypeError
+
+# The dot product of two vectors: math.sumprod (Python 3.12+) where there is one, about ten
+# times faster than the sum of products.
+_dot: Callable[[Sequence[float], Sequence[float]], float] = getattr(
+    math, "sumprod", lambda a, b: sum(map(operator.mul, a, b))
+)
+
+RRF_K = 60
+"""The constant of reciprocal rank fusion: how little the first ranks count more than the next."""
+_MIN_CANDIDATES = 50
+"""How deep each ranking is read before fusion, at least."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything that embeds texts, such as `llms.OpenAIEmbeddings`; `aembed_query`, when it
+    has one, is used by `aselect`."""
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+    def embed_query(self, text: str) -> list[float]: ...
+
+
+class ToolRetriever:
+    """Selects, for a query, the `top_k` tools that match it best, after the tools of
+    `always_include` (names or tools), which every selection starts with.
+
+    Without an embedder a tool must share a word (or a pair of Chinese characters) with the
+    query to be selected, so a selection may hold fewer than `top_k` tools, and an empty
+    query selects only `always_include`. With one, every tool has a rank and `top_k` are
+    always selected.
+
+    Tools are added and removed one by one (`add`, `remove`), without rebuilding the index;
+    `select` may run in several threads at once, and while tools are added. Selecting among
+    1,000 tools takes well under a millisecond without an embedder (`bench/tool_retrieval.py`);
+    with one, the query is embedded and compared with every tool, in pure Python: about 30 ms
+    more for 1,000 tools of 1,536 dimensions on Python 3.11, less on 3.12+ (`math.sumprod`).
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[Tool],
+        *,
+        top_k: int = 5,
+        always_include: Iterable[str | Tool] = (),
+        embedder: Embedder | None = None,
+    ) -> None:
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise ToolConfigError(
+                f"top_k must be a whole number of tools, at least 1; got {top_k!r}"
+            )
+        if embedder is not None and not isinstance(embedder, Embedder):
+            raise ToolTypeError(
+                "embedder must have embed_documents(texts) and embed_query(text), such as "
+                f"llms.OpenAIEmbeddings(); got {type(embedder).__name__}"
+            )
+        if isinstance(tools, Tool) or not isinstance(tools, Iterable):
+            raise ToolTypeError(f"tools must be a list of Tool, got {type(tools).__name__}")
+        self._top_k = top_k
+        self._embedder = embedder
+        self._write_lock = threading.Lock()
+        self._index = LexicalIndex[str]()
+        # Replaced, never changed in place, so that `select` reads them without a lock.
+        self._tools: dict[str, Tool] = {}
+        self._vectors: dict[str, list[float]] = {}
+        self._always: tuple[str, ...] = ()
+        self.add(*tools)
+        always = [self._name_of(tool, "always_include") for tool in always_include]
+        self._always = tuple(dict.fromkeys(always))
+
+    def __repr__(self) -> str:
+        embedder = "" if self._embedder is None else f", embedder={type(self._embedder).__name__}"
+        return f"ToolRetriever({len(self._tools)} tools, top_k={self._top_k}{embedder})"
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_write_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._write_lock = threading.Lock()
+
+    @property
+    def top_k(self) -> int:
+        return self._top_k
+
+    @property
+    def tools(self) -> list[Tool]:
+        """Every tool it selects from, in the order they were added."""
+        return list(self._tools.values())
+
+    @property
+    def always_include(self) -> list[Tool]:
+        tools = self._tools
+        return [tools[name] for name in self._always]
+
+    def add(self, *tools: Tool) -> None:
+        """Adds tools to select from; raises, adding none, for a tool that is not a Tool, has no
+        name or description, or whose name (ignoring case) a tool already has."""
+        checked = self._check_new(tools)
+        if not checked:
+            return
+        vectors: dict[str, list[float]] = {}
+        if self._embedder is not None:
+            found = self._embedder.embed_documents([_embedded_text(tool) for tool in checked])
+            vectors = self._checked_vectors(found, checked)
+        with self._write_lock:
+            self._check_new(tools)  # again: another thread may have added one meanwhile
+            self._tools = {**self._tools, **{tool.name: tool for tool in checked}}
+            self._vectors = {**self._vectors, **vectors}
+            for tool in checked:
+                self._index.add(tool.name, _document(tool))
+
+    def remove(self, *tools: str | Tool) -> None:
+        """Removes tools, given by name or as the tool; raises, removing none, for one it does
+        not have."""
+        with self._write_lock:
+            names = [self._name_of(tool, "remove") for tool in tools]
+            for name in names:
+                self._index.remove(name)
+            gone = set(names)
+            self._tools = {n: t for n, t in self._tools.items() if n not in gone}
+            self._vectors = {n: v for n, v in self._vectors.items() if n not in gone}
+            self._always = tuple(name for name in self._always if name not in gone)
+
+    def select(self, query: str) -> list[Tool]:
+        """The tools of `always_include`, then the `top_k` others that match `query` best, best
+        first."""
+        query = _checked_query(query)
+        if self._embedder is None or not query.strip():
+            return self._ranked(query, None)
+        return self._ranked(query, self._embedder.embed_query(query))
+
+    async def aselect(self, query: str) -> list[Tool]:
+        """`select` for async code: the embedder's `aembed_query` is awaited when it has one,
+        else its `embed_query` runs in a worker thread."""
+        query = _checked_query(query)
+        embedder = self._embedder
+        if embedder is None or not query.strip():
+            return self._ranked(query, None)
+        embed = getattr(embedder, "aembed_query", None)
+        if callable(embed):
+            vector = await embed(query)
+        else:
+            vector = await to_thread("embedder", embedder.embed_query, query)
+        return self._ranked(query, vector)
+
+    def _ranked(self, query: str, query_vector: object) -> list[Tool]:
+        tools, always = self._tools, self._always
+        wanted = self._top_k + len(always)  # the always-included may rank among the best
+        if query_vector is None:
+            ranking = [name for name, _ in self._index.search(tokens(query), wanted)]
+        else:
+            depth = max(wanted, _MIN_CANDIDATES)
+            lexical = [name for name, _ in self._index.search(tokens(query), depth)]
+            ranking = _fused(lexical, self._dense_ranking(query_vector, depth))
+        others = (tools[name] for name in ranking if name not in always and name in tools)
+        return [*(tools[name] for name in always if name in tools), *islice(others, self._top_k)]
+
+    def _dense_ranking(self, query_vector: object, depth: int) -> list[str]:
+        vectors = self._vectors
+        dimensions = len(next(iter(vectors.values()))) if vectors else None
+        unit = _unit(query_vector, "embed_query", dimensions)
+        scored = heapq.nlargest(depth, vectors.items(), key=lambda item: _dot(unit, item[1]))
+        return [name for name, _ in scored]
+
+    def _check_new(self, tools: Sequence[object]) -> list[Tool]:
+        """The tools, once each is a Tool with a name and a description that no tool has."""
+        taken = {name.casefold(): name for name in self._tools}
+        adding: dict[str, str] = {}
+        checked: list[Tool] = []
+        for tool in tools:
+            if not isinstance(tool, Tool):
+                hint = "; make a function a tool with @tools.tool" if callable(tool) else ""
+                raise ToolTypeError(f"ToolRetriever takes Tool instances, got {tool!r}{hint}")
+            name, description = tool.name, tool.description
+            if not isinstance(name, str) or not name.strip():
+                raise ToolConfigError(f"tool {tool!r} has no name")
+            if not isinstance(description, str):
+                raise ToolTypeError(
+                    f"tool {name!r}: description must be str, got {type(description).__name__}"
+                )
+            folded = name.casefold()
+            if folded in adding:
+                raise ToolConfigError(
+                    f"tool names must be unique, ignoring case; {adding[folded]!r} and "
+                    f"{name!r} are both being added"
+                )
+            if folded in taken:
+                raise ToolConfigError(
+                    f"the retriever already has a tool named {taken[folded]!r} (names are "
+                    f"compared ignoring case); remove it before adding {name!r}"
+                )
+            adding[folded] = name
+            checked.append(tool)
+        return checked
+
+    def _checked_vectors(self, found: object, tools: list[Tool]) -> dict[str, list[float]]:
+        if not isinstance(found, Sequence) or len(found) != len(tools):
+            count = len(found) if isinstance(found, Sequence) else type(found).__name__
+            raise ToolConfigError(
+                f"embedder.embed_documents returned {count} vectors for {len(tools)} texts"
+            )
+        existing = next(iter(self._vectors.values()), None)
+        dimensions = len(existing) if existing is not None else None
+        vectors: dict[str, list[float]] = {}
+        for tool, vector in zip(tools, found, strict=True):
+            vectors[tool.name] = unit = _unit(vector, "embed_documents", dimensions)
+            dimensions = len(unit)
+        return vectors
+
+    def _name_of(self, tool: str | Tool, where: str) -> str:
+        name = tool.name if isinstance(tool, Tool) else tool
+        if not isinstance(name, str):
+            raise ToolTypeError(f"{where} takes tool names or tools, got {tool!r}")
+        if name not in self._tools:
+            raise ToolConfigError(f"{where}: the retriever has no tool named {name!r}")
+        return name
+
+
+def _checked_query(query: object) -> str:
+    if not isinstance(query, str):
+        raise ToolTypeError(f"the query must be a str, got {type(query).__name__}")
+    return query
+
+
+def _argument_names(tool: Tool) -> list[str]:
+    """The names of the arguments in the tool's JSON schema, if it has a readable one."""
+    parameters = tool.parameters
+    properties = parameters.get("properties") if isinstance(parameters, dict) else None
+    return [str(name) for name in properties] if isinstance(properties, dict) else []
+
+
+def _document(tool: Tool) -> list[str]:
+    """The terms a tool is found by: its name, description and argument names."""
+    return list(terms(f"{tool.name} {tool.description} {' '.join(_argument_names(tool))}"))
+
+
+def _embedded_text(tool: Tool) -> str:
+    arguments = ", ".join(_argument_names(tool))
+    return f"{tool.name}: {tool.description}" + (f" (arguments: {arguments})" if arguments else "")
+
+
+def _unit(vector: object, source: str, dimensions: int | None) -> list[float]:
+    """`vector` scaled to length 1 (a zero vector stays zero), once it is a list of finite
+    numbers of the expected length."""
+    if (
+        not isinstance(vector, Sequence)
+        or isinstance(vector, str)
+        or not vector
+        or not all(isinstance(x, Real) and not isinstance(x, bool) for x in vector)
+    ):
+        raise ToolConfigError(
+            f"embedder.{source} must return vectors of numbers, got {vector!r:.80}"
+        )
+    if dimensions is not None and len(vector) != dimensions:
+        raise ToolConfigError(
+            f"embedder.{source} returned a vector of {len(vector)} numbers where the others "
+            f"have {dimensions}"
+        )
+    try:
+        numbers = [float(x) for x in vector]
+    except OverflowError:
+        raise ToolConfigError(
+            f"embedder.{source} returned a number too large for a float"
+        ) from None
+    length = math.sqrt(math.fsum(x * x for x in numbers))
+    if not math.isfinite(length):
+        raise ToolConfigError(f"embedder.{source} returned a vector that is not finite")
+    return [x / length for x in numbers] if length else numbers
+
+
+def _fused(*rankings: list[str]) -> list[str]:
+    """Reciprocal rank fusion of the rankings (best first); a tie keeps the earlier ranking's
+    order."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, name in enumerate(ranking, 1):
+            scores[name] = scores.get(name, 0.0) + 1.0 / (RRF_K + rank)
+    return sorted(scores, key=scores.__getitem__, reverse=True)

@@ -1,0 +1,157 @@
+"""The shared tokenizer (chainkit._lexical) and the BM25 index (chainkit._retrieval)."""
+
+import copy
+import math
+import pickle
+import threading
+
+import pytest
+
+from chainkit._lexical import stem, terms, tokens
+from chainkit._retrieval import LexicalIndex
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("get_stock_price", ["stock", "pric"]),
+        ("getStockPrice", ["stock", "pric"]),
+        ("HTTPServerStatus", ["http", "server", "status"]),
+        ("base64Encode", ["base64", "encod"]),
+        ("convert-currency", ["convert", "currency"]),
+        ("ＦｕｌｌＷｉｄｔｈ", ["full", "width"]),  # NFKC first
+    ],
+)
+def test_names_split_into_their_words(name, words):
+    assert list(terms(name)) == words
+
+
+@pytest.mark.parametrize(
+    ("words", "stemmed"),
+    [
+        (("forecast", "forecasts", "forecasting", "forecasted"), "forecast"),
+        (("city", "cities"), "city"),
+        (("compute", "computing", "computed", "computes"), "comput"),
+        (("ship", "shipping", "shipped"), "ship"),
+        (("book", "bookings", "booked"), "book"),
+        (("class", "classes"), "class"),
+        (("fill", "filling"), "fill"),
+    ],
+)
+def test_inflections_share_a_stem(words, stemmed):
+    assert {stem(word) for word in words} == {stemmed}
+
+
+@pytest.mark.parametrize("word", ["status", "analysis", "string", "bus", "thing"])
+def test_stemming_leaves_short_and_latin_endings_alone(word):
+    assert stem(word) == word
+
+
+def test_cjk_kana_and_hangul_become_bigrams_and_light_characters():
+    assert tokens("天气预报") == {
+        **{"天": 0.25, "气": 0.25, "预": 0.25, "报": 0.25},
+        **{"天气": 1.0, "气预": 1.0, "预报": 1.0},
+    }
+    assert "てん" in tokens("てんき") and "날씨" in tokens("날씨")
+    assert "𠀀𠀁" in tokens("𠀀𠀁")  # extension B is CJK too
+
+
+def test_mixed_text_keeps_words_and_drops_numbers_and_stop_words():
+    assert list(terms("查询2025年AAPL的stock prices")) == [
+        *("查", "查询", "询", "年"),
+        *("aapl", "stock", "pric"),
+    ]
+
+
+def index_of(documents):
+    index: LexicalIndex[str] = LexicalIndex()
+    for key, text in documents.items():
+        index.add(key, terms(text))
+    return index
+
+
+def test_bm25_scores_match_the_formula():
+    index = index_of({"a": "weather forecast weather", "b": "stock price", "c": "weather"})
+    [(key, score), (other, other_score)] = index.search({"weather": 1.0}, 5)
+    average = 6 / 3
+    idf = math.log1p((3 - 2 + 0.5) / (2 + 0.5))
+
+    def share(tf, length):
+        return tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average))
+
+    # The short document wins: length normalization outweighs the second "weather" of "a".
+    assert (key, other) == ("c", "a")
+    assert score == pytest.approx(idf * share(1, 1))
+    assert other_score == pytest.approx(idf * share(2, 3))
+
+
+def test_rare_terms_outweigh_common_ones_and_weights_scale():
+    index = index_of({"a": "price report", "b": "price chart", "c": "price history dividend"})
+    assert index.search({"price": 1.0, "dividend": 1.0}, 1)[0][0] == "c"
+    assert index.search({"report": 0.0}, 5) == []  # a weight of nothing finds nothing
+    [(_, once)] = index.search({"report": 1.0}, 1)
+    [(_, twice)] = index.search({"report": 2.0}, 1)
+    assert twice == pytest.approx(2 * once)
+
+
+def test_ties_keep_insertion_order_and_limit_cuts():
+    index = index_of({f"tool{i}": "same words" for i in range(10)})
+    assert [key for key, _ in index.search({"word": 1.0}, 3)] == ["tool0", "tool1", "tool2"]
+    assert index.search({"word": 1.0}, 0) == []
+    assert index.search({"absent": 1.0}, 3) == []
+
+
+def test_add_replaces_and_remove_drops_incrementally():
+    index = index_of({"a": "weather", "b": "stock"})
+    index.add("a", terms("flight booking"))  # replaced: no longer about weather
+    assert index.search({"weather": 1.0}, 5) == []
+    assert [key for key, _ in index.search({"flight": 1.0}, 5)] == ["a"]
+    assert index.remove("b") and not index.remove("b") and "b" not in index
+    assert len(index) == 1 and index.search({"stock": 1.0}, 5) == []
+    index.add("c", terms("stock"))
+    # The same scores as an index built in one go: avgdl and idf follow the updates.
+    fresh = index_of({"a": "flight booking", "c": "stock"})
+    assert index.search({"stock": 1.0, "flight": 1.0}, 5) == fresh.search(
+        {"stock": 1.0, "flight": 1.0}, 5
+    )
+
+
+def test_empty_index_and_empty_documents():
+    index: LexicalIndex[str] = LexicalIndex()
+    assert index.search({"x": 1.0}, 5) == []
+    index.add("empty", [])
+    assert index.search({"x": 1.0}, 5) == []
+    with pytest.raises(ValueError, match="k1"):
+        LexicalIndex(b=2)
+
+
+def test_index_copies_and_pickles():
+    index = index_of({"a": "weather", "b": "stock"})
+    for clone in (copy.deepcopy(index), pickle.loads(pickle.dumps(index))):
+        assert clone.search({"stock": 1.0}, 1)[0][0] == "b"
+        clone.add("c", ["stock"])  # its own lock and state
+    assert "c" not in index
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_updates_while_searching_from_other_threads():
+    index = index_of({f"t{i}": f"word{i} common" for i in range(200)})
+    errors = []
+
+    def search():
+        try:
+            for _ in range(300):
+                index.search({"common": 1.0, "word7": 1.0}, 5)
+        except Exception as error:  # pragma: no cover - what the test looks for
+            errors.append(error)
+
+    threads = [threading.Thread(target=search) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for i in range(200, 500):
+        index.add(f"t{i}", terms(f"word{i} common"))
+        index.remove(f"t{i - 200}")
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(index) == 200

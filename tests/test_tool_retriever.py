@@ -1,0 +1,278 @@
+"""tools.ToolRetriever: lexical by default, fused with embeddings when given an embedder."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import pickle
+import threading
+import time
+
+import pytest
+
+from chainkit import tools
+from chainkit.llms import OpenAIEmbeddings
+from tests.openai_server import TEST_API_KEY, OpenAIServer
+from tests.tool_catalog import TEST_SEED, TEST_WORDING, build
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return build(TEST_WORDING, seed=TEST_SEED)
+
+
+def test_recall_at_5_on_a_generated_catalog_of_1000_tools(catalog):
+    assert len(catalog.tools) >= 1000
+    retriever = tools.ToolRetriever(catalog.tools, top_k=5)
+    questions = catalog.questions(300, "described", seed=TEST_SEED + 1)
+    assert {q.language for q in questions} == {"en", "zh"}
+    found = sum(q.tool in [t.name for t in retriever.select(q.text)] for q in questions)
+    assert found / len(questions) >= 0.95
+
+
+class _Schema(tools.Tool):
+    def __init__(self, name, description, parameters):
+        self.name, self.description, self._parameters = name, description, parameters
+
+    @property
+    def parameters(self):
+        return self._parameters
+
+    def call(self, input: str) -> str:
+        return self.name
+
+
+def names(selected):
+    return [tool.name for tool in selected]
+
+
+WEATHER = _Schema("get_weather", "Current weather for a city.", {"properties": {"city": {}}})
+STOCK = _Schema("getStockQuote", "Latest share price.", {"properties": {"ticker": {}}})
+FLIGHT = _Schema("book_flight", "预订机票，返回确认号。", {"properties": {"destination": {}}})
+TRANSLATE = _Schema("translate", "Translates text.", {"properties": {"target_language": {}}})
+SEARCH = _Schema("web_search", "Searches the web.", {"properties": {"query": {}}})
+
+
+def small_retriever(**options):
+    return tools.ToolRetriever([WEATHER, STOCK, FLIGHT, TRANSLATE, SEARCH], **options)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("weather in Paris", "get_weather"),  # description and name
+        ("stock quote for AAPL", "getStockQuote"),  # a camelCase name
+        ("what is the ticker's value", "getStockQuote"),  # an argument name only
+        ("帮我订一张去三亚的机票", "book_flight"),  # Chinese bigrams
+        ("which target language", "translate"),  # a snake_case argument name
+    ],
+)
+def test_name_description_and_arguments_find_a_tool(query, expected):
+    assert names(small_retriever().select(query))[0] == expected
+
+
+def test_top_k_and_always_include():
+    retriever = small_retriever(top_k=1, always_include=["web_search", TRANSLATE])
+    # The always-included come first, in the order given, and do not count against top_k.
+    assert names(retriever.select("weather today")) == [
+        "web_search",
+        "translate",
+        "get_weather",
+    ]
+    # Matching the query does not select an always-included tool twice.
+    assert names(retriever.select("search the web")) == ["web_search", "translate"]
+    assert names(retriever.select("")) == ["web_search", "translate"]
+    assert names(retriever.always_include) == ["web_search", "translate"]
+
+
+def test_nothing_matching_selects_nothing_lexically():
+    retriever = small_retriever()
+    assert retriever.select("") == [] and retriever.select("   ") == []
+    assert retriever.select("xyzzy plugh") == []
+    assert retriever.select("🙂🙃 …") == []
+
+
+@pytest.mark.parametrize("top_k", [0, -1, True, 2.5, "5", None])
+def test_top_k_must_be_a_positive_whole_number(top_k):
+    with pytest.raises(ValueError, match="top_k"):
+        small_retriever(top_k=top_k)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(TypeError, match="list of Tool"):
+        tools.ToolRetriever(WEATHER)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"@tools\.tool"):
+        tools.ToolRetriever([WEATHER, len])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="no tool named 'nope'"):
+        small_retriever(always_include=["nope"])
+    with pytest.raises(TypeError, match="embed_documents"):
+        small_retriever(embedder=object())
+    with pytest.raises(TypeError, match="must be a str"):
+        small_retriever().select(b"weather")
+    with pytest.raises(ValueError, match="'get_weather' and 'GET_WEATHER' are both being added"):
+        tools.ToolRetriever([WEATHER, _Schema("GET_WEATHER", "x", {})])
+
+
+def test_tools_are_added_and_removed_incrementally():
+    retriever = small_retriever(always_include=["web_search"])
+    news = _Schema("get_news", "Latest news headlines.", {"properties": {"topic": {}}})
+    assert names(retriever.select("news headlines")) == ["web_search"]
+    retriever.add(news)
+    assert names(retriever.select("news headlines")) == ["web_search", "get_news"]
+    assert "get_news" in retriever and len(retriever) == 6
+    retriever.remove("get_news", SEARCH)
+    assert retriever.select("news headlines") == [] and len(retriever) == 4
+    assert retriever.always_include == []  # a removed tool is no longer always included
+    assert names(retriever.tools) == ["get_weather", "getStockQuote", "book_flight", "translate"]
+
+
+def test_failed_updates_change_nothing():
+    retriever = small_retriever()
+    with pytest.raises(ValueError, match="already has"):
+        retriever.add(_Schema("fresh", "fresh tool", {}), _Schema("Translate", "x", {}))
+    assert "fresh" not in retriever and retriever.select("fresh tool") == []
+    with pytest.raises(ValueError, match="'twin' and 'twin' are both being added"):
+        retriever.add(_Schema("twin", "a", {}), _Schema("twin", "b", {}))
+    with pytest.raises(ValueError, match="no tool named 'absent'"):
+        retriever.remove("get_weather", "absent")
+    assert "get_weather" in retriever
+    with pytest.raises(TypeError, match="tool names or tools"):
+        retriever.remove(3)
+
+
+def test_a_tool_with_an_odd_schema_is_found_by_its_name_and_description():
+    odd = _Schema("odd_tool", "Does odd things.", {"properties": ["not", "a", "dict"]})
+    none = _Schema("no_schema", "Nothing to see.", None)
+    retriever = tools.ToolRetriever([odd, none])
+    assert names(retriever.select("odd things")) == ["odd_tool"]
+    assert names(retriever.select("no schema")) == ["no_schema"]
+
+
+@pytest.mark.timeout(60)
+def test_a_huge_query_is_answered():
+    retriever = small_retriever()
+    huge = "weather " + "lorem ipsum dolor sit amet " * 40_000 + "天气" * 10_000
+    assert names(retriever.select(huge))[0] == "get_weather"
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_selecting_while_tools_are_added_and_removed(catalog):
+    retriever = tools.ToolRetriever(catalog.tools[:500])
+    questions = [q.text for q in catalog.questions(50, "described", seed=1)]
+    errors = []
+    done = threading.Event()
+
+    def select():
+        try:
+            while not done.is_set():
+                for question in questions:
+                    retriever.select(question)
+        except Exception as error:  # pragma: no cover - what the test looks for
+            errors.append(error)
+
+    threads = [threading.Thread(target=select) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    try:
+        for tool in catalog.tools[500:700]:
+            retriever.add(tool)
+        retriever.remove(*catalog.tools[500:700])
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join()
+    assert errors == [] and len(retriever) == 500
+
+
+def test_copies_and_pickles_select_alike():
+    retriever = small_retriever(top_k=2, always_include=["translate"])
+    for clone in (copy.deepcopy(retriever), pickle.loads(pickle.dumps(retriever))):
+        assert names(clone.select("weather")) == ["translate", "get_weather"]
+        clone.add(_Schema("extra", "extra", {}))
+    assert "extra" not in retriever
+    assert repr(retriever) == "ToolRetriever(5 tools, top_k=2)"
+
+
+# With an embedder: the loopback server embeds texts as hashed character trigrams, so texts
+# sharing parts of words are near; typos are what BM25 alone cannot match.
+
+
+@pytest.fixture
+def embeddings(openai_server: OpenAIServer):
+    with OpenAIEmbeddings(
+        "embed-test", base_url=openai_server.base_url, api_key=TEST_API_KEY
+    ) as embedder:
+        yield embedder
+
+
+def test_embeddings_find_what_words_do_not(embeddings, openai_server):
+    typo = "wether forcast"
+    assert small_retriever().select(typo) == []
+    retriever = small_retriever(top_k=2, embedder=embeddings)
+    # The tools are embedded once, in one request, when the retriever is built.
+    [documents] = openai_server.requests
+    assert (
+        documents.body["input"][0] == "get_weather: Current weather for a city. (arguments: city)"
+    )
+    assert names(retriever.select(typo))[0] == "get_weather"
+    # An exact word still ranks its tool first, fused with the dense ranking.
+    assert names(retriever.select("ticker"))[0] == "getStockQuote"
+    assert [r.body["input"] for r in openai_server.requests[1:]] == [[typo], ["ticker"]]
+    # With an embedder every tool has a rank: top_k are always selected.
+    assert len(retriever.select("xyzzy")) == 2
+    assert retriever.select("") == []  # but an empty query is not sent
+
+
+def test_embeddings_of_added_tools_and_async_selection(embeddings, openai_server, arun):
+    retriever = small_retriever(top_k=1, embedder=embeddings)
+    retriever.add(_Schema("get_horoscope", "Daily horoscope for a zodiac sign.", {}))
+    assert openai_server.requests[-1].body["input"] == [
+        "get_horoscope: Daily horoscope for a zodiac sign."
+    ]
+    selected = arun(embeddings, retriever.aselect("horoscop for leo"))
+    assert names(selected) == ["get_horoscope"]
+    assert openai_server.requests[-1].body["input"] == ["horoscop for leo"]
+
+
+class ScriptedEmbedder:
+    def __init__(self, documents=None, query=None):
+        self.documents = documents
+        self.query = query
+
+    def embed_documents(self, texts):
+        if self.documents is not None:
+            return self.documents
+        return [[1.0, float(i)] for i, _ in enumerate(texts)]
+
+    def embed_query(self, text):
+        return [1.0, 0.0] if self.query is None else self.query
+
+
+@pytest.mark.parametrize(
+    ("embedder", "message"),
+    [
+        (ScriptedEmbedder(documents=[[1.0]]), "returned 1 vectors for 5 texts"),
+        (ScriptedEmbedder(documents=[[1.0, 2.0]] * 4 + [[1.0]]), "1 numbers where the others"),
+        (ScriptedEmbedder(documents=[[1.0, float("nan")]] * 5), "not finite"),
+        (ScriptedEmbedder(documents=[["a", "b"]] * 5), "vectors of numbers"),
+        (ScriptedEmbedder(documents=[[10**400, 1]] * 5), "too large"),
+        (ScriptedEmbedder(documents=None, query=[1.0, 2.0, 3.0]), "3 numbers where the others"),
+        (ScriptedEmbedder(documents=None, query="oops"), "vectors of numbers"),
+    ],
+)
+def test_bad_embeddings_are_named(embedder, message):
+    with pytest.raises(ValueError, match=message):
+        small_retriever(embedder=embedder).select("weather")
+
+
+def test_an_embedder_without_async_runs_in_a_thread():
+    class Slow(ScriptedEmbedder):
+        def embed_query(self, text):
+            self.thread = threading.current_thread()
+            time.sleep(0.05)
+            return [1.0, 0.0]
+
+    embedder = Slow()
+    retriever = small_retriever(top_k=1, embedder=embedder)
+    assert len(asyncio.run(retriever.aselect("weather"))) == 1
+    assert embedder.thread is not threading.main_thread()
