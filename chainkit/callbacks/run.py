@@ -25,18 +25,39 @@ RunKind = Literal["chain", "llm", "tool", "retriever"]
 
 class RunInfo:
     """One run: `id`, the `parent_id` of the run it happens inside (None for a root), its
-    `kind`, its `name` (chain, model or tool name) and `start_time` (seconds since the epoch)."""
+    `kind`, its `name` (chain, model or tool name) and `start_time` (seconds since the epoch).
 
-    __slots__ = ("id", "kind", "name", "parent_id", "start_time")
+    The id is written out when first read: a run no one asks about costs no formatting.
+    """
+
+    __slots__ = ("_id", "_number", "_prefix", "kind", "name", "parent", "start_time")
 
     def __init__(
-        self, id: str, parent_id: str | None, kind: RunKind, name: str, start_time: float
+        self,
+        prefix: str,
+        number: int,
+        parent: RunInfo | None,
+        kind: RunKind,
+        name: str,
+        start_time: float,
     ) -> None:
-        self.id = id
-        self.parent_id = parent_id
+        self._prefix = prefix
+        self._number = number
+        self._id: str | None = None
+        self.parent = parent
         self.kind: RunKind = kind
         self.name = name
         self.start_time = start_time
+
+    @property
+    def id(self) -> str:
+        if self._id is None:
+            self._id = f"{self._prefix}{self._number:06x}"
+        return self._id
+
+    @property
+    def parent_id(self) -> str | None:
+        return None if self.parent is None else self.parent.id
 
     def __repr__(self) -> str:
         return (
@@ -77,11 +98,8 @@ class _Ids:
         os.register_at_fork(after_in_child=self._reset)
 
     def _reset(self) -> None:
-        self._prefix = os.urandom(6).hex() + "-"
-        self._counter = itertools.count(1)
-
-    def next(self) -> str:
-        return f"{self._prefix}{next(self._counter):06x}"
+        self.prefix = os.urandom(6).hex() + "-"
+        self.counter = itertools.count(1)
 
 
 _ids = _Ids()
@@ -99,12 +117,13 @@ class Run:
 
     __slots__ = ("_handler_token", "_run_token", "ended", "handler", "info")
 
-    def __init__(self, info: RunInfo, handler: CombiningHandler | None) -> None:
+    def __init__(
+        self, info: RunInfo, handler: CombiningHandler | None, outer: CombiningHandler | None
+    ) -> None:
         self.info = info
         self.handler = handler
         self.ended = False
         self._run_token: Token[RunInfo | None] = _current_run.set(info)
-        outer = _active_handler.get()
         self._handler_token: Token[CombiningHandler | None] | None = (
             None if handler is outer else _active_handler.set(handler)
         )
@@ -125,6 +144,7 @@ class Run:
             if self._handler_token is not None:
                 _active_handler.reset(self._handler_token)
             _current_run.reset(self._run_token)
+        # Returns None: an error leaving the run goes on.
 
     def end(self, result: Any) -> None:
         """Reports the run's end with its result: outputs, reply message, tool output or the
@@ -165,9 +185,9 @@ def enter(kind: RunKind, name: str, own: CombiningHandler | None = None) -> Run:
     """Begins a run of `kind` named `name` inside the current one. Its handler is the one
     active here joined with `own` (a component's handler, or a call's `callbacks=`), and stays
     active for the runs inside it."""
-    parent = _current_run.get()
-    info = RunInfo(_ids.next(), None if parent is None else parent.id, kind, name, time.time())
-    return Run(info, join(_active_handler.get(), own))
+    info = RunInfo(_ids.prefix, next(_ids.counter), _current_run.get(), kind, name, time.time())
+    outer = _active_handler.get()
+    return Run(info, outer if own is None else join(outer, own), outer)
 
 
 @contextmanager

@@ -77,7 +77,10 @@ class BaseModel:
         with enter("llm", request.options.get("model") or self.name, own) as run:
             if run.handler is not None:
                 _start(run.handler, request)
-            reply = self._sync_reply(request)
+            try:
+                reply = self._generate(request)
+            except (StopIteration, StopAsyncIteration) as error:
+                raise _escaped(error, self) from error
             run.end(reply)
             return reply
 
@@ -107,8 +110,12 @@ class BaseModel:
         try:
             return self._generate(request)
         except (StopIteration, StopAsyncIteration) as error:
-            # A scripted model reading its replies with next() must not end the caller's loop.
-            raise stop_escaped(error, f"model {type(self).__name__}") from error
+            raise _escaped(error, self) from error
+
+
+def _escaped(error: StopIteration | StopAsyncIteration, model: BaseModel) -> Exception:
+    """A scripted model reading its replies with next() must not end the caller's loop."""
+    return stop_escaped(error, f"model {type(model).__name__}")
 
 
 def _request(
@@ -120,7 +127,8 @@ def _request(
     check_options(options)
     stop = options.pop("stop", None)
     streaming_func = options.pop("streaming_func", None)
-    own = guard(options.pop("callbacks", None))
+    callbacks = options.pop("callbacks", None)
+    own = None if callbacks is None else guard(callbacks)
     if streaming_func is not None and inspect.iscoroutinefunction(streaming_func):
         raise ModelTypeError(
             "streaming_func must be a plain function: it is called once per chunk and never "

@@ -73,8 +73,8 @@ _RENAMED = {
 
 def check_options(options: Mapping[str, Any]) -> None:
     """Raises UnknownOptionError for the first option name that is not a CallOptions key."""
-    unknown = options.keys() - KNOWN_OPTIONS
-    if unknown:
+    if not KNOWN_OPTIONS.issuperset(options):
+        unknown = options.keys() - KNOWN_OPTIONS
         name = sorted(unknown)[0]
         if name in _RENAMED:
             hint = f"use {_RENAMED[name]}. "
