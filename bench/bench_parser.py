@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from chainkit.agents.errors import OutputParserError
 from chainkit.agents.mrkl_parser import parse_mrkl_output
 from chainkit.schema import AgentAction
-from tests.test_mrkl_parser import cve_2024_58340
+from tests.agents.test_mrkl_parser import cve_2024_58340
 
 MB = 1_000_000
 

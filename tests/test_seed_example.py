@@ -10,7 +10,7 @@ from chainkit import agents, chains, tools
 from chainkit.llms import FakeLLM
 from chainkit.prompts import render_chat
 from chainkit.schema import FunctionCall, Message, ToolCall, from_agentic, to_agentic
-from tests.test_render_chat import MESSAGE_ROUND_1, MESSAGE_ROUND_2, system_prompt
+from tests.prompts.test_render_chat import MESSAGE_ROUND_1, MESSAGE_ROUND_2, system_prompt
 
 SYSTEM_PROMPT = system_prompt("当需要外部信息时输出工具调用JSON，不要多余文字。")
 QUESTION = "帮我查 2025 年贵州茅台的净利润"

@@ -23,7 +23,7 @@ from chainkit.prompts import (
 )
 from chainkit.schema import Message
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 UNSAFE_FIELDS = [
     "{x.__class__}",

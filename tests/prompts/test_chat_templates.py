@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from chainkit.prompts import PromptError, render_chat
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def template(name: str) -> str:

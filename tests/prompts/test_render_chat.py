@@ -24,14 +24,14 @@ from chainkit.schema.agentic import (
 )
 from chainkit.schema.convert import to_agentic
 from chainkit.tools import Tool, tool
-from tests.test_agentic import conversations
+from tests.schema.test_agentic import conversations
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 EINO = "chatml-eino"
 """The built-in template that reproduces the article's layout (content and `<|im_end|>` on
 lines of their own); "chatml" is real ChatML, tested against Qwen2.5's template in
-tests/test_chat_templates.py."""
+tests/prompts/test_chat_templates.py."""
 
 # The prompts printed in the seed article (Eino: AgenticMessage vs Message), copied verbatim.
 # The Message part's system prompt ends "输出工具调用JSON", the AgenticMessage part's
@@ -419,7 +419,7 @@ def test_the_built_in_template_renders_without_loading_jinja2():
     code = (
         "import sys\n"
         "from chainkit.prompts.chat_template import render_chat\n"
-        "from tests.test_render_chat import TOOLS, eino_messages\n"
+        "from tests.prompts.test_render_chat import TOOLS, eino_messages\n"
         "assert render_chat(eino_messages(), TOOLS).startswith('<|im_start|>system')\n"
         "assert 'jinja2' not in sys.modules, 'chatml loaded jinja2'\n"
         "render_chat(eino_messages(), template='{{ messages | length }}')\n"

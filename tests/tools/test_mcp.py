@@ -28,7 +28,7 @@ from tests.mcp_server import PICTURE, SERVER_NAME
 
 pytestmark = pytest.mark.timeout(30)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SERVER = [sys.executable, str(ROOT / "tests" / "mcp_server.py")]
 LEGACY_SERVER = [sys.executable, str(ROOT / "tests" / "mcp_legacy_server.py")]
 # The stdio server process gets only a few safe variables of ours; it needs the repo to import

@@ -31,7 +31,7 @@ from chainkit.prompts import (
 )
 from chainkit.schema import Message
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 QUICK = TemplateLimits(max_steps=300_000)
 """Stops a runaway loop ten times sooner than the defaults, to keep the file fast; the
@@ -389,7 +389,7 @@ def outcomes() -> dict[str, dict[str, Any]]:
             [
                 sys.executable,
                 "-c",
-                "from tests.test_templates_hostile import run_worker; run_worker()",
+                "from tests.prompts.test_templates_hostile import run_worker; run_worker()",
             ],
             input=json.dumps(names),
             cwd=REPO,

@@ -12,7 +12,7 @@ from chainkit import chains, llms
 from chainkit.llms import FakeLLM, UnknownOptionError
 from chainkit.prompts import PromptTemplate
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 USER_CODE = textwrap.dedent(
     """
