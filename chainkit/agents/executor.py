@@ -59,14 +59,14 @@ class _PlanFinal:
     """Ask the agent for a final answer now: a limit was reached."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made on every step, and frozen costs a setattr per field
 class _Act:
     """Run these actions' tools; send back their observations, in order."""
 
     actions: list[AgentAction]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Done:
     """The run's outputs: the loop's last request."""
 
@@ -504,7 +504,7 @@ class Executor(Chain):
         """The tool to call, or the observation when the call cannot be made. Reports the
         tool's start, and its error if it fails before it runs."""
         if run.handler is not None:
-            run.handler.handle_tool_start(run.info.name, action.tool_input)
+            run.handler.handle_tool_start(run.name, action.tool_input)
         if tool is None:
             unknown = UnknownToolError(action.tool, self._tool_list)
             run.fail(unknown)

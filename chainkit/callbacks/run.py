@@ -72,18 +72,103 @@ class RunInfo:
         return hash(self.id)
 
 
-_current_run: ContextVar[RunInfo | None] = ContextVar("chainkit_run", default=None)
-_active_handler: ContextVar[CombiningHandler | None] = ContextVar("chainkit_handler", default=None)
+class Run(RunInfo):
+    """An entered run: its `RunInfo`, and the `handler` (None when nobody listens) that hears
+    its events and those of the runs inside it. One context variable holds the innermost run,
+    and with it the active handler.
+
+    Use it as a context manager: entering makes it the current run, leaving restores the outer
+    one, and an exception leaving it is reported as the run's error event, unless `end` or
+    `fail` reported the run already. So every run whose start was reported gets exactly one
+    end or error event, on every path.
+    """
+
+    __slots__ = ("_token", "ended", "handler")
+
+    def __init__(
+        self,
+        number: int,
+        parent: RunInfo | None,
+        kind: RunKind,
+        name: str,
+        handler: CombiningHandler | None,
+    ) -> None:
+        super().__init__(_ids.prefix, number, parent, kind, name, time.time())
+        self.handler = handler
+        self.ended = False
+
+    def __enter__(self) -> Run:
+        self._token: Token[Run | None] = _current.set(self)
+        return self
+
+    def __exit__(
+        self,
+        error_type: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        try:
+            if error is not None and not self.ended:
+                self.fail(error)
+        finally:
+            _current.reset(self._token)
+
+    def end(self, result: Any) -> None:
+        """Reports the run's end with its result: outputs, reply message, tool output or the
+        documents (tools) a retriever found."""
+        self.ended = True
+        handler = self.handler
+        if handler is None:
+            return
+        kind = self.kind
+        if kind == "llm":
+            handler.handle_llm_end(result)
+        elif kind == "chain":
+            handler.handle_chain_end(self.name, result)
+        elif kind == "tool":
+            handler.handle_tool_end(self.name, result)
+        else:
+            handler.handle_retriever_end(self.name, result)
+
+    def fail(self, error: BaseException) -> None:
+        """Reports the run's error; for a failure that does not propagate (a tool error that
+        becomes an observation), as for one that does."""
+        self.ended = True
+        handler = self.handler
+        if handler is None:
+            return
+        kind = self.kind
+        if kind == "llm":
+            handler.handle_llm_error(error)
+        elif kind == "chain":
+            handler.handle_chain_error(self.name, error)
+        elif kind == "tool":
+            handler.handle_tool_error(self.name, error)
+        else:
+            handler.handle_retriever_error(self.name, error)
+
+    def _as(self, handler: CombiningHandler | None) -> Run:
+        """The same run (same id, parent and kind), heard by `handler` instead."""
+        twin = Run.__new__(Run)
+        for name in RunInfo.__slots__:
+            setattr(twin, name, getattr(self, name))
+        twin.handler = handler
+        twin.ended = self.ended
+        return twin
+
+
+_current: ContextVar[Run | None] = ContextVar("chainkit_run", default=None)
 
 
 def current_run() -> RunInfo | None:
     """The innermost run of the calling context; None outside any run."""
-    return _current_run.get()
+    return _current.get()
 
 
 def active_handler() -> CombiningHandler | None:
     """The handler that hears the events of the calling context; None when nobody listens."""
-    return _active_handler.get()
+    run = _current.get()
+    return None if run is None else run.handler
 
 
 class _Ids:
@@ -105,109 +190,40 @@ class _Ids:
 _ids = _Ids()
 
 
-class Run:
-    """An entered run: its `info`, and the `handler` (None when nobody listens) that hears its
-    events and those of the runs inside it.
-
-    Use it as a context manager: leaving it restores the outer run and handler, and an
-    exception leaving it is reported as the run's error event, unless `end` or `fail`
-    reported the run already. So every run whose start was reported gets exactly one end or
-    error event, on every path.
-    """
-
-    __slots__ = ("_handler_token", "_run_token", "ended", "handler", "info")
-
-    def __init__(
-        self, info: RunInfo, handler: CombiningHandler | None, outer: CombiningHandler | None
-    ) -> None:
-        self.info = info
-        self.handler = handler
-        self.ended = False
-        self._run_token: Token[RunInfo | None] = _current_run.set(info)
-        self._handler_token: Token[CombiningHandler | None] | None = (
-            None if handler is outer else _active_handler.set(handler)
-        )
-
-    def __enter__(self) -> Run:
-        return self
-
-    def __exit__(
-        self,
-        error_type: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        try:
-            if error is not None and not self.ended:
-                self.fail(error)
-        finally:
-            if self._handler_token is not None:
-                _active_handler.reset(self._handler_token)
-            _current_run.reset(self._run_token)
-        # Returns None: an error leaving the run goes on.
-
-    def end(self, result: Any) -> None:
-        """Reports the run's end with its result: outputs, reply message, tool output or the
-        documents (tools) a retriever found."""
-        self.ended = True
-        handler = self.handler
-        if handler is None:
-            return
-        kind = self.info.kind
-        if kind == "llm":
-            handler.handle_llm_end(result)
-        elif kind == "chain":
-            handler.handle_chain_end(self.info.name, result)
-        elif kind == "tool":
-            handler.handle_tool_end(self.info.name, result)
-        else:
-            handler.handle_retriever_end(self.info.name, result)
-
-    def fail(self, error: BaseException) -> None:
-        """Reports the run's error; for a failure that does not propagate (a tool error that
-        becomes an observation), as for one that does."""
-        self.ended = True
-        handler = self.handler
-        if handler is None:
-            return
-        kind = self.info.kind
-        if kind == "llm":
-            handler.handle_llm_error(error)
-        elif kind == "chain":
-            handler.handle_chain_error(self.info.name, error)
-        elif kind == "tool":
-            handler.handle_tool_error(self.info.name, error)
-        else:
-            handler.handle_retriever_error(self.info.name, error)
-
-
 def enter(kind: RunKind, name: str, own: CombiningHandler | None = None) -> Run:
-    """Begins a run of `kind` named `name` inside the current one. Its handler is the one
-    active here joined with `own` (a component's handler, or a call's `callbacks=`), and stays
-    active for the runs inside it."""
-    info = RunInfo(_ids.prefix, next(_ids.counter), _current_run.get(), kind, name, time.time())
-    outer = _active_handler.get()
-    return Run(info, outer if own is None else join(outer, own), outer)
+    """A run of `kind` named `name` inside the current one, to enter with `with`. Its handler
+    is the one active here joined with `own` (a component's handler, or a call's
+    `callbacks=`), and stays active for the runs inside it."""
+    parent = _current.get()
+    outer = None if parent is None else parent.handler
+    handler = outer if own is None else join(outer, own)
+    return Run(next(_ids.counter), parent, kind, name, handler)
 
 
 @contextmanager
 def handled_by(handler: CombiningHandler | None) -> Iterator[None]:
     """Makes `handler` the active one for what starts inside, in place of the current one
     (which it must hold): for a wrapper that filters a step's events, such as the executor's
-    at a deadline."""
-    token = _active_handler.set(handler)
+    at a deadline. Outside any run there is no handler to replace: nothing changes."""
+    current = _current.get()
+    if current is None:
+        yield
+        return
+    token = _current.set(current._as(handler))
     try:
         yield
     finally:
-        _active_handler.reset(token)
+        _current.reset(token)
 
 
 @contextmanager
-def reporting_for(info: RunInfo) -> Iterator[None]:
-    """Makes `info` the current run while an event of that run is reported from elsewhere, so
+def reporting_for(run: RunInfo) -> Iterator[None]:
+    """Makes `run` the current run while an event of that run is reported from elsewhere, so
     that `current_run()` is right in the handler (an abandoned call's error, say)."""
-    token = _current_run.set(info)
+    if not isinstance(run, Run):
+        raise TypeError(f"reporting_for takes a run current_run() gave, got {run!r}")
+    token = _current.set(run)
     try:
         yield
     finally:
-        _current_run.reset(token)
+        _current.reset(token)

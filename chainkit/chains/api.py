@@ -55,8 +55,9 @@ def _start(
     passed on to the chain, and the full inputs: every check made before any work."""
     rest: dict[str, Any] = dict(options)
     check_options(rest)
-    given = guard(rest.pop("callbacks", None))
-    return join(chain.handler, given), rest, _prepare(chain, inputs)
+    given = rest.pop("callbacks", None)
+    own = chain.handler if given is None else join(chain.handler, guard(given))
+    return own, rest, _prepare(chain, inputs)
 
 
 def _finish(
