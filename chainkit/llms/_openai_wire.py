@@ -294,9 +294,11 @@ def build_request(
     return request
 
 
-def parse_embeddings(body: bytes, count: int, mask: Masker) -> list[list[float]]:
-    """The `count` vectors of an embeddings body, in input order (given by each `index`)."""
-    items = json_object(body, "reply", mask).get("data")
+def parse_embeddings(body: bytes, count: int, mask: Masker) -> tuple[list[list[float]], int | None]:
+    """The `count` vectors of an embeddings body, in input order (given by each `index`), and
+    the tokens its usage counts (None when it has none)."""
+    data = json_object(body, "reply", mask)
+    items = data.get("data")
     vectors: list[list[float] | None] = [None] * count
     if isinstance(items, list) and len(items) == count:
         for position, item in enumerate(items):
@@ -309,7 +311,10 @@ def parse_embeddings(body: bytes, count: int, mask: Masker) -> list[list[float]]
         raise ModelReplyShapeError(
             f"expected {count} embeddings indexed 0..{count - 1}, got: {mask(snippet(body))!r}"
         )
-    return vectors  # type: ignore[return-value]  # no None left, checked above
+    usage = data.get("usage")
+    tokens = usage.get("total_tokens") if isinstance(usage, dict) else None
+    counted = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
+    return vectors, counted  # type: ignore[return-value]  # no None left, checked above
 
 
 class StreamRelay:
