@@ -50,6 +50,12 @@ _SDK_PARAMETERS = frozenset(
     )
 )
 
+_HTTP_OPTIONS = {"timeout": "timeout", "extra_headers": "headers", "extra_query": "params"}
+"""`create` arguments that set the HTTP request, and their names in the SDK's request options."""
+_RAW_RESPONSE = {"X-Stainless-Raw-Response": "true"}
+"""What `with_raw_response` adds to a request: the SDK then returns the reply unparsed."""
+CHAT_PATH = "/chat/completions"
+
 T = TypeVar("T")
 
 
@@ -292,6 +298,25 @@ def build_request(
     if extra:
         request["extra_body"] = extra
     return request
+
+
+def post_arguments(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword arguments for the client's `post(CHAT_PATH, ...)` that send what
+    `chat.completions.with_raw_response.create(**request)` sends, `request` being what
+    `build_request` made. `create` would first walk the whole body to convert it to wire form,
+    which costs more than the rest of the call on the client; the body is in wire form
+    already."""
+    body: dict[str, Any] = {}
+    options: dict[str, Any] = {}
+    for key, value in request.items():
+        option = _HTTP_OPTIONS.get(key)
+        if option is not None:
+            options[option] = value
+        elif key != "extra_body":
+            body[key] = value
+    body.update(request.get("extra_body") or {})
+    options["headers"] = {**options.get("headers", {}), **_RAW_RESPONSE}
+    return {"cast_to": object, "body": body, "options": options}
 
 
 def parse_embeddings(body: bytes, count: int, mask: Masker) -> tuple[list[list[float]], int | None]:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from chainkit.llms._endpoint import OpenAIEndpoint, check_model_name
 from chainkit.llms._openai_reply import parse_completion
-from chainkit.llms._openai_wire import StreamRelay, build_request
+from chainkit.llms._openai_wire import CHAT_PATH, StreamRelay, build_request, post_arguments
 from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff, check_seconds
 from chainkit.llms.errors import ModelError
 from chainkit.llms.model import BaseModel, ModelRequest
@@ -156,15 +156,14 @@ class OpenAI(OpenAIEndpoint, BaseModel):
 
     def _complete(self, request: dict[str, Any]) -> Message:
         connection = self._connection
-        create = connection.client().chat.completions.with_raw_response.create
-        raw = connection.run(lambda: create(**request), request.get("timeout"))
+        post, arguments = connection.client().post, post_arguments(request)
+        raw = connection.run(lambda: post(CHAT_PATH, **arguments), request.get("timeout"))
         return parse_completion(raw.http_response.content, connection.redact)
 
     async def _acomplete(self, request: dict[str, Any]) -> Message:
         connection = self._connection
-        client = await connection.async_client()
-        create = client.chat.completions.with_raw_response.create
-        raw = await connection.arun(lambda: create(**request), request.get("timeout"))
+        post, arguments = (await connection.async_client()).post, post_arguments(request)
+        raw = await connection.arun(lambda: post(CHAT_PATH, **arguments), request.get("timeout"))
         return parse_completion(raw.http_response.content, connection.redact)
 
     def _stream(self, request: dict[str, Any], relay: StreamRelay) -> Message:
