@@ -115,8 +115,10 @@ async def _serve() -> None:
     port = server.sockets[0].getsockname()[1]
     print(port, flush=True)
     loop = asyncio.get_running_loop()
-    # Serve until the bench closes our stdin.
+    # Serve until the bench closes our stdin, then leave at once: connections still open
+    # are the clients' business.
     await loop.run_in_executor(None, sys.stdin.read)
+    os._exit(0)
 
 
 @contextlib.contextmanager
@@ -223,28 +225,24 @@ def langchain_installed() -> bool:
 # Measuring.
 
 
-def runs_per_second(name: str, base_url: str, concurrency: int, runs: int) -> float:
-    """`runs` runs, `concurrency` at a time, in a fresh event loop; their rate."""
+async def runs_per_second(name: str, base_url: str, concurrency: int, runs: int) -> float:
+    """`runs` runs, `concurrency` at a time, after a few to warm up; their rate."""
+    run, close = await CONTENDERS[name](base_url)
+    try:
+        for answer in await asyncio.gather(*(run() for _ in range(min(concurrency, 10)))):
+            assert answer == "12", answer
+        per_worker, extra = divmod(runs, concurrency)
 
-    async def main() -> float:
-        run, close = await CONTENDERS[name](base_url)
-        try:
-            for answer in await asyncio.gather(*(run() for _ in range(min(concurrency, 10)))):
+        async def worker(count: int) -> None:
+            for _ in range(count):
+                answer = await run()
                 assert answer == "12", answer
-            per_worker, extra = divmod(runs, concurrency)
 
-            async def worker(count: int) -> None:
-                for _ in range(count):
-                    answer = await run()
-                    assert answer == "12", answer
-
-            start = time.perf_counter()
-            await asyncio.gather(*(worker(per_worker + (i < extra)) for i in range(concurrency)))
-            return runs / (time.perf_counter() - start)
-        finally:
-            await close()
-
-    return asyncio.run(main())
+        start = time.perf_counter()
+        await asyncio.gather(*(worker(per_worker + (i < extra)) for i in range(concurrency)))
+        return runs / (time.perf_counter() - start)
+    finally:
+        await close()
 
 
 def rss_bytes() -> int:
@@ -298,7 +296,7 @@ def profile(base_url: str, concurrency: int, runs: int) -> None:
 
     profiler = cProfile.Profile()
     profiler.enable()
-    rate = runs_per_second("chainkit", base_url, concurrency, runs)
+    rate = asyncio.run(runs_per_second("chainkit", base_url, concurrency, runs))
     profiler.disable()
     print(f"chainkit at N={concurrency}: {rate:.1f} runs/s under cProfile")
     pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
@@ -327,31 +325,7 @@ def main() -> None:
         if args.profile:
             profile(base_url, args.profile, max(args.profile, args.min_runs))
             return
-        print(
-            f"{len(REPLIES)}-call ReAct runs, {LATENCY * 1000:.0f} ms per reply, median of "
-            f"{args.rounds} rounds (runs/s){'' if len(names) > 2 else '; LangChain not installed'}"
-        )
-        header = f"{'N':>6} | " + " | ".join(f"{name:>10}" for name in names)
-        print(header + " | chainkit/bare | server CPU")
-        for concurrency in args.n:
-            runs = max(concurrency, args.min_runs)
-            rates: dict[str, list[float]] = {name: [] for name in names}
-            busiest = 0.0
-            for _ in range(args.rounds):
-                for name in names:
-                    before = server_stats(base_url)
-                    rates[name].append(runs_per_second(name, base_url, concurrency, runs))
-                    after = server_stats(base_url)
-                    load = (after["cpu"] - before["cpu"]) / (after["wall"] - before["wall"])
-                    busiest = max(busiest, load)
-            medians = {name: statistics.median(values) for name, values in rates.items()}
-            ratio = medians["chainkit"] / medians["bare SDK"]
-            flag = "  (server busy: a limit here)" if busiest > SERVER_BUSY else ""
-            print(
-                f"{concurrency:>6} | "
-                + " | ".join(f"{medians[name]:>10.1f}" for name in names)
-                + f" | {ratio:>13.2f} | {busiest:>9.0%}{flag}"
-            )
+        asyncio.run(compare(names, base_url, args))
         if not args.no_memory:
             print("peak RSS growth with 1,000 runs in flight:")
             for name in names:
@@ -359,6 +333,36 @@ def main() -> None:
                 print(
                     f"  {name:>10}: {growth / 2**20:6.1f} MiB ({growth / 1000 / 1024:.1f} KiB/run)"
                 )
+
+
+async def compare(names: list[str], base_url: str, args: argparse.Namespace) -> None:
+    """The table, measured in one event loop (LangChain keeps its HTTP clients across calls,
+    bound to the loop that made them)."""
+    print(
+        f"{len(REPLIES)}-call ReAct runs, {LATENCY * 1000:.0f} ms per reply, median of "
+        f"{args.rounds} rounds (runs/s){'' if len(names) > 2 else '; LangChain not installed'}"
+    )
+    header = f"{'N':>6} | " + " | ".join(f"{name:>10}" for name in names)
+    print(header + " | chainkit/bare | server CPU")
+    for concurrency in args.n:
+        runs = max(concurrency, args.min_runs)
+        rates: dict[str, list[float]] = {name: [] for name in names}
+        busiest = 0.0
+        for _ in range(args.rounds):
+            for name in names:
+                before = server_stats(base_url)
+                rates[name].append(await runs_per_second(name, base_url, concurrency, runs))
+                after = server_stats(base_url)
+                load = (after["cpu"] - before["cpu"]) / (after["wall"] - before["wall"])
+                busiest = max(busiest, load)
+        medians = {name: statistics.median(values) for name, values in rates.items()}
+        ratio = medians["chainkit"] / medians["bare SDK"]
+        flag = "  (server busy: a limit here)" if busiest > SERVER_BUSY else ""
+        print(
+            f"{concurrency:>6} | "
+            + " | ".join(f"{medians[name]:>10.1f}" for name in names)
+            + f" | {ratio:>13.2f} | {busiest:>9.0%}{flag}"
+        )
 
 
 if __name__ == "__main__":
