@@ -69,3 +69,13 @@ def loopback_agent() -> agents.Executor:
 
     llm = OpenAI("loopback-model", base_url=os.environ[BASE_URL_VARIABLE], api_key="sk-test-key")
     return agents.Executor(agents.OneShotAgent(llm, tools.builtin_tools()))
+
+
+def with_memory() -> chains.Chain:
+    from chainkit import memory
+
+    return chains.LLMChain(
+        prompts.PromptTemplate.from_template("{history}\nHuman: {input}\nAI:"),
+        llms.FakeLLM(["hello"] * 100),
+        memory=memory.ConversationBuffer(),
+    )

@@ -325,6 +325,20 @@ def test_missing_input_and_output_over_input_are_refused(tmp_path):
     assert source.read_text() == '{"input": "x"}\n'
 
 
+def test_a_directory_as_input_is_named(tmp_path):
+    result = batch(str(tmp_path), "-o", str(tmp_path / "out.jsonl"))
+    assert result.returncode == 2 and f"{tmp_path} is not a file" in result.stderr
+
+
+def test_a_chain_with_a_memory_is_warned_about(tmp_path):
+    source = write_lines(tmp_path / "in.jsonl", [{"input": "hi"}, {"input": "again"}])
+    out = tmp_path / "out.jsonl"
+    result = batch(str(source), "-o", str(out), "--agent", "tests.batch_factories:with_memory")
+    assert result.returncode == 0
+    assert "has a memory, which every run reads and adds to" in result.stderr
+    assert [line["output"] for line in results(out)] == ["hello", "hello"]
+
+
 def test_a_second_job_on_the_same_output_is_refused(tmp_path):
     source = write_lines(tmp_path / "in.jsonl", [{"input": "x"}])
     out = tmp_path / "out.jsonl"

@@ -149,6 +149,8 @@ def test_the_estimate_counts_characters_messages_and_max_tokens():
     assert estimate_tokens(request) == 100 + 2 * 4 + 50
     assert estimate_tokens({"input": ["abcd", "efgh"]}) == 2 + 2 * 4
     assert estimate_tokens({"input": "abcd"}) == 1 + 4
+    # A max_tokens that is no count is the server's to refuse, not the estimate's.
+    assert estimate_tokens({"input": "abcd", "max_tokens": "many"}) == 1 + 4
 
 
 @pytest.mark.parametrize(

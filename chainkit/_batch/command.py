@@ -106,8 +106,10 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         for flag in ("ray_address", "ray_runtime_env", "actors"):
             if getattr(args, flag) is not None:
                 parser.error(f"--{flag.replace('_', '-')} needs --engine ray")
-    if not os.path.isfile(args.input):
+    if not os.path.exists(args.input):
         parser.error(f"{args.input}: no such file")
+    if not os.path.isfile(args.input):
+        parser.error(f"{args.input} is not a file")
     if os.path.exists(args.output) and os.path.samefile(args.input, args.output):
         parser.error("the output file must not be the input file")
     spec = args.agent or OFFLINE_AGENT
@@ -133,6 +135,11 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     except Exception as error:
         _tell(redact(f"error: {spec} failed to build the chain: {type(error).__name__}: {error}"))
         return 1
+    if chain.memory is not None:
+        _tell(
+            f"warning: the chain of {spec} has a memory, which every run reads and adds to: "
+            "runs are not independent"
+        )
     progress = args.progress or stderr_is_terminal()
     try:
         job = BatchJob(

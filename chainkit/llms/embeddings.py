@@ -111,7 +111,7 @@ class OpenAIEmbeddings(OpenAIEndpoint):
 
     async def _aembed(self, request: dict[str, Any], count: int) -> _Embedded:
         connection = self._connection
-        client = await connection.async_client()
-        create = client.embeddings.with_raw_response.create
-        raw = await connection.arun(lambda: create(**request))
+        async with connection.leased_client() as client:
+            create = client.embeddings.with_raw_response.create
+            raw = await connection.arun(lambda: create(**request))
         return parse_embeddings(raw.http_response.content, count, connection.redact)

@@ -161,9 +161,12 @@ class OpenAI(OpenAIEndpoint, BaseModel):
         return parse_completion(raw.http_response.content, connection.redact)
 
     async def _acomplete(self, request: dict[str, Any]) -> Message:
-        connection = self._connection
-        post, arguments = (await connection.async_client()).post, post_arguments(request)
-        raw = await connection.arun(lambda: post(CHAT_PATH, **arguments), request.get("timeout"))
+        connection, arguments = self._connection, post_arguments(request)
+        async with connection.leased_client() as client:
+            post = client.post
+            raw = await connection.arun(
+                lambda: post(CHAT_PATH, **arguments), request.get("timeout")
+            )
         return parse_completion(raw.http_response.content, connection.redact)
 
     def _stream(self, request: dict[str, Any], relay: StreamRelay) -> Message:
@@ -186,15 +189,15 @@ class OpenAI(OpenAIEndpoint, BaseModel):
 
     async def _astream(self, request: dict[str, Any], relay: StreamRelay) -> Message:
         connection = self._connection
-        client = await connection.async_client()
         chunks = relay.attempt(connection.redact)
-        create = client.chat.completions.with_streaming_response.create
 
         async def read() -> None:
-            async with create(**request) as response:
-                async for data in response.iter_bytes():
-                    if chunks.feed(data):
-                        break
+            async with connection.leased_client() as client:
+                create = client.chat.completions.with_streaming_response.create
+                async with create(**request) as response:
+                    async for data in response.iter_bytes():
+                        if chunks.feed(data):
+                            break
 
         failure = None
         try:

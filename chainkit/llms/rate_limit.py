@@ -301,8 +301,10 @@ def estimate_tokens(request: Mapping[str, Any]) -> int:
             characters += len(str(text))
     for tool in request.get("tools") or ():
         characters += len(str(tool))
-    most = request.get("max_tokens") or request.get("max_completion_tokens") or 0
-    return -(-characters // _CHARACTERS_PER_TOKEN) + _TOKENS_PER_MESSAGE * pieces + int(most)
+    most = request.get("max_tokens") or request.get("max_completion_tokens")
+    if isinstance(most, bool) or not isinstance(most, int):
+        most = 0  # not a count: the server will say so; the estimate goes without it
+    return -(-characters // _CHARACTERS_PER_TOKEN) + _TOKENS_PER_MESSAGE * pieces + most
 
 
 def _text_of(content: object) -> str:
