@@ -306,6 +306,9 @@ def test_a_factory_that_fails_is_reported(tmp_path):
     [
         (["--ray-address", "ray://x:1"], "--ray-address needs --engine ray"),
         (["--actors", "2"], "--actors needs --engine ray"),
+        (["--ray-runtime-env", "{}"], "--ray-runtime-env needs --engine ray"),
+        (["--engine", "ray", "--ray-runtime-env", "[1]"], "expected a JSON object"),
+        (["--engine", "ray", "--ray-runtime-env", "{pip"], "--ray-runtime-env: not JSON"),
         (["--concurrency", "0"], "--concurrency: must be at least 1"),
         (["--engine", "spark"], "invalid choice: 'spark'"),
     ],
