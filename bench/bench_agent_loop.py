@@ -3,10 +3,13 @@
 The model answers instantly (FakeLLM) and the tools return constants, so what is measured is
 chainkit: prompt formatting, the model call path, parsing, tool lookup and the loop. Run:
 
-    python bench/bench_agent_loop.py [--runs N] [--async] [--native-async-tools] [--log]
+    python bench/bench_agent_loop.py [--runs N] [--async] [--blocking-tools]
+                                     [--native-async-tools] [--log]
 
-The tools are plain sync tools, so the async run pays for a worker-thread hop per tool call
-(Tool.acall's default); a natively async tool avoids it.
+The tools are plain sync tools that return at once, marked `blocking = False` as the built-ins
+are, so an async run calls them in its event loop's thread. With `--blocking-tools` they keep
+Tool's default, `blocking = True`, and an async run pays a worker-thread hop per tool call;
+`--native-async-tools` gives them an async `acall` of their own.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from chainkit.llms import FakeLLM
 TOOL_NAMES = ["search", "calculator", "weather", "stock_price", "translate", "calendar"]
 
 
-def make_tool(tool_name: str, native_async: bool) -> tools.Tool:
+def make_tool(tool_name: str, native_async: bool = False, blocking: bool = False) -> tools.Tool:
     class Constant(tools.Tool):
         name = tool_name
         description = f"looks things up with {tool_name}; input is a short query"
@@ -35,6 +38,7 @@ def make_tool(tool_name: str, native_async: bool) -> tools.Tool:
         async def acall(self, input: str) -> str:
             return self.call(input)
 
+    Constant.blocking = blocking
     return AsyncConstant() if native_async else Constant()
 
 
@@ -44,9 +48,12 @@ SCRIPT = [
 ] + [" I now know the final answer.\nFinal Answer: all five lookups agree"]
 
 
-def build(log: bool, native_async: bool = False) -> tuple[agents.Executor, FakeLLM]:
+def build(
+    log: bool, native_async: bool = False, blocking: bool = False
+) -> tuple[agents.Executor, FakeLLM]:
     llm = FakeLLM(SCRIPT)
-    agent = agents.OneShotAgent(llm, [make_tool(name, native_async) for name in TOOL_NAMES])
+    made = [make_tool(name, native_async, blocking) for name in TOOL_NAMES]
+    agent = agents.OneShotAgent(llm, made)
     handler = callbacks.LogHandler(io.StringIO()) if log else None
     return agents.Executor(agent, max_iterations=10, callbacks=handler), llm
 
@@ -88,14 +95,18 @@ def main() -> None:
     parser.add_argument(
         "--native-async-tools", action="store_true", help="tools with their own async acall"
     )
+    parser.add_argument(
+        "--blocking-tools", action="store_true", help="tools left blocking (a thread per call)"
+    )
     args = parser.parse_args()
-    executor, llm = build(args.log, args.native_async_tools)
+    executor, llm = build(args.log, args.native_async_tools, args.blocking_tools)
     measure(executor, llm, min(1000, args.runs), args.use_async)
     times = sorted(measure(executor, llm, args.runs, args.use_async))
     median = statistics.median(times) * 1e6
     p90 = times[int(len(times) * 0.9)] * 1e6
     mode = "async" if args.use_async else "sync"
     mode += " +native async tools" if args.native_async_tools else ""
+    mode += " +blocking tools" if args.blocking_tools else ""
     print(
         f"{mode}{' +LogHandler' if args.log else ''}: {args.runs} runs of 6 model calls + 5 tool "
         f"calls: median {median:.1f} µs/run, p90 {p90:.1f} µs/run "

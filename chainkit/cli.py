@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from contextlib import suppress
 
 from chainkit import __version__
+from chainkit._batch import command as batch_command
 from chainkit._redact import redact
 from chainkit._text import shorten
 from chainkit.callbacks import Handler
@@ -95,6 +96,7 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     mcp_serve.add_command(commands)
+    batch_command.add_command(commands)
     return parser
 
 
@@ -260,6 +262,10 @@ def _main(argv: Sequence[str] | None) -> int:
         if extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         return mcp_serve.run_command(args)
+    if args.command == "batch":
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        return batch_command.run_command(args, parser)
     if extra:
         if args.question is None and len(extra) == 1 and extra[0].startswith("-"):
             parser.error(

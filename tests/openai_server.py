@@ -15,6 +15,7 @@ import contextlib
 import json
 import socket
 import threading
+import time
 import zlib
 from collections import deque
 from collections.abc import Iterator
@@ -169,13 +170,14 @@ class Fault:
 class Recorded:
     """One request as received: `path` without the query string, which is parsed into
     `query`; header names are lower-case. Requests that share a `client_port` came over the
-    same (kept-alive) connection."""
+    same (kept-alive) connection. `at` is when its head arrived, on `time.monotonic()`."""
 
     path: str
     query: dict[str, str]
     headers: dict[str, str]
     body: Any
     client_port: int
+    at: float = 0.0
 
 
 class OpenAIServer:
@@ -336,6 +338,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self) -> None:
+        arrived = time.monotonic()
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         try:
@@ -345,7 +348,7 @@ class _Handler(BaseHTTPRequestHandler):
         path, _, query = self.path.partition("?")
         headers = {k.lower(): v for k, v in self.headers.items()}
         fault = self.owner._record(
-            Recorded(path, dict(parse_qsl(query)), headers, body, self.client_address[1])
+            Recorded(path, dict(parse_qsl(query)), headers, body, self.client_address[1], arrived)
         )
         if not isinstance(body, dict):
             self._send_error(400, "loopback server: the request body is not a JSON object")

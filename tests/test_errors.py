@@ -79,7 +79,7 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
 }
 
 # Defined in an errors.py but not exported: neither leaves chainkit.
-UNEXPORTED_ERRORS = {"tools": {"FactoryError", "MalformedJSONError"}}
+UNEXPORTED_ERRORS = {"tools": {"MalformedJSONError"}}
 
 # Where errors that moved into an errors.py were imported from before; they still are.
 FORMER_HOMES = [
@@ -94,7 +94,6 @@ FORMER_HOMES = [
     ("chainkit.tools._arguments", "MalformedJSONError"),
     ("chainkit.tools._mcp.tool", "MCPToolError"),
     ("chainkit.tools._mcp.client", "MCPConnectionError"),
-    ("chainkit.tools._mcp.command", "FactoryError"),
 ]
 
 _STANDARD = [

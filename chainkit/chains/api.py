@@ -8,10 +8,11 @@ itself.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import copy_context
 from typing import Any, Unpack
 
+from chainkit._progress import Progress
 from chainkit._stop import call_guarded
 from chainkit.callbacks import CombiningHandler, guard, join
 from chainkit.callbacks.run import enter
@@ -212,6 +213,7 @@ def batch(
     *,
     max_workers: int = 5,
     return_exceptions: bool = False,
+    progress: bool = False,
     **options: Unpack[CallOptions],
 ) -> list[Any]:
     """Calls `chain` on each inputs in threads; results keep the order of `inputs`.
@@ -219,27 +221,39 @@ def batch(
     `inputs` may be any iterable (a generator is read whole first). Every item, and the
     options, are checked before the first call starts. With `return_exceptions=True` a failed
     call yields its exception in its place; otherwise the first failure, in input order, is
-    raised once the running calls have ended.
+    raised once the running calls have ended. `progress=True` shows a progress line on
+    stderr: done, failed and total, the rate and the time left.
     """
     items = _batch_inputs("batch", chain, inputs, max_workers, options)
-    with ThreadPoolExecutor(max_workers=min(max_workers, max(len(items), 1))) as pool:
+    shown = Progress(len(items), "chains.batch") if progress else None
 
-        def one(item: Mapping[str, Any]) -> dict[str, Any]:
-            return call(chain, item, **options)
+    def count(future: Future[dict[str, Any]]) -> None:
+        if shown is not None and not future.cancelled():
+            shown.add(failed=future.exception() is not None)
 
-        # Each call in a copy of this context: the current run becomes each item's parent.
-        futures = [pool.submit(copy_context().run, one, item) for item in items]
-        results: list[Any] = []
-        for future in futures:
-            error = future.exception()
-            if error is None:
-                results.append(future.result())
-            elif return_exceptions:
-                results.append(error)
-            else:
-                for pending in futures:
-                    pending.cancel()
-                raise error
+    def one(item: Mapping[str, Any]) -> dict[str, Any]:
+        return call(chain, item, **options)
+
+    try:
+        with ThreadPoolExecutor(max_workers=min(max_workers, max(len(items), 1))) as pool:
+            # Each call in a copy of this context: the current run becomes each item's parent.
+            futures = [pool.submit(copy_context().run, one, item) for item in items]
+            for future in futures:
+                future.add_done_callback(count)
+            results: list[Any] = []
+            for future in futures:
+                error = future.exception()
+                if error is None:
+                    results.append(future.result())
+                elif return_exceptions:
+                    results.append(error)
+                else:
+                    for pending in futures:
+                        pending.cancel()
+                    raise error
+    finally:
+        if shown is not None:
+            shown.close()
     return results
 
 
@@ -249,6 +263,7 @@ async def abatch(
     *,
     max_workers: int = 5,
     return_exceptions: bool = False,
+    progress: bool = False,
     **options: Unpack[CallOptions],
 ) -> list[Any]:
     """Async twin of `batch`: at most `max_workers` calls run at once. Without
@@ -258,12 +273,33 @@ async def abatch(
 
     items = _batch_inputs("abatch", chain, inputs, max_workers, options)
     limit = asyncio.Semaphore(max_workers)
+    shown = Progress(len(items), "chains.abatch") if progress else None
 
     async def one(item: Mapping[str, Any]) -> dict[str, Any]:
         async with limit:
-            return await acall(chain, item, **options)
+            if shown is None:
+                return await acall(chain, item, **options)
+            try:
+                outputs = await acall(chain, item, **options)
+            except Exception:
+                shown.add(failed=True)
+                raise
+            shown.add()
+            return outputs
 
     tasks = [asyncio.ensure_future(one(item)) for item in items]
+    try:
+        return await _gathered(tasks, return_exceptions)
+    finally:
+        if shown is not None:
+            shown.close()
+
+
+async def _gathered(tasks: list[Any], return_exceptions: bool) -> list[Any]:
+    """The results of `tasks` in order; without `return_exceptions`, the first failure
+    cancels the tasks not yet finished, and the first error in order is raised."""
+    import asyncio  # loaded already by the running event loop, not at import
+
     if return_exceptions or not tasks:
         return list(await asyncio.gather(*tasks, return_exceptions=True))
     cancelled_here = set()

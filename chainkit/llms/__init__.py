@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from chainkit.llms.embeddings import OpenAIEmbeddings
     from chainkit.llms.offline import OfflineModel
     from chainkit.llms.openai import OpenAI
+    from chainkit.llms.rate_limit import RateLimiter
 
 # Loaded on first use, so that chains, prompts and callbacks, which import the model
 # contract from here, do not pay for the backends at import time.
@@ -34,6 +35,7 @@ _LAZY = {
     "OpenAIEmbeddings": "chainkit.llms.embeddings",
     "OfflineModel": "chainkit.llms.offline",
     "OpenAI": "chainkit.llms.openai",
+    "RateLimiter": "chainkit.llms.rate_limit",
 }
 
 
@@ -74,6 +76,7 @@ __all__ = [
     "OfflineModel",
     "OpenAI",
     "OpenAIEmbeddings",
+    "RateLimiter",
     "StreamingFunc",
     "UnknownOptionError",
     "acall",

@@ -3,7 +3,9 @@ calls are retried, and the lifecycle of the clients."""
 
 from __future__ import annotations
 
-from typing import Self
+import functools
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from chainkit._redact import MASK, redact
@@ -11,9 +13,15 @@ from chainkit.llms._openai_wire import Connection
 from chainkit.llms._retry import Backoff, RetryPolicy, check_seconds
 from chainkit.llms.errors import ModelConfigError, ModelTypeError
 
+if TYPE_CHECKING:
+    from chainkit.llms.rate_limit import RateLimiter
+
+T = TypeVar("T")
+
 
 class OpenAIEndpoint:
-    """Holds the connection and the retry policy; `model` names what is asked for.
+    """Holds the connection, the retry policy and the rate limiter; `model` names what is
+    asked for.
 
     The settings are checked here (the model name by `check_model_name`), so that a wrong one
     fails at construction saying what was expected, not later, after retries, with an error
@@ -30,6 +38,7 @@ class OpenAIEndpoint:
         timeout: float,
         max_attempts: int,
         backoff: Backoff | None,
+        rate_limiter: RateLimiter | None = None,
     ) -> None:
         for name, value in (("base_url", base_url), ("api_key", api_key)):
             if value is not None and not isinstance(value, str):
@@ -37,6 +46,9 @@ class OpenAIEndpoint:
                 raise ModelTypeError(f"{name} must be a str or None, got {type(value).__name__}")
         check_seconds("timeout", timeout)
         self.retry_policy = RetryPolicy(max_attempts, Backoff() if backoff is None else backoff)
+        if rate_limiter is not None:
+            _check_rate_limiter(rate_limiter)
+        self.rate_limiter = rate_limiter
         self._connection = Connection(base_url, api_key, timeout)
         key = self._connection._api_key
         if key is not None:
@@ -48,6 +60,32 @@ class OpenAIEndpoint:
     @property
     def base_url(self) -> str | None:
         return self._connection.base_url
+
+    def _limited(
+        self,
+        request: Mapping[str, Any],
+        attempt: Callable[[], T],
+        tokens_used: Callable[[T], int | None],
+    ) -> Callable[[], T]:
+        """`attempt`, made to wait for the rate limiter, if there is one."""
+        limiter = self.rate_limiter
+        if limiter is None:
+            return attempt
+        cap = self.retry_policy.backoff.retry_after_cap
+        return functools.partial(limiter.call, cap, request, attempt, tokens_used)
+
+    def _alimited(
+        self,
+        request: Mapping[str, Any],
+        attempt: Callable[[], Awaitable[T]],
+        tokens_used: Callable[[T], int | None],
+    ) -> Callable[[], Awaitable[T]]:
+        """Async twin of `_limited`."""
+        limiter = self.rate_limiter
+        if limiter is None:
+            return attempt
+        cap = self.retry_policy.backoff.retry_after_cap
+        return functools.partial(limiter.acall, cap, request, attempt, tokens_used)
 
     def __repr__(self) -> str:
         return (
@@ -74,6 +112,16 @@ class OpenAIEndpoint:
     async def aclose(self) -> None:
         """Closes the async client's pooled connections; call it before the event loop ends."""
         await self._connection.aclose()
+
+
+def _check_rate_limiter(limiter: object) -> None:
+    from chainkit.llms.rate_limit import RateLimiter
+
+    if not isinstance(limiter, RateLimiter):
+        raise ModelTypeError(
+            f"rate_limiter must be an llms.RateLimiter, got {type(limiter).__name__}; e.g. "
+            "rate_limiter=llms.RateLimiter(requests_per_minute=500, tokens_per_minute=200_000)"
+        )
 
 
 def _shown_url(url: str | None) -> str | None:

@@ -11,8 +11,8 @@ import os
 import sys
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import suppress
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chainkit._redact import mask_key, redact
@@ -50,15 +50,28 @@ _SDK_PARAMETERS = frozenset(
     )
 )
 
+_HTTP_OPTIONS = {"timeout": "timeout", "extra_headers": "headers", "extra_query": "params"}
+"""`create` arguments that set the HTTP request, and their names in the SDK's request options."""
+_RAW_RESPONSE = {"X-Stainless-Raw-Response": "true"}
+"""What `with_raw_response` adds to a request: the SDK then returns the reply unparsed."""
+CHAT_PATH = "/chat/completions"
+
 T = TypeVar("T")
+
+
+_REQUESTS_PER_ASYNC_CLIENT = 64
+"""Requests in flight on one async client before the next one takes the new ones. The HTTP
+library scans every connection of a client's pool at each request: with 1,000 requests in
+flight on one client, the scans cost more than everything else a request does."""
 
 
 class Connection:
     """Where an OpenAI-compatible server is and how to reach it.
 
     Arguments left out are read from OPENAI_BASE_URL and OPENAI_API_KEY. The sync client is
-    made on first use and kept; the async one likewise, per event loop, since its pooled
-    connections belong to the loop that opened them.
+    made on first use and kept. Async clients are made per event loop, since their pooled
+    connections belong to the loop that opened them: one, and one more for each
+    `_REQUESTS_PER_ASYNC_CLIENT` requests in flight at once (`leased_client`).
     """
 
     def __init__(self, base_url: str | None, api_key: str | None, timeout: float) -> None:
@@ -72,19 +85,21 @@ class Connection:
         self.timeout = timeout
         self._client: openai.OpenAI | None = None
         self._lock = threading.Lock()
-        self._async_client: openai.AsyncOpenAI | None = None
+        self._async_clients: list[openai.AsyncOpenAI] = []
+        self._in_flight: list[int] = []  # requests on each of them
         self._async_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Clients, their pools and the lock belong to this process: a copy makes its own.
         state = dict(self.__dict__)
-        for name in ("_client", "_async_client", "_async_loop", "_lock"):
+        for name in ("_client", "_async_clients", "_in_flight", "_async_loop", "_lock"):
             del state[name]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._client = self._async_client = self._async_loop = None
+        self._client = self._async_loop = None
+        self._async_clients, self._in_flight = [], []
         self._lock = threading.Lock()
 
     @property
@@ -108,20 +123,40 @@ class Connection:
             self._client = openai.OpenAI(**self._client_options())
         return self._client
 
-    async def async_client(self) -> openai.AsyncOpenAI:
+    @asynccontextmanager
+    async def leased_client(self) -> AsyncIterator[openai.AsyncOpenAI]:
+        """An async client of the running loop for one request (or one stream): the first
+        with fewer than `_REQUESTS_PER_ASYNC_CLIENT` requests in flight, or a new one."""
+        clients = await self._loop_clients()
+        in_flight = self._in_flight
+        index = next(
+            (i for i, count in enumerate(in_flight) if count < _REQUESTS_PER_ASYNC_CLIENT),
+            len(clients),
+        )
+        if index == len(clients):
+            import openai
+
+            clients.append(openai.AsyncOpenAI(**self._client_options()))
+            in_flight.append(0)
+        in_flight[index] += 1
+        try:
+            yield clients[index]
+        finally:
+            in_flight[index] -= 1
+
+    async def _loop_clients(self) -> list[openai.AsyncOpenAI]:
+        """The async clients of the running loop; those of an earlier loop are let go."""
         import asyncio  # here, not at the top: importing chainkit.llms loads no asyncio
 
         loop = asyncio.get_running_loop()
-        client, client_loop = self._async_client, self._async_loop
-        if client is not None and client_loop is not None and client_loop() is loop:
-            return client
-        import openai
-
-        self._async_client = openai.AsyncOpenAI(**self._client_options())
+        clients, client_loop = self._async_clients, self._async_loop
+        if client_loop is not None and client_loop() is loop:
+            return clients
+        self._async_clients, self._in_flight = [], []
         self._async_loop = weakref.ref(loop)
-        if client is not None:
+        for client in clients:
             await _discard(client, client_loop() if client_loop is not None else None)
-        return self._async_client
+        return self._async_clients
 
     def _client_options(self) -> dict[str, Any]:
         # Retries are ours (tenacity), so the SDK makes exactly one attempt per call.
@@ -142,10 +177,11 @@ class Connection:
         """Closes the async client's connections, if they belong to the running loop."""
         import asyncio
 
-        client, loop = self._async_client, self._async_loop
-        self._async_client = self._async_loop = None
-        if client is not None and loop is not None and loop() is asyncio.get_running_loop():
-            await client.close()
+        clients, loop = self._async_clients, self._async_loop
+        self._async_clients, self._in_flight, self._async_loop = [], [], None
+        if loop is not None and loop() is asyncio.get_running_loop():
+            for client in clients:
+                await client.close()
 
     def run(self, attempt: Callable[[], T], timeout: float | None = None) -> T:
         """Runs one attempt, raising the SDK's errors as chainkit's, key masked; `timeout` is
@@ -294,9 +330,30 @@ def build_request(
     return request
 
 
-def parse_embeddings(body: bytes, count: int, mask: Masker) -> list[list[float]]:
-    """The `count` vectors of an embeddings body, in input order (given by each `index`)."""
-    items = json_object(body, "reply", mask).get("data")
+def post_arguments(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword arguments for the client's `post(CHAT_PATH, ...)` that send what
+    `chat.completions.with_raw_response.create(**request)` sends, `request` being what
+    `build_request` made. `create` would first walk the whole body to convert it to wire form,
+    which costs more than the rest of the call on the client; the body is in wire form
+    already."""
+    body: dict[str, Any] = {}
+    options: dict[str, Any] = {}
+    for key, value in request.items():
+        option = _HTTP_OPTIONS.get(key)
+        if option is not None:
+            options[option] = value
+        elif key != "extra_body":
+            body[key] = value
+    body.update(request.get("extra_body") or {})
+    options["headers"] = {**options.get("headers", {}), **_RAW_RESPONSE}
+    return {"cast_to": object, "body": body, "options": options}
+
+
+def parse_embeddings(body: bytes, count: int, mask: Masker) -> tuple[list[list[float]], int | None]:
+    """The `count` vectors of an embeddings body, in input order (given by each `index`), and
+    the tokens its usage counts (None when it has none)."""
+    data = json_object(body, "reply", mask)
+    items = data.get("data")
     vectors: list[list[float] | None] = [None] * count
     if isinstance(items, list) and len(items) == count:
         for position, item in enumerate(items):
@@ -309,7 +366,10 @@ def parse_embeddings(body: bytes, count: int, mask: Masker) -> list[list[float]]
         raise ModelReplyShapeError(
             f"expected {count} embeddings indexed 0..{count - 1}, got: {mask(snippet(body))!r}"
         )
-    return vectors  # type: ignore[return-value]  # no None left, checked above
+    usage = data.get("usage")
+    tokens = usage.get("total_tokens") if isinstance(usage, dict) else None
+    counted = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
+    return vectors, counted  # type: ignore[return-value]  # no None left, checked above
 
 
 class StreamRelay:

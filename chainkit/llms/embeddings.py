@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import functools
+import operator
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from chainkit.callbacks import Handler, guard
 from chainkit.llms._endpoint import OpenAIEndpoint, check_model_name
@@ -11,13 +13,21 @@ from chainkit.llms._openai_wire import parse_embeddings
 from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff, check_count
 from chainkit.llms.errors import ModelTypeError
 
+if TYPE_CHECKING:
+    from chainkit.llms.rate_limit import RateLimiter
+
+_Embedded = tuple[list[list[float]], int | None]
+"""A batch's vectors, and the tokens the server counted for it."""
+_counted: Callable[[_Embedded], int | None] = operator.itemgetter(1)
+
 
 class OpenAIEmbeddings(OpenAIEndpoint):
     """Embeds texts with `model`, `batch_size` texts per request, in input order.
 
     The base URL and key are found as for `OpenAI` (arguments, then OPENAI_BASE_URL and
     OPENAI_API_KEY), and each request is retried by the same policy, each retry reported to
-    `handle_retry` of the `callbacks` a call gives, as `OpenAI.generate` does.
+    `handle_retry` of the `callbacks` a call gives, as `OpenAI.generate` does. A
+    `rate_limiter` holds each request as it does for `OpenAI`.
     """
 
     def __init__(
@@ -30,6 +40,7 @@ class OpenAIEmbeddings(OpenAIEndpoint):
         timeout: float = DEFAULT_TIMEOUT,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         backoff: Backoff | None = None,
+        rate_limiter: RateLimiter | None = None,
     ) -> None:
         check_model_name(model, "model")
         check_count("batch_size", batch_size)
@@ -41,6 +52,7 @@ class OpenAIEmbeddings(OpenAIEndpoint):
             timeout=timeout,
             max_attempts=max_attempts,
             backoff=backoff,
+            rate_limiter=rate_limiter,
         )
 
     def embed_documents(
@@ -49,7 +61,12 @@ class OpenAIEmbeddings(OpenAIEndpoint):
         """One vector per text, in the order of `texts`; retries go to `callbacks`."""
         batches = self._batches(texts, "embed_query")
         policy, handler = self.retry_policy, guard(callbacks)
-        return [vector for batch in batches for vector in policy.call(handler, self._embed, batch)]
+        vectors: list[list[float]] = []
+        for batch in batches:
+            request = self._request(batch)
+            attempt = functools.partial(self._embed, request, len(batch))
+            vectors.extend(policy.call(handler, self._limited(request, attempt, _counted))[0])
+        return vectors
 
     def embed_query(self, text: str, *, callbacks: Handler | None = None) -> list[float]:
         return self.embed_documents([text], callbacks=callbacks)[0]
@@ -62,7 +79,10 @@ class OpenAIEmbeddings(OpenAIEndpoint):
         policy, handler = self.retry_policy, guard(callbacks)
         vectors: list[list[float]] = []
         for batch in batches:
-            vectors.extend(await policy.acall(handler, self._aembed, batch))
+            request = self._request(batch)
+            attempt = functools.partial(self._aembed, request, len(batch))
+            limited = self._alimited(request, attempt, _counted)
+            vectors.extend((await policy.acall(handler, limited))[0])
         return vectors
 
     async def aembed_query(self, text: str, *, callbacks: Handler | None = None) -> list[float]:
@@ -84,15 +104,15 @@ class OpenAIEmbeddings(OpenAIEndpoint):
 
     # One attempt each.
 
-    def _embed(self, batch: list[str]) -> list[list[float]]:
+    def _embed(self, request: dict[str, Any], count: int) -> _Embedded:
         connection = self._connection
         create = connection.client().embeddings.with_raw_response.create
-        raw = connection.run(lambda: create(**self._request(batch)))
-        return parse_embeddings(raw.http_response.content, len(batch), connection.redact)
+        raw = connection.run(lambda: create(**request))
+        return parse_embeddings(raw.http_response.content, count, connection.redact)
 
-    async def _aembed(self, batch: list[str]) -> list[list[float]]:
+    async def _aembed(self, request: dict[str, Any], count: int) -> _Embedded:
         connection = self._connection
-        client = await connection.async_client()
-        create = client.embeddings.with_raw_response.create
-        raw = await connection.arun(lambda: create(**self._request(batch)))
-        return parse_embeddings(raw.http_response.content, len(batch), connection.redact)
+        async with connection.leased_client() as client:
+            create = client.embeddings.with_raw_response.create
+            raw = await connection.arun(lambda: create(**request))
+        return parse_embeddings(raw.http_response.content, count, connection.redact)

@@ -3,17 +3,22 @@ the llama.cpp server, LM Studio), through the official openai package."""
 
 from __future__ import annotations
 
+import functools
 import os
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from chainkit.llms._endpoint import OpenAIEndpoint, check_model_name
 from chainkit.llms._openai_reply import parse_completion
-from chainkit.llms._openai_wire import StreamRelay, build_request
+from chainkit.llms._openai_wire import CHAT_PATH, StreamRelay, build_request, post_arguments
 from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff, check_seconds
 from chainkit.llms.errors import ModelError
 from chainkit.llms.model import BaseModel, ModelRequest
 from chainkit.llms.options import check_options
 from chainkit.schema import Message
+
+if TYPE_CHECKING:
+    from chainkit.llms.rate_limit import RateLimiter
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -39,6 +44,10 @@ class OpenAI(OpenAIEndpoint, BaseModel):
     server's Retry-After replaces the wait, capped at `Backoff.retry_after_cap` (30 s):
     `backoff=llms.Backoff(retry_after_cap=120)` honours longer ones. The error a call ends
     with says how many attempts it made (`ModelError.attempts`).
+
+    With a `rate_limiter` (an `llms.RateLimiter`, which many models may share), each attempt
+    starts only when the limiter lets it, and a 429 with Retry-After pauses every model that
+    shares the limiter.
 
     Every setting is checked at construction: a base URL must be an http(s) URL with a host,
     `timeout` a finite number of seconds above zero, `max_attempts` at least 1.
@@ -79,6 +88,7 @@ class OpenAI(OpenAIEndpoint, BaseModel):
         timeout: float = DEFAULT_TIMEOUT,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         backoff: Backoff | None = None,
+        rate_limiter: RateLimiter | None = None,
         **default_options: Any,
     ) -> None:
         if model is None:
@@ -95,6 +105,7 @@ class OpenAI(OpenAIEndpoint, BaseModel):
             timeout=timeout,
             max_attempts=max_attempts,
             backoff=backoff,
+            rate_limiter=rate_limiter,
         )
 
     @property
@@ -116,32 +127,38 @@ class OpenAI(OpenAIEndpoint, BaseModel):
 
     def _generate(self, request: ModelRequest) -> Message:
         body = self._request(request)
-        policy, callbacks = self.retry_policy, request.callbacks
+        attempt: Callable[[], Message]
         if request.streaming_func is None:
-            return policy.call(callbacks, self._complete, body)
-        return policy.call(callbacks, self._stream, body, StreamRelay(request.streaming_func))
+            attempt = functools.partial(self._complete, body)
+        else:
+            attempt = functools.partial(self._stream, body, StreamRelay(request.streaming_func))
+        return self.retry_policy.call(request.callbacks, self._limited(body, attempt, reply_tokens))
 
     async def _agenerate(self, request: ModelRequest) -> Message:
         body = self._request(request)
-        policy, callbacks = self.retry_policy, request.callbacks
+        attempt: Callable[[], Awaitable[Message]]
         if request.streaming_func is None:
-            return await policy.acall(callbacks, self._acomplete, body)
-        relay = StreamRelay(request.streaming_func)
-        return await policy.acall(callbacks, self._astream, body, relay)
+            attempt = functools.partial(self._acomplete, body)
+        else:
+            attempt = functools.partial(self._astream, body, StreamRelay(request.streaming_func))
+        limited = self._alimited(body, attempt, reply_tokens)
+        return await self.retry_policy.acall(request.callbacks, limited)
 
     # One attempt each.
 
     def _complete(self, request: dict[str, Any]) -> Message:
         connection = self._connection
-        create = connection.client().chat.completions.with_raw_response.create
-        raw = connection.run(lambda: create(**request), request.get("timeout"))
+        post, arguments = connection.client().post, post_arguments(request)
+        raw = connection.run(lambda: post(CHAT_PATH, **arguments), request.get("timeout"))
         return parse_completion(raw.http_response.content, connection.redact)
 
     async def _acomplete(self, request: dict[str, Any]) -> Message:
-        connection = self._connection
-        client = await connection.async_client()
-        create = client.chat.completions.with_raw_response.create
-        raw = await connection.arun(lambda: create(**request), request.get("timeout"))
+        connection, arguments = self._connection, post_arguments(request)
+        async with connection.leased_client() as client:
+            post = client.post
+            raw = await connection.arun(
+                lambda: post(CHAT_PATH, **arguments), request.get("timeout")
+            )
         return parse_completion(raw.http_response.content, connection.redact)
 
     def _stream(self, request: dict[str, Any], relay: StreamRelay) -> Message:
@@ -164,15 +181,15 @@ class OpenAI(OpenAIEndpoint, BaseModel):
 
     async def _astream(self, request: dict[str, Any], relay: StreamRelay) -> Message:
         connection = self._connection
-        client = await connection.async_client()
         chunks = relay.attempt(connection.redact)
-        create = client.chat.completions.with_streaming_response.create
 
         async def read() -> None:
-            async with create(**request) as response:
-                async for data in response.iter_bytes():
-                    if chunks.feed(data):
-                        break
+            async with connection.leased_client() as client:
+                create = client.chat.completions.with_streaming_response.create
+                async with create(**request) as response:
+                    async for data in response.iter_bytes():
+                        if chunks.feed(data):
+                            break
 
         failure = None
         try:
@@ -180,3 +197,12 @@ class OpenAI(OpenAIEndpoint, BaseModel):
         except ModelError as error:
             failure = error
         return chunks.message(failure)
+
+
+def reply_tokens(reply: Message) -> int | None:
+    """The tokens a reply's usage counts, None when the server reported none."""
+    meta = reply.response_meta
+    usage = meta.usage if meta is not None else None
+    if usage is None:
+        return None
+    return usage.total_tokens or usage.prompt_tokens + usage.completion_tokens

@@ -224,6 +224,7 @@ class Calculator(Tool):
     """Evaluates an arithmetic expression; see the module docstring for what it accepts."""
 
     name = "calculator"
+    blocking = False
     description = (
         "Evaluates an arithmetic expression. Integers and decimals are exact (0.1+0.2 gives "
         "0.3); sqrt, exp, log, pi, e and fractional powers are floating point. Input: one "

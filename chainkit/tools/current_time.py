@@ -42,6 +42,7 @@ class CurrentTime(Tool):
     """
 
     name = "current_time"
+    blocking = False
     description = (
         "Returns the current date, time and weekday. Input: the user's time zone as an IANA "
         'name such as "Asia/Shanghai" or "America/New_York", or an offset such as "UTC+8"; '

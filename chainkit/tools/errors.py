@@ -75,11 +75,6 @@ class MCPNotInstalledError(ChainkitError, ModuleNotFoundError):
     """MCPTools needs the optional mcp package: `pip install 'chainkit[mcp]'`."""
 
 
-class FactoryError(ChainkitError, ValueError):
-    """The `module:factory` given to mcp-serve does not give tools; the message says why. Not
-    exported: `chainkit mcp-serve` reports it."""
-
-
 class MalformedJSONError(ChainkitError, ValueError):
     """Text that should be JSON is not; the message names where and quotes the text around it.
     Not exported: tools turn it into a ToolError for the model."""

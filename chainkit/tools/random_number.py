@@ -27,6 +27,7 @@ class RandomNumber(Tool):
     """
 
     name = "random_number"
+    blocking = False
     description = (
         'Returns a random integer. Input: an optional range such as "1-100", "1 to 100" or '
         '"between -5 and 5"; one number N means 1 to N; the default is 1 to 100.'

@@ -53,8 +53,9 @@ class StructuredTool(Tool):
     bool); text that is not a value of the type is refused naming what was expected.
     Blank input means no arguments, and a function without parameters ignores text input.
     A native tool call's arguments get no such leniency: see `input_from_arguments`.
-    Async functions are awaited natively by `acall`. Called directly, the tool is the
-    function: `add(1, 2)` runs `add` as written, with no validation.
+    Async functions are awaited natively by `acall`; sync ones run in a worker thread there,
+    unless made with `blocking=False`. Called directly, the tool is the function: `add(1, 2)`
+    runs `add` as written, with no validation.
     """
 
     def __init__(
@@ -64,7 +65,10 @@ class StructuredTool(Tool):
         name: str | None = None,
         description: str | None = None,
         return_direct: bool = False,
+        blocking: bool = True,
     ) -> None:
+        if not isinstance(blocking, bool):
+            raise ToolTypeError(f"blocking must be True or False, got {blocking!r}")
         summary, parameter_docs = _parse_docstring(inspect.getdoc(func))
         self.func = func
         self.name = name or str(getattr(func, "__name__", ""))
@@ -77,6 +81,7 @@ class StructuredTool(Tool):
                 "the function a docstring"
             )
         self.return_direct = return_direct
+        self.blocking = blocking
         self._signature = inspect.signature(func)
         self._spec = _arguments_spec(
             self._signature, _type_hints(func, self.name), parameter_docs, self.name
@@ -193,7 +198,11 @@ def tool(func: Callable[..., Any], /) -> StructuredTool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, return_direct: bool = False
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    return_direct: bool = False,
+    blocking: bool = True,
 ) -> Callable[[Callable[..., Any]], StructuredTool]: ...
 
 
@@ -204,12 +213,19 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     return_direct: bool = False,
+    blocking: bool = True,
 ) -> StructuredTool | Callable[[Callable[..., Any]], StructuredTool]:
-    """Makes a function a StructuredTool: `@tool` or `@tool(name=..., description=...)`."""
+    """Makes a function a StructuredTool: `@tool` or `@tool(name=..., description=...)`;
+    `@tool(blocking=False)` for a sync function that returns at once, which async runs then
+    call without a thread hop (see `Tool.blocking`)."""
 
     def make(function: Callable[..., Any]) -> StructuredTool:
         return StructuredTool(
-            function, name=name, description=description, return_direct=return_direct
+            function,
+            name=name,
+            description=description,
+            return_direct=return_direct,
+            blocking=blocking,
         )
 
     return make if func is None else make(func)

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
-import os
 import sys
 from collections.abc import Iterable
-from typing import Any
 
+from chainkit._factory import FactoryError, load
 from chainkit._redact import redact
 from chainkit.tools.base import Tool
-from chainkit.tools.errors import FactoryError as FactoryError
 
 HOST = "127.0.0.1"
 PATH = "/mcp"
@@ -78,22 +75,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 def load_tools(spec: str) -> list[Tool]:
     """The tools `module:factory` gives; FactoryError naming what is wrong otherwise."""
-    module_name, colon, attribute = spec.partition(":")
-    if not (colon and module_name and attribute):
-        raise FactoryError(f"expected module:factory, such as {_EXAMPLE}, got {spec!r}")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` would, for a module beside the user
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as error:
-        raise FactoryError(f"cannot import {module_name}: {error}") from error
-    for name in attribute.split("."):
-        try:
-            target = getattr(target, name)
-        except AttributeError:
-            raise FactoryError(f"{module_name} has no attribute {attribute!r}") from None
-    made = target() if callable(target) and not isinstance(target, Tool) else target
-    return _checked(spec, _tools_of(made))
+    return _checked(spec, _tools_of(load(spec, _EXAMPLE, (Tool,))))
 
 
 def _tools_of(made: object) -> object:

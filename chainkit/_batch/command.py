@@ -1,0 +1,189 @@
+"""`chainkit batch INPUT.jsonl -o OUTPUT.jsonl`: run a chain over every line of a file.
+
+The chain comes from `--agent module:factory` (a function returning an Executor or any
+Chain), by default the built-in offline agent of `chainkit run`. The job is resumable: the
+same command run again skips the ids the output holds. `--engine ray` places the runs on a
+Ray cluster (chainkit.distributed, which imports ray, is loaded only then).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from types import ModuleType
+from typing import Any
+
+from chainkit._redact import redact
+
+_NEEDS_RAY = (
+    "chainkit batch: error: --engine ray needs the ray package: pip install 'chainkit[ray]'"
+)
+DEFAULT_CONCURRENCY = 8
+
+
+def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Adds `batch` to the `chainkit` command's subcommands."""
+    from chainkit.cli import _positive  # the cli is loaded by now: it calls this
+
+    command = commands.add_parser(
+        "batch",
+        help="run a chain over each line of a JSONL file, resumably",
+        usage=(
+            "chainkit batch [-h] -o OUTPUT.jsonl [--concurrency N] [--agent module:factory] "
+            "[--engine {local,ray}] [--ray-address ADDRESS] [--progress] [--retry-failed] "
+            "INPUT.jsonl"
+        ),
+        description=(
+            'Run a chain on each line of INPUT.jsonl, a JSON object such as {"id": 7, '
+            '"input": "What is 2 + 2?"} (without an id, the line number names the run), and '
+            "append one result line per run to OUTPUT.jsonl: id, output or error, steps, usage, "
+            "seconds. Run the same command again to go on after an interruption: ids already "
+            "in OUTPUT.jsonl are skipped."
+        ),
+    )
+    command.add_argument("input", metavar="INPUT.jsonl", help="the records to run")
+    command.add_argument(
+        "-o", "--output", required=True, metavar="OUTPUT.jsonl", help="where results go"
+    )
+    command.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=DEFAULT_CONCURRENCY,
+        metavar="N",
+        help=f"runs at once (per Ray actor with --engine ray; default {DEFAULT_CONCURRENCY})",
+    )
+    command.add_argument(
+        "--agent",
+        metavar="module:factory",
+        help="a function returning the chain to run (default: the built-in offline agent)",
+    )
+    command.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="run here (default), or on a Ray cluster",
+    )
+    command.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="an existing Ray cluster, e.g. ray://head:10001 (default: start Ray locally)",
+    )
+    command.add_argument(
+        "--ray-runtime-env",
+        type=_runtime_env,
+        metavar="JSON",
+        help='what Ray workers need, e.g. \'{"pip": ["chainkit"], "working_dir": "."}\'',
+    )
+    command.add_argument(
+        "--actors",
+        type=_positive,
+        metavar="N",
+        help="Ray actors, each building its own chain (default: one per CPU of the cluster)",
+    )
+    command.add_argument(
+        "--progress",
+        action="store_true",
+        help="show the progress line even when stderr is not a terminal",
+    )
+    command.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="run again the runs OUTPUT.jsonl holds as failed (their lines are replaced)",
+    )
+
+
+def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Runs `chainkit batch`; the exit status: 0 when every run succeeded, 1 when some failed
+    (their errors are in the output) or the job could not run, 2 for a usage error."""
+    from chainkit._batch.job import BatchJob
+    from chainkit._batch.runner import OFFLINE_AGENT, chain_of, inputs_needed
+    from chainkit._factory import FactoryError, load
+    from chainkit._progress import stderr_is_terminal
+
+    if args.engine != "ray":
+        for flag in ("ray_address", "ray_runtime_env", "actors"):
+            if getattr(args, flag) is not None:
+                parser.error(f"--{flag.replace('_', '-')} needs --engine ray")
+    if not os.path.exists(args.input):
+        parser.error(f"{args.input}: no such file")
+    if not os.path.isfile(args.input):
+        parser.error(f"{args.input} is not a file")
+    if os.path.exists(args.output) and os.path.samefile(args.input, args.output):
+        parser.error("the output file must not be the input file")
+    spec = args.agent or OFFLINE_AGENT
+    distributed: ModuleType | None = None
+    if args.engine == "ray":
+        try:
+            from chainkit import distributed as ray_engine
+        except ModuleNotFoundError as error:
+            if (error.name or "").partition(".")[0] != "ray":
+                raise
+            print(_NEEDS_RAY, file=sys.stderr)
+            return 1
+        # Before the factory runs: a rate limiter it makes belongs to this cluster.
+        ray_engine.connect(args.ray_address, args.ray_runtime_env)
+        distributed = ray_engine
+    try:
+        if args.agent is None:
+            _tell("using the built-in offline agent; --agent module:factory runs yours")
+        chain = chain_of(load(spec, "mypackage.agents:make_agent"), spec)
+    except FactoryError as error:
+        _tell(f"error: {error}")
+        return 2
+    except Exception as error:
+        _tell(redact(f"error: {spec} failed to build the chain: {type(error).__name__}: {error}"))
+        return 1
+    if chain.memory is not None:
+        _tell(
+            f"warning: the chain of {spec} has a memory, which every run reads and adds to: "
+            "runs are not independent"
+        )
+    progress = args.progress or stderr_is_terminal()
+    try:
+        job = BatchJob(
+            args.input,
+            args.output,
+            inputs_needed(chain),
+            progress=progress,
+            retry_failed=args.retry_failed,
+        )
+    except OSError as error:  # an output that cannot be opened, or is locked by another job
+        _tell(f"error: {error}")
+        return 1
+    try:
+        if distributed is not None:
+            distributed.run_job(job, spec, args.concurrency, args.actors)
+        else:
+            import asyncio
+
+            from chainkit._batch.runner import run_all
+
+            asyncio.run(run_all(chain, job.pending(), args.concurrency, job.finish))
+    except KeyboardInterrupt:
+        job.close(interrupted=True)
+        return 130
+    except Exception as error:
+        job.close(interrupted=True)
+        _tell(redact(f"error: {type(error).__name__}: {error}"))
+        return 1
+    job.close()
+    if job.failed or job.failed_before:
+        _tell("some runs failed: their errors are in the output; --retry-failed runs them again")
+        return 1
+    return 0
+
+
+def _runtime_env(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError('expected a JSON object, e.g. {"pip": ["chainkit"]}')
+    return value
+
+
+def _tell(text: str) -> None:
+    print(f"chainkit batch: {text}", file=sys.stderr, flush=True)

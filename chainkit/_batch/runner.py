@@ -1,0 +1,137 @@
+"""Running a batch job's records through a chain: written once, placed by the engines (this
+process's event loop, or Ray actors, each running it on records the driver hands out).
+
+A run's result line: `id`; `output` (the chain's one output, or its outputs as an object) or
+`error` (`type` and `message`); `steps` (the tool calls the agent made); `usage` (the tokens
+of its model calls, summed); `seconds`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import fields
+from typing import Any
+
+from chainkit._batch.records import BadLine, Record
+from chainkit._factory import FactoryError
+from chainkit._redact import redact
+from chainkit.callbacks import Handler
+from chainkit.chains import Chain, acall
+from chainkit.schema import AgentAction, Message, TokenUsage
+
+Result = dict[str, Any]
+OFFLINE_AGENT = "chainkit._batch.runner:offline_agent"
+
+
+def offline_agent() -> Chain:
+    """The agent of `chainkit run` on the built-in offline model: a MRKL agent over the
+    calculator, random number and clock tools, parse errors sent back to the model."""
+    from chainkit import agents, llms, tools
+
+    agent = agents.OneShotAgent(llms.OfflineModel(), tools.builtin_tools())
+    return agents.Executor(agent, error_handler=agents.ParserErrorHandler())
+
+
+def chain_of(made: object, spec: str) -> Chain:
+    """`made`, checked to be a chain; FactoryError naming what `spec` gave otherwise."""
+    if not isinstance(made, Chain):
+        raise FactoryError(
+            f"{spec} gave {type(made).__name__}, not a chain: it must return an "
+            "agents.Executor or another chains.Chain"
+        )
+    return made
+
+
+def inputs_needed(chain: Chain) -> list[str]:
+    """The input keys each record must give: the chain's, less what its memory fills in."""
+    memory = chain.memory
+    filled = set(memory.memory_variables) if memory is not None else set()
+    return [key for key in chain.input_keys if key not in filled]
+
+
+class _RunTally(Handler):
+    """Counts one run's tool calls and sums the token usage its model calls report."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self._usage = dict.fromkeys((f.name for f in fields(TokenUsage)), 0)
+        self._lock = threading.Lock()  # tools in threads may report alongside the loop
+
+    def handle_agent_action(self, action: AgentAction) -> None:
+        with self._lock:
+            self.steps += 1
+
+    def handle_llm_end(self, message: Message) -> None:
+        meta = message.response_meta
+        if meta is None or meta.usage is None:
+            return
+        with self._lock:
+            for name in self._usage:
+                self._usage[name] += getattr(meta.usage, name)
+
+    def usage(self) -> dict[str, int]:
+        return TokenUsage(**self._usage).to_dict()
+
+
+async def run(chain: Chain, record: Record) -> Result:
+    """The result line of running `chain` on `record`; an exception the run raises is its
+    `error`, never raised here (an interrupt or a cancellation is)."""
+    tally = _RunTally()
+    started = time.perf_counter()
+    line: Result = {"id": record.id}
+    try:
+        outputs = await acall(chain, record.inputs, callbacks=tally)
+    except Exception as error:
+        line["error"] = {"type": type(error).__name__, "message": redact(str(error))}
+    else:
+        keys = chain.output_keys
+        line["output"] = outputs[keys[0]] if len(keys) == 1 else outputs
+    line["steps"] = tally.steps
+    line["usage"] = tally.usage()
+    line["seconds"] = round(time.perf_counter() - started, 3)
+    return line
+
+
+def bad_line_result(bad: BadLine) -> Result:
+    """The result line of an input line that could not be run."""
+    return {
+        "id": bad.id,
+        "error": {"type": "InputError", "message": f"line {bad.line}: {bad.problem}"},
+        "steps": 0,
+        "usage": TokenUsage().to_dict(),
+        "seconds": 0.0,
+    }
+
+
+async def run_all(
+    chain: Chain, records: Iterable[Record], concurrency: int, finish: Callable[[Result], None]
+) -> None:
+    """Runs `records`, at most `concurrency` at once, handing each result to `finish` as it
+    comes. Records are read only as runs free up, so a long input is never held whole. An
+    interrupt cancels the runs in flight."""
+    import asyncio  # loaded already by the running event loop, not at import
+
+    limit = asyncio.Semaphore(concurrency)
+    running: set[asyncio.Task[None]] = set()
+
+    async def one(record: Record) -> None:
+        try:
+            finish(await run(chain, record))
+        finally:
+            limit.release()
+
+    try:
+        for record in records:
+            await limit.acquire()
+            task = asyncio.ensure_future(one(record))
+            running.add(task)
+            task.add_done_callback(running.discard)
+        while running:
+            await asyncio.gather(*running)
+    except BaseException:
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        raise

@@ -1,0 +1,260 @@
+"""Batch jobs on a Ray cluster, and rate limits shared across its machines.
+
+Needs `pip install "chainkit[ray]"`; nothing else in chainkit imports this module, so ray is
+loaded only by code that asks for it (`chainkit batch --engine ray`, or an import of this).
+
+- `ray_batch(factory, inputs, concurrency=8)` runs a chain over `inputs` in Ray actors. Each
+  actor calls `factory` to build its own chain (clients hold connections and locks, which do
+  not travel, so nothing built is shipped) and runs up to `concurrency` runs at once in its
+  event loop, with the runner of `chainkit batch`: results are the same as a local job's.
+- `RayRateLimiter(requests_per_minute=..., tokens_per_minute=...)` is an `llms.RateLimiter`
+  whose schedule lives in a Ray actor: give it to the models a factory builds, and every
+  actor, on every machine, shares its limits and its Retry-After pauses.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+import ray
+
+from chainkit._batch.job import BatchJob
+from chainkit._batch.records import Record
+from chainkit._batch.runner import Result, chain_of, run
+from chainkit.chains import Chain
+from chainkit.chains.errors import InputsTypeError, OptionsError
+from chainkit.llms.rate_limit import LocalBucket, RateLimiter, Reservation
+
+Factory = Callable[[], Chain] | str
+"""A function returning the chain to run, or its `module:function` name."""
+
+__all__ = ["RayRateLimiter", "connect", "ray_batch", "run_job"]
+
+
+def connect(address: str | None = None, runtime_env: Mapping[str, Any] | None = None) -> None:
+    """Joins the Ray cluster at `address` (e.g. "ray://head:10001"), or starts Ray on this
+    machine when there is none, unless this process is connected already. `runtime_env`
+    gives the workers what they need, such as {"pip": ["chainkit"]} on a cluster whose
+    machines lack it."""
+    if ray.is_initialized():
+        return
+    ray.init(
+        address=address,
+        runtime_env=dict(runtime_env) if runtime_env else None,
+        include_dashboard=False,
+        log_to_driver=True,
+    )
+
+
+@ray.remote
+class _ChainActor:
+    """Builds a chain once, then runs the records it is sent, several at once (as many as
+    the actor's max_concurrency)."""
+
+    def __init__(self, factory: Factory) -> None:
+        self._chain = _build(factory)
+
+    async def run(self, record: Record) -> Result:
+        return await run(self._chain, record)
+
+
+def _build(factory: Factory) -> Chain:
+    if isinstance(factory, str):
+        from chainkit._factory import load
+
+        return chain_of(load(factory, "mypackage.agents:make_agent"), factory)
+    return chain_of(factory(), getattr(factory, "__qualname__", repr(factory)))
+
+
+def ray_batch(
+    factory: Callable[[], Chain] | str,
+    inputs: Iterable[Mapping[str, Any]],
+    *,
+    concurrency: int = 8,
+    actors: int | None = None,
+) -> list[dict[str, Any]]:
+    """Runs the chain `factory` builds on each of `inputs` (dicts of the chain's inputs) in
+    Ray actors, `concurrency` runs at once in each; returns one result per input, in input
+    order, shaped like a `chainkit batch` output line (`id` is the input's position).
+
+    `actors` defaults to one per CPU of the cluster. Ray is started on this machine if this
+    process has not joined a cluster (`connect`) already.
+    """
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise OptionsError(f"concurrency must be a whole number, at least 1, got {concurrency!r}")
+    items = list(inputs)
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise InputsTypeError(
+                f"inputs must be dicts of the chain's inputs; item {index} is {item!r}"
+            )
+    connect()
+    results: list[dict[str, Any]] = [{} for _ in items]
+
+    def keep(result: Result) -> None:
+        results[result["id"]] = result
+
+    records = (Record(index, index + 1, dict(item)) for index, item in enumerate(items))
+    _drive(_start_actors(factory, concurrency, actors), records, concurrency, keep)
+    return results
+
+
+def run_job(job: BatchJob, factory: Factory, concurrency: int, actors: int | None = None) -> None:
+    """Runs a `chainkit batch` job's pending records in Ray actors (on the cluster joined
+    with `connect`); the job writes each result as it comes back, so an interrupted job
+    resumes as a local one does."""
+    connect()
+    _drive(_start_actors(factory, concurrency, actors), job.pending(), concurrency, job.finish)
+
+
+def _start_actors(factory: Factory, concurrency: int, count: int | None) -> list[Any]:
+    resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
+    cpus = max(float(resources.get("CPU", 1.0)), 1.0)
+    count = count or int(cpus)
+    # One CPU each while the cluster has them, so actors spread over its machines.
+    each = min(1.0, cpus / count)
+    options = {"num_cpus": each, "max_concurrency": concurrency}
+    return [_ChainActor.options(**options).remote(factory) for _ in range(count)]  # type: ignore[attr-defined]
+
+
+def _drive(
+    actors: list[Any],
+    records: Iterable[Record],
+    concurrency: int,
+    finish: Callable[[Result], None],
+) -> None:
+    """Hands `records` out to the actors, at most `concurrency` at a time to each, and each
+    result to `finish` as it comes back. An interrupt (or a failed actor) ends the job."""
+    pending: Iterator[Record] = iter(records)
+    load = [0] * len(actors)
+    in_flight: dict[Any, int] = {}
+    exhausted = False
+    try:
+        while True:
+            while not exhausted and min(load) < concurrency:
+                record = next(pending, None)
+                if record is None:
+                    exhausted = True
+                    break
+                actor = load.index(min(load))
+                in_flight[actors[actor].run.remote(record)] = actor
+                load[actor] += 1
+            if not in_flight:
+                return
+            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            ready, _ = ray.wait(list(in_flight), num_returns=len(in_flight), timeout=0)
+            for reference in ready:
+                load[in_flight.pop(reference)] -= 1
+                finish(ray.get(reference))
+    finally:
+        for reference in in_flight:
+            ray.cancel(reference)
+        for actor in actors:
+            ray.kill(actor)
+
+
+# Rate limits shared by every actor.
+
+
+@ray.remote(num_cpus=0)
+class _BucketActor:
+    """A `LocalBucket` that the limiters of many processes share."""
+
+    def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None) -> None:
+        self._bucket = LocalBucket(requests_per_minute, tokens_per_minute)
+
+    def reserve(self, tokens: float) -> Reservation:
+        return self._bucket.reserve(tokens)
+
+    def wait_left(self, start: float, shift: float) -> float:
+        return self._bucket.wait_left(start, shift)
+
+    def settle(self, estimated: float, used: float) -> None:
+        self._bucket.settle(estimated, used)
+
+    def pause(self, seconds: float) -> None:
+        self._bucket.pause(seconds)
+
+
+class _RayBucket:
+    """The RateBucket interface over the `_BucketActor` named `name`, made by the first
+    process of the cluster to ask for it (with its limits), found by the others."""
+
+    def __init__(
+        self, name: str, requests_per_minute: float | None, tokens_per_minute: float | None
+    ) -> None:
+        options = {"name": name, "get_if_exists": True}
+        maker = _BucketActor.options(**options)  # type: ignore[attr-defined]
+        self._actor = maker.remote(requests_per_minute, tokens_per_minute)
+
+    def reserve(self, tokens: float) -> Reservation:
+        result: Reservation = ray.get(self._actor.reserve.remote(tokens))
+        return result
+
+    def wait_left(self, start: float, shift: float) -> float:
+        return float(ray.get(self._actor.wait_left.remote(start, shift)))
+
+    def settle(self, estimated: float, used: float) -> None:
+        ray.get(self._actor.settle.remote(estimated, used))
+
+    def pause(self, seconds: float) -> None:
+        ray.get(self._actor.pause.remote(seconds))
+
+    async def areserve(self, tokens: float) -> Reservation:
+        result: Reservation = await self._actor.reserve.remote(tokens)
+        return result
+
+    async def await_left(self, start: float, shift: float) -> float:
+        return float(await self._actor.wait_left.remote(start, shift))
+
+    async def asettle(self, estimated: float, used: float) -> None:
+        await self._actor.settle.remote(estimated, used)
+
+    async def apause(self, seconds: float) -> None:
+        await self._actor.pause.remote(seconds)
+
+
+class RayRateLimiter(RateLimiter):
+    """An `llms.RateLimiter` shared by every process of a Ray cluster: its schedule lives in
+    a Ray actor named `name` (a fresh name by default), made when the limiter is. Copies of
+    the limiter, pickled into actors with a factory that closes over it, use the same
+    schedule; so does a limiter made with the same `name` anywhere in the same Ray job, as a
+    module-level one in an `--agent` module is (the first made sets the limits). The actor
+    lives as long as the process that made it, or until `close()`."""
+
+    def __init__(
+        self,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        *,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(requests_per_minute, tokens_per_minute)
+        self.name = name or f"chainkit-rate-limiter-{uuid.uuid4().hex}"
+        bucket = _RayBucket(self.name, self.requests_per_minute, self.tokens_per_minute)
+        self._bucket = self._async_bucket = bucket
+
+    def __repr__(self) -> str:
+        return (
+            f"RayRateLimiter(requests_per_minute={self.requests_per_minute!r}, "
+            f"tokens_per_minute={self.tokens_per_minute!r}, name={self.name!r})"
+        )
+
+    def __reduce__(self) -> Any:
+        return (_remade, (self.requests_per_minute, self.tokens_per_minute, self.name))
+
+    def close(self) -> None:
+        """Ends the actor holding the schedule; limiters still using it fail."""
+        try:
+            actor = ray.get_actor(self.name)
+        except ValueError:  # ended already
+            return
+        ray.kill(actor)
+
+
+def _remade(
+    requests_per_minute: float | None, tokens_per_minute: float | None, name: str
+) -> RayRateLimiter:
+    return RayRateLimiter(requests_per_minute, tokens_per_minute, name=name)

@@ -1,0 +1,152 @@
+"""chainkit.distributed on a local Ray with 2 CPUs: the same results as the local engine,
+`chainkit batch --engine ray` resuming like a local job, and a rate limiter shared by every
+actor."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from chainkit import chains, llms, prompts  # noqa: E402
+from chainkit._batch.records import Record  # noqa: E402
+from chainkit._batch.runner import offline_agent, run_all  # noqa: E402
+from chainkit.distributed import RayRateLimiter, ray_batch  # noqa: E402
+from tests.openai_server import TEST_API_KEY, OpenAIServer  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+QUESTIONS = [f"what is {a}*{b}+{a}?" for a in range(1, 7) for b in range(1, 5)] + [
+    "what is 1/0?",
+    "",
+    "告诉我 2**10 是多少",
+]
+"""Deterministic for the offline agent: arithmetic, a tool error, a question it cannot
+answer."""
+
+
+def without_timing(result: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in result.items() if key != "seconds"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray() -> Iterator[None]:
+    # Workers import the tests' factories: they need the repository on their path.
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": path}},
+    )
+    yield
+    ray.shutdown()
+
+
+def local_results(inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = [{} for _ in inputs]
+
+    def keep(result: dict[str, Any]) -> None:
+        found[result["id"]] = result
+
+    records = [Record(i, i + 1, dict(item)) for i, item in enumerate(inputs)]
+    asyncio.run(run_all(offline_agent(), records, 4, keep))
+    return found
+
+
+@pytest.mark.timeout(120, method="thread")
+def test_ray_batch_gives_the_local_engines_results():
+    inputs = [{"input": question} for question in QUESTIONS]
+    remote = ray_batch(offline_agent, inputs, concurrency=4)
+    assert [r["id"] for r in remote] == list(range(len(inputs)))
+    assert list(map(without_timing, remote)) == list(map(without_timing, local_results(inputs)))
+    assert remote[0]["output"] == "2" and remote[-1]["output"] == "1024"
+
+
+@pytest.mark.timeout(120, method="thread")
+def test_ray_batch_takes_a_factory_by_name_and_checks_its_arguments():
+    results = ray_batch("tests.batch_factories:echo", [{"input": "a"}, {"input": "b"}])
+    assert [r["output"] for r in results] == ["echo: a", "echo: b"]
+    with pytest.raises(ValueError, match="concurrency must be a whole number"):
+        ray_batch(offline_agent, [], concurrency=0)
+    with pytest.raises(TypeError, match="item 1 is 'b'"):
+        ray_batch(offline_agent, [{"input": "a"}, "b"])  # type: ignore[list-item]
+
+
+@pytest.mark.timeout(180, method="thread")
+def test_the_batch_command_on_ray_resumes_and_matches_the_local_engine(tmp_path):
+    source = tmp_path / "in.jsonl"
+    records = [json.dumps({"id": i, "input": q}) for i, q in enumerate(QUESTIONS)]
+    source.write_text("\n".join([*records, '{"id": "bad"}']) + "\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAY_"))}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+
+    def batch(output: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "chainkit", "batch", str(source), "-o", str(output)]
+        return subprocess.run(
+            [*command, *extra], capture_output=True, text=True, env=env, cwd=ROOT, timeout=150
+        )
+
+    local, remote = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
+    assert batch(local).returncode == 1  # the bad line is an error
+    # The Ray job finds five runs done already, as after an interruption.
+    remote.write_bytes(b"".join(local.read_bytes().splitlines(keepends=True)[:5]))
+    result = batch(remote, "--engine", "ray", "--actors", "2", "--concurrency", "3")
+    assert result.returncode == 1, result.stderr
+    assert "5 done before" in result.stderr
+    lines = [json.loads(line) for line in remote.read_text().splitlines()]
+    assert len(lines) == len(QUESTIONS) + 1 == len({line["id"] for line in lines})
+    local_lines = [json.loads(line) for line in local.read_text().splitlines()]
+    expected = {line["id"]: without_timing(line) for line in local_lines}
+    assert {line["id"]: without_timing(line) for line in lines} == expected
+
+
+@pytest.mark.timeout(120, method="thread")
+def test_a_ray_rate_limiter_holds_every_actor_to_one_limit():
+    limiter = RayRateLimiter(requests_per_minute=1200)  # 20 at once, then ~20 a second
+    with OpenAIServer() as server:
+        server.push(*["ok"] * 60)
+        base_url = server.base_url
+
+        def factory() -> chains.Chain:
+            llm = llms.OpenAI("m", base_url=base_url, api_key=TEST_API_KEY, rate_limiter=limiter)
+            return chains.LLMChain(prompts.PromptTemplate.from_template("{q}"), llm)
+
+        started = time.monotonic()
+        results = ray_batch(factory, [{"q": i} for i in range(60)], concurrency=30, actors=2)
+        elapsed = time.monotonic() - started
+        arrivals = sorted(request.at for request in server.requests)
+    limiter.close()
+    assert [r.get("output") for r in results] == ["ok"] * 60
+    # One schedule: 20 at once, then 40 evenly over 2 s. Two, one per actor, would send all 60
+    # within half a second. (Arrival times are only roughly the schedule's on a busy machine,
+    # where a burst of new connections takes a while to be read: tests/test_rate_limit.py
+    # checks every window exactly, on a simulated clock.)
+    paced = arrivals[-40:]
+    assert paced[-1] - paced[0] >= 1.0
+    assert elapsed >= 1.5
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_copies_of_a_ray_rate_limiter_share_one_schedule():
+    import pickle
+
+    limiter = RayRateLimiter(requests_per_minute=60, name="chainkit-test-shared")
+    copy = pickle.loads(pickle.dumps(limiter))
+    assert repr(copy) == (
+        "RayRateLimiter(requests_per_minute=60.0, tokens_per_minute=None, "
+        "name='chainkit-test-shared')"
+    )
+    first = limiter._bucket.reserve(0)
+    second = copy._bucket.reserve(0)  # booked after the first: one second later
+    assert first[0] == pytest.approx(0, abs=0.05) and second[0] == pytest.approx(1, abs=0.2)
+    limiter.close()
