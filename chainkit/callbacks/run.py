@@ -116,36 +116,22 @@ class Run(RunInfo):
     def end(self, result: Any) -> None:
         """Reports the run's end with its result: outputs, reply message, tool output or the
         documents (tools) a retriever found."""
-        self.ended = True
-        handler = self.handler
-        if handler is None:
-            return
-        kind = self.kind
-        if kind == "llm":
-            handler.handle_llm_end(result)
-        elif kind == "chain":
-            handler.handle_chain_end(self.name, result)
-        elif kind == "tool":
-            handler.handle_tool_end(self.name, result)
-        else:
-            handler.handle_retriever_end(self.name, result)
+        self._report(0, result)
 
     def fail(self, error: BaseException) -> None:
         """Reports the run's error; for a failure that does not propagate (a tool error that
         becomes an observation), as for one that does."""
+        self._report(1, error)
+
+    def _report(self, which: int, value: Any) -> None:
         self.ended = True
-        handler = self.handler
-        if handler is None:
+        if self.handler is None:
             return
-        kind = self.kind
-        if kind == "llm":
-            handler.handle_llm_error(error)
-        elif kind == "chain":
-            handler.handle_chain_error(self.name, error)
-        elif kind == "tool":
-            handler.handle_tool_error(self.name, error)
+        method = getattr(self.handler, _ENDINGS[self.kind][which])
+        if self.kind == "llm":
+            method(value)
         else:
-            handler.handle_retriever_error(self.name, error)
+            method(self.name, value)
 
     def _as(self, handler: CombiningHandler | None) -> Run:
         """The same run (same id, parent and kind), heard by `handler` instead."""
@@ -156,6 +142,15 @@ class Run(RunInfo):
         twin.ended = self.ended
         return twin
 
+
+_ENDINGS: dict[str, tuple[str, str]] = {
+    "chain": ("handle_chain_end", "handle_chain_error"),
+    "llm": ("handle_llm_end", "handle_llm_error"),
+    "tool": ("handle_tool_end", "handle_tool_error"),
+    "retriever": ("handle_retriever_end", "handle_retriever_error"),
+}
+"""The handler methods that report a run's end and its error, by kind; only an llm run's
+events do not name the run."""
 
 _current: ContextVar[Run | None] = ContextVar("chainkit_run", default=None)
 
