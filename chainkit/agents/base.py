@@ -109,13 +109,13 @@ class BaseAgent(Observed, Agent):
     def output_keys(self) -> list[str]:
         return [self.output_key]
 
-    def _model_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
-        """The options of the agent's model call: the caller's, with the agent's own
-        `callbacks` added to any the caller gave (the model's run hears both)."""
-        result = dict(options)
+    def _model_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """The options of the agent's model call: the caller's (its plan's own **options, so
+        changed in place), with the agent's own `callbacks` added to any the caller gave (the
+        model's run hears both)."""
         if self.handler is not None:
-            result["callbacks"] = guard(result.get("callbacks"), self.handler)
-        return result
+            options["callbacks"] = guard(options.get("callbacks"), self.handler)
+        return options
 
     def _offered(self, steps: Sequence[AgentStep], inputs: Mapping[str, Any]) -> list[Tool] | None:
         """The tools this run offers the model; None without a tool_retriever (all of them)."""

@@ -54,7 +54,7 @@ def _start(
 ) -> tuple[CombiningHandler | None, dict[str, Any], dict[str, Any]]:
     """The chain run's own handler (the chain's, joined with a `callbacks` option), the options
     passed on to the chain, and the full inputs: every check made before any work."""
-    rest: dict[str, Any] = dict(options)
+    rest: dict[str, Any] = options  # type: ignore[assignment]  # the call's own **options
     check_options(rest)
     given = rest.pop("callbacks", None)
     own = chain.handler if given is None else join(chain.handler, guard(given))

@@ -123,7 +123,7 @@ def _request(
 ) -> tuple[ModelRequest, CombiningHandler | None]:
     """The request, and the guarded handler of the call's own `callbacks` option; raises,
     before the call, for an unknown option or callbacks that are no Handler."""
-    options: dict[str, Any] = dict(given)
+    options: dict[str, Any] = given  # type: ignore[assignment]  # the call's own **options
     check_options(options)
     stop = options.pop("stop", None)
     streaming_func = options.pop("streaming_func", None)
