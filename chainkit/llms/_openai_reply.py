@@ -301,7 +301,7 @@ class _ToolCalls:
             function = FunctionCall(
                 _valid_text(call.name), _valid_text("".join(call.arguments)) or "{}"
             )
-            result.append(ToolCall(_valid_text(call.id), function, type=call.type))
+            result.append(ToolCall(_valid_text(call.id), function, type=_valid_text(call.type)))
         return result
 
 

@@ -704,6 +704,18 @@ def test_a_plain_body_with_a_bom_and_a_lone_surrogate_is_read(
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_a_lone_surrogate_in_a_tool_calls_type_is_read_as_valid_text(
+    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str
+) -> None:
+    call = {"id": "c1", "type": "\\ud83dfunction", "function": {"name": "f", "arguments": "{}"}}
+    body = json.dumps(completion({"content": None, "tool_calls": [call]}, "tool_calls"))
+    openai_server.push(raw_reply(body.replace("\\\\", "\\").encode(), "application/json"))
+    message, _ = ask(llm, arun, mode, streamed=False)
+    assert message.tool_calls[0].type == "\ufffdfunction"
+    json.dumps(message.to_dict()).encode("utf-8")  # sendable in the next request
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_a_body_that_is_no_stream_at_all_says_what_it_was(
     openai_server: OpenAIServer, make_openai, arun, mode: str
 ) -> None:
