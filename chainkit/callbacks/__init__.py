@@ -7,13 +7,17 @@ by chainkit and asyncio tasks alike.
 
 from chainkit.callbacks.combining import CombiningHandler, Handlers, guard, join
 from chainkit.callbacks.errors import HandlerConfigError, HandlerTypeError
+from chainkit.callbacks.events import Event, EventHandler
 from chainkit.callbacks.handler import Handler
 from chainkit.callbacks.log import LogHandler
 from chainkit.callbacks.observed import Observed
 from chainkit.callbacks.run import Run, RunInfo, RunKind, current_run
+from chainkit.callbacks.trace_file import TraceFile
 
 __all__ = [
     "CombiningHandler",
+    "Event",
+    "EventHandler",
     "Handler",
     "HandlerConfigError",
     "HandlerTypeError",
@@ -23,6 +27,7 @@ __all__ = [
     "Run",
     "RunInfo",
     "RunKind",
+    "TraceFile",
     "current_run",
     "guard",
     "join",
