@@ -8,6 +8,7 @@ by chainkit and asyncio tasks alike.
 from chainkit.callbacks.combining import CombiningHandler, Handlers, guard, join
 from chainkit.callbacks.errors import HandlerConfigError, HandlerTypeError
 from chainkit.callbacks.events import Event, EventHandler
+from chainkit.callbacks.final_answer import FinalAnswerStream
 from chainkit.callbacks.handler import Handler
 from chainkit.callbacks.log import LogHandler
 from chainkit.callbacks.observed import Observed
@@ -18,6 +19,7 @@ __all__ = [
     "CombiningHandler",
     "Event",
     "EventHandler",
+    "FinalAnswerStream",
     "Handler",
     "HandlerConfigError",
     "HandlerTypeError",
