@@ -12,3 +12,7 @@ class HandlerTypeError(ChainkitError, TypeError):
 
 class HandlerConfigError(ChainkitError, ValueError):
     """A handler setting has a value it cannot take, such as a negative `max_chars`."""
+
+
+class HandlerDependencyError(ChainkitError, ImportError):
+    """A handler needs a package that is not installed, such as OpenTelemetry's API."""

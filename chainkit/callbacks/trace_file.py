@@ -82,15 +82,15 @@ def event_line(event: Event) -> str:
     }
     try:
         record["data"] = _masked(data)
-        text = json.dumps(record, default=_plain, ensure_ascii=False, allow_nan=False)
+        text = json.dumps(record, default=plain_json, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
         # A value JSON cannot hold (a cycle, a NaN, a key that is no string): its repr instead.
         record["data"] = {"repr": shorten(repr(event.data), 10_000)}
-        text = json.dumps(record, default=_plain, ensure_ascii=False)
+        text = json.dumps(record, default=plain_json, ensure_ascii=False)
     return redact(text) + "\n"
 
 
-def _plain(value: Any) -> Any:
+def plain_json(value: Any) -> Any:
     """What JSON cannot write as it is: messages as their wire shape, errors as their type and
     message, other dataclasses (actions, steps) as their fields, anything else as its repr."""
     if isinstance(value, BaseException):
