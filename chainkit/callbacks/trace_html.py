@@ -1,9 +1,11 @@
 """A trace as one self-contained HTML page: a timeline of runs, each a bar at its start with
-its duration, nested under its parent, colored by kind, its details shown on click.
+its duration, nested under its parent, colored by kind, its details shown on click (or at
+once for the run whose id is the page's #fragment).
 
 The page loads nothing: its style, its script and the runs (as JSON) are all inline. The
 script lays the bars out and writes `data-run-id`, `data-parent-id` and `data-depth` on each,
-so a browser's DOM shows that it ran. Text is set with `textContent`, never parsed as HTML.
+so a browser's DOM shows that it ran; each run's `div.run` holds those of its children.
+Text is set with `textContent`, never parsed as HTML.
 """
 
 from __future__ import annotations
@@ -120,7 +122,15 @@ function show(run, row) {
   shown.outputs = run.outputs;
   details.textContent = JSON.stringify(shown, null, 2);
 }
+// Runs come parent first: each goes into the box of its parent's children.
+const boxes = new Map();
 for (const run of runs) {
+  const group = document.createElement("div");
+  group.className = "run";
+  group.dataset.runId = run.id;
+  const kids = document.createElement("div");
+  kids.className = "children";
+  boxes.set(run.id, kids);
   const row = document.createElement("div");
   row.className = "row";
   const label = document.createElement("div");
@@ -149,7 +159,9 @@ for (const run of runs) {
   track.append(bar);
   row.append(label, track);
   row.addEventListener("click", () => show(run, row));
-  timeline.append(row);
+  group.append(row, kids);
+  (boxes.get(run.parent_id) || timeline).append(group);
+  if (location.hash === "#" + encodeURIComponent(run.id)) show(run, row);
 }
 document.body.dataset.laidOut = String(runs.length);
 </script>
