@@ -10,6 +10,7 @@ from chainkit.callbacks.errors import (
     HandlerConfigError,
     HandlerDependencyError,
     HandlerTypeError,
+    TraceFormatError,
 )
 from chainkit.callbacks.events import Event, EventHandler
 from chainkit.callbacks.final_answer import FinalAnswerStream
@@ -37,6 +38,7 @@ __all__ = [
     "RunInfo",
     "RunKind",
     "TraceFile",
+    "TraceFormatError",
     "current_run",
     "guard",
     "join",

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from chainkit.callbacks.errors import TraceFormatError
 from chainkit.callbacks.trace_html import render_html
-from chainkit.callbacks.trace_view import TraceFormatError, format_tree, read_trace
+from chainkit.callbacks.trace_view import format_tree, read_trace
 
 
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -7,13 +7,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from chainkit._errors import ChainkitError
+from chainkit.callbacks.errors import TraceFormatError
 from chainkit.callbacks.events import ERROR_KINDS
 from chainkit.callbacks.log import _one_line
-
-
-class TraceFormatError(ChainkitError, ValueError):
-    """A trace file holds a line that is not an event as `TraceFile` writes them."""
 
 
 @dataclass
