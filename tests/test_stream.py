@@ -13,6 +13,7 @@ from chainkit import agents, callbacks, chains, tools
 from chainkit.callbacks import Event, FinalAnswerStream
 from chainkit.llms import FakeLLM
 from chainkit.prompts import PromptTemplate
+from chainkit.schema import Message
 from tests.test_runs import TwoToolsThenAnswer
 
 
@@ -261,3 +262,42 @@ def test_final_answer_stream_over_a_real_run_sync_and_async():
         return "".join([t async for t in FinalAnswerStream(chains.astream(executor, "q"))])
 
     assert asyncio.run(consume()) == "2"
+
+
+@pytest.mark.timeout(30)
+def test_breaking_at_a_parallel_tool_start_stops_the_run_and_its_tools():
+    executor, seen = waiting_executor()
+    for name in seen:
+        seen[name].set()  # the tools end at once
+    model = executor.agent.llm  # type: ignore[attr-defined]
+    calls: list[int] = []
+    original = model._generate
+
+    def counted(request: Any) -> Message:
+        calls.append(1)
+        reply: Message = original(request)
+        return reply
+
+    model._generate = counted
+    stream = chains.stream(executor, "q")
+    for event in stream:
+        if event.kind == "tool_start":
+            break
+    stream.close()
+    assert calls == [1]  # the model was not asked again after the tools
+
+
+@pytest.mark.timeout(30)
+def test_openai_streams_its_tokens_and_stops_at_a_break(openai_server, openai_llm):
+    openai_server.push("one two three four", "never asked")
+    chain = chains.LLMChain(PromptTemplate.from_template("{q}"), openai_llm)
+    events = list(chains.stream(chain, "q"))
+    tokens = [e.data["text"] for e in events if e.kind == "token"]
+    assert len(tokens) > 1 and "".join(tokens) == "one two three four"
+    assert openai_server.requests[-1].body.get("stream") is True
+    stream = chains.stream(chain, "q")
+    for event in stream:
+        if event.kind == "token":
+            break
+    stream.close()
+    assert len(openai_server.requests) == 2  # stopped, not retried
