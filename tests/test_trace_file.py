@@ -184,3 +184,35 @@ def test_html_page_is_self_contained_and_escapes_run_text(tmp_path, capsys):
     assert "<script src" not in html and "http://" not in html and "https://" not in html
     assert "alert(1)</script>" not in html and html.count("</script>") == 2
     assert "\\u003c/script>\\u003cscript>alert(1)" in html
+
+
+class Loud(tools.Tool):
+    name = "loud"
+    description = "answers in colour"
+
+    def call(self, input: str) -> str:
+        return "\x1b[31mred\x1b[0m\u202eevil"
+
+
+def test_the_tree_escapes_what_would_restyle_the_terminal_and_marks_unfinished_runs(tmp_path):
+    path = tmp_path / "run.jsonl"
+    llm = FakeLLM(["Action: loud\nAction Input: x", "Final Answer: done"])
+    with callbacks.TraceFile(path) as trace:
+        chains.run(agents.Executor(agents.OneShotAgent(llm, [Loud()])), "q", callbacks=trace)
+    tree = format_tree(read_trace(path))
+    assert "\x1b" not in tree and "\u202e" not in tree
+    assert "out: \\x1b[31mred\\x1b[0m\\u202eevil" in tree
+    # A run that never ended (its process died) is shown as such, its children still under it.
+    lines_ = path.read_text().splitlines()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(line for line in lines_ if '"chain_end"' not in line) + "\n")
+    cut_tree = format_tree(read_trace(cut)).splitlines()
+    assert cut_tree[0].startswith("chain Executor (unfinished)") and len(cut_tree) == 4
+
+
+def test_events_after_close_are_dropped(tmp_path):
+    path = tmp_path / "run.jsonl"
+    trace = callbacks.TraceFile(path)
+    trace.close()
+    chains.call(EchoChain(), {"input": "x"}, callbacks=trace)
+    assert path.read_text() == ""
