@@ -19,7 +19,7 @@ from chainkit import __version__
 from chainkit._batch import command as batch_command
 from chainkit._redact import redact
 from chainkit._text import shorten
-from chainkit.callbacks import Handler
+from chainkit.callbacks import Handler, trace_command
 from chainkit.llms import Model
 from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT
 from chainkit.llms.errors import ModelStatusError
@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
         help="answer a question with a MRKL agent over the built-in tools",
         usage=(
             "chainkit run [-h] [-v] [--max-iterations N] [--model MODEL] [--base-url URL] "
-            "[--timeout SECONDS] [--max-attempts N] [--] QUESTION"
+            "[--timeout SECONDS] [--max-attempts N] [--trace FILE] [--] QUESTION"
         ),
         description=(
             "Answer QUESTION with a OneShotAgent over the calculator, random number and current "
@@ -95,8 +95,14 @@ def _parser() -> argparse.ArgumentParser:
             f"(default {DEFAULT_MAX_ATTEMPTS})"
         ),
     )
+    run.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="append every event of the run to FILE as JSON lines (see chainkit trace FILE)",
+    )
     mcp_serve.add_command(commands)
     batch_command.add_command(commands)
+    trace_command.add_command(commands)
     return parser
 
 
@@ -212,7 +218,10 @@ def _run(args: argparse.Namespace, model: Model) -> str:
         callbacks=handler,
         error_handler=agents.ParserErrorHandler(),
     )
-    return chains.run(executor, args.question)
+    if args.trace is None:
+        return chains.run(executor, args.question)
+    with callbacks.TraceFile(args.trace) as trace:
+        return chains.run(executor, args.question, callbacks=trace)
 
 
 def _hint(error: Exception, args: argparse.Namespace) -> str | None:
@@ -266,6 +275,10 @@ def _main(argv: Sequence[str] | None) -> int:
         if extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         return batch_command.run_command(args, parser)
+    if args.command == "trace":
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        return trace_command.run_command(args)
     if extra:
         if args.question is None and len(extra) == 1 and extra[0].startswith("-"):
             parser.error(

@@ -27,7 +27,12 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
         "MessageFormatError": TypeError,  # a ValueError too
     },
     "prompts": {"PromptError": ValueError, "PromptTypeError": TypeError},
-    "callbacks": {"HandlerConfigError": ValueError, "HandlerTypeError": TypeError},
+    "callbacks": {
+        "HandlerConfigError": ValueError,
+        "HandlerDependencyError": ModuleNotFoundError,
+        "HandlerTypeError": TypeError,
+        "TraceFormatError": ValueError,
+    },
     "llms": {
         "FakeLLMExhaustedError": RuntimeError,
         "ModelConfigError": ValueError,

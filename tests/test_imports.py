@@ -24,7 +24,8 @@ def loaded_after(statement: str) -> set[str]:
 )
 def test_core_imports_load_no_heavy_dependency(statement):
     loaded = loaded_after(statement)
-    assert not {"openai", "jinja2", "tenacity", "httpx", "httpx2", "asyncio", "mcp"} & loaded
+    heavy = {"openai", "jinja2", "tenacity", "httpx", "httpx2", "asyncio", "mcp", "opentelemetry"}
+    assert not heavy & loaded
 
 
 def test_chains_prompts_callbacks_load_no_backend_module():

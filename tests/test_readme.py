@@ -42,6 +42,7 @@ EXPECTED = [
     "42",
     "42",
     "['get_weather']\n北京: sunny, 21 °C",
+    "calculator returned 84\n84",
 ]
 
 

@@ -6,23 +6,39 @@ by chainkit and asyncio tasks alike.
 """
 
 from chainkit.callbacks.combining import CombiningHandler, Handlers, guard, join
-from chainkit.callbacks.errors import HandlerConfigError, HandlerTypeError
+from chainkit.callbacks.errors import (
+    HandlerConfigError,
+    HandlerDependencyError,
+    HandlerTypeError,
+    TraceFormatError,
+)
+from chainkit.callbacks.events import Event, EventHandler
+from chainkit.callbacks.final_answer import FinalAnswerStream
 from chainkit.callbacks.handler import Handler
 from chainkit.callbacks.log import LogHandler
 from chainkit.callbacks.observed import Observed
+from chainkit.callbacks.otel import OpenTelemetryHandler
 from chainkit.callbacks.run import Run, RunInfo, RunKind, current_run
+from chainkit.callbacks.trace_file import TraceFile
 
 __all__ = [
     "CombiningHandler",
+    "Event",
+    "EventHandler",
+    "FinalAnswerStream",
     "Handler",
     "HandlerConfigError",
+    "HandlerDependencyError",
     "HandlerTypeError",
     "Handlers",
     "LogHandler",
     "Observed",
+    "OpenTelemetryHandler",
     "Run",
     "RunInfo",
     "RunKind",
+    "TraceFile",
+    "TraceFormatError",
     "current_run",
     "guard",
     "join",

@@ -8,6 +8,17 @@ from typing import Any
 from chainkit.schema import AgentAction, AgentFinish, Message
 
 
+class ModelOptions(dict[str, Any]):
+    """The options `handle_llm_start` gets, and `provider`: who serves the model ("openai" for
+    the OpenAI backend, else the model class's name in lower case)."""
+
+    __slots__ = ("provider",)
+
+    def __init__(self, provider: str, options: Mapping[str, Any]) -> None:
+        super().__init__(options)
+        self.provider = provider
+
+
 class Handler:
     """Base class whose every method does nothing: subclass it and override what you need.
 

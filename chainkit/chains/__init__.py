@@ -25,6 +25,7 @@ from chainkit.chains.errors import (
 )
 from chainkit.chains.llm import LLMChain
 from chainkit.chains.sequential import SequentialChain, SimpleSequentialChain
+from chainkit.chains.stream import astream, stream
 
 __all__ = [
     "Chain",
@@ -45,8 +46,10 @@ __all__ = [
     "acall",
     "apredict",
     "arun",
+    "astream",
     "batch",
     "call",
     "predict",
     "run",
+    "stream",
 ]

@@ -10,6 +10,7 @@ from typing import Any, Protocol, Unpack, runtime_checkable
 
 from chainkit._stop import stop_escaped
 from chainkit.callbacks import CombiningHandler, Handler, guard
+from chainkit.callbacks.handler import ModelOptions
 from chainkit.callbacks.run import enter
 from chainkit.llms.errors import ModelTypeError
 from chainkit.llms.options import CallOptions, StreamingFunc, check_options
@@ -66,6 +67,11 @@ class BaseModel:
         """The model's name in runs and traces."""
         return type(self).__name__
 
+    @property
+    def provider(self) -> str:
+        """Who serves the model, as traces name it (OpenTelemetry's gen_ai.provider.name)."""
+        return type(self).__name__.lower()
+
     def generate(
         self,
         messages: Sequence[Message],
@@ -76,7 +82,7 @@ class BaseModel:
         request, own = _request(messages, tools, options)
         with enter("llm", request.options.get("model") or self.name, own) as run:
             if run.handler is not None:
-                _start(run.handler, request)
+                _start(run.handler, request, self.provider)
             try:
                 reply = self._generate(request)
             except (StopIteration, StopAsyncIteration) as error:
@@ -94,7 +100,7 @@ class BaseModel:
         request, own = _request(messages, tools, options)
         with enter("llm", request.options.get("model") or self.name, own) as run:
             if run.handler is not None:
-                _start(run.handler, request)
+                _start(run.handler, request, self.provider)
             reply = await self._agenerate(request)
             run.end(reply)
             return reply
@@ -137,10 +143,10 @@ def _request(
     return ModelRequest(messages, stop, tools, streaming_func, None, options), own
 
 
-def _start(handler: CombiningHandler, request: ModelRequest) -> None:
+def _start(handler: CombiningHandler, request: ModelRequest, provider: str) -> None:
     """Fires llm start and routes streamed chunks and retry events to `handler` too."""
     request.callbacks = handler
-    shown: dict[str, Any] = {"stop": list(request.stop) if request.stop else None}
+    shown = ModelOptions(provider, {"stop": list(request.stop) if request.stop else None})
     shown.update(request.options)
     if request.tools:
         shown["tools"] = [t.name for t in request.tools]

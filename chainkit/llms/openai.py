@@ -112,6 +112,10 @@ class OpenAI(OpenAIEndpoint, BaseModel):
     def name(self) -> str:
         return self.model
 
+    @property
+    def provider(self) -> str:
+        return "openai"
+
     def _request(self, request: ModelRequest) -> dict[str, Any]:
         options = request.options
         if options.get("timeout") is not None:

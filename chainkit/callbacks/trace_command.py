@@ -1,0 +1,48 @@
+"""`chainkit trace FILE [--html PAGE]`: the runs of a trace file as a tree, or as a web page."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from chainkit.callbacks.errors import TraceFormatError
+from chainkit.callbacks.trace_html import render_html
+from chainkit.callbacks.trace_view import format_tree, read_trace
+
+
+def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Adds `trace` to the `chainkit` command's subcommands."""
+    command = commands.add_parser(
+        "trace",
+        help="show the runs of a trace file (from chainkit run --trace) as a tree",
+        description=(
+            "Print the runs of FILE, a trace written by `chainkit run --trace FILE` or "
+            "callbacks.TraceFile, as an indented tree: kind, name, duration, tokens and the "
+            "first line of inputs and outputs. With --html, write a timeline page instead."
+        ),
+    )
+    command.add_argument("file", metavar="FILE", help="the trace file (JSON lines)")
+    command.add_argument(
+        "--html",
+        metavar="PAGE",
+        help="write a self-contained HTML timeline to PAGE (open it in any browser)",
+    )
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Runs `chainkit trace`; the exit status."""
+    try:
+        roots = read_trace(args.file)
+        if args.html is not None:
+            with open(args.html, "w", encoding="utf-8") as page:
+                page.write(render_html(roots, title=f"chainkit trace {args.file}"))
+            print(f"chainkit trace: wrote {args.html}", file=sys.stderr)
+            return 0
+    except (OSError, TraceFormatError) as error:
+        print(f"chainkit trace: error: {error}", file=sys.stderr)
+        return 1
+    if roots:
+        print(format_tree(roots))
+    else:
+        print(f"chainkit trace: {args.file} holds no runs", file=sys.stderr)
+    return 0

@@ -1,0 +1,220 @@
+"""OpenTelemetryHandler: a span per run, parented by run, GenAI attributes, content on opt-in."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections import Counter
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from chainkit import agents, callbacks, chains, tools
+from chainkit.callbacks import OpenTelemetryHandler
+from chainkit.llms import FakeLLM
+from chainkit.schema import Message, ResponseMeta, TokenUsage
+from tests.callbacks.test_runs import Broken, executor_and_tools
+
+KEY = "sk-abcdefghijklmnopqrstuvwxyz123456"
+CONTENT = {
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result",
+    "chainkit.chain.inputs",
+    "chainkit.chain.outputs",
+    "chainkit.retriever.query",
+}
+
+
+def exporter_and_provider() -> tuple[InMemorySpanExporter, TracerProvider]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return exporter, provider
+
+
+def by_parent(spans: tuple[ReadableSpan, ...]) -> dict[int | None, list[ReadableSpan]]:
+    children: dict[int | None, list[ReadableSpan]] = {}
+    for span in spans:
+        parent = span.parent.span_id if span.parent is not None else None
+        children.setdefault(parent, []).append(span)
+    return children
+
+
+def run_abatch(handler: OpenTelemetryHandler) -> None:
+    executor, _ = executor_and_tools(parties=6)  # the six tool calls of three items at once
+    inputs = [{"input": f"q{i} {KEY}"} for i in range(3)]
+    outputs = asyncio.run(chains.abatch(executor, inputs, callbacks=handler))
+    assert [out["output"] for out in outputs] == [f"done: q{i} {KEY}" for i in range(3)]
+
+
+@pytest.mark.timeout(30)
+def test_abatch_of_parallel_tools_exports_three_exact_trees_without_content():
+    exporter, provider = exporter_and_provider()
+    run_abatch(OpenTelemetryHandler(provider))
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 3 * 5
+    children = by_parent(spans)
+    roots = children[None]
+    assert [root.name for root in roots] == ["invoke_agent Executor"] * 3
+    assert len({root.context.trace_id for root in roots}) == 3
+    for root in roots:
+        assert root.attributes is not None
+        assert root.attributes["gen_ai.operation.name"] == "invoke_agent"
+        kids = children[root.context.span_id]
+        assert Counter(kid.name for kid in kids) == {
+            "chat TwoToolsThenAnswer": 2,
+            "execute_tool alpha": 1,
+            "execute_tool beta": 1,
+        }
+        assert all(kid.context.trace_id == root.context.trace_id for kid in kids)
+        assert all(kid.context.span_id not in children for kid in kids)  # leaves
+        for kid in kids:
+            assert kid.start_time is not None and root.start_time is not None
+            assert kid.end_time is not None and root.end_time is not None
+            assert root.start_time <= kid.start_time <= kid.end_time <= root.end_time
+    tools_ = [s for s in spans if s.name.startswith("execute_tool")]
+    for span in tools_:
+        assert span.attributes is not None
+        name = span.attributes["gen_ai.tool.name"]
+        assert span.attributes["gen_ai.tool.call.id"] == f"call_{name!s}"
+        assert span.attributes["gen_ai.operation.name"] == "execute_tool"
+    chats = [s for s in spans if s.name.startswith("chat")]
+    assert all(s.kind is SpanKind.CLIENT for s in chats)
+    for span in chats:
+        assert span.attributes is not None
+        assert span.attributes["gen_ai.provider.name"] == "twotoolsthenanswer"
+        assert span.attributes["gen_ai.request.model"] == "TwoToolsThenAnswer"
+    for span in spans:
+        assert span.attributes is not None
+        assert not CONTENT & set(span.attributes), span.name
+        assert all(KEY not in str(value) for value in span.attributes.values())
+
+
+@pytest.mark.timeout(30)
+def test_with_opt_in_the_tool_arguments_and_messages_are_there_keys_masked(monkeypatch):
+    exporter, provider = exporter_and_provider()
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    run_abatch(OpenTelemetryHandler(provider, capture_content=True))
+    spans = exporter.get_finished_spans()
+    tools_ = [s for s in spans if s.name.startswith("execute_tool")]
+    assert len(tools_) == 6
+    for span in tools_:
+        assert span.attributes is not None
+        assert span.attributes["gen_ai.tool.call.arguments"] == '{"input": "x"}'
+        assert str(span.attributes["gen_ai.tool.call.result"]).endswith(" ok")
+    chat = next(s for s in spans if s.name.startswith("chat"))
+    assert chat.attributes is not None and "gen_ai.input.messages" in chat.attributes
+    assert "q" in str(chat.attributes["gen_ai.input.messages"])
+    for span in spans:
+        assert span.attributes is not None
+        assert all(KEY not in str(value) for value in span.attributes.values())
+
+
+@pytest.mark.parametrize(("value", "captured"), [("true", True), ("TRUE", True), ("1", False)])
+def test_the_environment_variable_opts_in(monkeypatch, value, captured):
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", value)
+    assert OpenTelemetryHandler(exporter_and_provider()[1]).capture_content is captured
+
+
+@pytest.mark.timeout(30)
+def test_model_attributes_usage_and_request_parameters():
+    exporter, provider = exporter_and_provider()
+    reply = Message.assistant("hi", response_meta=ResponseMeta("stop", TokenUsage(11, 3, 14)))
+    FakeLLM([reply]).generate(
+        [Message.user("q")],
+        callbacks=OpenTelemetryHandler(provider),
+        temperature=0.2,
+        max_tokens=50,
+        top_p=0.9,
+        seed=7,
+        model="small-1",
+        extra_headers={"Authorization": f"Bearer {KEY}"},
+    )
+    [span] = exporter.get_finished_spans()
+    assert span.name == "chat small-1"
+    assert span.attributes == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "fakellm",
+        "gen_ai.request.model": "small-1",
+        "gen_ai.request.temperature": 0.2,
+        "gen_ai.request.max_tokens": 50,
+        "gen_ai.request.top_p": 0.9,
+        "gen_ai.request.seed": 7,
+        "gen_ai.response.finish_reasons": ("stop",),
+        "gen_ai.usage.input_tokens": 11,
+        "gen_ai.usage.output_tokens": 3,
+        "chainkit.run.id": span.attributes["chainkit.run.id"],  # type: ignore[index]
+    }
+
+
+def test_the_openai_backend_is_named_openai():
+    from chainkit.llms import OpenAI
+
+    assert OpenAI("gpt-4o-mini", api_key=KEY).provider == "openai"
+
+
+@pytest.mark.timeout(30)
+def test_a_failed_tool_and_a_failed_chain_have_status_error():
+    exporter, provider = exporter_and_provider()
+    llm = FakeLLM(["Action: broken\nAction Input: x"] * 2)
+    executor = agents.Executor(agents.OneShotAgent(llm, [Broken()]), max_iterations=1)
+    with pytest.raises(agents.NotFinishedError):
+        chains.run(executor, "q", callbacks=OpenTelemetryHandler(provider))
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    tool = spans["execute_tool broken"]
+    assert tool.status.status_code is StatusCode.ERROR
+    assert tool.attributes is not None
+    assert tool.attributes["error.type"] == "chainkit.tools.errors.ToolError"
+    root = spans["invoke_agent Executor"]
+    assert root.status.status_code is StatusCode.ERROR
+    assert root.attributes is not None
+    assert str(root.attributes["error.type"]).endswith("NotFinishedError")
+
+
+class Renamed(agents.Executor):
+    pass
+
+
+@pytest.mark.timeout(30)
+def test_an_executor_of_another_name_is_an_agent_span_and_other_chains_are_chains():
+    exporter, provider = exporter_and_provider()
+    llm = FakeLLM(["Final Answer: 1"])
+    executor = Renamed(agents.OneShotAgent(llm, [tools.Calculator()]))
+    chains.run(executor, "q", callbacks=OpenTelemetryHandler(provider))
+    [span] = exporter.get_finished_spans()[-1:]
+    assert span.name == "invoke_agent Renamed"
+
+    class Plain(chains.Chain):
+        input_keys = ["input"]  # noqa: RUF012
+        output_keys = ["output"]  # noqa: RUF012
+
+        def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+            return {"output": "x"}
+
+    chains.run(Plain(), "q", callbacks=OpenTelemetryHandler(provider))
+    assert exporter.get_finished_spans()[-1].name == "chain Plain"
+
+
+def test_a_missing_opentelemetry_is_named_with_the_extra_to_install():
+    code = (
+        "import sys; sys.modules['opentelemetry'] = None\n"
+        "from chainkit import callbacks\n"
+        "try:\n    callbacks.OpenTelemetryHandler()\n"
+        "except callbacks.HandlerDependencyError as error:\n    print(error)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert "pip install 'chainkit[otel]'" in result.stdout, result.stderr
+
+
+def test_importing_chainkit_callbacks_loads_no_opentelemetry():
+    code = "import chainkit.callbacks, chainkit.chains, sys; print('opentelemetry' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.strip() == "False", result.stderr
+    assert isinstance(callbacks.OpenTelemetryHandler, type)
