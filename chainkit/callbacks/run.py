@@ -93,7 +93,15 @@ class Run(RunInfo):
         name: str,
         handler: CombiningHandler | None,
     ) -> None:
-        super().__init__(_ids.prefix, number, parent, kind, name, time.time())
+        # RunInfo's fields set here, not through its __init__: a run is made for every model
+        # and tool call, and the extra call is a measurable part of its cost.
+        self._prefix = _ids.prefix
+        self._number = number
+        self._id = None
+        self.parent = parent
+        self.kind = kind
+        self.name = name
+        self.start_time = time.time()
         self.handler = handler
         self.ended = False
 
@@ -116,17 +124,18 @@ class Run(RunInfo):
     def end(self, result: Any) -> None:
         """Reports the run's end with its result: outputs, reply message, tool output or the
         documents (tools) a retriever found."""
-        self._report(0, result)
+        self.ended = True
+        if self.handler is not None:
+            self._report(0, result)
 
     def fail(self, error: BaseException) -> None:
         """Reports the run's error; for a failure that does not propagate (a tool error that
         becomes an observation), as for one that does."""
-        self._report(1, error)
+        self.ended = True
+        if self.handler is not None:
+            self._report(1, error)
 
     def _report(self, which: int, value: Any) -> None:
-        self.ended = True
-        if self.handler is None:
-            return
         method = getattr(self.handler, _ENDINGS[self.kind][which])
         if self.kind == "llm":
             method(value)
