@@ -18,6 +18,7 @@ from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer
 from chainkit.prompts import ChatPromptTemplate
 from chainkit.schema import AgentStep, Message
+from tests.agents.stub_tools import named
 
 
 class Echo(tools.Tool):
@@ -572,3 +573,76 @@ def test_models_and_agents_copy_and_pickle():
     clone = copy.deepcopy(executor)
     assert chains.run(clone, "q") == "copied" and fake.calls == []
     assert pickle.loads(pickle.dumps(FakeLLM(["x"]))).responses == ["x"]
+
+
+def test_case_insensitive_lookup_reports_the_tools_own_name(events):
+    fake = FakeLLM([" x\nAction: SEARCH\nAction Input: q", " Final Answer: ok"])
+    agent = OneShotAgent(fake, [named("Search", "found"), named("other", "not this")])
+    outputs = chains.call(
+        Executor(agent, return_intermediate_steps=True, callbacks=events), {"input": "q"}
+    )
+    assert outputs["intermediate_steps"][0].observation == "found"
+    assert "Search" in [tool for _, tool, _ in events.heard("tool_start")]
+    with pytest.raises(ValueError, match="'search' and 'Search' clash"):
+        OneShotAgent(fake, [named("Search", "first"), named("search", "second")])
+
+
+def test_handle_tool_errors_never_swallows_an_interrupt():
+    class Interrupt(tools.Tool):
+        name = "stop"
+        description = "stop"
+
+        def call(self, input):
+            raise KeyboardInterrupt
+
+    fake = FakeLLM([" x\nAction: stop\nAction Input: now"])
+    executor = Executor(OneShotAgent(fake, [Interrupt()]), handle_tool_errors=True)
+    with pytest.raises(KeyboardInterrupt):
+        chains.run(executor, "q")
+
+
+def test_a_cancelled_async_tool_reports_its_error(events):
+    started: asyncio.Event | None = None  # made inside the event loop, below
+
+    class Waits(tools.Tool):
+        name = "waits"
+        description = "waits"
+
+        async def acall(self, input):
+            assert started is not None
+            started.set()
+            await asyncio.sleep(5)
+            return "late"
+
+    fake = FakeLLM([" x\nAction: waits\nAction Input: now"])
+    executor = Executor(OneShotAgent(fake, [Waits()]), callbacks=events)
+
+    async def main():
+        nonlocal started
+        started = asyncio.Event()
+        run = asyncio.ensure_future(chains.arun(executor, "q"))
+        await started.wait()
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    asyncio.run(main())
+    errors = [
+        (name, tool, type(error).__name__) for name, tool, error in events.heard("tool_error")
+    ]
+    assert ("tool_error", "waits", "CancelledError") in errors
+
+
+def test_explicit_stop_none_keeps_the_default_stop_words():
+    fake = FakeLLM([" Final Answer: ok"])
+    chains.run(Executor(OneShotAgent(fake, [named("t", "r")])), "q", stop=None)
+    assert list(fake.calls[0].options["stop"]) == ["\nObservation:", "\n\tObservation:"]
+
+
+def test_async_generate_early_stop_asks_for_the_final_answer_and_strips_it():
+    fake = FakeLLM([" x\nAction: t\nAction Input: 1", "  the answer \n"])
+    executor = Executor(
+        OneShotAgent(fake, [named("t", "r")]), max_iterations=1, early_stopping_method="generate"
+    )
+    assert asyncio.run(chains.arun(executor, "q")) == "the answer"
+    assert "I must now give my final answer" in fake.calls[1].messages[0].content

@@ -3,7 +3,7 @@ import logging
 
 import pytest
 
-from chainkit.callbacks import CombiningHandler, Handler, LogHandler, guard
+from chainkit.callbacks import CombiningHandler, Handler, LogHandler, guard, join
 from chainkit.schema import AgentAction, AgentFinish, FunctionCall, Message, ToolCall
 
 HANDLER_METHODS = [
@@ -219,3 +219,9 @@ def test_guard_flattens_nested_combinations():
     a = Recorder()
     combined = guard(CombiningHandler([CombiningHandler([a])]), a)
     assert combined is not None and combined.handlers == [a]
+
+
+def test_join_keeps_every_own_handler():
+    a, b = Handler(), Handler()
+    joined = join(CombiningHandler([a]), CombiningHandler([a, b]))
+    assert joined is not None and joined.handlers == [a, b]

@@ -21,6 +21,7 @@ from chainkit.llms import CallOptions, FakeLLM
 from chainkit.memory import ConversationBuffer, MemoryKeyError
 from chainkit.prompts import ChatPromptTemplate, MessagesPlaceholder, PromptTemplate
 from chainkit.schema import Message
+from tests.concurrency import Peak
 
 
 class Events(Handler):
@@ -349,3 +350,107 @@ def test_abatch_raises_a_cancellation_it_did_not_cause():
 
     with pytest.raises(asyncio.CancelledError):
         asyncio.run(chains.abatch(Cancels(), [{"text": "a"}, {"text": "x"}, {"text": "b"}]))
+
+
+class KeyedChain(Chain):
+    """A test chain whose keys are class attributes."""
+
+    keys_in: tuple[str, ...] = ()
+    keys_out: tuple[str, ...] = ()
+
+    @property
+    def input_keys(self):
+        return list(self.keys_in)
+
+    @property
+    def output_keys(self):
+        return list(self.keys_out)
+
+
+class Interrupting(KeyedChain):
+    keys_in = ("x",)
+    keys_out = ("y",)
+
+    def _call(self, inputs, **options):
+        raise KeyboardInterrupt
+
+    async def _acall(self, inputs, **options):
+        raise KeyboardInterrupt
+
+
+def test_memory_never_overwrites_an_input_the_caller_gave():
+    memory = ConversationBuffer()
+    memory.save_context({"input": "old"}, {"text": "older"})
+    fake = FakeLLM(["r"])
+    chain = LLMChain(PromptTemplate.from_template("{history}|{input}"), fake, memory=memory)
+    chains.call(chain, {"input": "q", "history": "given by caller"})
+    assert fake.calls[0].messages[0].content == "given by caller|q"
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_an_interrupted_chain_still_reports_its_error(use_async, events):
+    chain = Interrupting()
+    chain.callbacks = events
+    with pytest.raises(KeyboardInterrupt):
+        if use_async:
+            asyncio.run(chains.acall(chain, {"x": 1}))
+        else:
+            chains.call(chain, {"x": 1})
+    errors = [
+        (name, chain, type(error).__name__) for name, chain, error in events.heard("chain_error")
+    ]
+    assert errors == [("chain_error", "Interrupting", "KeyboardInterrupt")]
+
+
+def test_batch_runs_nothing_queued_after_a_failure_and_caps_workers():
+    ran: list[int] = []
+    peak = Peak()
+
+    class Counting(KeyedChain):
+        keys_in = ("n",)
+        keys_out = ("n",)
+
+        def _call(self, inputs, **options):
+            peak.enter()
+            try:
+                ran.append(inputs["n"])
+                if inputs["n"] == 0:
+                    raise RuntimeError("first fails")
+                return dict(inputs)
+            finally:
+                peak.leave()
+
+    with pytest.raises(RuntimeError, match="first fails"):
+        chains.batch(Counting(), [{"n": i} for i in range(6)], max_workers=1)
+    assert ran == [0]
+    ran.clear()
+    chains.batch(Counting(), [{"n": i} for i in range(1, 9)], max_workers=2)
+    assert sorted(ran) == list(range(1, 9)) and peak.peak <= 2
+    with pytest.raises(ValueError, match="max_workers must be at least 1"):
+        chains.batch(Counting(), [{"n": 1}], max_workers=0)
+
+
+def test_abatch_raises_the_real_error_not_a_cancellation():
+    class Mixed(KeyedChain):
+        keys_in = ("n",)
+        keys_out = ("n",)
+
+        def _call(self, inputs, **options):
+            raise NotImplementedError
+
+        async def _acall(self, inputs, **options):
+            if inputs["n"] == 0:
+                await asyncio.sleep(5)  # still running when item 1 fails
+            raise RuntimeError(f"item {inputs['n']} failed")
+
+    with pytest.raises(RuntimeError, match="item 1 failed"):
+        asyncio.run(chains.abatch(Mixed(), [{"n": 0}, {"n": 1}]))
+
+
+def test_arun_names_run_in_its_error():
+    two = SequentialChain(
+        [LLMChain(PromptTemplate.from_template("{a}"), FakeLLM([]), output_key="o")],
+        input_variables=["a", "b"],
+    )
+    with pytest.raises(SingleKeyError, match=r"^run\(\)"):
+        asyncio.run(chains.arun(two, "x"))

@@ -281,3 +281,24 @@ def test_llm_chain_refuses_wrong_parts_when_built(kwargs, message):
     }
     with pytest.raises(TypeError, match=message):
         LLMChain(**parts)
+
+
+def test_sequence_memory_is_known_to_its_chains_and_may_not_shadow_inputs():
+    memory = ConversationBuffer(input_key="x", output_key="t")
+    reads_history = LLMChain(
+        PromptTemplate.from_template("{history}/{x}"), FakeLLM(["one", "two"]), output_key="t"
+    )
+    seq = SequentialChain([reads_history], input_variables=["x"], memory=memory)
+    chains.call(seq, {"x": "a"})
+    chains.call(seq, {"x": "b"})
+    assert reads_history.llm.calls[1].messages[0].content == "Human: a\nAI: one/b"  # type: ignore[attr-defined]
+    with pytest.raises(ChainWiringError, match=r"\['history'\] are also memory variables"):
+        SequentialChain([reads_history], input_variables=["x", "history"], memory=memory)
+
+
+def test_async_sequence_forwards_options():
+    first = LLMChain(PromptTemplate.from_template("{x}"), FakeLLM(["s"]), output_key="s")
+    seq = SequentialChain([first], input_variables=["x"])
+    asyncio.run(chains.acall(seq, {"x": "1"}, stop=["STOP"], seed=9))
+    assert first.llm.calls[0].options["stop"] == ["STOP"]  # type: ignore[attr-defined]
+    assert first.llm.calls[0].options["seed"] == 9  # type: ignore[attr-defined]

@@ -1,4 +1,6 @@
 import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pytest
 
@@ -121,3 +123,39 @@ def test_async_streaming_func_is_refused():
 
     with pytest.raises(TypeError, match="streaming_func must be a plain function"):
         FakeLLM(["x"]).generate([Message.user("q")], streaming_func=on_chunk)  # type: ignore[arg-type]
+
+
+class BrokenStart(Handler):
+    def handle_llm_start(self, messages: Sequence[Message], options: Mapping[str, Any]) -> None:
+        raise RuntimeError("handler bug")
+
+
+def test_failed_sync_call_fires_llm_error(events):
+    with pytest.raises(FakeLLMExhaustedError) as raised:
+        FakeLLM([]).generate([Message.user("hi")], callbacks=events)
+    assert events.heard("llm_error") == [("llm_error", raised.value)]
+
+
+def test_raw_handler_raising_in_llm_start_does_not_break_the_call():
+    reply = FakeLLM(["ok"]).generate([Message.user("hi")], callbacks=BrokenStart())
+    assert reply.content == "ok"
+
+
+def test_llm_start_options_show_stop_as_list_and_tools_by_name(events):
+    infos = [ToolInfo("alpha", "first"), ToolInfo("beta", "second")]
+    FakeLLM(["ok"]).generate(
+        [Message.user("hi")], stop=("\nObservation:", "END"), tools=infos, callbacks=events
+    )
+    [(_, _, options)] = events.heard("llm_start")
+    assert options["stop"] == ["\nObservation:", "END"]
+    assert type(options["stop"]) is list
+    assert options["tools"] == ["alpha", "beta"]
+
+
+def test_fake_llm_records_a_copy_of_the_messages():
+    fake = FakeLLM(["ok"])
+    messages = [Message.user("first")]
+    fake.generate(messages)
+    messages.append(Message.user("added later"))
+    messages[0] = Message.user("replaced")
+    assert fake.calls[0].messages == [Message.user("first")]
