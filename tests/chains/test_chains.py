@@ -1,6 +1,8 @@
 import asyncio
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -22,26 +24,19 @@ from chainkit.memory import ConversationBuffer, MemoryKeyError
 from chainkit.prompts import ChatPromptTemplate, MessagesPlaceholder, PromptTemplate
 from chainkit.schema import Message
 from tests.concurrency import Peak
+from tests.events import EventRecorder
 
 
-class Events(Handler):
-    def __init__(self):
-        self.events = []
-
-    def handle_chain_start(self, chain, inputs):
-        self.events.append(("chain_start", chain, dict(inputs)))
-
-    def handle_chain_end(self, chain, outputs):
-        self.events.append(("chain_end", chain, dict(outputs)))
-
-    def handle_chain_error(self, chain, error):
-        self.events.append(("chain_error", chain, type(error).__name__))
-
-    def handle_llm_start(self, messages, options):
-        self.events.append(("llm_start",))
-
-    def handle_llm_end(self, message):
-        self.events.append(("llm_end", message.content))
+def seen(events: EventRecorder) -> list[tuple[Any, ...]]:
+    """The chain and model events as these tests read them."""
+    described: dict[str, Callable[..., tuple[Any, ...]]] = {
+        "chain_start": lambda chain, inputs: ("chain_start", chain, inputs),
+        "chain_end": lambda chain, outputs: ("chain_end", chain, outputs),
+        "chain_error": lambda chain, error: ("chain_error", chain, type(error).__name__),
+        "llm_start": lambda messages, options: ("llm_start",),
+        "llm_end": lambda message: ("llm_end", message.content),
+    }
+    return [described[name](*arguments) for name, *arguments in events.heard(*described)]
 
 
 class Echo(Chain):
@@ -158,11 +153,10 @@ def test_text_memory_is_merged_and_saved():
     assert memory.buffer_text().endswith("Human: Q2\nAI: A2")
 
 
-def test_chain_callbacks_start_end_error():
-    events = Events()
+def test_chain_callbacks_start_end_error(events):
     chain, _ = llm_chain(["fine"], callbacks=events)
     chains.call(chain, {"topic": "t"})
-    assert events.events == [
+    assert seen(events) == [
         ("chain_start", "LLMChain", {"topic": "t"}),
         ("llm_start",),
         ("llm_end", "fine"),
@@ -172,7 +166,7 @@ def test_chain_callbacks_start_end_error():
     failing.callbacks = events
     with pytest.raises(RuntimeError, match="boom failed"):
         chains.call(failing, {"text": "boom"})
-    assert events.events[-1] == ("chain_error", "Echo", "RuntimeError")
+    assert seen(events)[-1] == ("chain_error", "Echo", "RuntimeError")
 
 
 def test_broken_callback_does_not_break_the_chain():
@@ -295,15 +289,13 @@ def test_abatch_cancels_the_rest_after_a_failure():
     assert len(started) <= 3
 
 
-def test_per_call_callbacks_hear_chain_and_llm_events():
-    events = Events()
+def test_per_call_callbacks_hear_chain_and_llm_events(events):
     chain, _ = llm_chain(["fine"])
     chains.call(chain, {"topic": "t"}, callbacks=events)
-    assert [e[0] for e in events.events] == ["chain_start", "llm_start", "llm_end", "chain_end"]
+    assert [e[0] for e in seen(events)] == ["chain_start", "llm_start", "llm_end", "chain_end"]
 
 
-def test_memory_is_saved_before_chain_end_and_key_errors_come_first():
-    events = Events()
+def test_memory_is_saved_before_chain_end_and_key_errors_come_first(events):
     fake = FakeLLM(["r"])
     chain = LLMChain(
         PromptTemplate.from_template("{history} {a} {b}"),
@@ -316,13 +308,12 @@ def test_memory_is_saved_before_chain_end_and_key_errors_come_first():
     assert fake.calls == []  # failed before the model was called
 
 
-def test_sequence_handler_hears_the_inner_chains():
-    events = Events()
+def test_sequence_handler_hears_the_inner_chains(events):
     first, _ = llm_chain(["s1"], template="{x}", output_key="s")
     second, _ = llm_chain(["s2"], template="{s}", output_key="t")
     seq = SequentialChain([first, second], input_variables=["x"], callbacks=events)
     chains.call(seq, {"x": "1"})
-    assert [e[:2] for e in events.events if e[0].startswith("chain")] == [
+    assert [e[:2] for e in seen(events) if e[0].startswith("chain")] == [
         ("chain_start", "SequentialChain"),
         ("chain_start", "LLMChain"),
         ("chain_end", "LLMChain"),
@@ -330,7 +321,7 @@ def test_sequence_handler_hears_the_inner_chains():
         ("chain_end", "LLMChain"),
         ("chain_end", "SequentialChain"),
     ]
-    assert events.events.count(("llm_start",)) == 2
+    assert seen(events).count(("llm_start",)) == 2
     assert repr(seq) == (
         "SequentialChain(['LLMChain', 'LLMChain'], input_variables=['x'], output_variables=['t'])"
     )

@@ -4,12 +4,12 @@ runs is raised before it runs, and nothing is overwritten or saved that should n
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from chainkit import chains
-from chainkit.callbacks import Handler
 from chainkit.chains import (
     Chain,
     ChainWiringError,
@@ -22,6 +22,7 @@ from chainkit.chains import (
 from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer, MemoryKeyError
 from chainkit.prompts import PromptTemplate
+from tests.events import EventRecorder
 
 
 def llm_chain(template: str, responses: list[str], **kwargs: Any) -> tuple[LLMChain, FakeLLM]:
@@ -51,18 +52,14 @@ class Recorder(Chain):
         return dict(self.outputs)
 
 
-class Events(Handler):
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str]] = []
-
-    def handle_chain_start(self, chain: str, inputs: Any) -> None:
-        self.events.append(("start", chain))
-
-    def handle_chain_end(self, chain: str, outputs: Any) -> None:
-        self.events.append(("end", chain))
-
-    def handle_chain_error(self, chain: str, error: BaseException) -> None:
-        self.events.append(("error", type(error).__name__))
+def seen(events: EventRecorder) -> list[tuple[str, str]]:
+    """The chain events as these tests read them."""
+    described: dict[str, Callable[..., tuple[str, str]]] = {
+        "chain_start": lambda chain, inputs: ("start", chain),
+        "chain_end": lambda chain, outputs: ("end", chain),
+        "chain_error": lambda chain, error: ("error", type(error).__name__),
+    }
+    return [described[name](*arguments) for name, *arguments in events.heard(*described)]
 
 
 def run_both(chain: Chain, value: Any) -> list[str]:
@@ -185,9 +182,8 @@ class Words:
 
 
 @pytest.mark.parametrize("function", ["run", "arun", "predict", "apredict"])
-def test_a_non_string_output_is_refused_before_memory_saves_it(function):
+def test_a_non_string_output_is_refused_before_memory_saves_it(function, events):
     memory = ConversationBuffer()
-    events = Events()
     chain, _ = llm_chain(
         "{history}{input}", ["a b"], output_parser=Words(), memory=memory, callbacks=events
     )
@@ -198,7 +194,7 @@ def test_a_non_string_output_is_refused_before_memory_saves_it(function):
         if asyncio.iscoroutine(result):
             asyncio.run(result)
     assert memory.messages == []
-    assert events.events == [("start", "LLMChain"), ("error", "OutputNotStringError")]
+    assert seen(events) == [("start", "LLMChain"), ("error", "OutputNotStringError")]
     # chains.call has no such rule: the list is the output, and it is remembered.
     memory_call = ConversationBuffer()
     listing, _ = llm_chain("{history}{input}", ["a b"], output_parser=Words(), memory=memory_call)
