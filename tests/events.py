@@ -11,7 +11,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from chainkit.callbacks import Handler, current_run
+from chainkit.callbacks import Handler, RunInfo, current_run
 from chainkit.schema import AgentAction, AgentFinish, Message
 
 
@@ -32,6 +32,12 @@ class EventRecorder(Handler):
         with self._lock:
             events = list(self.events)
         return [event[:-1] for event in events if not names or event[0] in names]
+
+    def runs(self, *names: str) -> list[tuple[str, RunInfo | None]]:
+        """The events named (all of them when no name is given) as `(name, run)`."""
+        with self._lock:
+            events = list(self.events)
+        return [(event[0], event[-1]) for event in events if not names or event[0] in names]
 
     def names(self) -> list[str]:
         """The names of the events, in the order they were heard."""
