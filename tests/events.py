@@ -39,10 +39,6 @@ class EventRecorder(Handler):
             events = list(self.events)
         return [(event[0], event[-1]) for event in events if not names or event[0] in names]
 
-    def names(self) -> list[str]:
-        """The names of the events, in the order they were heard."""
-        return [event[0] for event in self.heard()]
-
     def handle_text(self, text: str) -> None:
         self._add("text", text)
 
