@@ -8,11 +8,13 @@ leave the run out, for tests that only check what was heard and in which order.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from chainkit.callbacks import Handler, RunInfo, current_run
 from chainkit.schema import AgentAction, AgentFinish, Message
+
+T = TypeVar("T")
 
 
 class EventRecorder(Handler):
@@ -32,6 +34,10 @@ class EventRecorder(Handler):
         with self._lock:
             events = list(self.events)
         return [event[:-1] for event in events if not names or event[0] in names]
+
+    def described(self, describe: Mapping[str, Callable[..., T]]) -> list[T]:
+        """The events `describe` names, each as its function makes it of the event's arguments."""
+        return [describe[name](*arguments) for name, *arguments in self.heard(*describe)]
 
     def runs(self, *names: str) -> list[tuple[str, RunInfo | None]]:
         """The events named (all of them when no name is given) as `(name, run)`."""

@@ -1,7 +1,6 @@
 import asyncio
 import io
 import types
-from collections.abc import Callable
 
 import pytest
 
@@ -56,18 +55,19 @@ class Direct(tools.Tool):
 
 def seen(events: EventRecorder) -> list[str]:
     """The events of a run as these tests read them, one line of text each."""
-    described: dict[str, Callable[..., str]] = {
-        "llm_start": lambda messages, options: "llm_start",
-        "llm_end": lambda message: "llm_end",
-        "agent_action": lambda action: f"action:{action.tool}:{action.tool_input}",
-        "agent_finish": lambda finish: f"finish:{finish.return_values['output']}",
-        "tool_start": lambda tool, input: f"tool_start:{tool}:{input}",
-        "tool_end": lambda tool, output: f"tool_end:{tool}:{output}",
-        "tool_error": lambda tool, error: f"tool_error:{tool}:{error}",
-        "chain_start": lambda chain, inputs: f"chain_start:{chain}",
-        "chain_end": lambda chain, outputs: f"chain_end:{chain}",
-    }
-    return [described[name](*arguments) for name, *arguments in events.heard(*described)]
+    return events.described(
+        {
+            "llm_start": lambda messages, options: "llm_start",
+            "llm_end": lambda message: "llm_end",
+            "agent_action": lambda action: f"action:{action.tool}:{action.tool_input}",
+            "agent_finish": lambda finish: f"finish:{finish.return_values['output']}",
+            "tool_start": lambda tool, input: f"tool_start:{tool}:{input}",
+            "tool_end": lambda tool, output: f"tool_end:{tool}:{output}",
+            "tool_error": lambda tool, error: f"tool_error:{tool}:{error}",
+            "chain_start": lambda chain, inputs: f"chain_start:{chain}",
+            "chain_end": lambda chain, outputs: f"chain_end:{chain}",
+        }
+    )
 
 
 def act(tool, tool_input, thought="I should act"):

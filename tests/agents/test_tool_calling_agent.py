@@ -6,7 +6,6 @@ import pytest
 
 from chainkit import chains, tools
 from chainkit.agents import Executor, NotFinishedError, ToolCallingAgent
-from chainkit.callbacks import Handler
 from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer
 from chainkit.schema import FunctionCall, Message, ToolCall
@@ -155,21 +154,18 @@ def test_unknown_tool_return_direct_and_limits():
     assert fake.calls[2].messages[-1].role == "user"
 
 
-def test_callbacks_fire_per_tool_call():
-    events: list[tuple[str, ...]] = []
-
-    class Spy(Handler):
-        def handle_tool_start(self, tool, input):
-            events.append(("start", tool, input))
-
-        def handle_agent_action(self, action):
-            events.append(("action", action.tool_call_id))
-
+def test_callbacks_fire_per_tool_call(events):
     calls = [call("get_weather", {"input": "a"}, "c1"), call("get_weather", {"input": "b"}, "c2")]
     fake = FakeLLM([Message.assistant("", calls), "ok"])
-    chains.run(Executor(ToolCallingAgent(fake, [Weather()]), callbacks=Spy()), "q")
-    assert events[:2] == [("action", "c1"), ("action", "c2")]
-    assert sorted(events[2:]) == [
+    chains.run(Executor(ToolCallingAgent(fake, [Weather()]), callbacks=events), "q")
+    heard = events.described(
+        {
+            "tool_start": lambda tool, input: ("start", tool, input),
+            "agent_action": lambda action: ("action", action.tool_call_id),
+        }
+    )
+    assert heard[:2] == [("action", "c1"), ("action", "c2")]
+    assert sorted(heard[2:]) == [
         ("start", "get_weather", '{"input": "a"}'),
         ("start", "get_weather", '{"input": "b"}'),
     ]

@@ -1,7 +1,6 @@
 import asyncio
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -29,14 +28,15 @@ from tests.events import EventRecorder
 
 def seen(events: EventRecorder) -> list[tuple[Any, ...]]:
     """The chain and model events as these tests read them."""
-    described: dict[str, Callable[..., tuple[Any, ...]]] = {
-        "chain_start": lambda chain, inputs: ("chain_start", chain, inputs),
-        "chain_end": lambda chain, outputs: ("chain_end", chain, outputs),
-        "chain_error": lambda chain, error: ("chain_error", chain, type(error).__name__),
-        "llm_start": lambda messages, options: ("llm_start",),
-        "llm_end": lambda message: ("llm_end", message.content),
-    }
-    return [described[name](*arguments) for name, *arguments in events.heard(*described)]
+    return events.described(
+        {
+            "chain_start": lambda chain, inputs: ("chain_start", chain, inputs),
+            "chain_end": lambda chain, outputs: ("chain_end", chain, outputs),
+            "chain_error": lambda chain, error: ("chain_error", chain, type(error).__name__),
+            "llm_start": lambda messages, options: ("llm_start",),
+            "llm_end": lambda message: ("llm_end", message.content),
+        }
+    )
 
 
 class Echo(Chain):

@@ -4,7 +4,6 @@ runs is raised before it runs, and nothing is overwritten or saved that should n
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -54,12 +53,13 @@ class Recorder(Chain):
 
 def seen(events: EventRecorder) -> list[tuple[str, str]]:
     """The chain events as these tests read them."""
-    described: dict[str, Callable[..., tuple[str, str]]] = {
-        "chain_start": lambda chain, inputs: ("start", chain),
-        "chain_end": lambda chain, outputs: ("end", chain),
-        "chain_error": lambda chain, error: ("error", type(error).__name__),
-    }
-    return [described[name](*arguments) for name, *arguments in events.heard(*described)]
+    return events.described(
+        {
+            "chain_start": lambda chain, inputs: ("start", chain),
+            "chain_end": lambda chain, outputs: ("end", chain),
+            "chain_error": lambda chain, error: ("error", type(error).__name__),
+        }
+    )
 
 
 def run_both(chain: Chain, value: Any) -> list[str]:

@@ -1,5 +1,5 @@
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -13,13 +13,18 @@ from tests.events import EventRecorder
 
 def seen(events: EventRecorder) -> list[tuple[Any, ...]]:
     """The model's events as these tests read them."""
-    described: dict[str, Callable[..., tuple[Any, ...]]] = {
-        "llm_start": lambda messages, options: ("start", [m.content for m in messages], options),
-        "llm_end": lambda message: ("end", message.content),
-        "llm_error": lambda error: ("error", type(error).__name__),
-        "streaming_func": lambda chunk: ("chunk", chunk),
-    }
-    return [described[name](*arguments) for name, *arguments in events.heard(*described)]
+    return events.described(
+        {
+            "llm_start": lambda messages, options: (
+                "start",
+                [m.content for m in messages],
+                options,
+            ),
+            "llm_end": lambda message: ("end", message.content),
+            "llm_error": lambda error: ("error", type(error).__name__),
+            "streaming_func": lambda chunk: ("chunk", chunk),
+        }
+    )
 
 
 def test_returns_responses_in_order_and_records_calls():
