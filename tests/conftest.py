@@ -6,6 +6,8 @@ waits between retries short enough for tests, and `openai_llm` is one such model
 `arun(model, coroutine)` runs async work in a new event loop and closes the model's async
 connections before the loop ends, as an async program should.
 
+`events` is a fresh `EventRecorder` (tests/events.py), the handler that records every event.
+
 Every test checks that the errors chainkit raises are `chainkit.ChainkitError`s
 (`every_error_is_named`, in tests/named_errors.py).
 """
@@ -20,6 +22,7 @@ import pytest
 
 from chainkit.llms._retry import Backoff
 from chainkit.llms.openai import OpenAI
+from tests.events import EventRecorder
 from tests.named_errors import every_error_is_named  # noqa: F401 - an autouse fixture
 from tests.openai_server import TEST_API_KEY, OpenAIServer, server_threads
 
@@ -79,3 +82,8 @@ def _arun(model: _AsyncClosable, work: Coroutine[Any, Any, T]) -> T:
 @pytest.fixture
 def arun() -> Callable[[_AsyncClosable, Coroutine[Any, Any, T]], T]:
     return _arun
+
+
+@pytest.fixture
+def events() -> EventRecorder:
+    return EventRecorder()

@@ -1,11 +1,13 @@
+import argparse
 import os
 import subprocess
 import sys
 
 import pytest
 
+import chainkit.cli
 from chainkit.cli import _model, _parser
-from chainkit.llms import OfflineModel, OpenAI
+from chainkit.llms import FakeLLM, Model, OfflineModel, OpenAI
 
 
 def run_cli(*args, env_extra=None):
@@ -119,3 +121,50 @@ def test_run_through_an_openai_compatible_server(openai_server):
     assert first.body["model"] == "served-model"
     assert first.body["stop"] == ["\nObservation:", "\n\tObservation:"]
     assert "Observation: 42" in second.body["messages"][0]["content"]
+
+
+@pytest.fixture
+def no_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+@pytest.mark.usefixtures("no_endpoint")
+def test_cli_returns_130_on_keyboard_interrupt(monkeypatch: pytest.MonkeyPatch):
+    def interrupted(args: argparse.Namespace, model: Model) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(chainkit.cli, "_run", interrupted)
+    assert chainkit.cli.main(["run", "q"]) == 130
+
+
+@pytest.mark.usefixtures("no_endpoint")
+def test_cli_masks_keys_in_errors(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    key = "sk-abcdefghijklmnopqrstuvwxyz1234"
+
+    def failing(args: argparse.Namespace, model: Model) -> str:
+        raise RuntimeError(f"rejected key {key}")
+
+    monkeypatch.setattr(chainkit.cli, "_run", failing)
+    assert chainkit.cli.main(["run", "q"]) == 1
+    captured = capsys.readouterr()
+    assert key not in captured.err
+    assert "chainkit: error: RuntimeError: rejected key sk-abcd***" in captured.err
+    assert captured.out == ""
+
+
+@pytest.mark.usefixtures("no_endpoint")
+def test_cli_sends_parse_errors_back_to_the_model(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    fake = FakeLLM(["no format at all", " Final Answer: done"])
+
+    def scripted(args: argparse.Namespace) -> Model:
+        return fake
+
+    monkeypatch.setattr(chainkit.cli, "_model", scripted)
+    assert chainkit.cli.main(["run", "q"]) == 0
+    assert capsys.readouterr().out == "done\n"
+    assert len(fake.calls) == 2

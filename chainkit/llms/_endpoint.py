@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from chainkit._redact import MASK, redact
-from chainkit.llms._openai_wire import Connection
+from chainkit.llms._openai_connection import Connection
 from chainkit.llms._retry import Backoff, RetryPolicy, check_seconds
 from chainkit.llms.errors import ModelConfigError, ModelTypeError
 

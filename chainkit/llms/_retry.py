@@ -1,11 +1,20 @@
-"""The one retry policy of the OpenAI backend, built into tenacity's sync and async drivers.
+"""The one retry policy of the OpenAI backend (chat and embeddings), built into tenacity's sync
+and async drivers.
 
-Retried: 408, 409, 429 and 5xx answers, timeouts, broken connections and unreadable replies
-(a body that is not JSON or ends early is nearly always a proxy or a connection glitch, like a
-5xx). Not retried: every other status (400, 401, 403, 404, 422...), and replies read whole
-but of the wrong shape (ModelReplyShapeError), which a second try would not change.
-tenacity (like the date parsing of Retry-After) is imported on first use, so importing
-chainkit.llms stays cheap.
+- Retried: 408, 409, 429 and 5xx answers (ModelStatusError), timeouts and broken connections
+  (ModelConnectionError, ModelTimeoutError), and replies a glitch spoils (ModelResponseError):
+  a body or stream event that is not JSON or ends early, a stream that ends with neither
+  [DONE] nor a finish_reason, an error the server reports inside a 200 reply. These are
+  nearly always a proxy or a connection glitch, like a 5xx.
+- Not retried, as another attempt would fail alike: every other status (400, 401, 403, 404,
+  422...), and replies read whole but of the wrong shape (ModelReplyShapeError): JSON that is
+  no reply message, a field of the wrong type, streamed tool calls that do not add up (such
+  as one call given two names), and refusals (ModelRefusalError, carrying the model's text:
+  a refusal is an answer, not a glitch).
+
+Between attempts the wait is the `Backoff`'s; a server's Retry-After replaces it, up to the
+backoff's cap. tenacity (like the date parsing of Retry-After) is imported on first use, so
+importing chainkit.llms stays cheap.
 """
 
 from __future__ import annotations

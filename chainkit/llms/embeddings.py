@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from chainkit.callbacks import Handler, guard
 from chainkit.llms._endpoint import OpenAIEndpoint, check_model_name
-from chainkit.llms._openai_wire import parse_embeddings
+from chainkit.llms._openai_reply import Masker, json_object, snippet
 from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff, check_count
-from chainkit.llms.errors import ModelTypeError
+from chainkit.llms.errors import ModelReplyShapeError, ModelTypeError
 
 if TYPE_CHECKING:
     from chainkit.llms.rate_limit import RateLimiter
@@ -108,11 +108,34 @@ class OpenAIEmbeddings(OpenAIEndpoint):
         connection = self._connection
         create = connection.client().embeddings.with_raw_response.create
         raw = connection.run(lambda: create(**request))
-        return parse_embeddings(raw.http_response.content, count, connection.redact)
+        return _parse_embeddings(raw.http_response.content, count, connection.redact)
 
     async def _aembed(self, request: dict[str, Any], count: int) -> _Embedded:
         connection = self._connection
         async with connection.leased_client() as client:
             create = client.embeddings.with_raw_response.create
             raw = await connection.arun(lambda: create(**request))
-        return parse_embeddings(raw.http_response.content, count, connection.redact)
+        return _parse_embeddings(raw.http_response.content, count, connection.redact)
+
+
+def _parse_embeddings(body: bytes, count: int, mask: Masker) -> _Embedded:
+    """The `count` vectors of an embeddings body, in input order (given by each `index`), and
+    the tokens its usage counts (None when it has none)."""
+    data = json_object(body, "reply", mask)
+    items = data.get("data")
+    vectors: list[list[float] | None] = [None] * count
+    if isinstance(items, list) and len(items) == count:
+        for position, item in enumerate(items):
+            index = item.get("index", position) if isinstance(item, dict) else None
+            if isinstance(index, int) and 0 <= index < count and vectors[index] is None:
+                embedding = item.get("embedding")
+                if isinstance(embedding, list):
+                    vectors[index] = [float(x) for x in embedding]
+    if None in vectors:
+        raise ModelReplyShapeError(
+            f"expected {count} embeddings indexed 0..{count - 1}, got: {mask(snippet(body))!r}"
+        )
+    usage = data.get("usage")
+    tokens = usage.get("total_tokens") if isinstance(usage, dict) else None
+    counted = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
+    return vectors, counted  # type: ignore[return-value]  # no None left, checked above

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from chainkit.llms._endpoint import OpenAIEndpoint, check_model_name
 from chainkit.llms._openai_reply import parse_completion
-from chainkit.llms._openai_wire import CHAT_PATH, StreamRelay, build_request, post_arguments
+from chainkit.llms._openai_request import CHAT_PATH, build_request, post_arguments
+from chainkit.llms._openai_stream import StreamRelay
 from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff, check_seconds
 from chainkit.llms.errors import ModelError
 from chainkit.llms.model import BaseModel, ModelRequest
@@ -39,11 +40,9 @@ class OpenAI(OpenAIEndpoint, BaseModel):
     `extra_body` dict is merged into the body.
 
     A call makes up to `max_attempts` attempts, `timeout` seconds each, waiting between them as
-    `backoff` says, and reports each retry to `handle_retry` of its callbacks. The waits
-    double from `Backoff.initial` (0.5 s) up to `Backoff.maximum` (8 s), with jitter; a
-    server's Retry-After replaces the wait, capped at `Backoff.retry_after_cap` (30 s):
-    `backoff=llms.Backoff(retry_after_cap=120)` honours longer ones. The error a call ends
-    with says how many attempts it made (`ModelError.attempts`).
+    `backoff` (an `llms.Backoff`) says, and reports each retry to `handle_retry` of its
+    callbacks; which errors are retried is the retry policy of `chainkit.llms._retry`. The
+    error a call ends with says how many attempts it made (`ModelError.attempts`).
 
     With a `rate_limiter` (an `llms.RateLimiter`, which many models may share), each attempt
     starts only when the limiter lets it, and a 429 with Retry-After pauses every model that
@@ -54,16 +53,6 @@ class OpenAI(OpenAIEndpoint, BaseModel):
 
     Errors are those of `chainkit.llms.errors`, and never show the key, nor hold the SDK's
     exception (which may) as cause or context.
-
-    - Retried: 408, 409, 429 and 5xx answers (ModelStatusError), timeouts and broken
-      connections (ModelConnectionError, ModelTimeoutError), and replies a glitch spoils
-      (ModelResponseError): a body or stream event that is not JSON, a stream that ends with
-      neither [DONE] nor a finish_reason, an error the server reports inside a 200 reply.
-    - Not retried, as another attempt would fail alike: other statuses (400, 401, 403, 404,
-      422...), replies read whole but of the wrong shape (ModelReplyShapeError): JSON that
-      is no reply message, a field of the wrong type, streamed tool calls that do not add up
-      (such as one call given two names), and refusals (ModelRefusalError, carrying the
-      model's text: a refusal is an answer, not a glitch).
 
     With a `streaming_func`, each content delta is handed over as it arrives. When a stream
     breaks and is retried, text already handed over is not handed over again, and if the

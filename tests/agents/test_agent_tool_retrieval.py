@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from chainkit import agents, chains, tools
-from chainkit.callbacks import Handler
 from chainkit.llms import FakeLLM, OfflineModel, OpenAIEmbeddings
 from chainkit.schema import FunctionCall, Message, ToolCall
+from tests.events import EventRecorder
 from tests.openai_server import TEST_API_KEY, OpenAIServer
 from tests.tool_catalog import TEST_SEED, TEST_WORDING, build
 
@@ -38,15 +38,18 @@ def catalog_tools() -> list[tools.Tool]:
     ]
 
 
-class Selections(Handler):
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, list[str] | None]] = []
-
-    def handle_retriever_start(self, query: str) -> None:
-        self.events.append(("start", query, None))
-
-    def handle_retriever_end(self, query: str, documents: Any) -> None:
-        self.events.append(("end", query, [tool.name for tool in documents]))
+def selected(events: EventRecorder) -> list[tuple[str, str, list[str] | None]]:
+    """The tool selections heard: each start with its query, each end with the tools chosen."""
+    return events.described(
+        {
+            "retriever_start": lambda query: ("start", query, None),
+            "retriever_end": lambda query, documents: (
+                "end",
+                query,
+                [tool.name for tool in documents],
+            ),
+        }
+    )
 
 
 def mrkl_action(tool: str, tool_input: str = "x") -> str:
@@ -88,7 +91,7 @@ def offered_names(call) -> list[str]:
 @pytest.mark.parametrize("use_async", [False, True])
 def test_oneshot_prompt_lists_only_the_selected_tools(use_async):
     llm = FakeLLM([mrkl_action("get_weather", "Paris"), MRKL_FINAL])
-    selections = Selections()
+    selections = EventRecorder()
     executor = agents.Executor(oneshot(llm), return_intermediate_steps=True)
     question = "what is the weather in Paris?"
     if use_async:
@@ -101,13 +104,13 @@ def test_oneshot_prompt_lists_only_the_selected_tools(use_async):
     assert "get_stock_quote" not in first and "book_flight" not in second
     assert outputs["intermediate_steps"][0].observation == "get_weather(Paris)"
     # Selected once per run, on the user's input, and reported.
-    assert selections.events == [("start", question, None), ("end", question, ["get_weather"])]
+    assert selected(selections) == [("start", question, None), ("end", question, ["get_weather"])]
 
 
 @pytest.mark.parametrize("use_async", [False, True])
 def test_tool_calling_agent_sends_only_the_selected_tools(use_async):
     llm = FakeLLM([native_call("get_stock_quote"), Message.assistant("done")])
-    selections = Selections()
+    selections = EventRecorder()
     agent = tool_calling(llm)
     executor = agents.Executor(agent)
     question = "share price of Tesla, and its ticker"
@@ -117,8 +120,8 @@ def test_tool_calling_agent_sends_only_the_selected_tools(use_async):
         answer = chains.run(executor, question, callbacks=selections)
     assert answer == "done"
     assert [offered_names(call) for call in llm.calls] == [["get_stock_quote"]] * 2
-    assert selections.events[-1] == ("end", question, ["get_stock_quote"])
-    assert len(selections.events) == 2
+    assert selected(selections)[-1] == ("end", question, ["get_stock_quote"])
+    assert len(selected(selections)) == 2
     # The agent's own tool list is unchanged: every tool stays registered.
     assert len(agent.tools) == 6
 
@@ -130,13 +133,13 @@ def test_a_registered_tool_not_offered_still_runs_and_is_offered_from_then_on(ma
     else:
         replies = [native_call("PLAY_SONG"), Message.assistant("done")]
     llm = FakeLLM(replies)
-    selections = Selections()
+    selections = EventRecorder()
     executor = agents.Executor(make_agent(llm), return_intermediate_steps=True)
     outputs = chains.call(executor, {"input": "weather in Rome"}, callbacks=selections)
     [step] = outputs["intermediate_steps"]
     assert step.observation.startswith("play_song(")  # ran: no false "not a valid tool"
     # The second chance is a retrieval of its own, on the name the model wrote.
-    assert selections.events == [
+    assert selected(selections) == [
         ("start", "weather in Rome", None),
         ("end", "weather in Rome", ["get_weather"]),
         ("start", "PLAY_SONG", None),
@@ -195,19 +198,19 @@ def test_the_final_answer_at_a_limit_keeps_the_offer(make_agent):
 @pytest.mark.timeout(60, method="thread")
 def test_under_a_deadline_the_run_still_selects_once():
     llm = FakeLLM([mrkl_action("get_weather"), MRKL_FINAL])
-    selections = Selections()
+    selections = EventRecorder()
     executor = agents.Executor(oneshot(llm), max_execution_time=30)
     assert chains.run(executor, "weather in Lima", callbacks=selections) == "ok"
-    assert [event[0] for event in selections.events] == ["start", "end"]
+    assert [event[0] for event in selected(selections)] == ["start", "end"]
     assert [listed_tools(prompt_of(call)) for call in llm.calls] == [["get_weather"]] * 2
 
 
 def test_the_agents_own_handler_hears_the_selection():
-    selections = Selections()
+    selections = EventRecorder()
     llm = FakeLLM([MRKL_FINAL])
     agent = oneshot(llm, callbacks=selections)
     chains.run(agents.Executor(agent), "weather")
-    assert selections.events[-1] == ("end", "weather", ["get_weather"])
+    assert selected(selections)[-1] == ("end", "weather", ["get_weather"])
 
 
 def test_a_custom_prompt_gets_the_tools_of_the_run():

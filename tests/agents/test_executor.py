@@ -13,11 +13,12 @@ from chainkit.agents import (
     OutputParserError,
     ParserErrorHandler,
 )
-from chainkit.callbacks import Handler
 from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer
 from chainkit.prompts import ChatPromptTemplate
 from chainkit.schema import AgentStep, Message
+from tests.agents.stub_tools import named
+from tests.events import EventRecorder
 
 
 class Echo(tools.Tool):
@@ -52,36 +53,21 @@ class Direct(tools.Tool):
         return f"direct answer for {input}"
 
 
-class Events(Handler):
-    def __init__(self):
-        self.events = []
-
-    def handle_llm_start(self, messages, options):
-        self.events.append("llm_start")
-
-    def handle_llm_end(self, message):
-        self.events.append("llm_end")
-
-    def handle_agent_action(self, action):
-        self.events.append(f"action:{action.tool}:{action.tool_input}")
-
-    def handle_agent_finish(self, finish):
-        self.events.append(f"finish:{finish.return_values['output']}")
-
-    def handle_tool_start(self, tool, input):
-        self.events.append(f"tool_start:{tool}:{input}")
-
-    def handle_tool_end(self, tool, output):
-        self.events.append(f"tool_end:{tool}:{output}")
-
-    def handle_tool_error(self, tool, error):
-        self.events.append(f"tool_error:{tool}:{error}")
-
-    def handle_chain_start(self, chain, inputs):
-        self.events.append(f"chain_start:{chain}")
-
-    def handle_chain_end(self, chain, outputs):
-        self.events.append(f"chain_end:{chain}")
+def seen(events: EventRecorder) -> list[str]:
+    """The events of a run as these tests read them, one line of text each."""
+    return events.described(
+        {
+            "llm_start": lambda messages, options: "llm_start",
+            "llm_end": lambda message: "llm_end",
+            "agent_action": lambda action: f"action:{action.tool}:{action.tool_input}",
+            "agent_finish": lambda finish: f"finish:{finish.return_values['output']}",
+            "tool_start": lambda tool, input: f"tool_start:{tool}:{input}",
+            "tool_end": lambda tool, output: f"tool_end:{tool}:{output}",
+            "tool_error": lambda tool, error: f"tool_error:{tool}:{error}",
+            "chain_start": lambda chain, inputs: f"chain_start:{chain}",
+            "chain_end": lambda chain, outputs: f"chain_end:{chain}",
+        }
+    )
 
 
 def act(tool, tool_input, thought="I should act"):
@@ -188,11 +174,10 @@ def test_unknown_tool_observation_and_case_insensitive_lookup():
     assert steps[1].observation == "echo: found" and echo.inputs == ["found"]
 
 
-def test_callbacks_fire_for_llm_agent_and_tools():
-    events = Events()
+def test_callbacks_fire_for_llm_agent_and_tools(events):
     executor, _ = run_agent([act("echo", "x"), final("ok")], callbacks=events)
     chains.run(executor, "q")
-    assert events.events == [
+    assert seen(events) == [
         "chain_start:Executor",
         "llm_start",
         "llm_end",
@@ -207,12 +192,12 @@ def test_callbacks_fire_for_llm_agent_and_tools():
 
 
 def test_agent_own_handler_also_sees_llm_events():
-    own, outer = Events(), Events()
+    own, outer = EventRecorder(), EventRecorder()
     fake = FakeLLM([final("ok")])
     agent = OneShotAgent(fake, [Echo()], callbacks=own)
     chains.run(Executor(agent, callbacks=outer), "q")
-    assert own.events == ["llm_start", "llm_end"]
-    assert "llm_start" in outer.events
+    assert seen(own) == ["llm_start", "llm_end"]
+    assert "llm_start" in seen(outer)
 
 
 def test_max_iterations_force_raises_with_steps():
@@ -290,13 +275,12 @@ def test_return_direct_ends_the_run():
     assert len(fake.calls) == 1
 
 
-def test_tool_error_becomes_observation():
+def test_tool_error_becomes_observation(events):
     tool = Failing(tools.ToolError("city not found"))
-    events = Events()
     executor, fake = run_agent([act("failing", "x"), final("sorry")], [tool], callbacks=events)
     assert chains.run(executor, "q") == "sorry"
     assert "Observation: city not found\n" in fake.calls[1].messages[0].content
-    assert "tool_error:failing:city not found" in events.events
+    assert "tool_error:failing:city not found" in seen(events)
 
 
 def test_other_tool_exceptions_propagate_unless_handled():
@@ -332,7 +316,7 @@ def test_memory_on_executor():
     assert "History:\nHuman: one\nAI: first\n\nQuestion: two" in fake.calls[1].messages[0].content
 
 
-def test_async_run_uses_tool_acall():
+def test_async_run_uses_tool_acall(events):
     class AsyncEcho(Echo):
         async def acall(self, input):
             await asyncio.sleep(0)
@@ -343,11 +327,10 @@ def test_async_run_uses_tool_acall():
             raise AssertionError("sync call used in async run")
 
     tool = AsyncEcho()
-    events = Events()
     executor, _ = run_agent([act("echo", "x"), final("ok")], [tool], callbacks=events)
     assert asyncio.run(chains.arun(executor, "q")) == "ok"
     assert tool.inputs == ["async:x"]
-    assert "tool_end:echo:async echo: x" in events.events
+    assert "tool_end:echo:async echo: x" in seen(events)
     outputs = asyncio.run(chains.acall(run_agent([final("z")])[0], {"input": "q"}))
     assert outputs == {"output": "z"}
 
@@ -388,52 +371,48 @@ def test_log_handler_trace_of_a_run():
     assert "agent finish: {'output': 'ok'}" in trace
 
 
-def test_unknown_tool_and_parse_errors_show_in_callbacks():
-    events = Events()
-    texts: list[str] = []
-    events.handle_text = texts.append  # type: ignore[method-assign, assignment]
+def test_unknown_tool_and_parse_errors_show_in_callbacks(events):
     executor, _ = run_agent(
         ["gibberish", act("nope", "x"), final("ok")],
         callbacks=events,
         error_handler=ParserErrorHandler(),
     )
     chains.run(executor, "q")
+    texts = [text for _, text in events.heard("text")]
     assert texts == [
         "unparsable reply, sent back to the model: "
         "Invalid Format: Missing 'Action:' after 'Thought:'"
     ]
-    assert "tool_start:nope:x" in events.events
-    assert "tool_error:nope:nope is not a valid tool, try one of [echo]." in events.events
+    assert "tool_start:nope:x" in seen(events)
+    assert "tool_error:nope:nope is not a valid tool, try one of [echo]." in seen(events)
 
 
-def test_same_handler_on_agent_and_executor_hears_each_event_once():
-    events = Events()
+def test_same_handler_on_agent_and_executor_hears_each_event_once(events):
     fake = FakeLLM([final("ok")])
     agent = OneShotAgent(fake, [Echo()], callbacks=events)
     chains.run(Executor(agent, callbacks=events), "q")
-    assert events.events.count("llm_start") == 1 and events.events.count("llm_end") == 1
+    assert seen(events).count("llm_start") == 1 and seen(events).count("llm_end") == 1
 
 
 def test_per_call_callbacks_join_the_executor_handler():
-    outer, per_call = Events(), Events()
+    outer, per_call = EventRecorder(), EventRecorder()
     executor, _ = run_agent([act("echo", "x"), final("ok")], callbacks=outer)
     chains.run(executor, "q", callbacks=per_call)
-    assert outer.events.count("llm_start") == 2 and per_call.events.count("llm_start") == 2
-    assert "tool_end:echo:echo: x" in outer.events
+    assert seen(outer).count("llm_start") == 2 and seen(per_call).count("llm_start") == 2
+    assert "tool_end:echo:echo: x" in seen(outer)
 
 
-def test_tool_returning_a_non_string_is_observed_as_text():
+def test_tool_returning_a_non_string_is_observed_as_text(events):
     class Number(Echo):
         def call(self, input):
             return {"n": 42, "城市": "北京"} if input == "dict" else 42
 
-    events = Events()
     script = [act("echo", "x"), act("echo", "dict"), final("ok")]
     executor, fake = run_agent(script, [Number()], callbacks=events)
     assert chains.run(executor, "q") == "ok"
     assert "Observation: 42\n" in fake.calls[1].messages[0].content
     assert 'Observation: {"n": 42, "城市": "北京"}\n' in fake.calls[2].messages[0].content
-    assert "tool_end:echo:42" in events.events
+    assert "tool_end:echo:42" in seen(events)
 
 
 def test_bad_inputs_are_named():
@@ -468,11 +447,11 @@ def test_async_branches_match_sync():
 
 
 def test_async_callback_order_matches_sync():
-    sync_events, async_events = Events(), Events()
+    sync_events, async_events = EventRecorder(), EventRecorder()
     script = [act("echo", "x"), final("ok")]
     chains.run(run_agent(script, callbacks=sync_events)[0], "q")
     asyncio.run(chains.arun(run_agent(script, callbacks=async_events)[0], "q"))
-    assert async_events.events == sync_events.events
+    assert seen(async_events) == seen(sync_events)
 
 
 def test_error_handler_must_be_a_parser_error_handler():
@@ -490,12 +469,11 @@ def test_memory_the_agent_does_not_read_is_refused():
     Executor(tool_agent, memory=ConversationBuffer(return_messages=True))  # reads "history"
 
 
-def test_per_call_callbacks_hear_agent_and_tool_events():
-    events = Events()
+def test_per_call_callbacks_hear_agent_and_tool_events(events):
     executor, _ = run_agent([act("echo", "x"), final("ok")])
     chains.run(executor, "q", callbacks=events)
-    assert "tool_end:echo:echo: x" in events.events and "finish:ok" in events.events
-    assert events.events[0] == "chain_start:Executor"
+    assert "tool_end:echo:echo: x" in seen(events) and "finish:ok" in seen(events)
+    assert seen(events)[0] == "chain_start:Executor"
 
 
 def test_a_model_raising_stop_iteration_is_not_taken_for_the_loops_end():
@@ -572,3 +550,76 @@ def test_models_and_agents_copy_and_pickle():
     clone = copy.deepcopy(executor)
     assert chains.run(clone, "q") == "copied" and fake.calls == []
     assert pickle.loads(pickle.dumps(FakeLLM(["x"]))).responses == ["x"]
+
+
+def test_case_insensitive_lookup_reports_the_tools_own_name(events):
+    fake = FakeLLM([" x\nAction: SEARCH\nAction Input: q", " Final Answer: ok"])
+    agent = OneShotAgent(fake, [named("Search", "found"), named("other", "not this")])
+    outputs = chains.call(
+        Executor(agent, return_intermediate_steps=True, callbacks=events), {"input": "q"}
+    )
+    assert outputs["intermediate_steps"][0].observation == "found"
+    assert "Search" in [tool for _, tool, _ in events.heard("tool_start")]
+    with pytest.raises(ValueError, match="'search' and 'Search' clash"):
+        OneShotAgent(fake, [named("Search", "first"), named("search", "second")])
+
+
+def test_handle_tool_errors_never_swallows_an_interrupt():
+    class Interrupt(tools.Tool):
+        name = "stop"
+        description = "stop"
+
+        def call(self, input):
+            raise KeyboardInterrupt
+
+    fake = FakeLLM([" x\nAction: stop\nAction Input: now"])
+    executor = Executor(OneShotAgent(fake, [Interrupt()]), handle_tool_errors=True)
+    with pytest.raises(KeyboardInterrupt):
+        chains.run(executor, "q")
+
+
+def test_a_cancelled_async_tool_reports_its_error(events):
+    started: asyncio.Event | None = None  # made inside the event loop, below
+
+    class Waits(tools.Tool):
+        name = "waits"
+        description = "waits"
+
+        async def acall(self, input):
+            assert started is not None
+            started.set()
+            await asyncio.sleep(5)
+            return "late"
+
+    fake = FakeLLM([" x\nAction: waits\nAction Input: now"])
+    executor = Executor(OneShotAgent(fake, [Waits()]), callbacks=events)
+
+    async def main():
+        nonlocal started
+        started = asyncio.Event()
+        run = asyncio.ensure_future(chains.arun(executor, "q"))
+        await started.wait()
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    asyncio.run(main())
+    errors = [
+        (name, tool, type(error).__name__) for name, tool, error in events.heard("tool_error")
+    ]
+    assert ("tool_error", "waits", "CancelledError") in errors
+
+
+def test_explicit_stop_none_keeps_the_default_stop_words():
+    fake = FakeLLM([" Final Answer: ok"])
+    chains.run(Executor(OneShotAgent(fake, [named("t", "r")])), "q", stop=None)
+    assert list(fake.calls[0].options["stop"]) == ["\nObservation:", "\n\tObservation:"]
+
+
+def test_async_generate_early_stop_asks_for_the_final_answer_and_strips_it():
+    fake = FakeLLM([" x\nAction: t\nAction Input: 1", "  the answer \n"])
+    executor = Executor(
+        OneShotAgent(fake, [named("t", "r")]), max_iterations=1, early_stopping_method="generate"
+    )
+    assert asyncio.run(chains.arun(executor, "q")) == "the answer"
+    assert "I must now give my final answer" in fake.calls[1].messages[0].content

@@ -6,10 +6,11 @@ import pytest
 
 from chainkit import chains, tools
 from chainkit.agents import Executor, NotFinishedError, ToolCallingAgent
-from chainkit.callbacks import Handler
 from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer
 from chainkit.schema import FunctionCall, Message, ToolCall
+from tests.agents.stub_tools import named
+from tests.concurrency import Peak
 
 
 def call(name, arguments, call_id):
@@ -153,21 +154,18 @@ def test_unknown_tool_return_direct_and_limits():
     assert fake.calls[2].messages[-1].role == "user"
 
 
-def test_callbacks_fire_per_tool_call():
-    events: list[tuple[str, ...]] = []
-
-    class Spy(Handler):
-        def handle_tool_start(self, tool, input):
-            events.append(("start", tool, input))
-
-        def handle_agent_action(self, action):
-            events.append(("action", action.tool_call_id))
-
+def test_callbacks_fire_per_tool_call(events):
     calls = [call("get_weather", {"input": "a"}, "c1"), call("get_weather", {"input": "b"}, "c2")]
     fake = FakeLLM([Message.assistant("", calls), "ok"])
-    chains.run(Executor(ToolCallingAgent(fake, [Weather()]), callbacks=Spy()), "q")
-    assert events[:2] == [("action", "c1"), ("action", "c2")]
-    assert sorted(events[2:]) == [
+    chains.run(Executor(ToolCallingAgent(fake, [Weather()]), callbacks=events), "q")
+    heard = events.described(
+        {
+            "tool_start": lambda tool, input: ("start", tool, input),
+            "agent_action": lambda action: ("action", action.tool_call_id),
+        }
+    )
+    assert heard[:2] == [("action", "c1"), ("action", "c2")]
+    assert sorted(heard[2:]) == [
         ("start", "get_weather", '{"input": "a"}'),
         ("start", "get_weather", '{"input": "b"}'),
     ]
@@ -201,3 +199,68 @@ def test_history_from_memory_comes_before_the_question():
         Message.assistant("first answer"),
         Message.user("second"),
     ]
+
+
+def calls_to(name, count):
+    return [ToolCall(f"c{i}", FunctionCall(name, f'{{"input": "{i}"}}')) for i in range(count)]
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_agent_max_parallel_tools_caps_concurrency(use_async):
+    peak = Peak()
+
+    class Slow(tools.Tool):
+        name = "slow"
+        description = "slow"
+
+        def call(self, input):
+            peak.enter()
+            threading.Event().wait(0.02)
+            peak.leave()
+            return input
+
+        async def acall(self, input):
+            peak.enter()
+            await asyncio.sleep(0.02)
+            peak.leave()
+            return input
+
+    fake = FakeLLM([Message.assistant("", calls_to("slow", 6)), "done"])
+    executor = Executor(ToolCallingAgent(fake, [Slow()], max_parallel_tools=2))
+    if use_async:
+        asyncio.run(chains.arun(executor, "q"))
+    else:
+        chains.run(executor, "q")
+    assert peak.peak == 2
+
+
+def test_first_return_direct_tool_wins_under_the_agents_output_key():
+    calls = [
+        ToolCall("a", FunctionCall("one", '{"input": ""}')),
+        ToolCall("b", FunctionCall("two", '{"input": ""}')),
+    ]
+    agent = ToolCallingAgent(
+        FakeLLM([Message.assistant("", calls)]),
+        [named("one", "from one", True), named("two", "from two", True)],
+        output_key="answer",
+    )
+    assert chains.call(Executor(agent), {"input": "q"}) == {"answer": "from one"}
+
+
+def test_tool_calling_agent_history_text_and_non_messages():
+    agent = ToolCallingAgent(FakeLLM([]), [named("t", "r")], system_prompt="")
+    text = agent.messages([], {"input": "q", "history": "Human: hi\nAI: hello"})
+    assert text == [Message.system("Conversation so far:\nHuman: hi\nAI: hello"), Message.user("q")]
+    with pytest.raises(TypeError, match=r"history\[1\] is a str"):  # refused, not dropped
+        agent.messages([], {"input": "q", "history": [Message.user("a"), "not a message"]})
+
+
+def test_tool_calling_agent_renames_repeated_ids():
+    calls = [
+        ToolCall("x", FunctionCall("t", '{"input": "1"}')),
+        ToolCall("x", FunctionCall("t", '{"input": "2"}')),
+    ]
+    fake = FakeLLM([Message.assistant("", calls), "done"])
+    chains.run(Executor(ToolCallingAgent(fake, [named("t", "r")])), "q")
+    results = [m for m in fake.calls[1].messages if m.role == "tool"]
+    assert len({m.tool_call_id for m in results}) == 2

@@ -3,8 +3,9 @@ import logging
 
 import pytest
 
-from chainkit.callbacks import CombiningHandler, Handler, LogHandler, guard
+from chainkit.callbacks import CombiningHandler, Handler, LogHandler, guard, join
 from chainkit.schema import AgentAction, AgentFinish, FunctionCall, Message, ToolCall
+from tests.events import EventRecorder
 
 HANDLER_METHODS = [
     "handle_text",
@@ -26,17 +27,6 @@ HANDLER_METHODS = [
 ]
 
 
-class Recorder(Handler):
-    def __init__(self):
-        self.events = []
-
-    def handle_text(self, text):
-        self.events.append(("text", text))
-
-    def handle_tool_start(self, tool, input):
-        self.events.append(("tool_start", tool, input))
-
-
 class Broken(Handler):
     def handle_text(self, text):
         raise RuntimeError("handler bug")
@@ -54,11 +44,11 @@ def test_handler_has_every_event_as_a_noop():
 
 
 def test_combining_handler_fans_out_in_order():
-    a, b = Recorder(), Recorder()
+    a, b = EventRecorder(), EventRecorder()
     combined = CombiningHandler([a, b])
     combined.handle_text("hello")
     combined.handle_tool_start("calc", "1+1")
-    assert a.events == b.events == [("text", "hello"), ("tool_start", "calc", "1+1")]
+    assert a.heard() == b.heard() == [("text", "hello"), ("tool_start", "calc", "1+1")]
 
 
 @pytest.mark.parametrize("name", HANDLER_METHODS)
@@ -86,10 +76,10 @@ def test_combining_handler_forwards_every_event(name):
 
 
 def test_failing_handler_is_logged_and_skipped(caplog):
-    after = Recorder()
+    after = EventRecorder()
     with caplog.at_level(logging.ERROR, logger="chainkit"):
         CombiningHandler([Broken(), after]).handle_text("go on")
-    assert after.events == [("text", "go on")]
+    assert after.heard() == [("text", "go on")]
     assert "handle_text of Broken failed" in caplog.text
     assert "handler bug" in caplog.text
 
@@ -101,7 +91,7 @@ def test_failing_handler_with_raise_error_propagates():
 
 def test_guard_returns_none_without_handlers_flattens_and_dedupes():
     assert guard() is None and guard(None, None) is None
-    a, b = Recorder(), Recorder()
+    a, b = EventRecorder(), EventRecorder()
     combined = guard(CombiningHandler([a]), b, a)
     assert isinstance(combined, CombiningHandler) and combined.handlers == [a, b]
 
@@ -216,6 +206,12 @@ def test_raise_error_handler_cannot_replace_an_interrupt(caplog):
 
 
 def test_guard_flattens_nested_combinations():
-    a = Recorder()
+    a = EventRecorder()
     combined = guard(CombiningHandler([CombiningHandler([a])]), a)
     assert combined is not None and combined.handlers == [a]
+
+
+def test_join_keeps_every_own_handler():
+    a, b = Handler(), Handler()
+    joined = join(CombiningHandler([a]), CombiningHandler([a, b]))
+    assert joined is not None and joined.handlers == [a, b]

@@ -11,7 +11,7 @@ import pytest
 from chainkit import agents, chains, tools
 from chainkit.callbacks import LogHandler
 from chainkit.llms import FakeLLM
-from chainkit.schema import FunctionCall, Message, ToolCall
+from chainkit.schema import FunctionCall, Message, ResponseMeta, ToolCall
 
 
 def llm_starts(text: str) -> list[str]:
@@ -146,3 +146,59 @@ def test_control_characters_are_escaped_so_a_line_stays_one_line() -> None:
     out = io.StringIO()
     LogHandler(out).handle_text("a\x1b[2Jb\x07\u2028c\u202ed\x85\te")
     assert out.getvalue() == "[chainkit] text: a\\x1b[2Jb\\x07\\u2028c\\u202ed\\x85\te\n"
+
+
+def log_lines(max_chars: int = 4000) -> tuple[LogHandler, io.StringIO]:
+    stream = io.StringIO()
+    return LogHandler(stream, max_chars=max_chars), stream
+
+
+def test_log_max_chars_zero_keeps_long_text_whole():
+    handler, stream = log_lines(max_chars=0)
+    handler.handle_text("x" * 10_000)
+    assert stream.getvalue() == "[chainkit] text: " + "x" * 10_000 + "\n"
+
+
+def test_log_llm_start_leaves_out_none_options():
+    handler, stream = log_lines()
+    handler.handle_llm_start([Message.user("hi")], {"stop": None, "temperature": 0.5})
+    assert stream.getvalue() == "[chainkit] llm start: user: hi options={'temperature': 0.5}\n"
+
+
+def test_log_llm_start_with_only_none_options_shows_no_options():
+    handler, stream = log_lines()
+    handler.handle_llm_start([Message.user("hi")], {"stop": None})
+    assert stream.getvalue() == "[chainkit] llm start: user: hi\n"
+
+
+def test_log_llm_start_does_not_show_callbacks_option():
+    handler, stream = log_lines()
+    handler.handle_llm_start([Message.user("hi")], {"callbacks": handler, "seed": 3})
+    assert stream.getvalue() == "[chainkit] llm start: user: hi options={'seed': 3}\n"
+
+
+def test_log_escapes_backslashes_and_newlines():
+    handler, stream = log_lines()
+    handler.handle_text("a\\b\nc")
+    assert stream.getvalue() == "[chainkit] text: a\\\\b\\nc\n"
+
+
+def test_log_tool_message_names_its_call():
+    handler, stream = log_lines()
+    handler.handle_llm_start([Message.tool("42", "call_7")], {})
+    assert stream.getvalue() == "[chainkit] llm start: tool: (for call_7) 42\n"
+
+
+def test_log_llm_end_shows_finish_reason():
+    handler, stream = log_lines()
+    handler.handle_llm_end(Message.assistant("done", response_meta=ResponseMeta("stop")))
+    assert stream.getvalue() == "[chainkit] llm end: assistant: done (finish_reason=stop)\n"
+
+
+@pytest.mark.parametrize(("wait", "shown"), [(0.25, "0.25s"), (1.5, "1.50s")])
+def test_log_retry_shows_wait_with_two_decimals(wait, shown):
+    handler, stream = log_lines()
+    handler.handle_retry(2, RuntimeError("busy"), wait)
+    assert stream.getvalue() == (
+        f"[chainkit] retry: attempt 2 failed (RuntimeError: busy); retrying in {shown}\n"
+    )

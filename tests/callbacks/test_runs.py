@@ -6,74 +6,46 @@ import asyncio
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
 
 from chainkit import agents, chains, tools
-from chainkit.callbacks import Handler, RunInfo, current_run
+from chainkit.callbacks import RunInfo, current_run
 from chainkit.llms import BaseModel, FakeLLM, ModelRequest
 from chainkit.prompts import PromptTemplate
-from chainkit.schema import AgentAction, FunctionCall, Message, ToolCall
+from chainkit.schema import FunctionCall, Message, ToolCall
+from tests.events import EventRecorder
+
+LIFECYCLE = {
+    **{f"{kind}_start": "start" for kind in ("chain", "llm", "tool", "retriever")},
+    **{f"{kind}_end": "end" for kind in ("chain", "llm", "tool", "retriever")},
+    **{f"{kind}_error": "error" for kind in ("chain", "llm", "tool", "retriever")},
+    "agent_action": "action",
+}
+"""The events that open, close or happen in a run, by what they are to it."""
 
 
-class RunRecorder(Handler):
-    """Records each event with the run `current_run()` names in the handler; thread-safe."""
+def lifecycle(recorder: EventRecorder) -> list[tuple[str, RunInfo | None]]:
+    """Each start, end, error and agent action heard, with the run `current_run()` named."""
+    return [(LIFECYCLE[name], run) for name, run in recorder.runs(*LIFECYCLE)]
 
-    def __init__(self) -> None:
-        self.events: list[tuple[str, RunInfo | None]] = []
-        self._lock = threading.Lock()
 
-    def _add(self, event: str) -> None:
-        with self._lock:
-            self.events.append((event, current_run()))
-
-    def handle_chain_start(self, chain: str, inputs: Mapping[str, Any]) -> None:
-        self._add("start")
-
-    def handle_chain_end(self, chain: str, outputs: Mapping[str, Any]) -> None:
-        self._add("end")
-
-    def handle_chain_error(self, chain: str, error: BaseException) -> None:
-        self._add("error")
-
-    def handle_llm_start(self, messages: Sequence[Message], options: Mapping[str, Any]) -> None:
-        self._add("start")
-
-    def handle_llm_end(self, message: Message) -> None:
-        self._add("end")
-
-    def handle_llm_error(self, error: BaseException) -> None:
-        self._add("error")
-
-    def handle_tool_start(self, tool: str, input: str) -> None:
-        self._add("start")
-
-    def handle_tool_end(self, tool: str, output: str) -> None:
-        self._add("end")
-
-    def handle_tool_error(self, tool: str, error: BaseException) -> None:
-        self._add("error")
-
-    def handle_agent_action(self, action: AgentAction) -> None:
-        self._add("action")
-
-    def tree(self) -> dict[str | None, list[RunInfo]]:
-        """Children by parent id, from the start events; checks every run was started once
-        and ended (or failed) exactly once, after its start."""
-        seen: Counter[str] = Counter()
-        children: dict[str | None, list[RunInfo]] = {}
-        for event, run in self.events:
-            assert run is not None, f"{event} heard outside any run"
-            if event == "start":
-                assert seen[run.id] == 0, f"{run} started twice"
-                children.setdefault(run.parent_id, []).append(run)
-            elif event in ("end", "error"):
-                assert seen[run.id] == 1, f"{run} ended without a start, or twice"
-            seen[run.id] += event != "action"
-        assert all(count == 2 for count in seen.values()), seen
-        return children
+def tree(recorder: EventRecorder) -> dict[str | None, list[RunInfo]]:
+    """Children by parent id, from the start events; checks every run was started once
+    and ended (or failed) exactly once, after its start."""
+    seen: Counter[str] = Counter()
+    children: dict[str | None, list[RunInfo]] = {}
+    for event, run in lifecycle(recorder):
+        assert run is not None, f"{event} heard outside any run"
+        if event == "start":
+            assert seen[run.id] == 0, f"{run} started twice"
+            children.setdefault(run.parent_id, []).append(run)
+        elif event in ("end", "error"):
+            assert seen[run.id] == 1, f"{run} ended without a start, or twice"
+        seen[run.id] += event != "action"
+    assert all(count == 2 for count in seen.values()), seen
+    return children
 
 
 class TwoToolsThenAnswer(BaseModel):
@@ -115,8 +87,8 @@ def executor_and_tools(parties: int) -> tuple[agents.Executor, list[RunInfo | No
     return agents.Executor(agent), seen
 
 
-def check_trees(recorder: RunRecorder, seen: list[RunInfo | None], items: int) -> None:
-    children = recorder.tree()
+def check_trees(recorder: EventRecorder, seen: list[RunInfo | None], items: int) -> None:
+    children = tree(recorder)
     roots = children[None]
     assert len(roots) == items
     assert all(root.kind == "chain" and root.name == "Executor" for root in roots)
@@ -135,7 +107,7 @@ def check_trees(recorder: RunRecorder, seen: list[RunInfo | None], items: int) -
 
 @pytest.mark.timeout(30)
 def test_abatch_of_parallel_tool_calls_rebuilds_one_exact_tree_per_item():
-    recorder = RunRecorder()
+    recorder = EventRecorder()
     executor, seen = executor_and_tools(parties=6)  # all six tool calls of three items at once
     inputs = [{"input": f"q{i}"} for i in range(3)]
     outputs = asyncio.run(chains.abatch(executor, inputs, callbacks=recorder))
@@ -145,7 +117,7 @@ def test_abatch_of_parallel_tool_calls_rebuilds_one_exact_tree_per_item():
 
 @pytest.mark.timeout(30)
 def test_batch_in_threads_with_sync_parallel_tools_rebuilds_the_same_trees():
-    recorder = RunRecorder()
+    recorder = EventRecorder()
     executor, seen = executor_and_tools(parties=2)  # each item's two calls meet
     inputs = [{"input": f"q{i}"} for i in range(3)]
     outputs = chains.batch(executor, inputs, max_workers=3, callbacks=[recorder])
@@ -155,7 +127,7 @@ def test_batch_in_threads_with_sync_parallel_tools_rebuilds_the_same_trees():
 
 @pytest.mark.timeout(30)
 def test_a_batch_item_inside_an_outer_run_is_its_child():
-    recorder = RunRecorder()
+    recorder = EventRecorder()
 
     class Outer(chains.Chain):
         input_keys = ["input"]  # noqa: RUF012
@@ -167,7 +139,7 @@ def test_a_batch_item_inside_an_outer_run_is_its_child():
             return {"output": ",".join(r["output"] for r in results)}
 
     assert chains.run(Outer(), "x", callbacks=recorder) == "done: a,done: b"
-    children = recorder.tree()
+    children = tree(recorder)
     [outer] = children[None]
     assert [run.name for run in children[outer.id]] == ["Executor", "Executor"]
 
@@ -208,7 +180,7 @@ class Broken(tools.Tool):
     ids=["tool error", "unknown tool", "parse error"],
 )
 def test_every_run_is_closed_once_on_error_paths(script: list[str], use_async: bool):
-    recorder = RunRecorder()
+    recorder = EventRecorder()
     executor = agents.Executor(
         agents.OneShotAgent(FakeLLM(script), [Broken()]),
         error_handler=agents.ParserErrorHandler(),
@@ -218,7 +190,7 @@ def test_every_run_is_closed_once_on_error_paths(script: list[str], use_async: b
     else:
         answer = chains.run(executor, "q", callbacks=recorder)
     assert answer == "ok"
-    children = recorder.tree()
+    children = tree(recorder)
     [root] = children[None]
     kinds = [run.kind for run in children[root.id]]
     assert kinds.count("llm") == 2
@@ -244,7 +216,7 @@ class Sleeper(tools.Tool):
 @pytest.mark.timeout(30, method="thread")
 @pytest.mark.parametrize("use_async", [False, True])
 def test_a_call_cut_by_the_deadline_reports_its_error_as_its_own_run(use_async: bool):
-    recorder = RunRecorder()
+    recorder = EventRecorder()
     sleeper = Sleeper()
     executor = agents.Executor(
         agents.OneShotAgent(FakeLLM(["Action: sleeper\nAction Input: x"]), [sleeper]),
@@ -258,49 +230,41 @@ def test_a_call_cut_by_the_deadline_reports_its_error_as_its_own_run(use_async: 
                 chains.run(executor, "q", callbacks=recorder)
     finally:
         sleeper.release.set()
-    children = recorder.tree()
+    children = tree(recorder)
     [root] = children[None]
     [tool_run] = [run for run in children[root.id] if run.kind == "tool"]
-    closing = [event for event, run in recorder.events if run == tool_run][-1]
+    closing = [event for event, run in lifecycle(recorder) if run == tool_run][-1]
     assert closing == "error"
 
 
 def test_the_handlers_of_a_run_stay_its_own():
-    first, second = RunRecorder(), RunRecorder()
+    first, second = EventRecorder(), EventRecorder()
     chain = chains.LLMChain(PromptTemplate.from_template("{q}"), FakeLLM(["a", "b"]))
     chains.run(chain, "x", callbacks=first)
     chains.run(chain, "y", callbacks=[second])
-    assert len(first.events) == len(second.events) == 4
-    assert {run.id for _, run in first.events if run}.isdisjoint(
-        {run.id for _, run in second.events if run}
+    assert len(lifecycle(first)) == len(lifecycle(second)) == 4
+    assert {run.id for _, run in lifecycle(first) if run}.isdisjoint(
+        {run.id for _, run in lifecycle(second) if run}
     )
 
 
 def test_callbacks_given_to_a_component_join_those_of_the_call():
-    own, given = RunRecorder(), RunRecorder()
+    own, given = EventRecorder(), EventRecorder()
     llm = FakeLLM(["Final Answer: 42"])
     agent = agents.OneShotAgent(llm, [Broken()], callbacks=own)
     chains.run(agents.Executor(agent), "q", callbacks=given)
-    assert [event for event, _ in own.events] == ["start", "end"]  # the agent's model call
-    assert [event for event, _ in given.events] == ["start", "start", "end", "end"]
-    assert own.events[0][1] == given.events[1][1]  # the same llm run, heard by both
-
-
-class Selections(RunRecorder):
-    def handle_retriever_start(self, query: str) -> None:
-        self._add("start")
-
-    def handle_retriever_end(self, query: str, documents: Sequence[Any]) -> None:
-        self._add("end")
+    assert [event for event, _ in lifecycle(own)] == ["start", "end"]  # the agent's model call
+    assert [event for event, _ in lifecycle(given)] == ["start", "start", "end", "end"]
+    assert lifecycle(own)[0][1] == lifecycle(given)[1][1]  # the same llm run, heard by both
 
 
 def test_a_tool_retrieval_is_a_retriever_run_inside_the_agents_run():
-    recorder = Selections()
+    recorder = EventRecorder()
     catalog = [Broken(), Meeting("alpha", threading.Barrier(1), [])]
     retriever = tools.ToolRetriever(catalog, top_k=1)
     agent = agents.OneShotAgent(FakeLLM(["Final Answer: 42"]), catalog, tool_retriever=retriever)
     assert chains.run(agents.Executor(agent), "which one fails", callbacks=recorder) == "42"
-    children = recorder.tree()
+    children = tree(recorder)
     [root] = children[None]
     kinds = [(run.kind, run.name) for run in children[root.id]]
     assert kinds == [("retriever", "which one fails"), ("llm", "FakeLLM")]

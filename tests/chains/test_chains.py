@@ -1,6 +1,7 @@
 import asyncio
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -21,26 +22,21 @@ from chainkit.llms import CallOptions, FakeLLM
 from chainkit.memory import ConversationBuffer, MemoryKeyError
 from chainkit.prompts import ChatPromptTemplate, MessagesPlaceholder, PromptTemplate
 from chainkit.schema import Message
+from tests.concurrency import Peak
+from tests.events import EventRecorder
 
 
-class Events(Handler):
-    def __init__(self):
-        self.events = []
-
-    def handle_chain_start(self, chain, inputs):
-        self.events.append(("chain_start", chain, dict(inputs)))
-
-    def handle_chain_end(self, chain, outputs):
-        self.events.append(("chain_end", chain, dict(outputs)))
-
-    def handle_chain_error(self, chain, error):
-        self.events.append(("chain_error", chain, type(error).__name__))
-
-    def handle_llm_start(self, messages, options):
-        self.events.append(("llm_start",))
-
-    def handle_llm_end(self, message):
-        self.events.append(("llm_end", message.content))
+def seen(events: EventRecorder) -> list[tuple[Any, ...]]:
+    """The chain and model events as these tests read them."""
+    return events.described(
+        {
+            "chain_start": lambda chain, inputs: ("chain_start", chain, inputs),
+            "chain_end": lambda chain, outputs: ("chain_end", chain, outputs),
+            "chain_error": lambda chain, error: ("chain_error", chain, type(error).__name__),
+            "llm_start": lambda messages, options: ("llm_start",),
+            "llm_end": lambda message: ("llm_end", message.content),
+        }
+    )
 
 
 class Echo(Chain):
@@ -157,11 +153,10 @@ def test_text_memory_is_merged_and_saved():
     assert memory.buffer_text().endswith("Human: Q2\nAI: A2")
 
 
-def test_chain_callbacks_start_end_error():
-    events = Events()
+def test_chain_callbacks_start_end_error(events):
     chain, _ = llm_chain(["fine"], callbacks=events)
     chains.call(chain, {"topic": "t"})
-    assert events.events == [
+    assert seen(events) == [
         ("chain_start", "LLMChain", {"topic": "t"}),
         ("llm_start",),
         ("llm_end", "fine"),
@@ -171,7 +166,7 @@ def test_chain_callbacks_start_end_error():
     failing.callbacks = events
     with pytest.raises(RuntimeError, match="boom failed"):
         chains.call(failing, {"text": "boom"})
-    assert events.events[-1] == ("chain_error", "Echo", "RuntimeError")
+    assert seen(events)[-1] == ("chain_error", "Echo", "RuntimeError")
 
 
 def test_broken_callback_does_not_break_the_chain():
@@ -294,15 +289,13 @@ def test_abatch_cancels_the_rest_after_a_failure():
     assert len(started) <= 3
 
 
-def test_per_call_callbacks_hear_chain_and_llm_events():
-    events = Events()
+def test_per_call_callbacks_hear_chain_and_llm_events(events):
     chain, _ = llm_chain(["fine"])
     chains.call(chain, {"topic": "t"}, callbacks=events)
-    assert [e[0] for e in events.events] == ["chain_start", "llm_start", "llm_end", "chain_end"]
+    assert [e[0] for e in seen(events)] == ["chain_start", "llm_start", "llm_end", "chain_end"]
 
 
-def test_memory_is_saved_before_chain_end_and_key_errors_come_first():
-    events = Events()
+def test_memory_is_saved_before_chain_end_and_key_errors_come_first(events):
     fake = FakeLLM(["r"])
     chain = LLMChain(
         PromptTemplate.from_template("{history} {a} {b}"),
@@ -315,13 +308,12 @@ def test_memory_is_saved_before_chain_end_and_key_errors_come_first():
     assert fake.calls == []  # failed before the model was called
 
 
-def test_sequence_handler_hears_the_inner_chains():
-    events = Events()
+def test_sequence_handler_hears_the_inner_chains(events):
     first, _ = llm_chain(["s1"], template="{x}", output_key="s")
     second, _ = llm_chain(["s2"], template="{s}", output_key="t")
     seq = SequentialChain([first, second], input_variables=["x"], callbacks=events)
     chains.call(seq, {"x": "1"})
-    assert [e[:2] for e in events.events if e[0].startswith("chain")] == [
+    assert [e[:2] for e in seen(events) if e[0].startswith("chain")] == [
         ("chain_start", "SequentialChain"),
         ("chain_start", "LLMChain"),
         ("chain_end", "LLMChain"),
@@ -329,7 +321,7 @@ def test_sequence_handler_hears_the_inner_chains():
         ("chain_end", "LLMChain"),
         ("chain_end", "SequentialChain"),
     ]
-    assert events.events.count(("llm_start",)) == 2
+    assert seen(events).count(("llm_start",)) == 2
     assert repr(seq) == (
         "SequentialChain(['LLMChain', 'LLMChain'], input_variables=['x'], output_variables=['t'])"
     )
@@ -349,3 +341,107 @@ def test_abatch_raises_a_cancellation_it_did_not_cause():
 
     with pytest.raises(asyncio.CancelledError):
         asyncio.run(chains.abatch(Cancels(), [{"text": "a"}, {"text": "x"}, {"text": "b"}]))
+
+
+class KeyedChain(Chain):
+    """A test chain whose keys are class attributes."""
+
+    keys_in: tuple[str, ...] = ()
+    keys_out: tuple[str, ...] = ()
+
+    @property
+    def input_keys(self):
+        return list(self.keys_in)
+
+    @property
+    def output_keys(self):
+        return list(self.keys_out)
+
+
+class Interrupting(KeyedChain):
+    keys_in = ("x",)
+    keys_out = ("y",)
+
+    def _call(self, inputs, **options):
+        raise KeyboardInterrupt
+
+    async def _acall(self, inputs, **options):
+        raise KeyboardInterrupt
+
+
+def test_memory_never_overwrites_an_input_the_caller_gave():
+    memory = ConversationBuffer()
+    memory.save_context({"input": "old"}, {"text": "older"})
+    fake = FakeLLM(["r"])
+    chain = LLMChain(PromptTemplate.from_template("{history}|{input}"), fake, memory=memory)
+    chains.call(chain, {"input": "q", "history": "given by caller"})
+    assert fake.calls[0].messages[0].content == "given by caller|q"
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_an_interrupted_chain_still_reports_its_error(use_async, events):
+    chain = Interrupting()
+    chain.callbacks = events
+    with pytest.raises(KeyboardInterrupt):
+        if use_async:
+            asyncio.run(chains.acall(chain, {"x": 1}))
+        else:
+            chains.call(chain, {"x": 1})
+    errors = [
+        (name, chain, type(error).__name__) for name, chain, error in events.heard("chain_error")
+    ]
+    assert errors == [("chain_error", "Interrupting", "KeyboardInterrupt")]
+
+
+def test_batch_runs_nothing_queued_after_a_failure_and_caps_workers():
+    ran: list[int] = []
+    peak = Peak()
+
+    class Counting(KeyedChain):
+        keys_in = ("n",)
+        keys_out = ("n",)
+
+        def _call(self, inputs, **options):
+            peak.enter()
+            try:
+                ran.append(inputs["n"])
+                if inputs["n"] == 0:
+                    raise RuntimeError("first fails")
+                return dict(inputs)
+            finally:
+                peak.leave()
+
+    with pytest.raises(RuntimeError, match="first fails"):
+        chains.batch(Counting(), [{"n": i} for i in range(6)], max_workers=1)
+    assert ran == [0]
+    ran.clear()
+    chains.batch(Counting(), [{"n": i} for i in range(1, 9)], max_workers=2)
+    assert sorted(ran) == list(range(1, 9)) and peak.peak <= 2
+    with pytest.raises(ValueError, match="max_workers must be at least 1"):
+        chains.batch(Counting(), [{"n": 1}], max_workers=0)
+
+
+def test_abatch_raises_the_real_error_not_a_cancellation():
+    class Mixed(KeyedChain):
+        keys_in = ("n",)
+        keys_out = ("n",)
+
+        def _call(self, inputs, **options):
+            raise NotImplementedError
+
+        async def _acall(self, inputs, **options):
+            if inputs["n"] == 0:
+                await asyncio.sleep(5)  # still running when item 1 fails
+            raise RuntimeError(f"item {inputs['n']} failed")
+
+    with pytest.raises(RuntimeError, match="item 1 failed"):
+        asyncio.run(chains.abatch(Mixed(), [{"n": 0}, {"n": 1}]))
+
+
+def test_arun_names_run_in_its_error():
+    two = SequentialChain(
+        [LLMChain(PromptTemplate.from_template("{a}"), FakeLLM([]), output_key="o")],
+        input_variables=["a", "b"],
+    )
+    with pytest.raises(SingleKeyError, match=r"^run\(\)"):
+        asyncio.run(chains.arun(two, "x"))

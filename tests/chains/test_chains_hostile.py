@@ -13,7 +13,6 @@ import threading
 import pytest
 
 from chainkit import callbacks, chains
-from chainkit.callbacks import Handler
 from chainkit.chains import (
     Chain,
     LLMChain,
@@ -26,6 +25,7 @@ from chainkit.llms import FakeLLM, OpenAIEmbeddings, UnknownOptionError
 from chainkit.memory import ConversationBuffer, MemoryKeyError
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import Message
+from tests.events import EventRecorder
 from tests.openai_server import TEST_API_KEY
 
 DRIVERS = ["sync", "async"]
@@ -56,24 +56,17 @@ class Work(Chain):
         return {key: str(inputs[self.keys_in[0]]) for key in self.keys_out}
 
 
-class Names(Handler):
-    def __init__(self):
-        self.events = []
-
-    def handle_chain_start(self, chain, inputs):
-        self.events.append(("start", chain))
-
-    def handle_chain_end(self, chain, outputs):
-        self.events.append(("end", chain))
-
-    def handle_chain_error(self, chain, error):
-        self.events.append(("error", chain))
-
-    def handle_llm_start(self, messages, options):
-        self.events.append(("llm start", ""))
-
-    def handle_llm_end(self, message):
-        self.events.append(("llm end", ""))
+def names(events: EventRecorder) -> list[tuple[str, str]]:
+    """The chain and model events as these tests read them."""
+    return events.described(
+        {
+            "chain_start": lambda chain, inputs: ("start", chain),
+            "chain_end": lambda chain, outputs: ("end", chain),
+            "chain_error": lambda chain, error: ("error", chain),
+            "llm_start": lambda messages, options: ("llm start", ""),
+            "llm_end": lambda message: ("llm end", ""),
+        }
+    )
 
 
 def llm_chain(responses=("fine",), template="Tell me about {topic}", **options):
@@ -153,23 +146,23 @@ def test_chains_refuse_a_handler_that_is_no_handler_when_built(bad):
 @pytest.mark.timeout(20)
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_lists_of_handlers_are_accepted_everywhere(driver):
-    own, first, second = Names(), Names(), Names()
+    own, first, second = EventRecorder(), EventRecorder(), EventRecorder()
     chain, _ = llm_chain(("fine", "again"), callbacks=[own])
     assert drive(driver, "run", chain, "t", callbacks=[first, second]) == "fine"
-    assert own.events == first.events == second.events
-    assert own.events == [
+    assert names(own) == names(first) == names(second)
+    assert names(own) == [
         ("start", "LLMChain"),
         ("llm start", ""),
         ("llm end", ""),
         ("end", "LLMChain"),
     ]
-    heard = Names()
+    heard = EventRecorder()
     FakeLLM(["x"]).generate([Message.user("q")], callbacks=(heard,))
-    assert heard.events == [("llm start", ""), ("llm end", "")]
+    assert names(heard) == [("llm start", ""), ("llm end", "")]
     assert chain.callbacks == [own]
     assert chain.handler is not None and chain.handler.handlers == [own]
     assert drive(driver, "run", chain, "t", callbacks=[]) == "again"  # an empty list: no one
-    assert len(own.events) == 8
+    assert len(names(own)) == 8
 
 
 # Every check that can be made before work starts is made before it starts.
@@ -266,7 +259,7 @@ def test_batch_takes_any_iterable(driver):
 @pytest.mark.timeout(20)
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_a_handler_failing_at_chain_end_is_not_followed_by_a_chain_error(driver):
-    class Strict(Names):
+    class Strict(EventRecorder):
         raise_error = True
 
         def handle_chain_end(self, chain, outputs):
@@ -276,23 +269,23 @@ def test_a_handler_failing_at_chain_end_is_not_followed_by_a_chain_error(driver)
     strict = Strict()
     with pytest.raises(RuntimeError, match="end handler failed"):
         drive(driver, "call", Work(), {"text": "x"}, callbacks=strict)
-    assert strict.events == [("start", "Work"), ("end", "Work")]
+    assert names(strict) == [("start", "Work"), ("end", "Work")]
 
 
 @pytest.mark.timeout(20)
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_a_handler_failing_at_chain_start_still_hears_the_chain_end_as_an_error(driver):
-    class Strict(Names):
+    class Strict(EventRecorder):
         raise_error = True
 
         def handle_chain_start(self, chain, inputs):
             super().handle_chain_start(chain, inputs)
             raise RuntimeError("start handler failed")
 
-    strict, bystander, chain = Strict(), Names(), Work()
+    strict, bystander, chain = Strict(), EventRecorder(), Work()
     with pytest.raises(RuntimeError, match="start handler failed"):
         drive(driver, "call", chain, {"text": "x"}, callbacks=[strict, bystander])
-    assert strict.events == bystander.events == [("start", "Work"), ("error", "Work")]
+    assert names(strict) == names(bystander) == [("start", "Work"), ("error", "Work")]
     assert chain.done == []
 
 

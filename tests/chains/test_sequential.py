@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from chainkit import chains
-from chainkit.callbacks import Handler
 from chainkit.chains import (
     Chain,
     ChainWiringError,
@@ -22,6 +21,7 @@ from chainkit.chains import (
 from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer, MemoryKeyError
 from chainkit.prompts import PromptTemplate
+from tests.events import EventRecorder
 
 
 def llm_chain(template: str, responses: list[str], **kwargs: Any) -> tuple[LLMChain, FakeLLM]:
@@ -51,18 +51,15 @@ class Recorder(Chain):
         return dict(self.outputs)
 
 
-class Events(Handler):
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str]] = []
-
-    def handle_chain_start(self, chain: str, inputs: Any) -> None:
-        self.events.append(("start", chain))
-
-    def handle_chain_end(self, chain: str, outputs: Any) -> None:
-        self.events.append(("end", chain))
-
-    def handle_chain_error(self, chain: str, error: BaseException) -> None:
-        self.events.append(("error", type(error).__name__))
+def seen(events: EventRecorder) -> list[tuple[str, str]]:
+    """The chain events as these tests read them."""
+    return events.described(
+        {
+            "chain_start": lambda chain, inputs: ("start", chain),
+            "chain_end": lambda chain, outputs: ("end", chain),
+            "chain_error": lambda chain, error: ("error", type(error).__name__),
+        }
+    )
 
 
 def run_both(chain: Chain, value: Any) -> list[str]:
@@ -185,9 +182,8 @@ class Words:
 
 
 @pytest.mark.parametrize("function", ["run", "arun", "predict", "apredict"])
-def test_a_non_string_output_is_refused_before_memory_saves_it(function):
+def test_a_non_string_output_is_refused_before_memory_saves_it(function, events):
     memory = ConversationBuffer()
-    events = Events()
     chain, _ = llm_chain(
         "{history}{input}", ["a b"], output_parser=Words(), memory=memory, callbacks=events
     )
@@ -198,7 +194,7 @@ def test_a_non_string_output_is_refused_before_memory_saves_it(function):
         if asyncio.iscoroutine(result):
             asyncio.run(result)
     assert memory.messages == []
-    assert events.events == [("start", "LLMChain"), ("error", "OutputNotStringError")]
+    assert seen(events) == [("start", "LLMChain"), ("error", "OutputNotStringError")]
     # chains.call has no such rule: the list is the output, and it is remembered.
     memory_call = ConversationBuffer()
     listing, _ = llm_chain("{history}{input}", ["a b"], output_parser=Words(), memory=memory_call)
@@ -281,3 +277,24 @@ def test_llm_chain_refuses_wrong_parts_when_built(kwargs, message):
     }
     with pytest.raises(TypeError, match=message):
         LLMChain(**parts)
+
+
+def test_sequence_memory_is_known_to_its_chains_and_may_not_shadow_inputs():
+    memory = ConversationBuffer(input_key="x", output_key="t")
+    reads_history = LLMChain(
+        PromptTemplate.from_template("{history}/{x}"), FakeLLM(["one", "two"]), output_key="t"
+    )
+    seq = SequentialChain([reads_history], input_variables=["x"], memory=memory)
+    chains.call(seq, {"x": "a"})
+    chains.call(seq, {"x": "b"})
+    assert reads_history.llm.calls[1].messages[0].content == "Human: a\nAI: one/b"  # type: ignore[attr-defined]
+    with pytest.raises(ChainWiringError, match=r"\['history'\] are also memory variables"):
+        SequentialChain([reads_history], input_variables=["x", "history"], memory=memory)
+
+
+def test_async_sequence_forwards_options():
+    first = LLMChain(PromptTemplate.from_template("{x}"), FakeLLM(["s"]), output_key="s")
+    seq = SequentialChain([first], input_variables=["x"])
+    asyncio.run(chains.acall(seq, {"x": "1"}, stop=["STOP"], seed=9))
+    assert first.llm.calls[0].options["stop"] == ["STOP"]  # type: ignore[attr-defined]
+    assert first.llm.calls[0].options["seed"] == 9  # type: ignore[attr-defined]

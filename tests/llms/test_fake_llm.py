@@ -1,4 +1,6 @@
 import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pytest
 
@@ -6,23 +8,23 @@ from chainkit import llms
 from chainkit.callbacks import Handler
 from chainkit.llms import FakeLLM, FakeLLMExhaustedError
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
+from tests.events import EventRecorder
 
 
-class Events(Handler):
-    def __init__(self):
-        self.events = []
-
-    def handle_llm_start(self, messages, options):
-        self.events.append(("start", [m.content for m in messages], dict(options)))
-
-    def handle_llm_end(self, message):
-        self.events.append(("end", message.content))
-
-    def handle_llm_error(self, error):
-        self.events.append(("error", type(error).__name__))
-
-    def handle_streaming_func(self, chunk):
-        self.events.append(("chunk", chunk))
+def seen(events: EventRecorder) -> list[tuple[Any, ...]]:
+    """The model's events as these tests read them."""
+    return events.described(
+        {
+            "llm_start": lambda messages, options: (
+                "start",
+                [m.content for m in messages],
+                options,
+            ),
+            "llm_end": lambda message: ("end", message.content),
+            "llm_error": lambda error: ("error", type(error).__name__),
+            "streaming_func": lambda chunk: ("chunk", chunk),
+        }
+    )
 
 
 def test_returns_responses_in_order_and_records_calls():
@@ -68,29 +70,26 @@ def test_llms_call_sends_one_user_message():
     assert asyncio.run(llms.acall(FakeLLM(["async hi"]), "hello")) == "async hi"
 
 
-def test_base_model_fires_llm_callbacks_and_streams_to_handler():
-    events = Events()
+def test_base_model_fires_llm_callbacks_and_streams_to_handler(events):
     user_chunks: list[str] = []
     FakeLLM(["abcdef"], chunk_size=3).generate(
         [Message.user("q")], stop=["X"], callbacks=events, streaming_func=user_chunks.append, seed=1
     )
-    assert events.events[0] == ("start", ["q"], {"stop": ["X"], "seed": 1})
-    assert events.events[1:] == [("chunk", "abc"), ("chunk", "def"), ("end", "abcdef")]
+    assert seen(events)[0] == ("start", ["q"], {"stop": ["X"], "seed": 1})
+    assert seen(events)[1:] == [("chunk", "abc"), ("chunk", "def"), ("end", "abcdef")]
     assert user_chunks == ["abc", "def"]
 
 
-def test_base_model_fires_error_and_reraises():
-    events = Events()
+def test_base_model_fires_error_and_reraises(events):
     with pytest.raises(FakeLLMExhaustedError):
         FakeLLM([]).generate([Message.user("q")], callbacks=events)
-    assert events.events[-1] == ("error", "FakeLLMExhaustedError")
+    assert seen(events)[-1] == ("error", "FakeLLMExhaustedError")
 
 
-def test_async_generate_fires_callbacks():
-    events = Events()
+def test_async_generate_fires_callbacks(events):
     reply = asyncio.run(FakeLLM(["x"]).agenerate([Message.user("q")], callbacks=events))
     assert reply.content == "x"
-    assert [e[0] for e in events.events] == ["start", "end"]
+    assert [e[0] for e in seen(events)] == ["start", "end"]
 
 
 def test_fake_llm_satisfies_model_protocol():
@@ -121,3 +120,39 @@ def test_async_streaming_func_is_refused():
 
     with pytest.raises(TypeError, match="streaming_func must be a plain function"):
         FakeLLM(["x"]).generate([Message.user("q")], streaming_func=on_chunk)  # type: ignore[arg-type]
+
+
+class BrokenStart(Handler):
+    def handle_llm_start(self, messages: Sequence[Message], options: Mapping[str, Any]) -> None:
+        raise RuntimeError("handler bug")
+
+
+def test_failed_sync_call_fires_llm_error(events):
+    with pytest.raises(FakeLLMExhaustedError) as raised:
+        FakeLLM([]).generate([Message.user("hi")], callbacks=events)
+    assert events.heard("llm_error") == [("llm_error", raised.value)]
+
+
+def test_raw_handler_raising_in_llm_start_does_not_break_the_call():
+    reply = FakeLLM(["ok"]).generate([Message.user("hi")], callbacks=BrokenStart())
+    assert reply.content == "ok"
+
+
+def test_llm_start_options_show_stop_as_list_and_tools_by_name(events):
+    infos = [ToolInfo("alpha", "first"), ToolInfo("beta", "second")]
+    FakeLLM(["ok"]).generate(
+        [Message.user("hi")], stop=("\nObservation:", "END"), tools=infos, callbacks=events
+    )
+    [(_, _, options)] = events.heard("llm_start")
+    assert options["stop"] == ["\nObservation:", "END"]
+    assert type(options["stop"]) is list
+    assert options["tools"] == ["alpha", "beta"]
+
+
+def test_fake_llm_records_a_copy_of_the_messages():
+    fake = FakeLLM(["ok"])
+    messages = [Message.user("first")]
+    fake.generate(messages)
+    messages.append(Message.user("added later"))
+    messages[0] = Message.user("replaced")
+    assert fake.calls[0].messages == [Message.user("first")]

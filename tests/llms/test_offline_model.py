@@ -164,3 +164,88 @@ def test_a_tool_named_for_math_gets_the_bare_expression():
 
     executor = agents.Executor(agents.OneShotAgent(OfflineModel(), [Evaluator()]))
     assert chains.run(executor, "compute 2+3 quickly") == "<2+3>"
+
+
+def offline_executor(tool_list: list[tools.Tool]) -> agents.Executor:
+    model = OfflineModel()
+    return agents.Executor(agents.OneShotAgent(model, tool_list), return_intermediate_steps=True)
+
+
+def test_offline_streaming_chunks_join_to_the_reply():
+    chunks: list[str] = []
+    infos = [ToolInfo("weather", "weather forecast for a city")]
+    messages = [Message.user("q"), Message.tool("sunny and warm all week long", "call_1")]
+    reply = OfflineModel().generate(messages, tools=infos, streaming_func=chunks.append)
+    assert reply.content == "sunny and warm all week long"
+    assert len(chunks) > 1
+    assert "".join(chunks) == reply.content
+
+
+def test_offline_native_tool_puts_numbers_in_number_parameters_and_the_rest_in_text():
+    parameters = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}, "q": {"type": "string"}},
+        "required": ["n", "q"],
+    }
+    question = "weather forecast for Paris, 3 days ahead"
+    infos = [ToolInfo("weather", "weather forecast", parameters)]
+    reply = OfflineModel().generate([Message.user(question)], tools=infos)
+    [call] = reply.tool_calls
+    assert call.function.name == "weather"
+    assert json.loads(call.function.arguments) == {"n": 3, "q": "Paris days ahead"}
+
+
+def test_offline_gives_calculator_the_bare_expression_when_it_is_chosen():
+    question = "what is 1-10+2"
+    executor = offline_executor(
+        [tools.Calculator(), tools.RandomNumber(seed=1), tools.CurrentTime()]
+    )
+    outputs = chains.call(executor, {"input": question})
+    [step] = outputs["intermediate_steps"]
+    # The expression counts as asking for math, which the calculator's description covers.
+    assert step.action.tool == "calculator"
+    assert step.action.tool_input == "1-10+2"
+
+
+def test_offline_an_expression_does_not_outweigh_the_words_of_another_tool():
+    question = "give me a random number between 1-10+2"
+    executor = offline_executor(
+        [tools.Calculator(), tools.RandomNumber(seed=1), tools.CurrentTime()]
+    )
+    outputs = chains.call(executor, {"input": question})
+    [step] = outputs["intermediate_steps"]
+    assert step.action.tool == "random_number"
+    assert step.action.tool_input == "1-10+2"  # what the question says besides asking
+
+
+def test_find_expression_prefers_the_longest_candidate():
+    assert find_expression("1+2 and then 10*20+3") == "10*20+3"
+    assert find_expression("10*20+3 and then 1+2") == "10*20+3"
+
+
+def test_find_expression_needs_an_operator_after_the_sign():
+    assert find_expression("-5") is None
+    assert find_expression("-5+1") == "-5+1"
+
+
+def test_find_expression_dates_need_a_four_digit_year():
+    assert find_expression("2024-1-1") is None
+    assert find_expression("24-1-1") == "24-1-1"
+
+
+def test_choice_tie_goes_to_first_candidate():
+    candidates = [("first", "weather report"), ("second", "weather report")]
+    choice = _choose("weather", candidates)
+    assert choice is not None and choice.name == "first"
+
+
+def test_arithmetic_question_matches_math_description():
+    candidates = [("alpha", "unrelated words"), ("beta", "does math")]
+    choice = _choose("7*6", candidates)
+    assert choice is not None and (choice.name, choice.expression) == ("beta", "7*6")
+
+
+def test_choice_splits_tool_names_on_underscore_and_hyphen():
+    for name in ("random_number", "random-number", "randomNumber"):
+        choice = _choose("random", [("other", "nothing shared"), (name, "x")])
+        assert choice is not None and choice.name == name

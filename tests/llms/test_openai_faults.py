@@ -21,19 +21,15 @@ from chainkit.llms.errors import (
 )
 from chainkit.llms.openai import OpenAI
 from chainkit.schema import Message
+from tests.events import EventRecorder
 from tests.openai_server import EMBEDDING_DIMENSIONS, TEST_API_KEY, Fault, OpenAIServer, Reply
 
 ANSWER = "The answer, at last."
 
 
-class Retries(Handler):
-    """Records each handle_retry as (attempt, error, wait)."""
-
-    def __init__(self) -> None:
-        self.retries: list[tuple[int, BaseException, float]] = []
-
-    def handle_retry(self, attempt: int, error: BaseException, wait_seconds: float) -> None:
-        self.retries.append((attempt, error, wait_seconds))
+def retried(events: EventRecorder) -> list[tuple[int, BaseException, float]]:
+    """Each retry heard, as (attempt, error, wait)."""
+    return events.described({"retry": lambda attempt, error, wait: (attempt, error, wait)})
 
 
 def ask() -> list[Message]:
@@ -67,14 +63,14 @@ def test_retried_fault_ends_in_the_answer(
     llm = make_openai(timeout=0.3)  # the slow reply takes 2 s: far past it
     openai_server.fail(fault)
     openai_server.push(ANSWER)
-    retries = Retries()
+    retries = EventRecorder()
 
     reply = llm.generate(ask(), callbacks=retries)
 
     assert reply.content == ANSWER
     assert len(openai_server.requests) == 2
     assert openai_server.pending == (0, 0)
-    [(attempt, error, _)] = retries.retries
+    [(attempt, error, _)] = retried(retries)
     assert attempt == 1
     assert type(error) is error_type
 
@@ -97,14 +93,14 @@ def test_retried_fault_in_a_stream_hands_over_each_piece_once(
     openai_server.fail(fault)
     openai_server.push(Reply("abcdefghijklmnop", chunk_size=4))
     pieces: list[str] = []
-    retries = Retries()
+    retries = EventRecorder()
 
     reply = openai_llm.generate(ask(), streaming_func=pieces.append, callbacks=retries)
 
     assert reply.content == "abcdefghijklmnop"
     assert pieces == ["abcd", "efgh", "ijkl", "mnop"]
     assert len(openai_server.requests) == 2
-    assert [type(e) for _, e, _ in retries.retries] == [error_type]
+    assert [type(e) for _, e, _ in retried(retries)] == [error_type]
 
 
 def test_retried_stream_that_repeats_in_other_pieces_is_not_handed_over_twice(
@@ -145,7 +141,7 @@ def test_stream_that_stalls_partway_is_retried_without_repeating_text(
     openai_server.fail(Fault.stall(after_chunks=3))
     openai_server.push(Reply("abcdefghijklmnop", chunk_size=4))
     pieces: list[str] = []
-    retries = Retries()
+    retries = EventRecorder()
 
     generate = llm.agenerate if run_async else llm.generate
     reply = generate(ask(), streaming_func=pieces.append, callbacks=retries)
@@ -154,7 +150,7 @@ def test_stream_that_stalls_partway_is_retried_without_repeating_text(
 
     assert reply.content == "abcdefghijklmnop"
     assert pieces == ["abcd", "efgh", "ijkl", "mnop"]
-    [(_, error, _)] = retries.retries
+    [(_, error, _)] = retried(retries)
     assert type(error) is ModelTimeoutError
     assert "stream stalled for more than 0.3 s" in str(error)
 
@@ -186,7 +182,7 @@ def test_client_errors_fail_fast_with_what_the_server_said(
 ) -> None:
     openai_server.fail(Fault.http(status, message=f"the server refuses ({status})"))
     openai_server.push("never sent")
-    retries = Retries()
+    retries = EventRecorder()
 
     with pytest.raises(ModelStatusError) as caught:
         openai_llm.generate(ask(), callbacks=retries)
@@ -197,20 +193,20 @@ def test_client_errors_fail_fast_with_what_the_server_said(
     assert f"answered {status} " in str(error)
     assert f"the server refuses ({status})" in str(error)
     assert len(openai_server.requests) == 1
-    assert retries.retries == []
+    assert retried(retries) == []
 
 
 def test_max_attempts_is_respected(openai_server: OpenAIServer, make_openai) -> None:
     llm = make_openai(max_attempts=3)
     openai_server.fail(*[Fault.http(503)] * 5)
-    retries = Retries()
+    retries = EventRecorder()
 
     with pytest.raises(ModelStatusError) as caught:
         llm.generate(ask(), callbacks=retries)
 
     assert caught.value.status_code == 503
     assert len(openai_server.requests) == 3
-    assert [attempt for attempt, _, _ in retries.retries] == [1, 2]
+    assert [attempt for attempt, _, _ in retried(retries)] == [1, 2]
 
 
 def test_one_attempt_means_no_retry(openai_server: OpenAIServer, make_openai) -> None:
@@ -248,10 +244,10 @@ def test_unreachable_server_is_a_connection_error() -> None:
         max_attempts=2,
         backoff=Backoff(0.001, 0.001),
     )
-    retries = Retries()
+    retries = EventRecorder()
     with pytest.raises(ModelConnectionError, match=f"127.0.0.1:{port}"):
         llm.generate(ask(), callbacks=retries)
-    assert [attempt for attempt, _, _ in retries.retries] == [1]
+    assert [attempt for attempt, _, _ in retried(retries)] == [1]
 
 
 @pytest.mark.parametrize(
@@ -268,17 +264,17 @@ def test_retry_after_sets_the_wait(
 ) -> None:
     openai_server.fail(Fault.http(429, headers=headers))
     openai_server.push(ANSWER)
-    retries = Retries()
+    retries = EventRecorder()
     openai_llm.generate(ask(), callbacks=retries)
-    assert [w for _, _, w in retries.retries] == [pytest.approx(wait)]
+    assert [w for _, _, w in retried(retries)] == [pytest.approx(wait)]
 
 
 def test_retry_after_as_http_date(openai_server: OpenAIServer, openai_llm: OpenAI) -> None:
     openai_server.fail(Fault.http(503, headers={"Retry-After": http_date_in(60)}))
     openai_server.push(ANSWER)
-    retries = Retries()
+    retries = EventRecorder()
     openai_llm.generate(ask(), callbacks=retries)
-    assert [w for _, _, w in retries.retries] == [0.01]  # 60 s asked, capped
+    assert [w for _, _, w in retried(retries)] == [0.01]  # 60 s asked, capped
 
 
 def test_without_retry_after_the_wait_is_exponential_backoff(
@@ -286,9 +282,9 @@ def test_without_retry_after_the_wait_is_exponential_backoff(
 ) -> None:
     openai_server.fail(Fault.http(500), Fault.http(500), Fault.http(500))
     openai_server.push(ANSWER)
-    retries = Retries()
+    retries = EventRecorder()
     openai_llm.generate(ask(), callbacks=retries)
-    waits = [w for _, _, w in retries.retries]
+    waits = [w for _, _, w in retried(retries)]
     # initial 1 ms doubling, plus up to 1 ms of jitter, at most 5 ms
     assert 0.001 <= waits[0] <= 0.002
     assert 0.002 <= waits[1] <= 0.003
@@ -406,13 +402,13 @@ def test_async_retried_faults(openai_server: OpenAIServer, make_openai, arun) ->
         Fault.http(429, headers={"retry-after-ms": "1"}), Fault.drop(), Fault.slow(2)
     )
     openai_server.push(ANSWER)
-    retries = Retries()
+    retries = EventRecorder()
 
     reply = arun(llm, llm.agenerate(ask(), callbacks=retries))
 
     assert reply.content == ANSWER
     assert len(openai_server.requests) == 4
-    assert [(a, type(e)) for a, e, _ in retries.retries] == [
+    assert [(a, type(e)) for a, e, _ in retried(retries)] == [
         (1, ModelStatusError),
         (2, ModelConnectionError),
         (3, ModelTimeoutError),
@@ -446,11 +442,11 @@ def test_async_client_errors_fail_fast(
 def test_async_max_attempts_is_respected(openai_server: OpenAIServer, make_openai, arun) -> None:
     llm = make_openai(max_attempts=2)
     openai_server.fail(*[Fault.http(500)] * 3)
-    retries = Retries()
+    retries = EventRecorder()
     with pytest.raises(ModelStatusError):
         arun(llm, llm.agenerate(ask(), callbacks=retries))
     assert len(openai_server.requests) == 2
-    assert [a for a, _, _ in retries.retries] == [1]
+    assert [a for a, _, _ in retried(retries)] == [1]
 
 
 # Embeddings use the same policy.
@@ -485,7 +481,7 @@ def test_embedding_retries_reach_the_callbacks(openai_server: OpenAIServer, arun
     embeddings = OpenAIEmbeddings(
         base_url=openai_server.base_url, api_key=TEST_API_KEY, backoff=Backoff(0.001, 0.001)
     )
-    retries = Retries()
+    retries = EventRecorder()
     openai_server.fail(Fault.http(503), Fault.drop())
     assert len(embeddings.embed_documents(["a", "b"], callbacks=retries)) == 2
     openai_server.fail(Fault.http(429))
@@ -496,7 +492,7 @@ def test_embedding_retries_reach_the_callbacks(openai_server: OpenAIServer, arun
         == EMBEDDING_DIMENSIONS
     )
 
-    assert [(a, type(e)) for a, e, _ in retries.retries] == [
+    assert [(a, type(e)) for a, e, _ in retried(retries)] == [
         (1, ModelStatusError),
         (2, ModelConnectionError),
         (1, ModelStatusError),

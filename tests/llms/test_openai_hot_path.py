@@ -13,7 +13,8 @@ from typing import Any
 import openai
 import pytest
 
-from chainkit.llms._openai_wire import Connection, build_request
+from chainkit.llms._openai_connection import Connection
+from chainkit.llms._openai_request import build_request
 from chainkit.llms.openai import OpenAI
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
 from tests.openai_server import TEST_API_KEY, OpenAIServer, Recorded

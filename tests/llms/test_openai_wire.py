@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from chainkit import agents, chains, tools
-from chainkit.callbacks import Handler
 from chainkit.llms import CallOptions
 from chainkit.llms.errors import (
     ModelConfigError,
@@ -23,6 +22,7 @@ from chainkit.llms.errors import (
 )
 from chainkit.llms.openai import OpenAI
 from chainkit.schema import FunctionCall, Message, ToolCall
+from tests.events import EventRecorder
 from tests.openai_server import Fault, OpenAIServer, Raw, Reply, raw_reply
 
 MODES = ["sync", "async"]
@@ -142,20 +142,6 @@ def test_arguments_sent_as_an_object_are_encoded_as_json_text(
     assert len(openai_server.requests) == 1
 
 
-class ToolEvents(Handler):
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str]] = []
-
-    def handle_tool_start(self, tool: str, input: str) -> None:
-        self.events.append(("start", tool))
-
-    def handle_tool_end(self, tool: str, output: str) -> None:
-        self.events.append(("end", tool))
-
-    def handle_tool_error(self, tool: str, error: BaseException) -> None:
-        self.events.append(("error", tool))
-
-
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 def test_an_agent_runs_a_tool_whose_arguments_came_as_an_object(
     openai_server: OpenAIServer, llm: OpenAI, streamed: bool
@@ -179,7 +165,7 @@ def test_an_agent_runs_a_tool_whose_arguments_came_as_an_object(
             plain(completion({"content": None, "tool_calls": [call]}, "tool_calls")),
             plain(completion({"content": "Sunny in Zürich."})),
         )
-    events = ToolEvents()
+    events = EventRecorder()
     executor = agents.Executor(agents.ToolCallingAgent(llm, [weather]))
     options = CallOptions(callbacks=events)
     if streamed:
@@ -189,7 +175,14 @@ def test_an_agent_runs_a_tool_whose_arguments_came_as_an_object(
 
     assert answer == "Sunny in Zürich."
     assert seen == [("Zürich", 3)]
-    assert events.events == [("start", "weather"), ("end", "weather")]
+    tool_events = events.described(
+        {
+            "tool_start": lambda tool, input: ("start", tool),
+            "tool_end": lambda tool, output: ("end", tool),
+            "tool_error": lambda tool, error: ("error", tool),
+        }
+    )
+    assert tool_events == [("start", "weather"), ("end", "weather")]
 
 
 # 2. Tool-call deltas numbered only in their first chunk.

@@ -77,3 +77,11 @@ def test_check_keys_finds_before_a_run_what_save_context_would_refuse():
 def test_wrong_arguments_are_refused_when_built(kwargs, message):
     with pytest.raises(TypeError, match=message):
         ConversationBuffer(**kwargs)
+
+
+def test_loaded_history_is_a_copy():
+    memory = ConversationBuffer(return_messages=True)
+    memory.save_context({"input": "q"}, {"output": "a"})
+    loaded = memory.load_memory_variables({})["history"]
+    loaded.clear()
+    assert len(memory.messages) == 2

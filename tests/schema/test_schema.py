@@ -14,6 +14,7 @@ from chainkit.schema import (
     AgentAction,
     AgentFinish,
     AgentStep,
+    ContentPart,
     ConversionError,
     FilePart,
     FunctionCall,
@@ -563,3 +564,21 @@ def test_every_message_an_agentic_message_can_hold_survives_the_conversion(messa
         expected = dataclasses.replace(message, content=message.parts[0].text, parts=[])
     assert from_agentic(agentic) == [expected]
     assert to_agentic(from_agentic(agentic)) == agentic
+
+
+def test_from_dict_keeps_data_url_without_base64_as_url():
+    message = Message.from_dict(
+        {
+            "role": "user",
+            "content": [{"type": "image_url", "image_url": {"url": "data:text/plain,hi"}}],
+        }
+    )
+    assert message.parts == [ImagePart(url="data:text/plain,hi")]
+
+
+def test_user_copies_the_parts_list():
+    parts: list[ContentPart] = [TextPart("hello")]
+    message = Message.user(parts)
+    parts.append(TextPart("later"))
+    parts[0] = TextPart("replaced")
+    assert message.parts == [TextPart("hello")]

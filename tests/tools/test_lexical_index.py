@@ -155,3 +155,28 @@ def test_updates_while_searching_from_other_threads():
         thread.join()
     assert errors == []
     assert len(index) == 200
+
+
+def test_tokens_stem_plural_s_but_not_double_s():
+    assert tokens("class") == {"class": 1.0}
+    assert tokens("glass") == {"glass": 1.0}
+    assert tokens("numbers") == {"number": 1.0}
+
+
+def test_tokens_drop_stop_words():
+    assert tokens("what the weather") == {"weather": 1.0}
+
+
+def test_tokens_cjk_stop_chars_are_not_single_tokens_but_bigrams_stay():
+    assert tokens("我的猫") == {"我的": 1.0, "的猫": 1.0, "猫": 0.25}
+
+
+def test_tokens_cjk_extension_a_is_cjk():
+    # As CJK it forms a bigram with its neighbour; as a non-CJK char it would be dropped.
+    assert tokens("㐀猫") == {"㐀": 0.25, "猫": 0.25, "㐀猫": 1.0}
+
+
+def test_plurals_in_ss_stem_to_their_singular() -> None:
+    from chainkit._lexical import tokens as words
+
+    assert "class" in words("classes") and "class" in words("class")

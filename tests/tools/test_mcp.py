@@ -19,7 +19,6 @@ import pytest
 pytest.importorskip("mcp")
 
 from chainkit import agents, chains, tools
-from chainkit.callbacks import Handler
 from chainkit.llms import FakeLLM
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests import mcp_chainkit_tools as originals
@@ -217,23 +216,18 @@ def test_the_cards_example_shape_works_with_mcp_tools():
     assert "Observation: 42" in llm.calls[1].messages[-1].content
 
 
-def test_callbacks_see_the_tool_run_and_the_server_of_a_failure(stdio_tools):
-    events = []
-
-    class Recorder(Handler):
-        def handle_tool_start(self, tool, input):
-            events.append(("start", tool, input))
-
-        def handle_tool_end(self, tool, output):
-            events.append(("end", tool, output))
-
-        def handle_tool_error(self, tool, error):
-            events.append(("error", tool, getattr(error, "server", None)))
-
+def test_callbacks_see_the_tool_run_and_the_server_of_a_failure(stdio_tools, events):
     llm = FakeLLM(oneshot_script(""))
     executor = agents.Executor(agents.OneShotAgent(llm, list(stdio_tools)))
-    chains.run(executor, "go", callbacks=Recorder())
-    assert events == [
+    chains.run(executor, "go", callbacks=events)
+    heard = events.described(
+        {
+            "tool_start": lambda tool, input: ("start", tool, input),
+            "tool_end": lambda tool, output: ("end", tool, output),
+            "tool_error": lambda tool, error: ("error", tool, getattr(error, "server", None)),
+        }
+    )
+    assert heard == [
         ("start", "echo", "你好, MCP"),
         ("end", "echo", "你好, MCP"),
         ("start", "fail", "no luck"),

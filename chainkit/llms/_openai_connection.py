@@ -1,9 +1,8 @@
-"""The wire layer of the OpenAI backend, shared by its sync and async paths.
+"""The connection of the OpenAI backend, shared by its sync and async paths.
 
 `Connection` resolves where the server is, owns the SDK clients and runs each attempt,
-turning SDK errors into chainkit's; the functions build requests and read embeddings (chat
-replies are read in `_openai_reply`); `StreamRelay` hands streamed text on across retries.
-The openai package is imported on first use only."""
+turning the SDK's errors into chainkit's with the key masked. The openai package is imported
+on first use only."""
 
 from __future__ import annotations
 
@@ -11,25 +10,21 @@ import os
 import sys
 import threading
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chainkit._redact import mask_key, redact
-from chainkit.llms._openai_reply import Masker, StreamAccumulator, json_object, snippet
 from chainkit.llms._retry import retry_after_seconds
 from chainkit.llms.errors import (
     ModelConfigError,
     ModelConnectionError,
     ModelError,
-    ModelReplyShapeError,
     ModelRequestError,
     ModelResponseError,
     ModelStatusError,
     ModelTimeoutError,
 )
-from chainkit.llms.options import StreamingFunc
-from chainkit.schema import Message, ToolInfo
 
 if TYPE_CHECKING:
     import asyncio
@@ -38,23 +33,6 @@ if TYPE_CHECKING:
 
 KEYLESS = "not-needed"
 """Sent as the key to servers that need none: the SDK refuses to run without one."""
-
-# Options `create` has a parameter of its own for: fields of the request body, and settings of
-# the HTTP request (timeout, headers, query) that must not reach the body, where a server
-# would refuse an unknown key and a header's value, perhaps a credential, does not belong.
-# Any other option goes into extra_body.
-_SDK_PARAMETERS = frozenset(
-    (
-        *("model", "stop", "temperature", "max_tokens", "top_p", "seed"),
-        *("timeout", "extra_headers", "extra_query"),
-    )
-)
-
-_HTTP_OPTIONS = {"timeout": "timeout", "extra_headers": "headers", "extra_query": "params"}
-"""`create` arguments that set the HTTP request, and their names in the SDK's request options."""
-_RAW_RESPONSE = {"X-Stainless-Raw-Response": "true"}
-"""What `with_raw_response` adds to a request: the SDK then returns the reply unparsed."""
-CHAT_PATH = "/chat/completions"
 
 T = TypeVar("T")
 
@@ -282,133 +260,3 @@ def _root_cause(error: BaseException) -> str:
     while error.__cause__ is not None:
         error = error.__cause__
     return f"{type(error).__name__}: {error}"
-
-
-def build_request(
-    model: str,
-    messages: Sequence[Message],
-    stop: Sequence[str] | None,
-    tools: Sequence[ToolInfo] | None,
-    options: Mapping[str, Any],
-    *,
-    stream: bool,
-) -> dict[str, Any]:
-    """Keyword arguments for `chat.completions.create`.
-
-    Options the SDK has a parameter for go there (so `timeout`, `extra_headers` and
-    `extra_query` set the HTTP request); any other goes into `extra_body`, so it reaches the
-    server rather than being dropped. Options set to None are left out.
-    """
-    request: dict[str, Any] = {"model": model}
-    extra: dict[str, Any] = {}
-    for key, value in options.items():
-        if value is None:
-            continue
-        if key in _SDK_PARAMETERS:
-            request[key] = value
-        elif key == "extra_body":
-            extra.update(value)
-        else:
-            extra[key] = value
-    choices = extra.get("n", 1)
-    if choices != 1:
-        raise ModelConfigError(
-            f"n={choices!r}: a model call returns one reply, so n (how many replies the "
-            "server makes) must be 1 or left out"
-        )
-    request["messages"] = [m.to_dict(request=True) for m in messages]
-    stop = stop or request.get("stop")
-    if stop:
-        request["stop"] = [stop] if isinstance(stop, str) else list(stop)
-    if tools:
-        request["tools"] = [t.to_dict() for t in tools]
-    if stream:
-        request["stream"] = True
-        request["stream_options"] = {"include_usage": True}
-    if extra:
-        request["extra_body"] = extra
-    return request
-
-
-def post_arguments(request: Mapping[str, Any]) -> dict[str, Any]:
-    """Keyword arguments for the client's `post(CHAT_PATH, ...)` that send what
-    `chat.completions.with_raw_response.create(**request)` sends, `request` being what
-    `build_request` made. `create` would first walk the whole body to convert it to wire form,
-    which costs more than the rest of the call on the client; the body is in wire form
-    already."""
-    body: dict[str, Any] = {}
-    options: dict[str, Any] = {}
-    for key, value in request.items():
-        option = _HTTP_OPTIONS.get(key)
-        if option is not None:
-            options[option] = value
-        elif key != "extra_body":
-            body[key] = value
-    body.update(request.get("extra_body") or {})
-    options["headers"] = {**options.get("headers", {}), **_RAW_RESPONSE}
-    return {"cast_to": object, "body": body, "options": options}
-
-
-def parse_embeddings(body: bytes, count: int, mask: Masker) -> tuple[list[list[float]], int | None]:
-    """The `count` vectors of an embeddings body, in input order (given by each `index`), and
-    the tokens its usage counts (None when it has none)."""
-    data = json_object(body, "reply", mask)
-    items = data.get("data")
-    vectors: list[list[float] | None] = [None] * count
-    if isinstance(items, list) and len(items) == count:
-        for position, item in enumerate(items):
-            index = item.get("index", position) if isinstance(item, dict) else None
-            if isinstance(index, int) and 0 <= index < count and vectors[index] is None:
-                embedding = item.get("embedding")
-                if isinstance(embedding, list):
-                    vectors[index] = [float(x) for x in embedding]
-    if None in vectors:
-        raise ModelReplyShapeError(
-            f"expected {count} embeddings indexed 0..{count - 1}, got: {mask(snippet(body))!r}"
-        )
-    usage = data.get("usage")
-    tokens = usage.get("total_tokens") if isinstance(usage, dict) else None
-    counted = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
-    return vectors, counted  # type: ignore[return-value]  # no None left, checked above
-
-
-class StreamRelay:
-    """Hands one call's streamed text to `streaming_func` at most once across retries.
-
-    When an attempt fails after text was handed over, the retry's stream usually starts with
-    that same text again: it is held back until the stream gets past it, and only what is new
-    is handed over. If a retried stream differs from what was handed over (sampling is not
-    repeatable), nothing more of it is handed over, since the text shown so far cannot be
-    taken back; the returned Message always holds the whole reply of the attempt that
-    succeeded.
-    """
-
-    def __init__(self, streaming_func: StreamingFunc) -> None:
-        self._func = streaming_func
-        self._sent: list[str] = []
-        self._shown = ""  # what was handed over before the current attempt
-        self._matched = 0  # how much of it the current attempt has repeated
-        self._diverged = False
-
-    def attempt(self, mask: Masker) -> StreamAccumulator:
-        """Starts an attempt; returns the accumulator it feeds its lines to."""
-        self._shown = "".join(self._sent)
-        self._matched = 0
-        self._diverged = False
-        return StreamAccumulator(self._relay, mask)
-
-    def _relay(self, text: str) -> None:
-        if self._diverged:
-            return
-        if self._matched < len(self._shown):
-            repeated = self._shown[self._matched : self._matched + len(text)]
-            if not text.startswith(repeated):
-                self._diverged = True
-                return
-            self._matched += len(repeated)
-            text = text[len(repeated) :]
-            if not text:
-                return
-        self._sent.append(text)
-        self._matched += len(text)
-        self._func(text)
