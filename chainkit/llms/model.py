@@ -83,10 +83,7 @@ class BaseModel:
         with enter("llm", request.options.get("model") or self.name, own) as run:
             if run.handler is not None:
                 _start(run.handler, request, self.provider)
-            try:
-                reply = self._generate(request)
-            except (StopIteration, StopAsyncIteration) as error:
-                raise _escaped(error, self) from error
+            reply = self._sync_reply(request)
             run.end(reply)
             return reply
 
@@ -116,12 +113,8 @@ class BaseModel:
         try:
             return self._generate(request)
         except (StopIteration, StopAsyncIteration) as error:
-            raise _escaped(error, self) from error
-
-
-def _escaped(error: StopIteration | StopAsyncIteration, model: BaseModel) -> Exception:
-    """A scripted model reading its replies with next() must not end the caller's loop."""
-    return stop_escaped(error, f"model {type(model).__name__}")
+            # A scripted model reading its replies with next() must not end the caller's loop.
+            raise stop_escaped(error, f"model {type(self).__name__}") from error
 
 
 def _request(
