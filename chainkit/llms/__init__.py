@@ -1,8 +1,9 @@
 """Models: the `Model` contract, the FakeLLM test double, the offline model, and the
 OpenAI-compatible backend (which imports openai only when it first sends a request)."""
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from chainkit._lazy import lazy_exports
 from chainkit.llms.errors import (
     FakeLLMExhaustedError,
     ModelConfigError,
@@ -39,19 +40,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'chainkit.llms' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports("chainkit.llms", _LAZY, globals())
 
 
 __all__ = [

@@ -4,8 +4,9 @@
 loaded on first use, so importing chainkit.tools imports neither mcp nor asyncio.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from chainkit._lazy import lazy_exports
 from chainkit.tools.base import Tool
 from chainkit.tools.calculator import Calculator
 from chainkit.tools.current_time import CurrentTime
@@ -36,19 +37,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'chainkit.tools' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports("chainkit.tools", _LAZY, globals())
 
 
 def builtin_tools() -> list[Tool]:
