@@ -193,16 +193,20 @@ class OneShotAgent(BaseAgent):
         offered: Sequence[Tool] | None,
         tail: str = "",
     ) -> list[Message]:
-        if "agent_scratchpad" in inputs:
-            raise AgentConfigError(
-                "'agent_scratchpad' is filled in by the agent; it cannot be an input"
-            )
-        if not steps and isinstance(self.prompt, PromptTemplate):  # inputs are fixed for a run
-            _check_no_conversation(inputs)
+        if not steps:  # a run's inputs are fixed: checked at its first plan
+            self._check_inputs(inputs)
         scratchpad = mrkl_scratchpad(steps) + tail if steps or tail else ""
         if offered is not None:  # the tools of this run, with a retriever
             inputs = {**inputs, **_tool_values(offered, self._tool_variables)}
         return self.prompt.format_messages(**inputs, agent_scratchpad=scratchpad)
+
+    def _check_inputs(self, inputs: Mapping[str, Any]) -> None:
+        if "agent_scratchpad" in inputs:
+            raise AgentConfigError(
+                "'agent_scratchpad' is filled in by the agent; it cannot be an input"
+            )
+        if isinstance(self.prompt, PromptTemplate):
+            _check_no_conversation(inputs)
 
     def _options(self, options: dict[str, Any]) -> dict[str, Any]:
         options = self._model_options(options)

@@ -155,7 +155,7 @@ class _Fence:
         )
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # not frozen: made on every parse, and frozen costs a setattr per field
 class _Step:
     """The keyword that decides the reply: where it starts and where the text after it starts."""
 
@@ -226,20 +226,21 @@ def _lowered(text: str) -> str:
 
 def _first_step(text: str, probe: str) -> _Step | None:
     """The first `Action:` or `Final Answer:` keyword of the reply, if any."""
-    first: _Step | None = None
     line = _DECISION_LINE.search(probe)
-    if line is not None:
+    if line is None:
+        is_action, start, end = False, len(text), -1
+    else:
         start = _keyword_start(line) - 1
-        first = _Step(probe.startswith("action", start + 1), start, line.end() - 1)
-    for pattern, is_action in ((_ACTION_INLINE, True), (_FINAL_INLINE, False)):
-        # Keywords never overlap, so one that starts before `first` also ends before it: the
-        # search can stop there.
-        inline = pattern.search(text, 0, len(text) if first is None else first.start)
+        is_action, end = probe.startswith("action", start + 1), line.end() - 1
+    for pattern, inline_is_action in ((_ACTION_INLINE, True), (_FINAL_INLINE, False)):
+        # Keywords never overlap, so one that starts before the first found also ends before
+        # it: the search can stop there.
+        inline = pattern.search(text, 0, start)
         if inline is not None:
-            first = _Step(is_action, inline.start(), inline.end())
-    if first is None:
+            is_action, start, end = inline_is_action, inline.start(), inline.end()
+    if end < 0:
         return None
-    return _Step(first.is_action, first.start, _after_emphasis(text, first.start, first.end))
+    return _Step(is_action, start, _after_emphasis(text, start, end))
 
 
 def _action(text: str, probe: str, action: _Step) -> AgentAction:
@@ -257,9 +258,7 @@ def _action(text: str, probe: str, action: _Step) -> AgentAction:
     end, log_end = _section(text, probe, input_keyword, start)
     # The log goes back to the model in the scratchpad: what follows the input (an
     # Observation, a Final Answer the model made up) must not reach it as if it were real.
-    return AgentAction(
-        tool=tool, tool_input=_clean_input(text[start:end]), log=text[:log_end].rstrip()
-    )
+    return AgentAction(tool, _clean_input(text[start:end]), text[:log_end].rstrip())
 
 
 def _keyword_start(line: re.Match[str]) -> int:
@@ -273,9 +272,11 @@ def _after_emphasis(text: str, keyword_start: int, colon_end: int) -> int:
 
     So `**Final Answer:** 42` answers "42", not "** 42".
     """
+    if not keyword_start or text[keyword_start - 1] not in "*_":
+        return colon_end
     before = text[max(keyword_start - 2, 0) : keyword_start]
     opener = before[len(before.rstrip("*_")) :]
-    if opener and text.startswith(opener, colon_end):
+    if text.startswith(opener, colon_end):
         return colon_end + len(opener)
     return colon_end
 

@@ -12,12 +12,11 @@ def with_partials(partials: Mapping[str, Any], values: dict[str, Any]) -> dict[s
     as today's date), unless `values` overrides it."""
     if not partials:
         return values
-    merged = {
-        name: value() if callable(value) else value
-        for name, value in partials.items()
-        if name not in values
-    }
-    merged.update(values)
+    merged = {**partials, **values}
+    if any(map(callable, partials.values())):  # rare: test in C before looping in Python
+        for name, value in partials.items():
+            if callable(value) and name not in values:
+                merged[name] = value()
     return merged
 
 

@@ -91,15 +91,18 @@ class PromptTemplate:
         Raises PromptError naming a variable with no value, or the field of a template that
         was made invalid after construction.
         """
+        return self._render(values)
+
+    def format_messages(self, /, **values: Any) -> list[Message]:
+        """The formatted text as one user message."""
+        return [Message.user(self._render(values))]
+
+    def _render(self, values: dict[str, Any]) -> str:
         compiled = self._current()
         merged = with_partials(self.partial_variables, values)
         if isinstance(compiled, FStringTemplate):
             return compiled.render(merged)
         return compiled.render(merged, self.limits)
-
-    def format_messages(self, /, **values: Any) -> list[Message]:
-        """The formatted text as one user message."""
-        return [Message.user(self.format(**values))]
 
     def partial(self, /, **values: Any) -> PromptTemplate:
         """A copy with `values` fixed; a callable value is called on every format."""
