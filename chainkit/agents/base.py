@@ -113,8 +113,8 @@ class BaseAgent(Observed, Agent):
         """The options of the agent's model call: the caller's (its plan's own **options, so
         changed in place), with the agent's own `callbacks` added to any the caller gave (the
         model's run hears both)."""
-        if self.handler is not None:
-            options["callbacks"] = guard(options.get("callbacks"), self.handler)
+        if self._handler is not None:  # the field, not the property: read on every step
+            options["callbacks"] = guard(options.get("callbacks"), self._handler)
         return options
 
     def _offered(self, steps: Sequence[AgentStep], inputs: Mapping[str, Any]) -> list[Tool] | None:

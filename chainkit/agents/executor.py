@@ -290,7 +290,9 @@ class Executor(Chain):
         return finish.return_values
 
     def _returns_direct(self, name: str) -> bool:
-        tool = self._lookup(name)
+        tool = self._tools.get(name)  # the model's own casing, almost always
+        if tool is None:
+            tool = self._lookup(name)
         return tool is not None and tool.return_direct
 
     def _lookup(self, name: str) -> Tool | None:
@@ -310,17 +312,18 @@ class Executor(Chain):
         callbacks: CombiningHandler | None,
         deadline: float | None,
     ) -> Any:
+        # Keyword patterns, the common requests first: matched on every step.
         match request:
-            case _PlanFinal():
-                return self.agent.plan_final(steps, inputs, **options)
             case _Plan():
                 if deadline is None:
                     return self.agent.plan(steps, inputs, **options)
                 return self._plan_before(deadline, steps, inputs, options, callbacks)
-            case _Act([action]) if deadline is None:
+            case _Act(actions=[action]) if deadline is None:
                 return [self._run_tool(action)]
-            case _Act(actions):
+            case _Act(actions=actions):
                 return self._act_in_threads(actions, callbacks, deadline)
+            case _PlanFinal():
+                return self.agent.plan_final(steps, inputs, **options)
         raise AssertionError(f"the loop asked for {request!r}")
 
     def _plan_before(
@@ -418,13 +421,13 @@ class Executor(Chain):
         observations: list[str | None] = []
         step: Coroutine[Any, Any, Any]
         match request:
-            case _PlanFinal():
-                return await self.agent.aplan_final(steps, inputs, **options)
             case _Plan():
                 step = self.agent.aplan(steps, inputs, **options)
-            case _Act(actions):
+            case _Act(actions=actions):
                 observations = [None] * len(actions)
                 step = self._aact(actions, observations)
+            case _PlanFinal():
+                return await self.agent.aplan_final(steps, inputs, **options)
             case _:
                 raise AssertionError(f"the loop asked for {request!r}")
         if deadline is None:

@@ -13,7 +13,7 @@ from contextvars import copy_context
 from typing import Any, Unpack
 
 from chainkit._progress import Progress
-from chainkit._stop import call_guarded
+from chainkit._stop import stop_escaped
 from chainkit.callbacks import CombiningHandler, guard, join
 from chainkit.callbacks.run import enter
 from chainkit.chains.chain import Chain
@@ -32,7 +32,7 @@ from chainkit.llms.options import CallOptions, check_options
 def _prepare(chain: Chain, inputs: Mapping[str, Any]) -> dict[str, Any]:
     """The inputs with the memory's variables added; raises, before any work, for inputs the
     chain cannot take or a memory that could not save the exchange."""
-    if not isinstance(inputs, Mapping):
+    if type(inputs) is not dict and not isinstance(inputs, Mapping):  # the ABC check is slow
         raise InputsTypeError(
             f"{chain.name} needs its inputs as a dict of key to value, got "
             f"{type(inputs).__name__}; use chains.run for a single input"
@@ -55,9 +55,12 @@ def _start(
     """The chain run's own handler (the chain's, joined with a `callbacks` option), the options
     passed on to the chain, and the full inputs: every check made before any work."""
     rest: dict[str, Any] = options  # type: ignore[assignment]  # the call's own **options
-    check_options(rest)
-    given = rest.pop("callbacks", None)
-    own = chain.handler if given is None else join(chain.handler, guard(given))
+    own = chain.handler
+    if rest:  # most calls give no options: nothing to check
+        check_options(rest)
+        given = rest.pop("callbacks", None)
+        if given is not None:
+            own = join(own, guard(given))
     return own, rest, _prepare(chain, inputs)
 
 
@@ -104,7 +107,10 @@ def _call(
     with enter("chain", chain.name, own) as run:
         if run.handler is not None:
             run.handler.handle_chain_start(chain.name, full)
-        outputs = call_guarded(f"chain {chain.name}", chain._call, full, **rest)
+        try:
+            outputs = chain._call(full, **rest)
+        except (StopIteration, StopAsyncIteration) as error:
+            raise stop_escaped(error, f"chain {chain.name}") from error
         outputs = _finish(chain, full, outputs, string_for)
         run.end(outputs)
         return outputs
@@ -123,8 +129,10 @@ async def _acall(
 
 
 def _single_input(chain: Chain, value: Any) -> dict[str, Any]:
-    memory_keys = set(chain.memory.memory_variables) if chain.memory is not None else set()
-    keys = [key for key in chain.input_keys if key not in memory_keys]
+    keys = chain.input_keys
+    if chain.memory is not None:
+        memory_keys = set(chain.memory.memory_variables)
+        keys = [key for key in keys if key not in memory_keys]
     if len(keys) != 1:
         raise SingleKeyError("run", chain.name, "input", keys)
     return {keys[0]: value}
