@@ -181,7 +181,20 @@ class Executor(Chain):
         request = next(loop)
         while not isinstance(request, _Done):
             try:
-                result = self._perform(request, steps, inputs, options, callbacks, deadline)
+                # Keyword patterns, the common requests first: matched on every step.
+                match request:
+                    case _Plan() if deadline is None:
+                        result: Any = self.agent.plan(steps, inputs, **options)
+                    case _Plan():
+                        result = self._plan_before(deadline, steps, inputs, options, callbacks)
+                    case _Act(actions=[action]) if deadline is None:
+                        result = [self._run_tool(action)]
+                    case _Act(actions=actions):
+                        result = self._act_in_threads(actions, callbacks, deadline)
+                    case _PlanFinal():
+                        result = self.agent.plan_final(steps, inputs, **options)
+                    case _:
+                        raise AssertionError(f"the loop asked for {request!r}")
             except (OutputParserError, _Interrupted) as error:
                 request = loop.throw(error)
             else:
@@ -301,30 +314,7 @@ class Executor(Chain):
             tool = self._tools_folded.get(name.casefold())
         return tool
 
-    # The sync shell.
-
-    def _perform(
-        self,
-        request: _Request,
-        steps: list[AgentStep],
-        inputs: dict[str, Any],
-        options: dict[str, Any],
-        callbacks: CombiningHandler | None,
-        deadline: float | None,
-    ) -> Any:
-        # Keyword patterns, the common requests first: matched on every step.
-        match request:
-            case _Plan():
-                if deadline is None:
-                    return self.agent.plan(steps, inputs, **options)
-                return self._plan_before(deadline, steps, inputs, options, callbacks)
-            case _Act(actions=[action]) if deadline is None:
-                return [self._run_tool(action)]
-            case _Act(actions=actions):
-                return self._act_in_threads(actions, callbacks, deadline)
-            case _PlanFinal():
-                return self.agent.plan_final(steps, inputs, **options)
-        raise AssertionError(f"the loop asked for {request!r}")
+    # The sync shell: what `_call` does besides calling the agent and one tool.
 
     def _plan_before(
         self,

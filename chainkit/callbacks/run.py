@@ -85,18 +85,15 @@ class Run(RunInfo):
 
     __slots__ = ("_token", "ended", "handler")
 
-    def __init__(
-        self,
-        number: int,
-        parent: RunInfo | None,
-        kind: RunKind,
-        name: str,
-        handler: CombiningHandler | None,
-    ) -> None:
+    def __init__(self, kind: RunKind, name: str, own: CombiningHandler | None = None) -> None:
+        parent = _current.get()
+        handler = None if parent is None else parent.handler
+        if own is not None:
+            handler = join(handler, own)
         # RunInfo's fields set here, not through its __init__: a run is made for every model
         # and tool call, and the extra call is a measurable part of its cost.
         self._prefix = _ids.prefix
-        self._number = number
+        self._number = next(_ids.counter)
         self._id = None
         self.parent = parent
         self.kind = kind
@@ -194,14 +191,11 @@ class _Ids:
 _ids = _Ids()
 
 
-def enter(kind: RunKind, name: str, own: CombiningHandler | None = None) -> Run:
-    """A run of `kind` named `name` inside the current one, to enter with `with`. Its handler
-    is the one active here joined with `own` (a component's handler, or a call's
-    `callbacks=`), and stays active for the runs inside it."""
-    parent = _current.get()
-    outer = None if parent is None else parent.handler
-    handler = outer if own is None else join(outer, own)
-    return Run(next(_ids.counter), parent, kind, name, handler)
+enter = Run
+"""`enter(kind, name, own=None)`: a run of `kind` named `name` inside the current one, to
+enter with `with`. Its handler is the one active here joined with `own` (a component's
+handler, or a call's `callbacks=`), and stays active for the runs inside it. The class itself,
+so that beginning a run, which every model and tool call does, costs one call."""
 
 
 @contextmanager
