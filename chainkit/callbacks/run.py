@@ -84,6 +84,8 @@ class Run(RunInfo):
     """
 
     __slots__ = ("_token", "ended", "handler")
+    handler: CombiningHandler | None
+    ended: bool
 
     def __init__(self, kind: RunKind, name: str, own: CombiningHandler | None = None) -> None:
         parent = _current.get()
