@@ -105,7 +105,8 @@ _FINAL = r"final[ \t]*+answer(?:[ \t]++is)?+[ \t]*+"
 _COLON = r"[*_]*+:"
 
 # An `Action:` or `Final Answer:` line: the keywords that decide the reply.
-_DECISION_LINE = re.compile(rf"{_LINE_START}(?:{_ACTION}|{_FINAL}|the[ \t]++{_FINAL}){_COLON}")
+# Group 1 is the keyword, past indentation and markdown.
+_DECISION_LINE = re.compile(rf"{_LINE_START}({_ACTION}|{_FINAL}|the[ \t]++{_FINAL}){_COLON}")
 # Any keyword line: where a section ends.
 _KEYWORD_LINE = re.compile(
     rf"{_LINE_START}(?:{_ACTION}(?:{_INPUT})?+|{_OBSERVATION}|{_FINAL}|the[ \t]++{_FINAL}){_COLON}"
@@ -207,7 +208,7 @@ def _next_line_step(text: str, probe: str, position: int) -> _Step | None:
     line = _DECISION_LINE.search(probe, position + 1)
     if line is None:
         return None
-    start = _keyword_start(line) - 1
+    start = line.start(1) - 1
     is_action = probe.startswith("action", start + 1)
     return _Step(is_action, start, _after_emphasis(text, start, line.end() - 1))
 
@@ -230,14 +231,16 @@ def _first_step(text: str, probe: str) -> _Step | None:
     if line is None:
         is_action, start, end = False, len(text), -1
     else:
-        start = _keyword_start(line) - 1
+        start = line.start(1) - 1
         is_action, end = probe.startswith("action", start + 1), line.end() - 1
-    for pattern, inline_is_action in ((_ACTION_INLINE, True), (_FINAL_INLINE, False)):
-        # Keywords never overlap, so one that starts before the first found also ends before
-        # it: the search can stop there.
-        inline = pattern.search(text, 0, start)
-        if inline is not None:
-            is_action, start, end = inline_is_action, inline.start(), inline.end()
+    # Keywords never overlap, so one that starts before the first found also ends before it:
+    # each search can stop there.
+    inline = _ACTION_INLINE.search(text, 0, start)
+    if inline is not None:
+        is_action, start, end = True, inline.start(), inline.end()
+    inline = _FINAL_INLINE.search(text, 0, start)
+    if inline is not None:
+        is_action, start, end = False, inline.start(), inline.end()
     if end < 0:
         return None
     return _Step(is_action, start, _after_emphasis(text, start, end))
@@ -259,12 +262,6 @@ def _action(text: str, probe: str, action: _Step) -> AgentAction:
     # The log goes back to the model in the scratchpad: what follows the input (an
     # Observation, a Final Answer the model made up) must not reach it as if it were real.
     return AgentAction(tool, _clean_input(text[start:end]), text[:log_end].rstrip())
-
-
-def _keyword_start(line: re.Match[str]) -> int:
-    """Where the keyword of a keyword-line match starts, past indentation and markdown."""
-    marker = line.group()
-    return line.start() + len(marker) - len(marker[1:].lstrip(_DECORATION))
 
 
 def _after_emphasis(text: str, keyword_start: int, colon_end: int) -> int:
