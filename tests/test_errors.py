@@ -57,6 +57,7 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
         "OptionsError": ValueError,
         "OptionsTypeError": TypeError,
         "OutputNotStringError": TypeError,
+        "OutputsTypeError": TypeError,
         "SingleKeyError": ValueError,
     },
     "tools": {

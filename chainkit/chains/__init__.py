@@ -21,6 +21,7 @@ from chainkit.chains.errors import (
     OptionsError,
     OptionsTypeError,
     OutputNotStringError,
+    OutputsTypeError,
     SingleKeyError,
 )
 from chainkit.chains.llm import LLMChain
@@ -39,6 +40,7 @@ __all__ = [
     "OptionsError",
     "OptionsTypeError",
     "OutputNotStringError",
+    "OutputsTypeError",
     "SequentialChain",
     "SimpleSequentialChain",
     "SingleKeyError",

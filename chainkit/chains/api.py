@@ -24,6 +24,7 @@ from chainkit.chains.errors import (
     OptionsError,
     OptionsTypeError,
     OutputNotStringError,
+    OutputsTypeError,
     SingleKeyError,
 )
 from chainkit.llms.options import CallOptions, check_options
@@ -41,8 +42,9 @@ def _prepare(chain: Chain, inputs: Mapping[str, Any]) -> dict[str, Any]:
     if chain.memory is not None:
         for key, value in chain.memory.load_memory_variables(full).items():
             full.setdefault(key, value)
-    missing = [key for key in chain.input_keys if key not in full]
-    if missing:
+    keys = chain.input_keys
+    if not all(map(full.__contains__, keys)):  # no comprehension frame on every call
+        missing = [key for key in keys if key not in full]
         raise MissingInputKeysError(chain.name, missing, list(full))
     if chain.memory is not None:
         chain.memory.check_keys(full.keys(), chain.output_keys)
@@ -70,11 +72,17 @@ def _finish(
     """Checks the outputs, then saves them to memory; `string_for` names the function (run or
     predict) that needs the one output as a str, so a wrong type is refused before it is
     saved."""
-    missing = [key for key in chain.output_keys if key not in outputs]
-    if missing:
+    if type(outputs) is not dict and not isinstance(outputs, Mapping):
+        raise OutputsTypeError(
+            f"{chain.name}._call must return a dict of output key to value, got "
+            f"{type(outputs).__name__}: {outputs!r:.80}"
+        )
+    keys = chain.output_keys
+    if not all(map(outputs.__contains__, keys)):  # no comprehension frame on every call
+        missing = [key for key in keys if key not in outputs]
         raise MissingOutputKeysError(chain.name, missing, list(outputs))
     if string_for is not None:
-        key = chain.output_keys[0]
+        key = keys[0]
         if not isinstance(outputs[key], str):
             raise OutputNotStringError(string_for, chain.name, key, outputs[key])
     if chain.memory is not None:

@@ -63,6 +63,10 @@ class InputsTypeError(ChainkitError, TypeError):
     a list (or any iterable) of dicts."""
 
 
+class OutputsTypeError(ChainkitError, TypeError):
+    """A chain's `_call` returned something other than a dict of output key to value."""
+
+
 class ChainWiringError(ChainkitError, ValueError):
     """The parts of a chain do not fit together: the chains of a sequence, or a memory whose
     variables the prompt does not use; the message names the chain and key."""

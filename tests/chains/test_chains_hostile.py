@@ -17,6 +17,7 @@ from chainkit.chains import (
     Chain,
     LLMChain,
     MissingInputKeysError,
+    OutputsTypeError,
     SequentialChain,
     SimpleSequentialChain,
     SingleKeyError,
@@ -177,6 +178,32 @@ def test_run_and_predict_refuse_several_outputs_before_the_chain_runs(driver):
     with pytest.raises(SingleKeyError, match=r"predict\(\) needs a chain with exactly one output"):
         drive(driver, "predict", chain, {"text": "x"})
     assert chain.done == []
+
+
+class Returns(Work):
+    """A chain whose `_call` returns `outputs`, whatever it is."""
+
+    def __init__(self, outputs):
+        super().__init__()
+        self.outputs = outputs
+
+    def _call(self, inputs, **options):
+        super()._call(inputs)
+        return self.outputs
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("driver", DRIVERS)
+@pytest.mark.parametrize("outputs", [None, "out", ["out"], 42], ids=repr)
+def test_a_chain_returning_no_dict_is_named_and_nothing_is_saved(driver, outputs, events):
+    memory = ConversationBuffer(input_key="text", output_key="out")
+    chain = Returns(outputs)
+    chain.memory = memory
+    expected = rf"Returns\._call must return a dict of output key to value, got {type(outputs).__name__}"
+    with pytest.raises(OutputsTypeError, match=expected):
+        drive(driver, "call", chain, {"text": "x"}, callbacks=events)
+    assert len(chain.done) == 1 and memory.load_memory_variables({}) == {"history": ""}
+    assert [name for name, *_ in events.heard()] == ["chain_start", "chain_error"]
 
 
 @pytest.mark.timeout(20)
