@@ -199,7 +199,8 @@ def test_a_chain_returning_no_dict_is_named_and_nothing_is_saved(driver, outputs
     memory = ConversationBuffer(input_key="text", output_key="out")
     chain = Returns(outputs)
     chain.memory = memory
-    expected = rf"Returns\._call must return a dict of output key to value, got {type(outputs).__name__}"
+    got = type(outputs).__name__
+    expected = rf"Returns\._call must return a dict of output key to value, got {got}"
     with pytest.raises(OutputsTypeError, match=expected):
         drive(driver, "call", chain, {"text": "x"}, callbacks=events)
     assert len(chain.done) == 1 and memory.load_memory_variables({}) == {"history": ""}
