@@ -78,7 +78,7 @@ def _check_mrkl_name(name: str) -> None:
 
 def mrkl_scratchpad(steps: Sequence[AgentStep]) -> str:
     """The steps so far, as the model wrote them, each followed by its observation."""
-    return "".join(f"{s.action.log}\nObservation: {s.observation}\nThought:" for s in steps)
+    return "".join([f"{s.action.log}\nObservation: {s.observation}\nThought:" for s in steps])
 
 
 def _check_no_conversation(inputs: Mapping[str, Any]) -> None:
