@@ -464,43 +464,41 @@ class Executor(Chain):
     def _run_tool(self, action: AgentAction) -> str:
         tool = self._tools.get(action.tool) or self._lookup(action.tool)
         with enter("tool", action.tool if tool is None else tool.name) as run:
-            prepared = self._start_tool(action, tool, run)
-            if isinstance(prepared, str):
-                return prepared
+            if run.handler is not None:
+                run.handler.handle_tool_start(run.name, action.tool_input)
+            if tool is None:
+                return self._unknown_tool(action, run)
             try:
                 if action.tool_call_id is None:
-                    output = prepared.call(action.tool_input)
+                    output = tool.call(action.tool_input)
                 else:
-                    output = prepared.call_arguments(action.tool_input)
+                    output = tool.call_arguments(action.tool_input)
             except BaseException as error:
-                return self._tool_failed(prepared, error, run)
+                return self._tool_failed(tool, error, run)
             return self._tool_ended(output, run)
 
     async def _arun_tool(self, action: AgentAction) -> str:
         tool = self._tools.get(action.tool) or self._lookup(action.tool)
         with enter("tool", action.tool if tool is None else tool.name) as run:
-            prepared = self._start_tool(action, tool, run)
-            if isinstance(prepared, str):
-                return prepared
+            if run.handler is not None:
+                run.handler.handle_tool_start(run.name, action.tool_input)
+            if tool is None:
+                return self._unknown_tool(action, run)
             try:
                 if action.tool_call_id is None:
-                    output = await prepared.acall(action.tool_input)
+                    output = await tool.acall(action.tool_input)
                 else:
-                    output = await prepared.acall_arguments(action.tool_input)
+                    output = await tool.acall_arguments(action.tool_input)
             except BaseException as error:
-                return self._tool_failed(prepared, error, run)
+                return self._tool_failed(tool, error, run)
             return self._tool_ended(output, run)
 
-    def _start_tool(self, action: AgentAction, tool: Tool | None, run: Run) -> Tool | str:
-        """The tool to call, or the observation when the call cannot be made. Reports the
-        tool's start, and its error if it fails before it runs."""
-        if run.handler is not None:
-            run.handler.handle_tool_start(run.name, action.tool_input)
-        if tool is None:
-            unknown = UnknownToolError(action.tool, self._tool_list)
-            run.fail(unknown)
-            return str(unknown)
-        return tool
+    def _unknown_tool(self, action: AgentAction, run: Run) -> str:
+        """The observation for an action naming no tool of the agent, reported as the run's
+        error."""
+        unknown = UnknownToolError(action.tool, self._tool_list)
+        run.fail(unknown)
+        return str(unknown)
 
     def _tool_failed(self, tool: Tool, error: BaseException, run: Run) -> str:
         """The observation for a tool's failure; re-raises what is not to be observed."""
