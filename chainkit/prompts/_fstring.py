@@ -31,6 +31,15 @@ class FStringTemplate:
         # dict keys keep first-appearance order while dropping repeats.
         self.variables: list[str] = list(dict.fromkeys(name for _, name in slots))
 
+    def filled(self, values: Mapping[str, str]) -> FStringTemplate:
+        """This template with the fields `values` names written in as text."""
+        source = []
+        for index, piece in enumerate(self._pieces):
+            source.append(_escaped(piece) if index % 2 == 0 else "")
+        for index, name in self._slots:
+            source[index] = _escaped(values[name]) if name in values else "{" + name + "}"
+        return FStringTemplate("".join(source))
+
     def render(self, values: Mapping[str, Any]) -> str:
         parts = self._pieces.copy()
         try:
@@ -93,6 +102,11 @@ def _compile(source: str) -> tuple[list[str], tuple[tuple[int, str], ...]]:
     literal.append(source[position:])
     pieces.append("".join(literal))
     return pieces, tuple(slots)
+
+
+def _escaped(text: str) -> str:
+    """`text` as literal text of a template: braces doubled."""
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 def _find(source: str, char: str, start: int) -> int:

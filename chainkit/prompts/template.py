@@ -33,12 +33,18 @@ class PromptTemplate:
         "_compiled",
         "_compiled_format",
         "_compiled_source",
+        "_filled",
+        "_filled_from",
+        "_filled_with",
         "input_variables",
         "limits",
         "partial_variables",
         "template",
         "template_format",
     )
+    _filled: FStringTemplate | None
+    _filled_from: FStringTemplate
+    _filled_with: dict[str, Any]
 
     def __init__(
         self,
@@ -99,10 +105,31 @@ class PromptTemplate:
 
     def _render(self, values: dict[str, Any]) -> str:
         compiled = self._current()
-        merged = with_partials(self.partial_variables, values)
+        partials = self.partial_variables
         if isinstance(compiled, FStringTemplate):
-            return compiled.render(merged)
-        return compiled.render(merged, self.limits)
+            if partials and partials.keys().isdisjoint(values):
+                filled = self._filled_for(compiled, partials)
+                if filled is not None:
+                    return filled.render(values)
+            return compiled.render(with_partials(partials, values))
+        return compiled.render(with_partials(partials, values), self.limits)
+
+    def _filled_for(
+        self, compiled: FStringTemplate, partials: dict[str, Any]
+    ) -> FStringTemplate | None:
+        """`compiled` with the partial values written in, made once and kept while the partials
+        stay equal; None unless every partial value is a str (a callable is called on every
+        format, and another object may change between formats)."""
+        try:
+            if self._filled_from is compiled and self._filled_with == partials:
+                return self._filled
+        except AttributeError:
+            pass  # made without __init__, as copies are
+        fixed = all(type(value) is str for value in partials.values())
+        self._filled = compiled.filled(partials) if fixed else None
+        self._filled_from = compiled
+        self._filled_with = dict(partials)
+        return self._filled
 
     def partial(self, /, **values: Any) -> PromptTemplate:
         """A copy with `values` fixed; a callable value is called on every format."""

@@ -218,6 +218,43 @@ def test_given_value_overrides_partial_without_calling_it() -> None:
     assert calls == ["called"]
 
 
+def test_partial_values_changed_after_a_format_are_used_by_the_next() -> None:
+    # Text partials are written into the compiled template once; any change must undo that.
+    items = ["one"]
+    prompt = PromptTemplate("{a} {b} {c}", partial_variables={"a": "x", "c": "{b}"})
+    assert prompt.format(b=1) == "x 1 {b}"
+    assert prompt.format(a="given", b=1) == "given 1 {b}"
+    prompt.partial_variables["a"] = "y"
+    assert prompt.format(b=2) == "y 2 {b}"
+    prompt.partial_variables["a"] = items
+    assert prompt.format(b=3) == "['one'] 3 {b}"
+    items.append("two")
+    assert prompt.format(b=4) == "['one', 'two'] 4 {b}"
+    prompt.partial_variables = {"a": "z", "c": "}}"}
+    assert prompt.format(b=5) == "z 5 }}"
+    del prompt.partial_variables["c"]
+    with pytest.raises(PromptError, match="'c'"):
+        prompt.format(b=6)
+
+
+@given(
+    st.text(alphabet="ab_{}% 0.!:", max_size=40),
+    st.dictionaries(st.sampled_from(["a", "b", "ab", "_"]), st.text("ab{} ", max_size=5)),
+)
+def test_text_partials_format_as_if_given_with_the_values(
+    template: str, partials: dict[str, str]
+) -> None:
+    values = {"a": "A", "b": 2, "ab": "<ab>", "_": "U", "a_": 3.5, "b_": "B_"}
+    try:
+        prompt = PromptTemplate(template, partial_variables=partials)
+    except PromptError:
+        return
+    given_values = {k: v for k, v in values.items() if k not in partials}
+    expected = PromptTemplate(template).format(**{**values, **partials})
+    assert prompt.format(**given_values) == expected
+    assert prompt.format(**given_values) == expected  # once written in, as at first
+
+
 @given(st.text(alphabet="ab_{}% 0.!:", max_size=40))
 def test_accepted_templates_format_exactly_like_str_format(template: str) -> None:
     values = {"a": "A", "b": 2, "ab": "<ab>", "_": "U", "a_": 3.5, "b_": "B_"}
