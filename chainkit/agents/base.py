@@ -109,12 +109,16 @@ class BaseAgent(Observed, Agent):
     def output_keys(self) -> list[str]:
         return [self.output_key]
 
-    def _model_options(self, options: dict[str, Any]) -> dict[str, Any]:
+    def _model_options(
+        self, options: dict[str, Any], default_stop: Sequence[str] | None = None
+    ) -> dict[str, Any]:
         """The options of the agent's model call: the caller's (its plan's own **options, so
         changed in place), with the agent's own `callbacks` added to any the caller gave (the
-        model's run hears both)."""
+        model's run hears both), and `default_stop` as `stop` unless the caller gave one."""
         if self._handler is not None:  # the field, not the property: read on every step
             options["callbacks"] = guard(options.get("callbacks"), self._handler)
+        if default_stop is not None and options.get("stop") is None:
+            options["stop"] = default_stop
         return options
 
     def _offered(self, steps: Sequence[AgentStep], inputs: Mapping[str, Any]) -> list[Tool] | None:

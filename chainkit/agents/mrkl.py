@@ -155,7 +155,7 @@ class OneShotAgent(BaseAgent):
     def plan(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> list[AgentAction] | AgentFinish:
-        options = self._options(options)
+        options = self._model_options(options, DEFAULT_STOP)
         messages = self._messages(steps, inputs, self._offered(steps, inputs))
         reply = self.llm.generate(messages, **options)
         return self._planned(self._decide(reply.content), inputs)
@@ -163,7 +163,7 @@ class OneShotAgent(BaseAgent):
     async def aplan(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> list[AgentAction] | AgentFinish:
-        options = self._options(options)
+        options = self._model_options(options, DEFAULT_STOP)
         messages = self._messages(steps, inputs, await self._aoffered(steps, inputs))
         reply = await self.llm.agenerate(messages, **options)
         return self._planned(self._decide(reply.content), inputs)
@@ -171,7 +171,7 @@ class OneShotAgent(BaseAgent):
     def plan_final(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> AgentFinish:
-        options = self._options(options)
+        options = self._model_options(options, DEFAULT_STOP)
         offered = self._offered(steps, inputs)
         messages = self._messages(steps, inputs, offered, mrkl_prompt.FINAL_ANSWER_REQUEST)
         reply = self.llm.generate(messages, **options)
@@ -180,7 +180,7 @@ class OneShotAgent(BaseAgent):
     async def aplan_final(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> AgentFinish:
-        options = self._options(options)
+        options = self._model_options(options, DEFAULT_STOP)
         offered = await self._aoffered(steps, inputs)
         messages = self._messages(steps, inputs, offered, mrkl_prompt.FINAL_ANSWER_REQUEST)
         reply = await self.llm.agenerate(messages, **options)
@@ -207,12 +207,6 @@ class OneShotAgent(BaseAgent):
             )
         if isinstance(self.prompt, PromptTemplate):
             _check_no_conversation(inputs)
-
-    def _options(self, options: dict[str, Any]) -> dict[str, Any]:
-        options = self._model_options(options)
-        if options.get("stop") is None:
-            options["stop"] = DEFAULT_STOP
-        return options
 
     def _decide(self, text: str) -> list[AgentAction] | AgentFinish:
         decision = parse_mrkl_output(text)
