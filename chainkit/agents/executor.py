@@ -185,11 +185,11 @@ class Executor(Chain):
                 match request:
                     case _Plan() if deadline is None:
                         result: Any = self.agent.plan(steps, inputs, **options)
-                    case _Plan():
-                        assert deadline is not None  # the case above takes the others
-                        result = self._plan_before(deadline, steps, inputs, options, callbacks)
                     case _Act(actions=[action]) if deadline is None:
                         result = [self._run_tool(action)]
+                    case _Plan():
+                        assert deadline is not None  # the first case takes the others
+                        result = self._plan_before(deadline, steps, inputs, options, callbacks)
                     case _Act(actions=actions):
                         result = self._act_in_threads(actions, callbacks, deadline)
                     case _PlanFinal():
