@@ -156,13 +156,9 @@ class _Fence:
         )
 
 
-@dataclass(slots=True)  # not frozen: made on every parse, and frozen costs a setattr per field
-class _Step:
-    """The keyword that decides the reply: where it starts and where the text after it starts."""
-
-    is_action: bool
-    start: int
-    end: int
+_Step = tuple[bool, int, int]
+"""The keyword that decides the reply: whether it is `Action:`, where it starts and where the
+text after it starts. A plain tuple: one is made on every parse."""
 
 
 def parse_mrkl_output(text: str) -> AgentAction | AgentFinish:
@@ -179,22 +175,21 @@ def parse_mrkl_output(text: str) -> AgentAction | AgentFinish:
     step = _first_step(text, probe)
     if step is None:
         raise OutputParserError(MISSING_ACTION, llm_output=text)
-    if step.is_action:
+    is_action, start, end = step
+    if is_action:
         try:
-            return _action(text, probe, step)
+            return _action(text, probe, end)
         except OutputParserError:
             # "Thought: no Action: needed\nFinal Answer: 4": an `Action:` inside a sentence,
             # with no input, was prose; the next keyword line decides (as the peers have it).
-            following = (
-                _next_line_step(text, probe, step.end) if _mid_line(text, step.start) else None
-            )
+            following = _next_line_step(text, probe, end) if _mid_line(text, start) else None
             if following is None:
                 raise
-            step = following
-            if step.is_action:
-                return _action(text, probe, step)
-    end, _ = _section(text, probe, step.start, step.end)
-    return AgentFinish({"output": text[step.end : end].strip()}, log=text)
+            is_action, start, end = following
+            if is_action:
+                return _action(text, probe, end)
+    answer_end, _ = _section(text, probe, start, end)
+    return AgentFinish({"output": text[end:answer_end].strip()}, log=text)
 
 
 def _mid_line(text: str, position: int) -> bool:
@@ -210,7 +205,7 @@ def _next_line_step(text: str, probe: str, position: int) -> _Step | None:
         return None
     start = line.start(1) - 1
     is_action = probe.startswith("action", start + 1)
-    return _Step(is_action, start, _after_emphasis(text, start, line.end() - 1))
+    return is_action, start, _after_emphasis(text, start, line.end() - 1)
 
 
 def _lowered(text: str) -> str:
@@ -243,18 +238,18 @@ def _first_step(text: str, probe: str) -> _Step | None:
         is_action, start, end = False, inline.start(), inline.end()
     if end < 0:
         return None
-    return _Step(is_action, start, _after_emphasis(text, start, end))
+    return is_action, start, _after_emphasis(text, start, end)
 
 
-def _action(text: str, probe: str, action: _Step) -> AgentAction:
-    """The action whose `Action:` keyword is `action`."""
-    next_line = _KEYWORD_LINE.search(probe, action.end + 1)
+def _action(text: str, probe: str, keyword_end: int) -> AgentAction:
+    """The action whose `Action:` keyword ends at `keyword_end`."""
+    next_line = _KEYWORD_LINE.search(probe, keyword_end + 1)
     limit = len(probe) if next_line is None else next_line.end()
-    found = _INPUT_ANYWHERE.search(probe, action.end + 1, limit)
+    found = _INPUT_ANYWHERE.search(probe, keyword_end + 1, limit)
     if found is None:
         raise OutputParserError(MISSING_ACTION_INPUT, llm_output=text)
     input_keyword = found.start() - 1
-    tool = _tool_name(text[action.end : input_keyword])
+    tool = _tool_name(text[keyword_end:input_keyword])
     if not tool:
         raise OutputParserError(MISSING_ACTION, llm_output=text)
     start = _after_emphasis(text, input_keyword, found.end() - 1)
