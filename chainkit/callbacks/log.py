@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import operator
 import re
 import sys
 import threading
@@ -35,6 +36,10 @@ _ESCAPES.update(
         code: f"\\u{code:04x}"
         for code in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
     }
+)
+# Searched for before any is escaped: translate() looks up every character, far slower.
+_RARE_CONTROL = re.compile(
+    "[" + "".join(chr(code) for code in _ESCAPES if code not in (10, 13)) + "]"
 )
 _ESCAPES.update({ord("\\"): "\\\\", ord("\n"): "\\n", ord("\r"): "\\r"})
 _RECENT_PROMPTS = 8
@@ -71,6 +76,9 @@ def _one_line(text: str, limit: int) -> str:
         head = limit - limit // 2
         cut = len(text) - limit
         text = f"{text[:head]}…[{cut:,} characters cut]…{text[len(text) - limit // 2 :]}"
+    escaped = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    if _RARE_CONTROL.search(escaped) is None:
+        return escaped
     return text.translate(_ESCAPES)
 
 
@@ -88,6 +96,11 @@ def _describe(message: Message) -> str:
     return f"{message.role}: {text}"
 
 
+_all_but_content = operator.attrgetter(
+    *(field.name for field in dataclasses.fields(Message) if field.name != "content")
+)
+
+
 def _shared(previous: tuple[Message, ...], current: Sequence[Message]) -> tuple[int, int]:
     """How much of `current` repeats `previous`: the number of whole messages, and then, when
     `previous` ends in a message that `current` continues (a MRKL prompt growing its
@@ -95,7 +108,8 @@ def _shared(previous: tuple[Message, ...], current: Sequence[Message]) -> tuple[
     with all of `previous`."""
     same = 0
     for before, now in zip(previous, current, strict=False):
-        if before is not now and before != now:
+        # Contents first: they differ far more often, and compare without building tuples.
+        if before is not now and (before.content != now.content or before != now):
             break
         same += 1
     if same == len(previous):
@@ -105,7 +119,7 @@ def _shared(previous: tuple[Message, ...], current: Sequence[Message]) -> tuple[
         if (
             before.content
             and now.content.startswith(before.content)
-            and dataclasses.replace(now, content=before.content) == before
+            and _all_but_content(now) == _all_but_content(before)
         ):
             return same, len(before.content)
     return 0, 0

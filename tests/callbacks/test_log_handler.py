@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import threading
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chainkit import agents, chains, tools
 from chainkit.callbacks import LogHandler
@@ -146,6 +149,52 @@ def test_control_characters_are_escaped_so_a_line_stays_one_line() -> None:
     out = io.StringIO()
     LogHandler(out).handle_text("a\x1b[2Jb\x07\u2028c\u202ed\x85\te")
     assert out.getvalue() == "[chainkit] text: a\\x1b[2Jb\\x07\\u2028c\\u202ed\\x85\te\n"
+
+
+def escaped_by_hand(text: str) -> str:
+    """What a line shows of `text`: every control character, line break and bidirectional
+    override written out, one character at a time."""
+    special = {"\\": "\\\\", "\n": "\\n", "\r": "\\r"}
+    out = []
+    for char in text:
+        code = ord(char)
+        if char in special:
+            out.append(special[char])
+        elif (code < 0x20 and char != "\t") or 0x7F <= code < 0xA0:
+            out.append(f"\\x{code:02x}")
+        elif code in (0x2028, 0x2029) or 0x202A <= code < 0x202F or 0x2066 <= code < 0x206A:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+@given(st.text(alphabet=st.sampled_from("ab\\\n\r\t\x00\x1b\x7f\x85\u2028\u202e\u2067é中")))
+def test_every_line_escapes_as_one_character_at_a_time_would(text: str) -> None:
+    out = io.StringIO()
+    LogHandler(out, max_chars=0).handle_text(text)
+    assert out.getvalue() == f"[chainkit] text: {escaped_by_hand(text)}\n"
+
+
+@given(
+    st.text("ab\n", min_size=1, max_size=6),
+    st.text("ab\n", min_size=1, max_size=6),
+    st.sampled_from(["user", "assistant"]),
+    st.sampled_from([None, "x"]),
+)
+def test_a_prompt_is_shown_as_grown_exactly_when_only_its_text_grew(
+    before_text: str, added: str, role: str, name: str | None
+) -> None:
+    out = io.StringIO()
+    handler = LogHandler(out)
+    before = Message.user(before_text)
+    now = Message(role, before_text + added, name=name)
+    handler.handle_llm_start([before], {})
+    handler.handle_llm_start([now], {})
+    grown = dataclasses.replace(now, content=before_text) == before
+    shown = llm_starts(out.getvalue())[1]
+    expected = f"[first {len(before_text):,} characters as before]"
+    assert shown.startswith(expected) == grown, shown
 
 
 def log_lines(max_chars: int = 4000) -> tuple[LogHandler, io.StringIO]:
