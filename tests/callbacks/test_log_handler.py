@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from chainkit import agents, chains, tools
 from chainkit.callbacks import LogHandler
 from chainkit.llms import FakeLLM
-from chainkit.schema import FunctionCall, Message, ResponseMeta, ToolCall
+from chainkit.schema import FunctionCall, Message, ResponseMeta, Role, ToolCall
 
 
 def llm_starts(text: str) -> list[str]:
@@ -183,7 +183,7 @@ def test_every_line_escapes_as_one_character_at_a_time_would(text: str) -> None:
     st.sampled_from([None, "x"]),
 )
 def test_a_prompt_is_shown_as_grown_exactly_when_only_its_text_grew(
-    before_text: str, added: str, role: str, name: str | None
+    before_text: str, added: str, role: Role, name: str | None
 ) -> None:
     out = io.StringIO()
     handler = LogHandler(out)
