@@ -34,17 +34,15 @@ class PromptTemplate:
         "_compiled_format",
         "_compiled_source",
         "_filled",
-        "_filled_from",
-        "_filled_with",
         "input_variables",
         "limits",
         "partial_variables",
         "template",
         "template_format",
     )
-    _filled: FStringTemplate | None
-    _filled_from: FStringTemplate
-    _filled_with: dict[str, Any]
+    # The compiled template, the partials it was filled with, and the filled template: one
+    # tuple, replaced whole, so that threads formatting at once never see a mismatched pair.
+    _filled: tuple[FStringTemplate, dict[str, Any], FStringTemplate | None]
 
     def __init__(
         self,
@@ -121,15 +119,15 @@ class PromptTemplate:
         stay equal; None unless every partial value is a str (a callable is called on every
         format, and another object may change between formats)."""
         try:
-            if self._filled_from is compiled and self._filled_with == partials:
-                return self._filled
+            source, filled_with, filled = self._filled
+            if source is compiled and filled_with == partials:
+                return filled
         except AttributeError:
-            pass  # made without __init__, as copies are
+            pass  # not filled yet
         fixed = all(type(value) is str for value in partials.values())
-        self._filled = compiled.filled(partials) if fixed else None
-        self._filled_from = compiled
-        self._filled_with = dict(partials)
-        return self._filled
+        filled = compiled.filled(partials) if fixed else None
+        self._filled = (compiled, dict(partials), filled)
+        return filled
 
     def partial(self, /, **values: Any) -> PromptTemplate:
         """A copy with `values` fixed; a callable value is called on every format."""
