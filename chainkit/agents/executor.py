@@ -179,7 +179,7 @@ class Executor(Chain):
         deadline = self._deadline()
         loop = self._loop(steps, callbacks, deadline)
         request = next(loop)
-        while not isinstance(request, _Done):
+        while True:
             try:
                 # Keyword patterns, the common requests first: matched on every step.
                 match request:
@@ -194,14 +194,15 @@ class Executor(Chain):
                         result = self._act_in_threads(actions, callbacks, deadline)
                     case _PlanFinal():
                         result = self.agent.plan_final(steps, inputs, **options)
+                    case _Done(outputs=outputs):
+                        loop.close()
+                        return outputs
                     case _:
                         raise AssertionError(f"the loop asked for {request!r}")
             except (OutputParserError, _Interrupted) as error:
                 request = loop.throw(error)
             else:
                 request = loop.send(result)
-        loop.close()
-        return request.outputs
 
     async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         steps: list[AgentStep] = []
