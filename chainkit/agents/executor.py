@@ -305,13 +305,14 @@ class Executor(Chain):
         return finish.return_values
 
     def _returns_direct(self, name: str) -> bool:
-        tool = self._tools.get(name) or self._lookup(name)
+        tool = self._lookup(name)
         return tool is not None and tool.return_direct
 
     def _lookup(self, name: str) -> Tool | None:
-        """The tool named `name` in any casing; callers try the model's own casing first, as
-        `self._tools.get(name) or self._lookup(name)`, since it is right almost always."""
-        return self._tools_folded.get(name.casefold())
+        tool = self._tools.get(name)
+        if tool is None:
+            tool = self._tools_folded.get(name.casefold())
+        return tool
 
     # The sync shell: what `_call` does besides calling the agent and one tool.
 
@@ -463,7 +464,7 @@ class Executor(Chain):
     # One tool call: a "tool" run, with its events.
 
     def _run_tool(self, action: AgentAction) -> str:
-        tool = self._tools.get(action.tool) or self._lookup(action.tool)
+        tool = self._lookup(action.tool)
         with enter("tool", action.tool if tool is None else tool.name) as run:
             if run.handler is not None:
                 run.handler.handle_tool_start(run.name, action.tool_input)
@@ -479,7 +480,7 @@ class Executor(Chain):
             return self._tool_ended(output, run)
 
     async def _arun_tool(self, action: AgentAction) -> str:
-        tool = self._tools.get(action.tool) or self._lookup(action.tool)
+        tool = self._lookup(action.tool)
         with enter("tool", action.tool if tool is None else tool.name) as run:
             if run.handler is not None:
                 run.handler.handle_tool_start(run.name, action.tool_input)

@@ -238,9 +238,7 @@ def _first_step(text: str, probe: str) -> _Step | None:
         is_action, start, end = False, inline.start(), inline.end()
     if end < 0:
         return None
-    if start and text[start - 1] in "*_":  # markdown around the keyword, rare
-        end = _after_emphasis(text, start, end)
-    return is_action, start, end
+    return is_action, start, _after_emphasis(text, start, end)
 
 
 def _action(text: str, probe: str, keyword_end: int) -> AgentAction:
@@ -254,9 +252,7 @@ def _action(text: str, probe: str, keyword_end: int) -> AgentAction:
     tool = _tool_name(text[keyword_end:input_keyword])
     if not tool:
         raise OutputParserError(MISSING_ACTION, llm_output=text)
-    start = found.end() - 1
-    if input_keyword and text[input_keyword - 1] in "*_":  # markdown around the keyword, rare
-        start = _after_emphasis(text, input_keyword, start)
+    start = _after_emphasis(text, input_keyword, found.end() - 1)
     end, log_end = _section(text, probe, input_keyword, start)
     # The log goes back to the model in the scratchpad: what follows the input (an
     # Observation, a Final Answer the model made up) must not reach it as if it were real.
@@ -268,9 +264,11 @@ def _after_emphasis(text: str, keyword_start: int, colon_end: int) -> int:
 
     So `**Final Answer:** 42` answers "42", not "** 42".
     """
+    if not keyword_start or text[keyword_start - 1] not in "*_":
+        return colon_end  # no markdown before the keyword: almost always
     before = text[max(keyword_start - 2, 0) : keyword_start]
     opener = before[len(before.rstrip("*_")) :]
-    if opener and text.startswith(opener, colon_end):
+    if text.startswith(opener, colon_end):
         return colon_end + len(opener)
     return colon_end
 

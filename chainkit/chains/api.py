@@ -13,7 +13,7 @@ from contextvars import copy_context
 from typing import Any, Unpack
 
 from chainkit._progress import Progress
-from chainkit._stop import stop_escaped
+from chainkit._stop import call_guarded
 from chainkit.callbacks import CombiningHandler, guard, join
 from chainkit.callbacks.run import enter
 from chainkit.chains.chain import Chain
@@ -115,10 +115,7 @@ def _call(
     with enter("chain", chain.name, own) as run:
         if run.handler is not None:
             run.handler.handle_chain_start(chain.name, full)
-        try:
-            outputs = chain._call(full, **rest)
-        except (StopIteration, StopAsyncIteration) as error:
-            raise stop_escaped(error, f"chain {chain.name}") from error
+        outputs = call_guarded(f"chain {chain.name}", chain._call, full, **rest)
         outputs = _finish(chain, full, outputs, string_for)
         run.end(outputs)
         return outputs

@@ -13,7 +13,7 @@ from chainkit.callbacks import CombiningHandler, Handler, guard
 from chainkit.callbacks.handler import ModelOptions
 from chainkit.callbacks.run import enter
 from chainkit.llms.errors import ModelTypeError
-from chainkit.llms.options import KNOWN_OPTIONS, CallOptions, StreamingFunc, unknown_option
+from chainkit.llms.options import CallOptions, StreamingFunc, check_options
 from chainkit.schema import Message, ToolInfo
 
 __all__ = ["BaseModel", "Model", "ModelRequest", "acall", "call"]
@@ -123,8 +123,7 @@ def _request(
     """The request, and the guarded handler of the call's own `callbacks` option; raises,
     before the call, for an unknown option or callbacks that are no Handler."""
     options: dict[str, Any] = given  # type: ignore[assignment]  # the call's own **options
-    if not KNOWN_OPTIONS.issuperset(options):
-        raise unknown_option(options)
+    check_options(options)
     stop = options.pop("stop", None)
     streaming_func = options.pop("streaming_func", None)
     callbacks = options.pop("callbacks", None)

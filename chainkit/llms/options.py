@@ -74,20 +74,14 @@ _RENAMED = {
 def check_options(options: Mapping[str, Any]) -> None:
     """Raises UnknownOptionError for the first option name that is not a CallOptions key."""
     if not KNOWN_OPTIONS.issuperset(options):
-        raise unknown_option(options)
-
-
-def unknown_option(options: Mapping[str, Any]) -> UnknownOptionError:
-    """The error for the first of `options` that is not a CallOptions key; for call sites on
-    every step, which test `KNOWN_OPTIONS.issuperset(options)` themselves."""
-    unknown = options.keys() - KNOWN_OPTIONS
-    name = sorted(unknown)[0]
-    if name in _RENAMED:
-        hint = f"use {_RENAMED[name]}. "
-    else:
-        close = difflib.get_close_matches(name, KNOWN_OPTIONS, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-    return UnknownOptionError(
-        f"unknown call option {name!r}; {hint}Options only one server understands go in "
-        f"extra_body={{{name!r}: ...}}. Known options: {', '.join(sorted(KNOWN_OPTIONS))}"
-    )
+        unknown = options.keys() - KNOWN_OPTIONS
+        name = sorted(unknown)[0]
+        if name in _RENAMED:
+            hint = f"use {_RENAMED[name]}. "
+        else:
+            close = difflib.get_close_matches(name, KNOWN_OPTIONS, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+        raise UnknownOptionError(
+            f"unknown call option {name!r}; {hint}Options only one server understands go in "
+            f"extra_body={{{name!r}: ...}}. Known options: {', '.join(sorted(KNOWN_OPTIONS))}"
+        )
