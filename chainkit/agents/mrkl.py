@@ -156,6 +156,9 @@ class OneShotAgent(BaseAgent):
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> list[AgentAction] | AgentFinish:
         options = self._model_options(options, DEFAULT_STOP)
+        if self.tool_retriever is None:  # every tool is in the prompt: nothing to select
+            reply = self.llm.generate(self._messages(steps, inputs), **options)
+            return self._decide(reply.content)
         messages = self._messages(steps, inputs, self._offered(steps, inputs))
         reply = self.llm.generate(messages, **options)
         return self._planned(self._decide(reply.content), inputs)
@@ -164,6 +167,9 @@ class OneShotAgent(BaseAgent):
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> list[AgentAction] | AgentFinish:
         options = self._model_options(options, DEFAULT_STOP)
+        if self.tool_retriever is None:  # every tool is in the prompt: nothing to select
+            reply = await self.llm.agenerate(self._messages(steps, inputs), **options)
+            return self._decide(reply.content)
         messages = self._messages(steps, inputs, await self._aoffered(steps, inputs))
         reply = await self.llm.agenerate(messages, **options)
         return self._planned(self._decide(reply.content), inputs)
@@ -190,7 +196,7 @@ class OneShotAgent(BaseAgent):
         self,
         steps: Sequence[AgentStep],
         inputs: Mapping[str, Any],
-        offered: Sequence[Tool] | None,
+        offered: Sequence[Tool] | None = None,
         tail: str = "",
     ) -> list[Message]:
         if not steps:  # a run's inputs are fixed: checked at its first plan

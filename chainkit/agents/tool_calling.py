@@ -77,6 +77,8 @@ class ToolCallingAgent(BaseAgent):
     ) -> list[AgentAction] | AgentFinish:
         messages = self.messages(steps, inputs)
         options = self._model_options(options)
+        if self.tool_retriever is None:  # every tool is offered: nothing to select
+            return self._decide(self.llm.generate(messages, tools=self._tool_infos, **options))
         self._offer(options, self._offered(steps, inputs))
         return self._planned(self._decide(self.llm.generate(messages, **options)), inputs)
 
@@ -85,6 +87,10 @@ class ToolCallingAgent(BaseAgent):
     ) -> list[AgentAction] | AgentFinish:
         messages = self.messages(steps, inputs)
         options = self._model_options(options)
+        if self.tool_retriever is None:  # every tool is offered: nothing to select
+            return self._decide(
+                await self.llm.agenerate(messages, tools=self._tool_infos, **options)
+            )
         self._offer(options, await self._aoffered(steps, inputs))
         reply = await self.llm.agenerate(messages, **options)
         return self._planned(self._decide(reply), inputs)
