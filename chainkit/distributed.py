@@ -7,6 +7,9 @@ loaded only by code that asks for it (`chainkit batch --engine ray`, or an impor
   actor calls `factory` to build its own chain (clients hold connections and locks, which do
   not travel, so nothing built is shipped) and runs up to `concurrency` runs at once in its
   event loop, with the runner of `chainkit batch`: results are the same as a local job's.
+  An actor that dies (its machine lost, its process killed) takes none of its runs with it:
+  they run again on the other actors, each alone, so that an input which itself ends the
+  process it runs in is found out (its result is an `ActorDiedError`) after two actors.
 - `RayRateLimiter(requests_per_minute=..., tokens_per_minute=...)` is an `llms.RateLimiter`
   whose schedule lives in a Ray actor: give it to the models a factory builds, and every
   actor, on every machine, shares its limits and its Retry-After pauses.
@@ -15,22 +18,36 @@ loaded only by code that asks for it (`chainkit batch --engine ray`, or an impor
 from __future__ import annotations
 
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import ray
+from ray.exceptions import RayActorError
 
 from chainkit._batch.job import BatchJob
 from chainkit._batch.records import Record
 from chainkit._batch.runner import Result, chain_of, run
+from chainkit._errors import ChainkitError
 from chainkit.chains import Chain
-from chainkit.chains.errors import InputsTypeError, OptionsError
+from chainkit.chains.errors import InputsTypeError, OptionsError, OptionsTypeError
 from chainkit.llms.rate_limit import LocalBucket, RateLimiter, Reservation
+from chainkit.schema import TokenUsage
 
 Factory = Callable[[], Chain] | str
 """A function returning the chain to run, or its `module:function` name."""
 
-__all__ = ["RayRateLimiter", "connect", "ray_batch", "run_job"]
+__all__ = ["ActorsLostError", "RayRateLimiter", "connect", "ray_batch", "run_job"]
+
+
+class ActorsLostError(ChainkitError, RuntimeError):
+    """Every actor of a Ray job died with runs still to do. The results that came back
+    were handed on (written, for `chainkit batch`, which resumes from them); `results`
+    holds them for `ray_batch`, by input position, None where a run did not finish."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.results: list[dict[str, Any] | None] = []
 
 
 def connect(address: str | None = None, runtime_env: Mapping[str, Any] | None = None) -> None:
@@ -80,10 +97,12 @@ def ray_batch(
     order, shaped like a `chainkit batch` output line (`id` is the input's position).
 
     `actors` defaults to one per CPU of the cluster. Ray is started on this machine if this
-    process has not joined a cluster (`connect`) already.
+    process has not joined a cluster (`connect`) already. Raises ActorsLostError if every
+    actor dies with runs left.
     """
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise OptionsError(f"concurrency must be a whole number, at least 1, got {concurrency!r}")
+    _check_count("concurrency", concurrency)
+    if actors is not None:
+        _check_count("actors", actors)
     items = list(inputs)
     for index, item in enumerate(items):
         if not isinstance(item, Mapping):
@@ -91,14 +110,26 @@ def ray_batch(
                 f"inputs must be dicts of the chain's inputs; item {index} is {item!r}"
             )
     connect()
-    results: list[dict[str, Any]] = [{} for _ in items]
+    results: list[dict[str, Any] | None] = [None for _ in items]
 
     def keep(result: Result) -> None:
         results[result["id"]] = result
 
     records = (Record(index, index + 1, dict(item)) for index, item in enumerate(items))
-    _drive(_start_actors(factory, concurrency, actors), records, concurrency, keep)
-    return results
+    try:
+        _drive(_start_actors(factory, concurrency, actors), records, concurrency, keep)
+    except ActorsLostError as error:
+        error.results = results
+        raise
+    return [result for result in results if result is not None]
+
+
+def _check_count(name: str, value: object) -> None:
+    """Raises unless `value` is a whole number, at least 1 (a bool is not)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise OptionsTypeError(f"{name} must be a whole number, at least 1, got {value!r}")
+    if value < 1:
+        raise OptionsError(f"{name} must be a whole number, at least 1, got {value!r}")
 
 
 def run_job(job: BatchJob, factory: Factory, concurrency: int, actors: int | None = None) -> None:
@@ -119,37 +150,128 @@ def _start_actors(factory: Factory, concurrency: int, count: int | None) -> list
     return [_ChainActor.options(**options).remote(factory) for _ in range(count)]  # type: ignore[attr-defined]
 
 
+class _Run(NamedTuple):
+    actor: int
+    record: Record
+    alone: bool
+    """Whether the run had its actor to itself: had it died, the run would be to blame."""
+
+
+class _Dispatch:
+    """Hands a job's records out to its actors, at most `concurrency` runs at a time to
+    each. The runs of an actor that died are run again, each on an actor with nothing else
+    to do; one whose actor dies then is given up with an `ActorDiedError` result."""
+
+    def __init__(self, actors: list[Any], records: Iterable[Record], concurrency: int) -> None:
+        self.actors = actors
+        self.alive = set(range(len(actors)))
+        self.load = [0] * len(actors)
+        self.in_flight: dict[Any, _Run] = {}
+        self.suspects: deque[Record] = deque()
+        self._alone: set[int] = set()
+        self._pending: Iterator[Record] = iter(records)
+        self._exhausted = False
+        self._concurrency = concurrency
+        self.last_death: RayActorError | None = None
+
+    def hand_out(self) -> None:
+        if self.suspects:  # before any new record; the others wait for an idle actor
+            for actor in sorted(self.alive - self._alone):
+                if self.load[actor] == 0 and self.suspects:
+                    self._send(actor, self.suspects.popleft(), alone=True)
+            return
+        while not self._exhausted:
+            open_actors = self.alive - self._alone
+            if not open_actors:
+                return
+            actor = min(open_actors, key=self.load.__getitem__)
+            if self.load[actor] >= self._concurrency:
+                return
+            record = next(self._pending, None)
+            if record is None:
+                self._exhausted = True
+                return
+            self._send(actor, record, alone=False)
+
+    def _send(self, actor: int, record: Record, *, alone: bool) -> None:
+        self.in_flight[self.actors[actor].run.remote(record)] = _Run(actor, record, alone)
+        self.load[actor] += 1
+        if alone:
+            self._alone.add(actor)
+
+    def collect(self, reference: Any) -> Result | None:
+        """The result of the run `reference` stands for; None if its actor died and the
+        run is to be made again."""
+        done = self.in_flight.pop(reference)
+        self.load[done.actor] -= 1
+        self._alone.discard(done.actor)
+        try:
+            result: Result = ray.get(reference)
+        except RayActorError as death:
+            self.alive.discard(done.actor)
+            self.last_death = death
+            if done.alone:
+                return _died_result(done.record)
+            self.suspects.append(done.record)
+            return None
+        return result
+
+    def runs_left(self) -> bool:
+        """Whether records are left to run (to ask once no actor is left)."""
+        if self.suspects:
+            return True
+        if self._exhausted:
+            return False
+        following = next(self._pending, None)
+        if following is None:
+            self._exhausted = True
+            return False
+        self.suspects.appendleft(following)
+        return True
+
+
+def _died_result(record: Record) -> Result:
+    message = (
+        "the Ray actor running this input died, twice, the second time with no other run: "
+        "the input seems to end the process it runs in"
+    )
+    return {
+        "id": record.id,
+        "error": {"type": "ActorDiedError", "message": message},
+        "steps": 0,
+        "usage": TokenUsage().to_dict(),
+        "seconds": 0.0,
+    }
+
+
 def _drive(
     actors: list[Any],
     records: Iterable[Record],
     concurrency: int,
     finish: Callable[[Result], None],
 ) -> None:
-    """Hands `records` out to the actors, at most `concurrency` at a time to each, and each
-    result to `finish` as it comes back. An interrupt (or a failed actor) ends the job."""
-    pending: Iterator[Record] = iter(records)
-    load = [0] * len(actors)
-    in_flight: dict[Any, int] = {}
-    exhausted = False
+    """Runs `records` on `actors`, handing each result to `finish` as it comes back. An
+    interrupt ends the job; so does the death of every actor (ActorsLostError)."""
+    dispatch = _Dispatch(actors, records, concurrency)
     try:
         while True:
-            while not exhausted and min(load) < concurrency:
-                record = next(pending, None)
-                if record is None:
-                    exhausted = True
-                    break
-                actor = load.index(min(load))
-                in_flight[actors[actor].run.remote(record)] = actor
-                load[actor] += 1
-            if not in_flight:
+            dispatch.hand_out()
+            if not dispatch.in_flight:
+                if dispatch.runs_left():
+                    raise ActorsLostError(
+                        f"every Ray actor of the job died ({len(actors)}), with runs left; "
+                        f"the last died of: {dispatch.last_death}"
+                    )
                 return
-            ready, _ = ray.wait(list(in_flight), num_returns=1)
-            ready, _ = ray.wait(list(in_flight), num_returns=len(in_flight), timeout=0)
+            ready, _ = ray.wait(list(dispatch.in_flight), num_returns=1)
+            everything = len(dispatch.in_flight)
+            ready, _ = ray.wait(list(dispatch.in_flight), num_returns=everything, timeout=0)
             for reference in ready:
-                load[in_flight.pop(reference)] -= 1
-                finish(ray.get(reference))
+                result = dispatch.collect(reference)
+                if result is not None:
+                    finish(result)
     finally:
-        for reference in in_flight:
+        for reference in dispatch.in_flight:
             ray.cancel(reference)
         for actor in actors:
             ray.kill(actor)

@@ -1,12 +1,13 @@
 """chainkit.distributed on a local Ray with 2 CPUs: the same results as the local engine,
-`chainkit batch --engine ray` resuming like a local job, and a rate limiter shared by every
-actor."""
+even when actors die; `chainkit batch --engine ray` resuming like a local job, and a rate
+limiter shared by every actor."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -21,7 +22,8 @@ ray = pytest.importorskip("ray")
 from chainkit import chains, llms, prompts  # noqa: E402
 from chainkit._batch.records import Record  # noqa: E402
 from chainkit._batch.runner import offline_agent, run_all  # noqa: E402
-from chainkit.distributed import RayRateLimiter, ray_batch  # noqa: E402
+from chainkit.chains import OptionsError, OptionsTypeError  # noqa: E402
+from chainkit.distributed import ActorsLostError, RayRateLimiter, ray_batch  # noqa: E402
 from tests.openai_server import TEST_API_KEY, OpenAIServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,15 +54,55 @@ def local_ray() -> Iterator[None]:
     ray.shutdown()
 
 
-def local_results(inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def local_results(
+    inputs: list[dict[str, Any]], chain: chains.Chain | None = None
+) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = [{} for _ in inputs]
 
     def keep(result: dict[str, Any]) -> None:
         found[result["id"]] = result
 
     records = [Record(i, i + 1, dict(item)) for i, item in enumerate(inputs)]
-    asyncio.run(run_all(offline_agent(), records, 4, keep))
+    asyncio.run(run_all(chain or offline_agent(), records, 4, keep))
     return found
+
+
+EXIT_ONCE, EXIT_ALWAYS = "end this process once", "end this process every time"
+
+
+class ExitingAgent(chains.Chain):
+    """The offline agent, in a process that ends (as a crashed or killed actor's does) on
+    EXIT_ALWAYS, and on EXIT_ONCE the first time only: that run leaves a file in `marks`."""
+
+    def __init__(self, marks: str) -> None:
+        self.agent = offline_agent()
+        self.marks = marks
+
+    @property
+    def input_keys(self) -> list[str]:
+        return ["input"]
+
+    @property
+    def output_keys(self) -> list[str]:
+        return ["output"]
+
+    def _exit_on(self, text: str) -> None:
+        if text == EXIT_ALWAYS:
+            os._exit(1)
+        if text == EXIT_ONCE:
+            try:
+                os.close(os.open(os.path.join(self.marks, "ended"), os.O_CREAT | os.O_EXCL))
+            except FileExistsError:
+                return
+            os._exit(1)
+
+    def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+        self._exit_on(inputs["input"])
+        return {"output": chains.call(self.agent, inputs)["output"]}
+
+    async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+        self._exit_on(inputs["input"])
+        return {"output": (await chains.acall(self.agent, inputs))["output"]}
 
 
 @pytest.mark.timeout(120, method="thread")
@@ -72,14 +114,60 @@ def test_ray_batch_gives_the_local_engines_results():
     assert remote[0]["output"] == "2" and remote[-1]["output"] == "1024"
 
 
+@pytest.mark.timeout(180, method="thread")
+def test_the_runs_of_a_dead_actor_run_again_on_the_others(tmp_path):
+    # Four actors: EXIT_ONCE ends one (its runs, the innocent ones beside it included, run
+    # again, each alone), EXIT_ALWAYS two more before it is given up; one is left for the rest.
+    questions = [EXIT_ONCE, EXIT_ALWAYS, *QUESTIONS]
+    inputs = [{"input": question} for question in questions]
+    marks = str(tmp_path)
+    remote = ray_batch(lambda: ExitingAgent(marks), inputs, concurrency=4, actors=4)
+    assert (tmp_path / "ended").exists()
+    assert [r["id"] for r in remote] == list(range(len(inputs)))
+    assert remote[1]["error"]["type"] == "ActorDiedError"
+    assert "seems to end the process it runs in" in remote[1]["error"]["message"]
+    kept = [0, *range(2, len(inputs))]
+    local = local_results([inputs[i] for i in kept], ExitingAgent(marks))
+    assert [without_timing(remote[i]) for i in kept] == [
+        {**without_timing(line), "id": i} for i, line in zip(kept, local, strict=True)
+    ]
+    assert remote[0]["output"] == local[0]["output"] and "error" not in remote[0]
+
+
 @pytest.mark.timeout(120, method="thread")
-def test_ray_batch_takes_a_factory_by_name_and_checks_its_arguments():
+def test_a_job_whose_every_actor_died_says_so(tmp_path):
+    marks = str(tmp_path)
+    inputs = [{"input": EXIT_ALWAYS}, {"input": "what is 1+1?"}]
+    with pytest.raises(ActorsLostError, match=r"every Ray actor of the job died \(1\)") as caught:
+        ray_batch(lambda: ExitingAgent(marks), inputs, concurrency=2, actors=1)
+    assert isinstance(caught.value, RuntimeError)
+    assert caught.value.results == [None, None]
+
+
+@pytest.mark.timeout(120, method="thread")
+def test_ray_batch_takes_a_factory_by_name_and_checks_its_inputs():
     results = ray_batch("tests.batch_factories:echo", [{"input": "a"}, {"input": "b"}])
     assert [r["output"] for r in results] == ["echo: a", "echo: b"]
-    with pytest.raises(ValueError, match="concurrency must be a whole number"):
-        ray_batch(offline_agent, [], concurrency=0)
     with pytest.raises(TypeError, match="item 1 is 'b'"):
         ray_batch(offline_agent, [{"input": "a"}, "b"])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("name", ["actors", "concurrency"])
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        (0, OptionsError),
+        (-1, OptionsError),
+        (2.5, OptionsTypeError),
+        ("2", OptionsTypeError),
+        (True, OptionsTypeError),
+        ([2], OptionsTypeError),
+    ],
+)
+def test_ray_batch_refuses_a_count_that_is_not_a_whole_number_from_1(name, value, error):
+    expected = rf"^{name} must be a whole number, at least 1, got {re.escape(repr(value))}$"
+    with pytest.raises(error, match=expected):
+        ray_batch(offline_agent, [{"input": "a"}], **{name: value})
 
 
 @pytest.mark.timeout(180, method="thread")
