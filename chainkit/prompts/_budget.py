@@ -143,6 +143,7 @@ _SEQUENCES: tuple[type, ...] = (
     type({}.values()),
     type({}.items()),
 )
+_CONTAINERS: tuple[type, ...] = (dict, *_SEQUENCES)
 _CYCLE = Size(5, 0, 0)  # what repr prints for a container inside itself: [...]
 
 
@@ -159,7 +160,7 @@ def text_size(value: object, budget: Budget) -> Size:
     """
     if isinstance(value, str):
         return Size(len(value), 0, 0)
-    size = _leaf_size(value) if _children(value) is None else _container_size(value, budget)
+    size = _container_size(value, budget) if _is_container(value) else _leaf_size(value)
     if size.chars > budget.room():
         raise budget.exceeded("max_chars")
     budget.spend(size.chars)
@@ -167,47 +168,67 @@ def text_size(value: object, budget: Budget) -> Size:
 
 
 def _container_size(value: object, budget: Budget) -> Size:
-    # Containers in post-order (children first), each once; then sizes, bottom up.
+    # Containers in post-order (children first), each read once; then sizes, bottom up. A
+    # container is looked up before it is read, and stacked once per parent however often
+    # the parent holds it: the walk is linear in the items of the distinct containers.
     order: list[tuple[object, list[object]]] = []
     seen: set[int] = set()
     stack: list[tuple[object, list[object] | None]] = [(value, None)]
     while stack:
-        node, expanded = stack.pop()
-        if expanded is not None:
-            order.append((node, expanded))
+        node, children = stack.pop()
+        if children is not None:
+            order.append((node, children))
             continue
-        children = _children(node)
-        if children is None or id(node) in seen:
+        if id(node) in seen:
             continue
         seen.add(id(node))
+        children = _children(node)
         budget.step(len(children))
         stack.append((node, children))
-        stack.extend((child, None) for child in children if id(child) not in seen)
+        for key, child in dict(zip(map(id, children), children, strict=True)).items():
+            if key not in seen and _is_container(child):
+                stack.append((child, None))
+    return _sizes_bottom_up(order, seen, budget)[id(value)]
+
+
+def _sizes_bottom_up(
+    order: list[tuple[object, list[object]]], seen: set[int], budget: Budget
+) -> dict[int, Size]:
+    """The size of each container of `order` (children before parents) and of each leaf in
+    them, by id; a container met again inside itself is a cycle. A leaf met many times is
+    sized once (a string's size scans it), and the sum stops once it passes the budget left."""
     room = budget.room()
     sizes: dict[int, Size] = {}
     for node, children in order:
         chars, items, depth = _overhead(node, len(children)), len(children), 0
         for child in children:
-            child_size = sizes.get(id(child))
-            if child_size is None:
-                child_size = _CYCLE if id(child) in seen else _leaf_size(child)
-            chars += child_size.chars
-            items += child_size.items
-            depth = max(depth, child_size.depth)
-        if chars > room:
-            raise budget.exceeded("max_chars")
+            size = sizes.get(id(child))
+            if size is None:
+                if id(child) in seen:
+                    size = _CYCLE
+                else:
+                    size = sizes[id(child)] = _leaf_size(child)
+            chars += size.chars
+            if chars > room:
+                raise budget.exceeded("max_chars")
+            items += size.items
+            depth = max(depth, size.depth)
         sizes[id(node)] = Size(chars, items, depth + 1)
-    return sizes[id(value)]
+    return sizes
 
 
-def _children(node: object) -> list[object] | None:
-    """The values inside a container that str() prints, or None for anything else."""
+def _is_container(node: object) -> bool:
+    return isinstance(node, _CONTAINERS) or namespace_attributes(node) is not None
+
+
+def _children(node: object) -> list[object]:
+    """The values inside a container that str() prints."""
     if isinstance(node, dict):
         return [*node.keys(), *node.values()]
     if isinstance(node, _SEQUENCES):
         return list(cast(Iterable[object], node))
     attributes = namespace_attributes(node)
-    return None if attributes is None else [attributes]
+    return [] if attributes is None else [attributes]
 
 
 def _overhead(node: object, count: int) -> int:
@@ -228,8 +249,10 @@ def _leaf_size(value: object) -> Size:
     if isinstance(value, int):
         # Decimal digits are about 0.302 per bit; the sign and rounding fit in the 2.
         return Size(value.bit_length() * 31 // 100 + 2, 0, 0)
-    if isinstance(value, bytes | bytearray):
-        return Size(4 * len(value) + 3, 0, 0)
+    if isinstance(value, bytes):
+        return Size(4 * len(value) + 3, 0, 0)  # b'\xff'
+    if isinstance(value, bytearray):
+        return Size(4 * len(value) + 14, 0, 0)  # bytearray(b'\xff')
     return Size(48, 0, 0)
 
 
