@@ -9,9 +9,10 @@ template sees the variables transformers gives it:
   with reasoning, `reasoning_content` and the same text as `thinking` (the name gpt-oss's
   template reads), and, on tool messages without a `name`, the tool's name as `name`;
 - a tool call's `arguments`: when they hold a JSON object, a dict (HF's and vLLM's convention,
-  which Qwen and Llama templates `tojson`) that is also the model's original JSON text
-  wherever a template uses it as text (`+`, `~`, printing it: DeepSeek's templates
-  concatenate it); anything else stays the model's text;
+  which Qwen and Llama templates `tojson`), printed as transformers prints it (the dict's
+  str, `{'city': 'Paris'}`), and the model's original JSON text where a template adds it to
+  a string with `+` (DeepSeek's templates do, which transformers' dict cannot); anything
+  else stays the model's text;
 - `tools`: OpenAI tool dicts, or None (render_chat takes ToolInfo, OpenAI tool dicts or
   chainkit Tools, and gives the template the dicts); `documents` (None unless given);
 - `add_generation_prompt`, and any extra keyword given to render_chat (`bos_token`,
@@ -284,19 +285,16 @@ def _with_argument_objects(message: dict[str, Any]) -> dict[str, Any]:
 
 
 class JsonArguments(dict[str, Any]):
-    """A tool call's arguments as a chat template sees them. A dict, as HF and vLLM pass them,
-    so Qwen and Llama templates can `tojson` them; and, wherever a template uses them as text
-    (`'...' + arguments`, `~`, printing them), the JSON text the model wrote, as DeepSeek's
-    templates expect."""
+    """A tool call's arguments as a chat template sees them: the dict transformers would
+    pass, so Qwen and Llama templates can `tojson` them and printing them (`{{ arguments }}`,
+    `~`, `string`) writes the dict's str as it would; and, added to a string with `+`
+    (`'...' + arguments`), the JSON text the model wrote, as DeepSeek's templates expect."""
 
     __slots__ = ("text",)
 
     def __init__(self, value: dict[str, Any], text: str) -> None:
         super().__init__(value)
         self.text = text
-
-    def __str__(self) -> str:
-        return self.text
 
     def __add__(self, other: object) -> str:
         if isinstance(other, str):

@@ -3,8 +3,9 @@
 - "chatml" writes what Qwen2.5's own template writes, byte for byte, for any conversation;
   the one difference, Qwen's default system prompt, is added to the conversation first.
 - Templates see what transformers gives them: `thinking` beside `reasoning_content`
-  (gpt-oss), `documents`, and tool-call arguments that are both an object to `tojson` (Qwen,
-  Llama, gpt-oss) and the model's JSON text to concatenate (DeepSeek).
+  (gpt-oss), `documents`, and tool-call arguments that are the object transformers passes (to
+  `tojson`, Qwen, Llama, gpt-oss; printed as its dict) and the model's JSON text where they
+  are added to a string with `+` (DeepSeek).
 
 The templates are the `chat_template` of each model's tokenizer_config.json: Qwen2.5-7B-Instruct,
 Qwen3-0.6B, gpt-oss-120b, DeepSeek-V3.1 and Llama-3.3-70B-Instruct (the copies llama.cpp keeps
@@ -17,6 +18,7 @@ import json
 from datetime import datetime
 from pathlib import Path
 
+import jinja2.sandbox
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -315,28 +317,37 @@ def test_thinking_is_there_only_when_a_message_has_reasoning():
     )
 
 
-def test_json_object_arguments_are_an_object_and_the_models_text():
-    text = '{"city":  "北京", "days": [1,2]}'
-    message = Message.assistant(tool_calls=[ToolCall("c", FunctionCall("get_weather", text))])
-    source = (
-        "{% set a = messages[0].tool_calls[0].function.arguments %}"
-        "{{ a }}|{{ a ~ '' }}|{{ '' + a }}|{{ a + '' }}|{{ a | string }}|{{ '%s' % a }}|"
-        "{{ a | tojson }}|{{ a is mapping }}|{{ a is string }}|{{ a.city }}|{{ a | length }}|"
-        "{{ a['days'][1] }}|{{ a | dictsort | first | first }}"
+AS_TRANSFORMERS = (
+    "{% for call in messages[0].tool_calls %}{% set a = call.function.arguments %}"
+    "{{ a }}|{{ call.function.arguments }}|{{ a ~ '' }}|{{ a | string }}|{{ '%s' % a }}|"
+    "{{ a | tojson }}|{{ a is mapping }}|{{ a is string }}|{{ a.city }}|{{ a | length }}|"
+    "{{ a['days'][1] }}|{{ a | dictsort | first | first }}|{{ a | pprint }}\n{% endfor %}"
+)
+"""Every use of a tool call's arguments that transformers' dict supports."""
+
+
+def test_json_object_arguments_are_what_transformers_passes_and_the_models_text_to_add():
+    texts = ['{"city":  "北京", "days": [1,2]}', '{"city": "it\'s \\\\ \\"q\\"", "days": [0, 3]}']
+    calls = [ToolCall(f"c{i}", FunctionCall("get_weather", text)) for i, text in enumerate(texts)]
+    message = Message.assistant(tool_calls=calls)
+    rendered = render_chat([message], template=AS_TRANSFORMERS, add_generation_prompt=False)
+    # What transformers renders: its sandboxed environment, given the arguments as a dict.
+    environment = jinja2.sandbox.ImmutableSandboxedEnvironment()
+    environment.filters["tojson"] = lambda value: json.dumps(value, ensure_ascii=False)
+    as_dicts = [{"function": {"arguments": json.loads(text)}} for text in texts]
+    expected = environment.from_string(AS_TRANSFORMERS).render(messages=[{"tool_calls": as_dicts}])
+    assert rendered == expected
+    assert rendered.splitlines()[0].split("|")[:2] == ["{'city': '北京', 'days': [1, 2]}"] * 2
+    # Added to a string, where transformers' dict raises TypeError: the model's own text.
+    added = render_chat(
+        [message],
+        template="{% for c in messages[0].tool_calls %}"
+        "{{ '<' + c.function.arguments + '>' }}{{ c.function.arguments + '' }}{% endfor %}",
+        add_generation_prompt=False,
     )
-    rendered = render_chat([message], template=source, add_generation_prompt=False)
-    assert rendered.split("|") == [
-        *[text] * 6,
-        '{"city": "北京", "days": [1, 2]}',
-        "True",
-        "False",
-        "北京",
-        "2",
-        "2",
-        "city",
-    ]
+    assert added == "".join(f"<{text}>{text}" for text in texts)
     # The conversation keeps the model's text.
-    assert message.tool_calls[0].function.arguments == text
+    assert message.tool_calls[0].function.arguments == texts[0]
 
 
 def test_a_real_template_refusing_a_conversation_is_a_prompt_error():
