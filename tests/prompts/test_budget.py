@@ -286,11 +286,17 @@ def test_only_a_jinja2_namespace_has_namespace_attributes() -> None:
     class OddNamespace:
         pass
 
+    class Lookalike:
+        pass
+
     odd = OddNamespace()
     OddNamespace.__name__ = "Namespace"
     object.__setattr__(odd, "_Namespace__attrs", ["not", "a", "dict"])
+    lookalike = Lookalike()
+    object.__setattr__(lookalike, "_Namespace__attrs", {"a": 1})
     assert namespace_attributes(Namespace()) is None
     assert namespace_attributes(odd) is None
+    assert namespace_attributes(lookalike) is None
     assert namespace_attributes({"a": 1}) is None
     assert size_of([Namespace()])[0] == Size(2 + 2 + 48, 1, 1)
 
@@ -337,10 +343,12 @@ def test_a_value_is_refused_exactly_past_the_room_left() -> None:
         assert short.chars == spent_before
 
 
-def test_a_leaf_is_refused_past_the_room_left() -> None:
+def test_a_leaf_is_refused_past_the_room_left_with_nothing_spent() -> None:
     assert text_size(10**100, Budget(limits(max_chars=105))) == Size(105, 0, 0)
+    short = Budget(limits(max_chars=104))
     with exceeding("max_chars"):
-        text_size(10**100, Budget(limits(max_chars=104)))
+        text_size(10**100, short)
+    assert short.chars == 0
 
 
 def test_each_item_read_is_a_step() -> None:
