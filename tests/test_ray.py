@@ -124,15 +124,12 @@ def test_a_ray_rate_limiter_holds_every_actor_to_one_limit():
         started = time.monotonic()
         results = ray_batch(factory, [{"q": i} for i in range(60)], concurrency=30, actors=2)
         elapsed = time.monotonic() - started
-        arrivals = sorted(request.at for request in server.requests)
     limiter.close()
     assert [r.get("output") for r in results] == ["ok"] * 60
-    # One schedule: 20 at once, then 40 evenly over 2 s. Two, one per actor, would send all 60
-    # within half a second. (Arrival times are only roughly the schedule's on a busy machine,
-    # where a burst of new connections takes a while to be read: tests/llms/test_rate_limit.py
-    # checks every window exactly, on a simulated clock.)
-    paced = arrivals[-40:]
-    assert paced[-1] - paced[0] >= 1.0
+    # One schedule: 20 at once, then 40 evenly over 2 s; two, one per actor, would send all
+    # 60 within half a second. (Measured here, not at the server, where a burst of new
+    # connections may be read a second late: tests/llms/test_rate_limit.py checks every window
+    # exactly, on a simulated clock.)
     assert elapsed >= 1.5
 
 

@@ -927,6 +927,7 @@ def test_concurrent_runs_are_held_back_in_real_time(server):
     results = asyncio.run(main())
     elapsed = time.monotonic() - started
     assert {r["text"] for r in results} == {f"answer {i}" for i in range(30)}
-    arrivals = sorted(request.at for request in server.requests)
-    # 20 after the burst, 60/591 s apart: sleeping can only make it longer.
-    assert elapsed >= 1.9 and arrivals[-1] - arrivals[0] >= 1.5
+    assert len(server.requests) == 30
+    # 20 after the burst, 60/591 s apart: a busy machine can only make it longer. (Not the
+    # arrivals at the server: there, a burst's new connections may be read a second late.)
+    assert elapsed >= 2.0
