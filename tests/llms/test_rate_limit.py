@@ -341,15 +341,28 @@ def test_the_burst_is_one_seconds_worth_and_the_rest_is_evenly_spaced(clock):
     assert waits[:100] == [0] * 100
     interval = MINUTE // (6000 - 100 + 1) + 1
     assert waits[100:] == [interval, 2 * interval, 3 * interval]
+    # After an idle spell, a second's worth again; a little idle time is worth a little.
+    clock.sleep(60)
+    assert [bucket.reserve(0)[0] for _ in range(100)] == [0.0] * 100
+    assert bucket.reserve(0)[0] > 0
+    clock.now += 3 * interval  # two intervals past the 101st start
+    assert [bucket.reserve(0)[0] <= 0 for _ in range(3)] == [True, True, False]
 
 
 def test_one_a_minute_is_one_a_minute_and_a_nanosecond(clock):
     bucket = LocalBucket(1, None, clock)
-    assert [round(bucket.reserve(0)[0] * SECOND) for _ in range(3)] == [
-        0,
-        MINUTE + 1,
-        2 * MINUTE + 2,
-    ]
+    first, second, third = (bucket.reserve(0) for _ in range(3))
+    assert [ns(first[0]), ns(second[0]), ns(third[0])] == [0, MINUTE + 1, 2 * MINUTE + 2]
+    bucket.cancel(second[1])
+    bucket.cancel(third[1])
+    # A minute after the start, to the nanosecond, the minute still holds it.
+    clock.now += MINUTE
+    assert ns(bucket.reserve(0)[0]) == 1
+
+
+def ns(seconds: float) -> int:
+    """A wait a bucket gave, back in its nanoseconds."""
+    return round(seconds * SECOND)
 
 
 def test_tokens_are_charged_the_estimate_then_what_the_server_counted(clock):
@@ -357,9 +370,20 @@ def test_tokens_are_charged_the_estimate_then_what_the_server_counted(clock):
     assert bucket.reserve(100)[0] == 0
     wait, ticket = bucket.reserve(50)
     assert wait == 0  # within the one-second burst
-    assert bucket.reserve(10)[0] == pytest.approx(0.5)
+    assert ns(bucket.reserve(10)[0]) == SECOND // 2
     bucket.settle(ticket, 350)  # used 300 more than estimated
-    assert bucket.reserve(10)[0] == pytest.approx(0.6 + 3.0)
+    assert ns(bucket.reserve(10)[0]) == SECOND * 36 // 10
+    bucket.settle(12345, 10**6)  # no such booking (any more): nothing changes
+    assert ns(bucket.reserve(1)[0]) == SECOND * 37 // 10
+
+
+def test_a_minute_may_hold_exactly_the_token_limit(clock):
+    bucket = LocalBucket(None, 6000, clock)  # 100-token requests: one a second, one of burst
+    waits = [ns(bucket.reserve(100)[0]) for _ in range(63)]
+    # 60 start within [0 s, 58 s]: 6,000 tokens. The 61st waits for the first to be a minute
+    # old, to the nanosecond, and the 62nd for the second.
+    assert waits[:61] == [0, 0, *(n * SECOND for n in range(1, 59)), MINUTE + 1]
+    assert waits[61:] == [MINUTE + 1, MINUTE + SECOND + 1]
 
 
 def test_a_lower_count_frees_room_in_the_minute(clock):
@@ -413,7 +437,7 @@ def test_a_caller_that_gives_up_hands_its_place_back(clock):
     tickets = [bucket.reserve(0)[1] for _ in range(49)]
     for ticket in tickets[::-1][:10] + tickets[:39]:  # in any order
         bucket.cancel(ticket)
-    assert bucket.reserve(0)[0] == pytest.approx(1.0 + 1e-9)
+    assert ns(bucket.reserve(0)[0]) == SECOND + 1
     # One in the middle gives its place to the next newcomer, within the limit still.
     _, middle, last = (bucket.reserve(0)[1] for _ in range(3))
     bucket.cancel(middle)
@@ -426,7 +450,14 @@ def test_a_started_request_is_not_given_back(clock):
     wait, ticket = bucket.reserve(100)
     assert wait == 0
     bucket.cancel(ticket)  # too late: it went
-    assert bucket.reserve(100)[0] == pytest.approx(9.0)  # 10 s of pace, less 1 s of burst
+    assert ns(bucket.reserve(100)[0]) == 9 * SECOND  # 10 s of pace, less 1 s of burst
+
+
+def test_a_bucket_without_a_token_limit_takes_corrections_all_the_same(clock):
+    bucket = LocalBucket(60, None, clock)
+    _, ticket = bucket.reserve(0)
+    bucket.settle(ticket, 10**6)
+    assert ns(bucket.reserve(0)[0]) == SECOND + 1
 
 
 def test_the_log_forgets_what_no_window_can_hold(clock):
@@ -537,9 +568,16 @@ def test_sync_callers_sleep_until_their_start_and_charge_what_was_used(clock):
     assert limiter.call(30, ask(), send, lambda _: 100) == "sent"
     assert limiter.call(30, ask(), send, lambda _: True) == "sent"  # not a count: the estimate
     assert limiter.call(30, ask(), send, lambda _: -5) == "sent"  # nor this
+    limiter.call(30, ask(), send, lambda _: 0)  # a count: charged nothing
     limiter.call(30, ask(), send, no_count)
     # 100 tokens used, at 10 a second, with a second of burst; then 5 a request, 1 s apart.
-    assert [at - start for at in arrived] == [0, 9 * SECOND, 10 * SECOND + 1, 11 * SECOND + 2]
+    assert [at - start for at in arrived] == [
+        0,
+        9 * SECOND,
+        10 * SECOND + 1,
+        11 * SECOND + 2,
+        12 * SECOND + 3,
+    ]
 
 
 def test_without_a_token_limit_no_usage_is_asked_for(clock):
@@ -889,6 +927,20 @@ def test_a_retry_after_from_the_server_pauses_the_other_models(server, clock, ru
     assert clock.now - before == 2 * SECOND
     other.close()
     throttled.close()
+
+
+@pytest.mark.timeout(30)
+def test_each_attempt_is_a_request(server, clock):
+    limiter = simulated(clock, rpm=60)  # one a second
+    quick = Backoff(initial=0.001, maximum=0.005)
+    llm = make_model(server, limiter, max_attempts=3, backoff=quick)
+    server.fail(Fault.http(500, "oops"), Fault.http(500, "oops"))
+    server.push("third time")
+    start = clock.now
+    assert llm.generate([Message.user("hi")]).content == "third time"
+    assert len(server.requests) == 3
+    assert clock.now - start == 2 * (SECOND + 1)  # the two retries waited their turns
+    llm.close()
 
 
 @pytest.mark.timeout(30)
