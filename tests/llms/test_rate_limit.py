@@ -445,6 +445,15 @@ def test_a_caller_that_gives_up_hands_its_place_back(clock):
     assert round(bucket.reserve(0)[0] * SECOND) <= round(bucket.wait_left(last) * SECOND)
 
 
+def test_a_booking_given_back_frees_its_tokens_and_its_pace(clock):
+    bucket = LocalBucket(None, 6000, clock)
+    assert bucket.reserve(3000)[0] == 0
+    wait, ticket = bucket.reserve(3000)
+    assert ns(wait) == 29 * SECOND  # 30 s of pace, less 1 s of burst
+    bucket.cancel(ticket)
+    assert ns(bucket.reserve(3000)[0]) == 29 * SECOND  # its place, not a minute later
+
+
 def test_a_started_request_is_not_given_back(clock):
     bucket = LocalBucket(60, 600, clock)
     wait, ticket = bucket.reserve(100)
@@ -525,8 +534,12 @@ def test_models_refuse_what_is_no_rate_limiter():
 def test_a_limiter_cannot_be_copied_into_another_process():
     limiter = RateLimiter(600)
     assert repr(limiter) == "RateLimiter(requests_per_minute=600, tokens_per_minute=None)"
-    with pytest.raises(TypeError, match="shared within one process"):
+    with pytest.raises(TypeError) as refused:
         pickle.dumps(limiter)
+    assert str(refused.value) == (
+        "an llms.RateLimiter is shared within one process only and cannot be pickled; to "
+        "share limits between Ray workers use chainkit.distributed.RayRateLimiter"
+    )
 
 
 def ask(text: str = "hi", max_tokens: int | None = None) -> dict[str, Any]:
@@ -654,6 +667,42 @@ def test_cancelled_async_waiters_give_their_places_back(clock: Clock) -> None:
 
     # Once, the next request waited 49 s for the places of the cancelled.
     assert virtual_time(clock, main()) == pytest.approx(0.5 + 1e-9)
+
+
+def test_a_waiter_woken_at_its_old_start_waits_out_a_pause_asked_meanwhile(clock):
+    limiter = simulated(clock, rpm=60)
+    limiter.call(30, ask(), lambda: None, no_count)
+    asked_at = clock.now
+
+    def sleep_through_a_429(seconds: float) -> None:
+        whole = round(seconds * SECOND)
+        clock.now += whole // 2
+        if not clock.slept:  # another model's call is answered 429, Retry-After: 5
+            limiter._bucket.pause(5)
+        clock.slept.append(seconds)
+        clock.now += whole - whole // 2
+
+    limiter._sleep = sleep_through_a_429
+    limiter.call(30, ask(), lambda: None, no_count)
+    assert clock.now - asked_at == 5 * SECOND + SECOND // 2
+
+
+def test_an_async_waiter_woken_at_its_old_start_waits_out_a_pause_too(clock):
+    limiter = simulated(clock, rpm=60)
+    limiter._asleep = None
+
+    async def send() -> int:
+        return clock.now
+
+    async def main() -> int:
+        await limiter.acall(30, ask(), send, no_count)
+        waiter = asyncio.ensure_future(limiter.acall(30, ask(), send, no_count))
+        await asyncio.sleep(0.5)
+        limiter._bucket.pause(5)
+        return await waiter
+
+    asked_at = clock.now
+    assert virtual_time(clock, main()) - asked_at == 5 * SECOND + SECOND // 2
 
 
 def test_an_interrupted_sync_waiter_gives_its_place_back(clock):
