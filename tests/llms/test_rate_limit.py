@@ -386,6 +386,13 @@ def test_a_minute_may_hold_exactly_the_token_limit(clock):
     assert waits[61:] == [MINUTE + 1, MINUTE + SECOND + 1]
 
 
+def test_a_fractional_token_limit_paces_exactly(clock):
+    bucket = LocalBucket(None, 6000.5, clock)  # 12,001 tokens in two minutes
+    assert bucket.reserve(200)[0] == 0
+    # 200 tokens take 200 * 120 / 12,001 s, rounded up to the nanosecond; less 1 s of burst.
+    assert ns(bucket.reserve(100)[0]) == 1_999_833_348 - SECOND
+
+
 def test_a_lower_count_frees_room_in_the_minute(clock):
     bucket = LocalBucket(None, 6000, clock)
     _, big = bucket.reserve(6000)
@@ -593,6 +600,24 @@ def test_sync_callers_sleep_until_their_start_and_charge_what_was_used(clock):
     ]
 
 
+def test_a_request_that_used_no_tokens_is_charged_none(clock):
+    limiter = simulated(clock, tpm=60)  # a token a second
+    limiter.call(30, ask(), lambda: None, lambda _: 0)  # estimated at 5
+    limiter.call(30, ask(), lambda: None, no_count)
+    assert clock.slept == []
+
+
+def test_a_limiter_waits_in_real_time_by_default():
+    # The schedule is the one of time.monotonic_ns, and waiting is time.sleep: 100 at once,
+    # then one 10 ms later. (How long it took is left alone: a busy machine decides that.)
+    limiter = RateLimiter(requests_per_minute=6000)
+    sent = [limiter.call(30, ask(), lambda: "sent", no_count) for _ in range(101)]
+    assert sent == ["sent"] * 101
+    once_a_minute = RateLimiter(requests_per_minute=1)
+    assert once_a_minute._bucket.reserve(0)[0] == 0
+    assert 30 < once_a_minute._bucket.reserve(0)[0] <= 60.000000001
+
+
 def test_without_a_token_limit_no_usage_is_asked_for(clock):
     limiter = simulated(clock, rpm=60)
 
@@ -687,7 +712,7 @@ def test_a_waiter_woken_at_its_old_start_waits_out_a_pause_asked_meanwhile(clock
     assert clock.now - asked_at == 5 * SECOND + SECOND // 2
 
 
-def test_an_async_waiter_woken_at_its_old_start_waits_out_a_pause_too(clock):
+def test_an_async_waiter_woken_at_its_old_start_waits_out_a_pause_too(clock: Clock) -> None:
     limiter = simulated(clock, rpm=60)
     limiter._asleep = None
 
