@@ -287,14 +287,17 @@ class _BucketActor:
     def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None) -> None:
         self._bucket = LocalBucket(requests_per_minute, tokens_per_minute)
 
-    def reserve(self, tokens: float) -> Reservation:
+    def reserve(self, tokens: int) -> Reservation:
         return self._bucket.reserve(tokens)
 
-    def wait_left(self, start: float, shift: float) -> float:
-        return self._bucket.wait_left(start, shift)
+    def wait_left(self, ticket: int) -> float:
+        return self._bucket.wait_left(ticket)
 
-    def settle(self, estimated: float, used: float) -> None:
-        self._bucket.settle(estimated, used)
+    def settle(self, ticket: int, used: int) -> None:
+        self._bucket.settle(ticket, used)
+
+    def cancel(self, ticket: int) -> None:
+        self._bucket.cancel(ticket)
 
     def pause(self, seconds: float) -> None:
         self._bucket.pause(seconds)
@@ -311,28 +314,34 @@ class _RayBucket:
         maker = _BucketActor.options(**options)  # type: ignore[attr-defined]
         self._actor = maker.remote(requests_per_minute, tokens_per_minute)
 
-    def reserve(self, tokens: float) -> Reservation:
+    def reserve(self, tokens: int) -> Reservation:
         result: Reservation = ray.get(self._actor.reserve.remote(tokens))
         return result
 
-    def wait_left(self, start: float, shift: float) -> float:
-        return float(ray.get(self._actor.wait_left.remote(start, shift)))
+    def wait_left(self, ticket: int) -> float:
+        return float(ray.get(self._actor.wait_left.remote(ticket)))
 
-    def settle(self, estimated: float, used: float) -> None:
-        ray.get(self._actor.settle.remote(estimated, used))
+    def settle(self, ticket: int, used: int) -> None:
+        ray.get(self._actor.settle.remote(ticket, used))
+
+    def cancel(self, ticket: int) -> None:
+        ray.get(self._actor.cancel.remote(ticket))
 
     def pause(self, seconds: float) -> None:
         ray.get(self._actor.pause.remote(seconds))
 
-    async def areserve(self, tokens: float) -> Reservation:
+    async def areserve(self, tokens: int) -> Reservation:
         result: Reservation = await self._actor.reserve.remote(tokens)
         return result
 
-    async def await_left(self, start: float, shift: float) -> float:
-        return float(await self._actor.wait_left.remote(start, shift))
+    async def await_left(self, ticket: int) -> float:
+        return float(await self._actor.wait_left.remote(ticket))
 
-    async def asettle(self, estimated: float, used: float) -> None:
-        await self._actor.settle.remote(estimated, used)
+    async def asettle(self, ticket: int, used: int) -> None:
+        await self._actor.settle.remote(ticket, used)
+
+    async def acancel(self, ticket: int) -> None:
+        await self._actor.cancel.remote(ticket)
 
     async def apause(self, seconds: float) -> None:
         await self._actor.pause.remote(seconds)
@@ -355,8 +364,7 @@ class RayRateLimiter(RateLimiter):
     ) -> None:
         super().__init__(requests_per_minute, tokens_per_minute)
         self.name = name or f"chainkit-rate-limiter-{uuid.uuid4().hex}"
-        bucket = _RayBucket(self.name, self.requests_per_minute, self.tokens_per_minute)
-        self._bucket = self._async_bucket = bucket
+        self._bucket = _RayBucket(self.name, self.requests_per_minute, self.tokens_per_minute)
 
     def __repr__(self) -> str:
         return (

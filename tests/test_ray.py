@@ -212,15 +212,12 @@ def test_a_ray_rate_limiter_holds_every_actor_to_one_limit():
         started = time.monotonic()
         results = ray_batch(factory, [{"q": i} for i in range(60)], concurrency=30, actors=2)
         elapsed = time.monotonic() - started
-        arrivals = sorted(request.at for request in server.requests)
     limiter.close()
     assert [r.get("output") for r in results] == ["ok"] * 60
-    # One schedule: 20 at once, then 40 evenly over 2 s. Two, one per actor, would send all 60
-    # within half a second. (Arrival times are only roughly the schedule's on a busy machine,
-    # where a burst of new connections takes a while to be read: tests/test_rate_limit.py
-    # checks every window exactly, on a simulated clock.)
-    paced = arrivals[-40:]
-    assert paced[-1] - paced[0] >= 1.0
+    # One schedule: 20 at once, then 40 evenly over 2 s; two, one per actor, would send all
+    # 60 within half a second. (Measured here, not at the server, where a burst of new
+    # connections may be read a second late: tests/llms/test_rate_limit.py checks every window
+    # exactly, on a simulated clock.)
     assert elapsed >= 1.5
 
 
@@ -228,13 +225,16 @@ def test_a_ray_rate_limiter_holds_every_actor_to_one_limit():
 def test_copies_of_a_ray_rate_limiter_share_one_schedule():
     import pickle
 
-    limiter = RayRateLimiter(requests_per_minute=60, name="chainkit-test-shared")
+    limiter = RayRateLimiter(requests_per_minute=1, name="chainkit-test-shared")
     copy = pickle.loads(pickle.dumps(limiter))
     assert repr(copy) == (
-        "RayRateLimiter(requests_per_minute=60.0, tokens_per_minute=None, "
+        "RayRateLimiter(requests_per_minute=1.0, tokens_per_minute=None, "
         "name='chainkit-test-shared')"
     )
-    first = limiter._bucket.reserve(0)
-    second = copy._bucket.reserve(0)  # booked after the first: one second later
-    assert first[0] == pytest.approx(0, abs=0.05) and second[0] == pytest.approx(1, abs=0.2)
+    first_wait, _ = limiter._bucket.reserve(0)
+    second_wait, second = copy._bucket.reserve(0)  # booked after the first: a minute later
+    # (less the time between the two calls, which a busy machine may stretch to seconds)
+    assert first_wait == 0 and 30 < second_wait <= 60.000000001
+    copy._bucket.cancel(second)  # handed back: the next is booked a minute after the first
+    assert 30 < limiter._bucket.reserve(0)[0] <= 60.000000001
     limiter.close()
