@@ -71,6 +71,8 @@ class Tool:
     def prompt_description(self) -> str:
         """How a text prompt (a OneShotAgent's) lists the tool: `name: description`, and its
         arguments when it takes more than one string, so the model writes them right at once."""
+        if type(self).parameters is Tool.parameters:
+            return f"{self.name}: {self.description}"  # one string: no copy of the schema needed
         return f"{self.name}: {self.description}{prompt_arguments(self.parameters)}"
 
     def info(self) -> ToolInfo:

@@ -11,13 +11,16 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from http import HTTPStatus
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import httpx2
 from mcp import MCPError
 from mcp import types as mcp_types
-from mcp.client._transport import ReadStream, Transport, TransportStreams
+from mcp.client import Transport
 from mcp.shared.message import SessionMessage
+
+if TYPE_CHECKING:  # the SDK exports the transport protocol, not the types of its streams
+    from mcp.client._transport import ReadStream, TransportStreams
 
 logger = logging.getLogger("chainkit.mcp")
 
