@@ -42,6 +42,13 @@ def crash() -> str:
     raise KeyError("missing")
 
 
+@tools.tool
+def chatter(text: str) -> str:
+    """Prints the text on stdout, and returns it."""
+    print(f"chatter says {text}")  # served over stdio, this must not reach the protocol
+    return text
+
+
 class Reverse(tools.Tool):
     name = "reverse"
     description = "Reverses its input text."
@@ -51,7 +58,7 @@ class Reverse(tools.Tool):
 
 
 def make_tools() -> list[tools.Tool]:
-    return [get_weather, add, shout, refuse, crash, Reverse(), tools.Calculator()]
+    return [get_weather, add, shout, refuse, crash, chatter, Reverse(), tools.Calculator()]
 
 
 def make_agent() -> agents.OneShotAgent:

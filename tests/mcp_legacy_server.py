@@ -1,11 +1,14 @@
 """A hand-written MCP server over stdio that speaks only the initialize-handshake protocol
 versions, as most servers in the wild do: no `server/discover`, no subscriptions. It lists its
 tools in two pages, and its `announce` tool adds a tool and sends
-`notifications/tools/list_changed` unasked; its `broken` tool answers with a malformed result.
+`notifications/tools/list_changed` unasked; its `broken` tool answers with a malformed result;
+its `chatty` tool writes a line that is not JSON-RPC on stdout before it answers. It also lists
+a tool that can only be called as a task, and one that may be.
 
 Misbehaviour on request, through the environment: PAGES_FOREVER=1 makes every page of the
 tool list point to another; STDERR_FLOOD=N writes N bytes to stderr before serving;
-LIST_ONCE=1 leaves every tools/list after the first listing unanswered.
+LIST_ONCE=1 leaves every tools/list after the first listing unanswered; BANNER=1 prints a
+startup banner on stdout before serving.
 """
 
 from __future__ import annotations
@@ -31,6 +34,23 @@ tools: list[dict[str, Any]] = [
         "name": "broken",
         "description": "Answers with content that is not a list.",
         "inputSchema": {"type": "object", "properties": {}},
+    },
+    {
+        "name": "chatty",
+        "description": "Prints a debug line on stdout, then answers.",
+        "inputSchema": {"type": "object", "properties": {}},
+    },
+    {
+        "name": "report",
+        "description": "Runs only as a task.",
+        "inputSchema": {"type": "object", "properties": {}},
+        "execution": {"taskSupport": "required"},
+    },
+    {
+        "name": "summary",
+        "description": "Runs as a task or as a plain call.",
+        "inputSchema": {"type": "object", "properties": {}},
+        "execution": {"taskSupport": "optional"},
     },
     {
         "name": "announce",
@@ -67,6 +87,11 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         name, arguments = params["name"], params.get("arguments") or {}
         if name == "echo":
             return {"content": [{"type": "text", "text": arguments["text"]}]}
+        if name == "chatty":
+            sys.stdout.write("debug: chatty was called\n")
+            return {"content": [{"type": "text", "text": "chatted"}]}
+        if name == "summary":
+            return {"content": [{"type": "text", "text": "summed up"}]}
         if name == "broken":
             return {"content": "not a list"}
         if name == "announce":
@@ -86,6 +111,8 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
+    if os.environ.get("BANNER"):
+        print("Weather server v1.0 ready!", flush=True)
     flood = int(os.environ.get("STDERR_FLOOD", "0"))
     for _ in range(flood // 1000):
         sys.stderr.write("x" * 999 + "\n")

@@ -51,10 +51,34 @@ def lookup(key: str) -> str:
 
 
 @server.tool()
+def rpc_error(code: int, message: str) -> str:
+    """Answers with the JSON-RPC error `code` and `message` instead of a result."""
+    raise MCPError(code, message)
+
+
+@server.tool()
 async def slow(seconds: float) -> str:
     """Answers after `seconds`."""
     await asyncio.sleep(seconds)
     return f"slept {seconds}"
+
+
+# Calls waiting at a meeting point, by its name: `meet` answers once `parties` calls are there.
+meetings: dict[str, tuple[list[None], asyncio.Event]] = {}
+
+
+@server.tool()
+async def meet(name: str, parties: int) -> str:
+    """Waits until `parties` calls of `meet(name)` are running at once, up to 8 s."""
+    arrived, everyone = meetings.setdefault(name, ([], asyncio.Event()))
+    arrived.append(None)
+    if len(arrived) >= parties:
+        everyone.set()
+    try:
+        await asyncio.wait_for(everyone.wait(), 8)
+    except TimeoutError:
+        return f"only {len(arrived)} of {parties} met"
+    return "met"
 
 
 @server.tool()

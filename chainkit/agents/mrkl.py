@@ -39,7 +39,7 @@ def _tool_values(tools: Sequence[Tool], wanted: Sequence[str]) -> dict[str, str]
     if "tool_names" in wanted:
         values["tool_names"] = ", ".join(tool.name for tool in tools)
     if "tool_descriptions" in wanted:
-        values["tool_descriptions"] = "\n".join(f"{t.name}: {t.description}" for t in tools)
+        values["tool_descriptions"] = "\n".join(t.prompt_description() for t in tools)
     return values
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from chainkit._stop import call_guarded, to_thread
 from chainkit.schema import ToolInfo
 from chainkit.tools._arguments import decode_json
+from chainkit.tools._schema_text import prompt_arguments
 from chainkit.tools.errors import MalformedJSONError
 from chainkit.tools.errors import ToolError as ToolError
 
@@ -25,6 +26,9 @@ class Tool:
 
     `return_direct = True` ends the run with this tool's output as the final answer.
 
+    `input_required = False` says the input may be left out (the tool then gets ''): its
+    schema does not require it, and a native call's `{}` is an empty input.
+
     `blocking` says whether `call` may wait (on the network, a disk, a lock, a sleep) or run
     long. In async code (`acall`), a blocking tool's `call` runs in a worker thread, so the
     event loop goes on meanwhile; a tool whose `call` always returns at once, such as the
@@ -35,6 +39,7 @@ class Tool:
     name: str = ""
     description: str = ""
     return_direct: bool = False
+    input_required: bool = True
     blocking: bool = True
 
     def call(self, input: str) -> str:
@@ -58,7 +63,17 @@ class Tool:
     @property
     def parameters(self) -> dict[str, Any]:
         """JSON schema of the arguments a tool-calling model sends: one string, `input`."""
-        return copy.deepcopy(_STRING_INPUT)  # a caller may edit it; other tools must not see that
+        schema = copy.deepcopy(_STRING_INPUT)  # a caller may edit it; other tools must not see that
+        if not self.input_required:
+            schema["required"] = []
+        return schema
+
+    def prompt_description(self) -> str:
+        """How a text prompt (a OneShotAgent's) lists the tool: `name: description`, and its
+        arguments when it takes more than one string, so the model writes them right at once."""
+        if type(self).parameters is Tool.parameters:
+            return f"{self.name}: {self.description}"  # one string: no copy of the schema needed
+        return f"{self.name}: {self.description}{prompt_arguments(self.parameters)}"
 
     def info(self) -> ToolInfo:
         """How this tool is presented to a model that calls tools natively."""
@@ -83,7 +98,7 @@ class Tool:
         except MalformedJSONError as error:
             raise ToolError(f"Invalid arguments for tool {self.name}: {error}") from None
         if isinstance(value, dict):
-            value = value.get("input")
+            value = value.get("input", None if self.input_required else "")
         if isinstance(value, str):
             return value
         raise ToolError(

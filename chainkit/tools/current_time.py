@@ -42,6 +42,7 @@ class CurrentTime(Tool):
     """
 
     name = "current_time"
+    input_required = False  # without one: UTC
     blocking = False
     description = (
         "Returns the current date, time and weekday. Input: the user's time zone as an IANA "

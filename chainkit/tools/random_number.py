@@ -27,6 +27,7 @@ class RandomNumber(Tool):
     """
 
     name = "random_number"
+    input_required = False  # without one: the default range / UTC
     blocking = False
     description = (
         'Returns a random integer. Input: an optional range such as "1-100", "1 to 100" or '

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,6 +24,7 @@ from chainkit import agents, chains, tools
 from chainkit.llms import FakeLLM
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests import mcp_chainkit_tools as originals
+from tests.mcp_http_status import status_server
 from tests.mcp_process import start_http_server, stop
 from tests.mcp_server import PICTURE, SERVER_NAME
 
@@ -123,7 +126,9 @@ def test_tool_errors_and_protocol_errors_become_tool_errors(served):
 def test_arguments_that_cannot_fit_are_refused_before_the_server_is_asked(served):
     listed = by_name(*served)
     add = listed["add"]
-    expected = r"expected a JSON object with the fields a \(integer\), b \(integer\)"
+    expected = (
+        r"expected a JSON object with the fields a \(integer, required\), b \(integer, required\)"
+    )
     with pytest.raises(
         tools.MCPToolError, match=rf"Invalid arguments for tool .*add: .*{expected}"
     ):
@@ -131,7 +136,7 @@ def test_arguments_that_cannot_fit_are_refused_before_the_server_is_asked(served
     with pytest.raises(tools.MCPToolError, match="missing required field b"):
         add.call('{"a": 1}')
     with pytest.raises(tools.MCPToolError, match="missing required field text"):
-        listed["echo"].call("")
+        listed["echo"].call("{}")
     with pytest.raises(tools.MCPToolError, match="not valid JSON"):
         add.input_from_arguments('{"a": 1, "b": ')
     with pytest.raises(tools.MCPToolError, match=r"got '\[1, 2\]'"):
@@ -146,14 +151,14 @@ def test_content_that_is_not_text_is_described_not_dropped(served):
     assert listed["pid"].call("ignored text") == listed["pid"].call("")  # takes no arguments
 
 
-def test_calls_from_many_threads_run_at_once(served):
-    slow = by_name(*served)["slow"]
+@pytest.mark.timeout(60)
+def test_calls_from_many_threads_run_at_once(served, request):
+    # Each call waits at the server until all six are there: one at a time, none would be.
+    meet = by_name(*served)["meet"]
+    arguments = json.dumps({"name": request.node.name, "parties": 6})
     with ThreadPoolExecutor(6) as pool:
-        started = time.monotonic()
-        results = list(pool.map(slow.call, ["0.5"] * 6))
-        elapsed = time.monotonic() - started
-    assert results == ["slept 0.5"] * 6
-    assert elapsed < 2.5  # one at a time would take 3 s
+        results = list(pool.map(meet.call, [arguments] * 6))
+    assert results == ["met"] * 6
 
 
 # Both agents, sync and async.
@@ -324,13 +329,14 @@ def test_a_list_change_the_server_announces_refreshes_the_tools(served):
 
 def test_a_handshake_only_server_with_paged_tools_and_unasked_list_changes():
     with tools.MCPTools(command=LEGACY_SERVER) as mcp_tools:
-        assert [tool.name for tool in mcp_tools] == ["echo", "broken", "announce"]  # 2 pages
+        listed = ["echo", "broken", "chatty", "summary", "announce"]
+        assert [tool.name for tool in mcp_tools] == listed  # from 2 pages
         assert mcp_tools.server == "legacy"
         assert by_name(mcp_tools)["echo"].call("old protocol") == "old protocol"
         by_name(mcp_tools)["announce"].call("")
         assert wait_until(lambda: "late" in [t.name for t in mcp_tools], 10)
         assert by_name(mcp_tools)["late"].call("") == "late works"
-        assert [t.name for t in mcp_tools.refresh()] == ["echo", "broken", "announce", "late"]
+        assert [t.name for t in mcp_tools.refresh()] == [*listed, "late"]
 
 
 # Several servers.
@@ -372,6 +378,7 @@ def test_prefixed_servers_join_and_each_tool_reaches_its_own_server(stdio_tools,
 # Faults: each ends in a clear error within its timeout.
 
 
+@pytest.mark.timeout(60)
 def test_a_tool_that_never_answers_times_out_sync_and_async():
     with tools.MCPTools(command=SERVER, timeout=1, connect_timeout=20) as mcp_tools:
         listed = by_name(mcp_tools)
@@ -381,50 +388,60 @@ def test_a_tool_that_never_answers_times_out_sync_and_async():
             listed["hang"].call("")
         with pytest.raises(tools.MCPToolError, match=expected):
             asyncio.run(listed["hang"].acall(""))
-        assert time.monotonic() - started < 8
+        assert time.monotonic() - started < 30  # two 1 s timeouts, not a hang
         assert listed["echo"].call("after the timeouts") == "after the timeouts"
 
 
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_server_killed_mid_session_ends_calls_with_a_clear_error(mode):
-    mcp_tools = tools.MCPTools(command=SERVER, timeout=20)
+    mcp_tools = tools.MCPTools(command=SERVER, timeout=100)
     with mcp_tools:
         listed = by_name(mcp_tools)
         server_pid = int(listed["pid"].call(""))
         threading.Timer(0.3, os.kill, (server_pid, signal.SIGKILL)).start()
         started = time.monotonic()
-        with pytest.raises(tools.MCPToolError, match="closed the connection"):
+        with pytest.raises(
+            tools.MCPToolError,
+            match=r"'chainkit-test' closed the connection \(the server exited\); hang got no",
+        ):
             if mode == "sync":
                 listed["hang"].call("")
             else:
                 asyncio.run(listed["hang"].acall(""))
-        with pytest.raises(tools.MCPToolError, match="closed the connection"):
+        with pytest.raises(tools.MCPToolError, match=r"'chainkit-test' .*the server exited"):
             listed["echo"].call("anyone there?")
-        assert time.monotonic() - started < 5  # not the 20 s timeout
+        assert time.monotonic() - started < 50  # not the 100 s timeout
+        assert wait_until(lambda: "ended: the server exited" in repr(mcp_tools), 20)
+        with pytest.raises(
+            tools.MCPToolError,
+            match=r"'chainkit-test' has ended \(the server exited\); echo was not called",
+        ):
+            listed["echo"].call("and now?")
     assert "closed" in repr(mcp_tools)
 
 
+@pytest.mark.timeout(120)
 def test_an_http_server_killed_mid_session_ends_calls_with_a_clear_error():
     process, url = start_http_server([*SERVER, "--http"])
+    gone = r"the server cannot be reached, ConnectError: "
     try:
-        with tools.MCPTools(url=url, timeout=20) as mcp_tools:
+        with tools.MCPTools(url=url, timeout=100) as mcp_tools:
             echo = by_name(mcp_tools)["echo"]
             assert echo.call("alive") == "alive"
             process.kill()
             process.wait(5)
             started = time.monotonic()
-            with pytest.raises(tools.MCPToolError, match="closed the connection"):
-                echo.call("anyone there?")
-            # The session ends once the transport fails: later calls say so at once.
+            # The session ends once the transport fails: this call and later ones say so.
             for attempt in range(3):
-                with pytest.raises(tools.MCPToolError, match=r"closed the connection|has ended"):
+                with pytest.raises(tools.MCPToolError, match=rf"'chainkit-test'.*{gone}"):
                     if attempt == 1:
                         asyncio.run(echo.acall("still there?"))
                     else:
                         echo.call("still there?")
-            assert time.monotonic() - started < 5  # not the 20 s timeout
-            assert wait_until(lambda: "ended" in repr(mcp_tools), 5)
-            with pytest.raises(tools.MCPToolError, match=r"has ended \(ConnectError: "):
+            assert time.monotonic() - started < 50  # not the 100 s timeout
+            assert wait_until(lambda: f"ended: {gone}" in repr(mcp_tools), 20)
+            with pytest.raises(tools.MCPToolError, match=rf"has ended \({gone}"):
                 echo.call("and now?")
     finally:
         stop(process)
@@ -437,7 +454,7 @@ def test_a_server_that_exits_at_start_is_a_clear_connection_error(mode):
         "-c",
         "import sys; print('no config file', file=sys.stderr); sys.exit(3)",
     ]
-    mcp_tools = tools.MCPTools(command=command, connect_timeout=20)
+    mcp_tools = tools.MCPTools(command=command, connect_timeout=100)
     started = time.monotonic()
     with pytest.raises(
         tools.MCPConnectionError, match=r"(?s)closed the connection while starting.*no config file"
@@ -446,7 +463,7 @@ def test_a_server_that_exits_at_start_is_a_clear_connection_error(mode):
             mcp_tools.__enter__()
         else:
             asyncio.run(mcp_tools.__aenter__())
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 50  # not the 100 s connect timeout
     with pytest.raises(RuntimeError, match="not open"):
         list(mcp_tools)
 
@@ -465,7 +482,7 @@ def test_a_server_that_never_initialises_times_out_naming_its_stray_output():
         tools.MCPTools(command=command, connect_timeout=1),
     ):
         pass
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 20  # the 1 s timeout, not the server's 60 s sleep
 
 
 def test_a_missing_program_or_a_closed_port_is_a_clear_connection_error():
@@ -495,13 +512,11 @@ def test_a_malformed_result_is_a_tool_error_and_the_session_goes_on():
 
 
 def test_a_tool_list_that_pages_forever_fails_the_connect():
-    started = time.monotonic()
     with (
         pytest.raises(tools.MCPConnectionError, match="lists its tools in more than 100 pages"),
         tools.MCPTools(command=LEGACY_SERVER, env={"PAGES_FOREVER": "1"}),
     ):
         pass
-    assert time.monotonic() - started < 10
 
 
 def test_a_refresh_the_server_never_answers_times_out():
@@ -511,8 +526,9 @@ def test_a_refresh_the_server_never_answers_times_out():
             mcp_tools.refresh()
         with pytest.raises(TimeoutError, match="'legacy' did not list its tools in 1 s"):
             asyncio.run(mcp_tools.arefresh())
-        assert time.monotonic() - started < 6
-        assert [tool.name for tool in mcp_tools] == ["echo", "broken", "announce"]  # kept
+        assert time.monotonic() - started < 20  # two 1 s timeouts, not a hang
+        kept = ["echo", "broken", "chatty", "summary", "announce"]
+        assert [tool.name for tool in mcp_tools] == kept
         assert by_name(mcp_tools)["echo"].call("still answering") == "still answering"
 
 
@@ -531,14 +547,13 @@ def test_closing_during_a_call_ends_the_call_and_the_close():
         except tools.ToolError as error:
             outcome.append(str(error))
 
-    mcp_tools = tools.MCPTools(command=SERVER, timeout=20)
+    mcp_tools = tools.MCPTools(command=SERVER, timeout=100)
     with mcp_tools:
         caller = threading.Thread(target=call, args=(by_name(mcp_tools)["hang"],))
         caller.start()
         time.sleep(0.3)
-        started = time.monotonic()
-    caller.join(10)
-    assert time.monotonic() - started < 10
+    caller.join(20)
+    # The close ended the call, not its 100 s timeout: the message says so.
     assert outcome == [
         "the session with MCP server 'chainkit-test' was closed during the call to hang"
     ]
@@ -802,7 +817,9 @@ def make_tool(properties, required=()):
         ({"items": {"type": "array"}}, "[1, 2]", {"items": [1, 2]}),
         ({}, "whatever the model wrote", {}),
         ({"a": {"type": "string"}, "b": {"type": "string"}}, '{"a": "x"}', {"a": "x"}),
-        ({"q": {"type": "string"}}, "   ", {}),
+        ({"q": {"type": "string"}}, "   ", {"q": "   "}),
+        ({"q": {"type": "string"}}, "", {"q": ""}),
+        ({"n": {"type": "integer"}}, "", {}),
     ],
 )
 def test_action_input_text_becomes_the_arguments_object(properties, text, sent):
@@ -816,7 +833,7 @@ def test_text_that_fits_no_argument_is_refused_naming_the_fields():
     tool, caller = make_tool({"a": {"type": "string"}, "b": {"type": ["integer", "null"]}}, ["a"])
     with pytest.raises(
         tools.MCPToolError,
-        match=r"expected a JSON object with the fields a \(string\), b \(integer\)",
+        match=r"expected a JSON object with the fields a \(string, required\), b \(integer\)",
     ):
         tool.call("free text")
     with pytest.raises(tools.MCPToolError, match="missing required field a"):
@@ -891,3 +908,205 @@ def test_builtin_tools_are_new_instances_each_time():
     first, second = tools.builtin_tools(), tools.builtin_tools()
     assert [tool.name for tool in first] == ["calculator", "random_number", "current_time"]
     assert all(a is not b for a, b in zip(first, second, strict=True))
+
+
+# What the server answers, and how it is reported.
+
+RPC_CODES = [-32000, -32001, -32099, -32600, -32601, -32602, -32603, -32700, 0, 7, -1]
+
+
+@pytest.mark.parametrize("code", RPC_CODES)
+def test_a_json_rpc_error_of_any_code_keeps_the_servers_words_and_the_session(served, code):
+    listed = by_name(*served)
+    arguments = json.dumps({"code": code, "message": f"boom 爆 {code}"})
+    with pytest.raises(tools.MCPToolError) as failed:
+        listed["rpc_error"].call(arguments)
+    message = str(failed.value)
+    assert f"'{SERVER_NAME}' refused the call to {listed['rpc_error'].name}" in message
+    assert message.endswith(f"boom 爆 {code} (error {code})")
+    assert "closed the connection" not in message
+    assert listed["echo"].call("next") == "next"
+
+
+@pytest.mark.parametrize(
+    ("status", "hint"),
+    [
+        (401, "HTTP 401 Unauthorized: check the headers= given to MCPTools, e.g. Authorization"),
+        (403, "HTTP 403 Forbidden: check the headers= given to MCPTools, e.g. Authorization"),
+        (404, "HTTP 404 Not Found: check the URL and its path, often /mcp"),
+        (500, "HTTP 500 Internal Server Error"),
+        (502, "HTTP 502 Bad Gateway"),
+    ],
+)
+def test_an_http_error_status_is_reported_with_what_to_check(status, hint):
+    with status_server() as server:
+        server.refuse_with = status
+        with (
+            pytest.raises(tools.MCPConnectionError, match=re.escape(f"answered {hint}")),
+            tools.MCPTools(url=server.url, connect_timeout=20),
+        ):
+            pass
+        server.refuse_with = None
+        with tools.MCPTools(url=server.url, timeout=20) as mcp_tools:
+            echo = by_name(mcp_tools)["echo"]
+            server.refuse_with = status  # e.g. a token that expired mid-session
+            with pytest.raises(
+                tools.MCPToolError, match=re.escape(f"the call to echo with {hint}")
+            ):
+                echo.call("hello")
+            server.refuse_with = None
+            assert echo.call("hello again") == "hello again"
+
+
+def test_a_wrong_path_is_reported_as_404_with_what_to_check():
+    with status_server() as server:
+        wrong = server.url.removesuffix("/mcp") + "/sse"
+        with (
+            pytest.raises(tools.MCPConnectionError, match=r"HTTP 404 Not Found: check the URL"),
+            tools.MCPTools(url=wrong, connect_timeout=20),
+        ):
+            pass
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Authorization": "Bearer s3cret-é"},
+        {"Authorization": "Bearer s3cret\r\nX-Injected: 1"},
+        {"X-Key": "s3cret\n"},
+        {"X-Key": "s3cret\x00"},
+    ],
+)
+def test_a_header_value_http_cannot_send_is_refused_naming_the_header_only(headers):
+    name = next(iter(headers))
+    with pytest.raises(tools.ToolConfigError, match=f"the value of the header '{name}'") as bad:
+        tools.MCPTools(url="http://127.0.0.1:9/mcp", headers=headers)
+    assert "s3cret" not in str(bad.value)
+    assert isinstance(bad.value, ValueError)
+
+
+@pytest.mark.parametrize("name", ["X Key", "X:Key", "", "Ключ", "X-Key\r\n"])
+def test_a_header_name_http_cannot_send_is_refused(name):
+    with pytest.raises(tools.ToolConfigError, match=r"the header name .* cannot be sent"):
+        tools.MCPTools(url="http://127.0.0.1:9/mcp", headers={name: "v"})
+
+
+def test_a_tool_that_runs_only_as_a_task_is_not_offered():
+    with tools.MCPTools(command=LEGACY_SERVER) as mcp_tools:
+        names = [tool.name for tool in mcp_tools]
+        assert "report" not in names  # taskSupport "required": a plain call is refused
+        assert by_name(mcp_tools)["summary"].call("") == "summed up"  # "optional"
+
+
+STRAY_SCRIPT = """
+import sys
+from chainkit import tools
+
+server = [sys.executable, {server!r}]
+with tools.MCPTools(command=server, env={{"BANNER": "1"}}) as mcp_tools:
+    listed = {{tool.name: tool for tool in mcp_tools}}
+    print(listed["chatty"].call(""))
+    print(listed["chatty"].call(""))
+    try:
+        listed["broken"].call("")
+    except tools.MCPToolError as error:
+        print("error:", error)
+    print(listed["echo"].call("still fine"))
+"""
+
+
+def test_stray_server_output_is_reported_once_without_tracebacks():
+    script = STRAY_SCRIPT.format(server=LEGACY_SERVER[1])
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **REPO_ENV},
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[:2] == ["chatted", "chatted"]
+    assert run.stdout.splitlines()[-1] == "still fine"
+    error = next(line for line in run.stdout.splitlines() if line.startswith("error:"))
+    assert "malformed result" in error
+    assert "Weather server" not in error  # the banner is not attached to later errors
+    assert "Traceback" not in run.stderr
+    assert run.stderr.count("not MCP") == 1
+    assert "'Weather server v1.0 ready!'" in run.stderr
+
+
+# What a OneShotAgent shows the model.
+
+
+def test_a_oneshot_prompt_shows_each_mcp_tools_arguments(stdio_tools):
+    llm = FakeLLM(["I now know the final answer.\nFinal Answer: done"])
+    local_weather = originals.get_weather
+    executor = agents.Executor(agents.OneShotAgent(llm, [*stdio_tools, local_weather]))
+    chains.run(executor, "go")
+    prompt = llm.calls[0].messages[-1].content
+    assert (
+        "add: Adds two integers. Arguments, as a JSON object: a (integer, required); "
+        "b (integer, required)\n"
+    ) in prompt
+    assert (
+        "get_weather: Current weather (天气) for a city. Arguments, as a JSON object: city "
+        '(string, required): the city name, e.g. 北京; unit (one of "celsius", "fahrenheit", '
+        'default "celsius")'
+    ) in prompt
+    assert "\necho: Returns the text it is given.\n" in prompt  # one string: plain text
+
+
+def test_served_tools_are_described_to_a_model_like_the_originals(round_trip):
+    served = by_name(round_trip)
+    for original in originals.make_tools():
+        assert served[original.name].prompt_description() == original.prompt_description()
+
+
+def test_an_empty_action_input_is_the_empty_string_for_a_tool_taking_one(served, round_trip):
+    assert by_name(*served)["echo"].call("") == ""
+    local = originals.Reverse()
+    assert by_name(round_trip)["reverse"].call("") == local.call("") == ""
+
+
+# `chainkit mcp-serve`: the protocol as the spec has it.
+
+
+def test_mcp_serve_answers_an_unknown_tool_with_invalid_params(round_trip):
+    unknown = tools.MCPTool(
+        round_trip,
+        server=round_trip.server,
+        remote_name="no_such_tool",
+        name="no_such_tool",
+        description="",
+        parameters={},
+    )
+    with pytest.raises(
+        tools.MCPToolError,
+        match=r"refused the call to no_such_tool: Unknown tool .*\(error -32602\)",
+    ):
+        unknown.call("")
+    assert by_name(round_trip)["reverse"].call("ok") == "ko"
+
+
+def test_mcp_serve_keeps_what_tools_print_off_the_protocols_stdout(round_trip, caplog):
+    chatter = by_name(round_trip)["chatter"]
+    with caplog.at_level(logging.DEBUG, logger="chainkit.mcp"):
+        assert chatter.call("one") == "one"
+        assert chatter.call("two") == "two"
+    assert "not MCP" not in caplog.text
+
+
+def test_mcp_serve_publishes_schemas_the_tools_accept():
+    command = [sys.executable, "-m", "chainkit", "mcp-serve", "chainkit.tools:builtin_tools"]
+    with tools.MCPTools(command=command, env=REPO_ENV, cwd=ROOT) as mcp_tools:
+        served = by_name(mcp_tools)
+        for original in tools.builtin_tools():
+            assert served[original.name].parameters == original.parameters
+        assert served["calculator"].parameters["required"] == ["input"]
+        for optional in ("random_number", "current_time"):
+            assert served[optional].parameters["required"] == []
+            assert served[optional].call(served[optional].input_from_arguments("{}"))
+    assert tools.CurrentTime().input_from_arguments("{}") == ""
+    with pytest.raises(tools.ToolError, match="expected"):
+        tools.Calculator().input_from_arguments("{}")

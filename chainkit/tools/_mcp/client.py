@@ -99,6 +99,8 @@ class MCPTools:
         state: str = self._state
         if state == "open" and self._finished is not None and self._finished.done():
             state = "ended"  # the server went away
+            reason = "" if self._session is None else self._session.end_reason()
+            state += f": {reason}" if reason else ""
         return f"MCPTools({str(self._endpoint)!r}, {state})"
 
     @property
@@ -210,7 +212,7 @@ class MCPTools:
             future.cancel()  # tells the server the call is abandoned
             raise session.timeout_error(tool, self.timeout) from None
         except CancelledError:
-            raise session.closed_error(tool) from None
+            raise session.closed_error(tool, sent=True) from None
 
     async def _acall_tool(self, tool: MCPTool, arguments: dict[str, Any]) -> str:
         session, future = self._submit(
@@ -224,7 +226,7 @@ class MCPTools:
             current = asyncio.current_task()
             if current is not None and current.cancelling():
                 raise  # the caller was cancelled, not the call
-            raise session.closed_error(tool) from None
+            raise session.closed_error(tool, sent=True) from None
 
     def _start(self) -> Future[None]:
         with self._lock:
@@ -288,6 +290,11 @@ class MCPTools:
             if info.name in seen:
                 raise ToolConfigError(f"MCP server {server!r} lists the tool {info.name!r} twice")
             seen.add(info.name)
+            if _task_only(info):
+                logger.info(
+                    "%s: %s runs only as a task, which MCPTools does not call", server, info.name
+                )
+                continue
             tools.append(
                 MCPTool(
                     self,
@@ -358,3 +365,8 @@ class MCPTools:
                 # Never started, or ended with its destroyed task: closing it is safe now.
                 with contextlib.suppress(RuntimeError):
                     coroutine.close()
+
+
+def _task_only(info: mcp_types.Tool) -> bool:
+    """Whether the tool must be called as a task (MCP 2025-11-25): a plain call is refused."""
+    return info.execution is not None and info.execution.task_support == "required"

@@ -35,9 +35,26 @@ from chainkit._text import shorten
 from chainkit.tools._mcp.content import result_text
 from chainkit.tools._mcp.endpoint import Endpoint
 from chainkit.tools._mcp.tool import MCPTool
+from chainkit.tools._mcp.transport import HTTPStatusLog, watched
 from chainkit.tools.errors import MCPSessionError, MCPToolError
 
 logger = logging.getLogger("chainkit.mcp")
+
+
+class _SDKTracebacks(logging.Filter):
+    """Keeps the tracebacks the SDK's transports log off the user's stderr: the session reports
+    what went wrong itself (a stray line once, a closed connection on the call). They go to the
+    `chainkit.mcp` logger at DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info is None:
+            return True
+        logger.debug("%s: %s", record.name, record.getMessage(), exc_info=record.exc_info)
+        return False
+
+
+for _sdk_logger in ("mcp.client.stdio", "mcp.client.streamable_http"):
+    logging.getLogger(_sdk_logger).addFilter(_SDKTracebacks())
 
 # A server that pages its tool list forever must not hang a connect or a refresh.
 _MAX_PAGES = 100
@@ -46,6 +63,11 @@ _STDERR_LINE_CHARS = 500
 _STRAY_OUTPUT_CHARS = 200
 # How long to wait, after a server has died, for the last lines of its stderr.
 _STDERR_DRAIN_SECONDS = 0.5
+# The SDK says "Connection closed" as soon as a write fails, maybe before the transport has
+# ended; this long, the transport gets to say whether it has (the server's own -32000 errors
+# with other messages are not waited for).
+_SDK_CLOSED = "Connection closed"
+_TRANSPORT_END_SECONDS = 1.0
 # The SDK's own HTTP read timeout: a server may hold a response stream open for long.
 _HTTP_READ_TIMEOUT = 300.0
 _HTTP_CONNECT_TIMEOUT = 30.0
@@ -80,6 +102,10 @@ class ServerLog:
     def close_writer(self) -> None:
         self.writer.close()
 
+    def ended(self) -> bool:
+        """Whether the server has closed its stderr: it has exited, most often."""
+        return not self._reader.is_alive()
+
     def drain(self) -> None:
         """Waits a moment for the last lines of a server that has exited."""
         self._reader.join(_STDERR_DRAIN_SECONDS)
@@ -103,6 +129,7 @@ class Session:
         self._named = name is not None
         self._on_tools = on_tools
         self.log = ServerLog(str(endpoint)) if endpoint.command is not None else None
+        self.http_status = HTTPStatusLog()
         self.loop: asyncio.AbstractEventLoop | None = None
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
@@ -110,6 +137,10 @@ class Session:
         self._refresh: asyncio.Task[None] | None = None
         self._refresh_again = False
         self._stray_output: str | None = None
+        self._stray_reported = False
+        self._close_requested = False
+        self.server_closed = False
+        self._server_gone: asyncio.Event | None = None
         self.ended_by: BaseException | None = None
 
     async def run(self, ready: Future[None]) -> None:
@@ -120,6 +151,7 @@ class Session:
         self.loop = asyncio.get_running_loop()
         self._owner = asyncio.current_task()
         self._stopping = asyncio.Event()
+        self._server_gone = asyncio.Event()
         try:
             async with AsyncExitStack() as stack:
                 try:
@@ -156,6 +188,7 @@ class Session:
             loop.call_soon_threadsafe(self._stop)
 
     def _stop(self) -> None:
+        self._close_requested = True
         if self._client is not None and self._stopping is not None:
             self._stopping.set()
         elif self._owner is not None:
@@ -169,7 +202,9 @@ class Session:
         try:
             result = await client.call_tool(tool.remote_name, arguments)
         except MCPError as error:
-            raise _tool_error(tool, self._refusal(tool, error)) from error
+            if error.code == mcp_types.CONNECTION_CLOSED and error.message == _SDK_CLOSED:
+                await self._transport_end()
+            raise _tool_error(tool, self._refusal(tool, error)) from None
         except ValidationError as error:
             first = error.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "result"
@@ -195,22 +230,33 @@ class Session:
             raise MCPSessionError(f"the session with MCP server {self.server_name!r} is closed")
         self._on_tools(self.server_name, await self._list_tools())
 
-    def closed_error(self, tool: MCPTool) -> MCPToolError:
-        ended_by = None if self.ended_by is None else _first_leaf(self.ended_by)
-        reason = ""
-        if ended_by is not None and not isinstance(ended_by, asyncio.CancelledError):
-            reason = f" ({type(ended_by).__name__}: {ended_by})"
+    def closed_error(self, tool: MCPTool, *, sent: bool = False) -> MCPToolError:
+        """The error for a call the session ended before (or, `sent`, during)."""
+        reason = self.end_reason()
+        outcome = "got no answer" if sent else "was not called"
         return _tool_error(
             tool,
-            f"the session with MCP server {self.server_name!r} has ended{reason}; "
-            f"{tool.name} was not called",
+            f"the session with MCP server {self.server_name!r} has ended"
+            f"{f' ({reason})' if reason else ''}; {tool.name} {outcome}",
         )
+
+    def end_reason(self) -> str:
+        """Why the session ended, when the server ended it; '' when it was closed here."""
+        if self.server_closed:
+            return self._how_server_closed()
+        ended_by = None if self.ended_by is None else _first_leaf(self.ended_by)
+        if ended_by is None or isinstance(ended_by, asyncio.CancelledError):
+            return ""
+        cause = f"{type(ended_by).__name__}: {ended_by}"
+        if isinstance(ended_by, httpx2.TransportError):
+            return f"the server cannot be reached, {cause}"
+        return cause
 
     def timeout_error(self, tool: MCPTool, timeout: float) -> MCPToolError:
         return _tool_error(
             tool,
             f"MCP server {self.server_name!r} did not answer the call to {tool.name} within "
-            f"{timeout:g} s{self._hints(stderr=False)}",
+            f"{timeout:g} s",
         )
 
     def start_error(self, cause: BaseException | None, timeout: float) -> str:
@@ -219,6 +265,9 @@ class Session:
         if cause is None:
             return f"{where} did not finish starting within {timeout:g} s{self._hints()}"
         cause = _first_leaf(cause)
+        status = self.http_status.explain(cause)
+        if status is not None:
+            return f"{where} answered {status}"
         if isinstance(cause, MCPError) and cause.code == mcp_types.CONNECTION_CLOSED:
             return f"{where} closed the connection while starting (did it exit?){self._hints()}"
         if isinstance(cause, httpx2.TransportError):
@@ -235,16 +284,19 @@ class Session:
             parameters = StdioServerParameters(
                 command=program, args=args, env=endpoint.env, cwd=endpoint.cwd
             )
-            transport = stdio_client(parameters, errlog=self.log.writer)
+            transport = watched(stdio_client(parameters, errlog=self.log.writer), self._closed)
         else:
             assert endpoint.url is not None
             http = await stack.enter_async_context(
                 httpx2.AsyncClient(
                     headers=endpoint.headers,
                     timeout=httpx2.Timeout(_HTTP_CONNECT_TIMEOUT, read=_HTTP_READ_TIMEOUT),
+                    event_hooks={"response": [self.http_status.hook]},
                 )
             )
-            transport = streamable_http_client(endpoint.url, http_client=http)
+            transport = watched(
+                streamable_http_client(endpoint.url, http_client=http), self._closed
+            )
         return Client(
             transport,
             message_handler=self._on_message,
@@ -252,6 +304,29 @@ class Session:
             # Each list must be the server's current one: a cached list would hide changes.
             cache=None,
         )
+
+    def _closed(self) -> None:
+        """The server closed the connection: the session ends, and says why on the next call."""
+        if self._close_requested or self.server_closed:
+            return
+        self.server_closed = True
+        if self._server_gone is not None:
+            self._server_gone.set()
+        logger.debug("%s: %s", self.server_name, self._how_server_closed())
+        if self._stopping is not None:
+            self._stopping.set()
+
+    async def _transport_end(self) -> None:
+        """Waits a moment for the transport to end, after the SDK said the connection closed."""
+        if self._server_gone is None or self._close_requested:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._server_gone.wait(), _TRANSPORT_END_SECONDS)
+
+    def _how_server_closed(self) -> str:
+        if self.log is not None and self.log.ended():
+            return "the server exited"
+        return "the server closed the connection"
 
     async def _list_tools(self) -> list[mcp_types.Tool]:
         assert self._client is not None
@@ -292,8 +367,25 @@ class Session:
             self._refresh_soon()
         elif isinstance(message, ValidationError):
             # A line on the server's stdout that is not JSON-RPC: a stray print, most often.
-            line = next((e.get("input") for e in message.errors()), None)
-            self._stray_output = shorten(str(line), _STRAY_OUTPUT_CHARS)
+            self._stray_line(str(next((e.get("input") for e in message.errors()), "")))
+
+    def _stray_line(self, text: str) -> None:
+        """Reports the first line that is not MCP as a warning, where it happens; later ones
+        at DEBUG. It is kept to explain a server that then fails to start."""
+        line = redact(shorten(text, _STRAY_OUTPUT_CHARS))
+        self._stray_output = line
+        if self._stray_reported:
+            logger.debug("MCP server %s wrote a line that is not MCP: %r", self.server_name, line)
+            return
+        self._stray_reported = True
+        # Before the handshake the server has no name yet: its command says which.
+        who = self.server_name if self._client is not None else str(self.endpoint)
+        logger.warning(
+            "MCP server %r wrote a line on stdout that is not MCP, ignored: %r "
+            "(later ones are logged at DEBUG)",
+            who,
+            line,
+        )
 
     def _refresh_soon(self) -> None:
         """One refresh at a time; a change heard during one makes it list once more."""
@@ -313,33 +405,39 @@ class Session:
                 return
 
     def _refusal(self, tool: MCPTool, error: MCPError) -> str:
-        if error.code == mcp_types.CONNECTION_CLOSED and self._stopping_requested():
+        """What an MCP error answering a call means. Only the transport ending tells that the
+        connection closed: a server may answer with any code, CONNECTION_CLOSED's included."""
+        closed = error.code == mcp_types.CONNECTION_CLOSED
+        if closed and self._close_requested:
             return (
                 f"the session with MCP server {self.server_name!r} was closed during the call "
                 f"to {tool.name}"
             )
-        if error.code == mcp_types.CONNECTION_CLOSED:
+        if closed and self.server_closed:
+            if self.log is not None:
+                self.log.drain()
             return (
-                f"MCP server {self.server_name!r} closed the connection; {tool.name} got no "
-                f"answer{self._hints()}"
+                f"MCP server {self.server_name!r} closed the connection "
+                f"({self._how_server_closed()}); {tool.name} got no answer{self._stderr()}"
             )
+        status = self.http_status.explain(error)
+        if status is not None:
+            return f"MCP server {self.server_name!r} answered the call to {tool.name} with {status}"
         return (
             f"MCP server {self.server_name!r} refused the call to {tool.name}: {error.message} "
             f"(error {error.code})"
         )
 
-    def _stopping_requested(self) -> bool:
-        return self._stopping is not None and self._stopping.is_set()
-
-    def _hints(self, *, stderr: bool = True) -> str:
-        """What the server wrote that may explain a failure: output that is not MCP, and the
-        end of its stderr (left out for a server still running, whose stderr is old news)."""
+    def _hints(self) -> str:
+        """What the server wrote that may explain why it did not start: output that is not
+        MCP, and the end of its stderr."""
         hints = ""
         if self._stray_output is not None:
             hints = f"\nIt wrote output that is not MCP: {self._stray_output!r}"
-        if stderr and self.log is not None:
-            hints += self.log.tail()
-        return hints
+        return hints + self._stderr()
+
+    def _stderr(self) -> str:
+        return "" if self.log is None else self.log.tail()
 
 
 def _tool_error(tool: MCPTool, message: str) -> MCPToolError:

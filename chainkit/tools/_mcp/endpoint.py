@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 from chainkit._redact import redact
 from chainkit.tools.errors import ToolConfigError, ToolTypeError
+
+# RFC 9110: a header name is a token; a value, visible ASCII, spaces and tabs.
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +77,7 @@ def endpoint(
     assert url is not None
     if env is not None or cwd is not None:
         raise ToolTypeError("env= and cwd= are for command= servers; a url= server takes headers=")
-    return Endpoint(command=None, url=_url(url), headers=_strings("headers", headers))
+    return Endpoint(command=None, url=_url(url), headers=_headers(headers))
 
 
 def check_timeout(timeout: float) -> float:
@@ -114,6 +119,24 @@ def _url(url: str) -> str:
             f"got {Endpoint(None, url)}"
         )
     return url
+
+
+def _headers(headers: Mapping[str, str] | None) -> dict[str, str] | None:
+    """The headers, each one HTTP can send: a token for a name; a value of printable ASCII
+    (or tabs) without CR or LF, which would end the header and start another."""
+    checked = _strings("headers", headers)
+    for name, value in (checked or {}).items():
+        if not _HEADER_NAME.fullmatch(name):
+            raise ToolConfigError(
+                f"the header name {name!r} cannot be sent: use letters, digits and !#$%&'*+-.^_`|~"
+            )
+        if not _HEADER_VALUE.fullmatch(value):
+            # Name the header, never the value: it may be a key.
+            raise ToolConfigError(
+                f"the value of the header {name!r} cannot be sent: HTTP header values are "
+                "printable ASCII, without line breaks or other control characters"
+            )
+    return checked
 
 
 def _strings(what: str, values: Mapping[str, str] | None) -> dict[str, str] | None:

@@ -15,10 +15,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import uvicorn
+from mcp import MCPError
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.types import (
+    INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
     ListToolsResult,
@@ -56,8 +58,10 @@ def build_server(tools: Sequence[Tool], name: str) -> Server[Any]:
         context: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult:
         tool = by_name.get(params.name)
-        if tool is None:
-            return failure(f"Unknown tool {params.name!r}; the tools are {', '.join(by_name)}")
+        if tool is None:  # a protocol error, as the MCP spec names it, not a tool's failure
+            raise MCPError(
+                INVALID_PARAMS, f"Unknown tool {params.name!r}; the tools are {', '.join(by_name)}"
+            )
         try:
             arguments = json.dumps(params.arguments or {}, ensure_ascii=False)
             output = await tool.acall_arguments(arguments)

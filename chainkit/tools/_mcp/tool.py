@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from chainkit._text import shorten
 from chainkit.tools._arguments import decode_json
+from chainkit.tools._schema_text import fields_text, properties, required, takes_one_string
 from chainkit.tools.base import Tool
 from chainkit.tools.errors import MalformedJSONError
 from chainkit.tools.errors import MCPToolError as MCPToolError
@@ -52,15 +53,11 @@ class MCPTool(Tool):
         self.name = name
         self.description = description
         self._schema = dict(parameters)
-        properties = self._schema.get("properties")
-        self._properties: dict[str, Any] = properties if isinstance(properties, dict) else {}
-        required = self._schema.get("required")
-        listed = required if isinstance(required, list) else []
-        self._required = [field for field in listed if isinstance(field, str)]
+        self._properties = properties(self._schema)
+        self._required = required(self._schema)
         only = next(iter(self._properties)) if len(self._properties) == 1 else None
         self._single_field = only
-        takes_text = only is not None and _takes_text(self._properties[only])
-        self._text_field = only if takes_text else None
+        self._text_field = only if takes_one_string(self._schema) else None
 
     def __repr__(self) -> str:
         return f"MCPTool(name={self.name!r}, server={self.server!r})"
@@ -94,7 +91,10 @@ class MCPTool(Tool):
     def _arguments(self, input: str) -> dict[str, Any]:
         """The arguments object `input` stands for, with every required field present."""
         if not input.strip():
-            arguments: dict[str, Any] = {}
+            # As a local tool taking one string gets it: a blank input is that string.
+            arguments: dict[str, Any] = (
+                {} if self._text_field is None else {self._text_field: input}
+            )
         else:
             arguments = self._parse(input)
         self._check_required(arguments)
@@ -134,10 +134,7 @@ class MCPTool(Tool):
     def _expected(self) -> str:
         if not self._properties:
             return "no arguments"
-        fields = ", ".join(
-            f"{name} ({_type_name(schema)})" for name, schema in self._properties.items()
-        )
-        return f"a JSON object with the fields {fields}"
+        return f"a JSON object with the fields {fields_text(self._schema)}"
 
 
 def _decoded_object(text: str) -> object:
@@ -147,28 +144,3 @@ def _decoded_object(text: str) -> object:
     except MalformedJSONError:
         return text
     return value if isinstance(value, dict) else text
-
-
-def _schema_types(schema: object) -> list[str]:
-    """The JSON types a property's schema allows, its `anyOf`/`oneOf` members included."""
-    if not isinstance(schema, dict):
-        return []
-    declared = schema.get("type")
-    found = [declared] if isinstance(declared, str) else []
-    if isinstance(declared, list):
-        found.extend(t for t in declared if isinstance(t, str))
-    for key in ("anyOf", "oneOf"):
-        members = schema.get(key)
-        if isinstance(members, list):
-            for member in members:
-                found.extend(_schema_types(member))
-    return found
-
-
-def _takes_text(schema: object) -> bool:
-    return "string" in _schema_types(schema)
-
-
-def _type_name(schema: object) -> str:
-    types = [t for t in _schema_types(schema) if t != "null"]
-    return " or ".join(dict.fromkeys(types)) or "any"
