@@ -8,7 +8,7 @@ from typing import Any
 
 from chainkit._text import shorten
 from chainkit.callbacks.errors import HandlerTypeError
-from chainkit.callbacks.handler import Handler
+from chainkit.callbacks.handler import Handler, misnamed
 from chainkit.schema import AgentAction, AgentFinish, Message
 
 logger = logging.getLogger("chainkit")
@@ -135,6 +135,8 @@ def _flat(handlers: Iterable[object], name: str) -> Iterator[Handler]:
         if isinstance(handler, CombiningHandler):
             yield from _flat(handler.handlers, name)
         elif isinstance(handler, Handler):
+            if handler._langchain_methods:
+                raise HandlerTypeError(f"{name}: {misnamed(handler)}")
             yield handler
         elif isinstance(handler, list | tuple):
             yield from _flat(handler, name)
