@@ -329,6 +329,8 @@ class Executor(Chain):
         own = self.agent.handler if isinstance(self.agent, Observed) else None
         events = _StepEvents(callbacks, own)
         left = deadline - time.monotonic()
+        if left <= 0:  # passed since the loop looked: a model refuses a timeout of 0 or less
+            raise _Interrupted("while waiting for the model")
         given = options.get("timeout")
         plan_options = {**options, "timeout": left if given is None else min(given, left)}
         streaming_func = options.get("streaming_func")

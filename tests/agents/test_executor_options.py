@@ -12,7 +12,14 @@ from typing import Any
 import pytest
 
 from chainkit import ChainkitError, agents, chains, tools
-from chainkit.agents import AgentConfigError, AgentTypeError, Executor, OneShotAgent
+from chainkit.agents import (
+    AgentConfigError,
+    AgentTypeError,
+    Executor,
+    NotFinishedError,
+    OneShotAgent,
+)
+from chainkit.agents import executor as executor_module
 from chainkit.llms import FakeLLM
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests.agents.stub_tools import named
@@ -214,3 +221,28 @@ def test_handled_tool_errors_keep_their_types_in_parallel_calls(driver: str) -> 
         "Tool error: ZeroDivisionError: division by zero",
         "Tool error: ValueError",
     ]
+
+
+class SteppingClock:
+    """`time.monotonic` that moves one second on at each reading."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def test_a_deadline_passing_just_before_a_plan_ends_the_run_as_a_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Readings: 1 sets the deadline at 2.5, 2 lets the loop plan, 3 is past it: the model
+    # would get timeout=-0.5, which it refuses.
+    monkeypatch.setattr(executor_module, "time", SteppingClock())
+    llm = FakeLLM([" done\nFinal Answer: ok"])
+    executor = Executor(OneShotAgent(llm, [named("echo", "x")]), max_execution_time=1.5)
+    with pytest.raises(NotFinishedError, match=r"max_execution_time=1\.5s while waiting") as got:
+        chains.run(executor, "q")
+    assert got.value.limit == "max_execution_time"
+    assert llm.calls == []
