@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from chainkit._text import shorten
+from chainkit._text import described, shorten
 from chainkit.agents.agent import Agent
 from chainkit.agents.errors import AgentConfigError, AgentTypeError, NotFinishedError
 from chainkit.callbacks import CombiningHandler, Handlers, Observed, guard
@@ -69,6 +69,17 @@ def check_tools(tools: Sequence[Tool]) -> list[Tool]:
             )
         seen[folded] = name
     return list(tools)
+
+
+def check_max_parallel_tools(value: object) -> None:
+    """Raises unless `value`, how many of one plan's actions may run at once, is an int of
+    at least 1."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise AgentTypeError(
+            f"max_parallel_tools must be a whole number, 1 or more, got {described(value)}"
+        )
+    if value < 1:
+        raise AgentConfigError(f"max_parallel_tools must be at least 1, got {value}")
 
 
 _LANGCHAIN_METHODS = {"_run": "call", "run": "call", "_arun": "acall", "arun": "acall"}

@@ -30,7 +30,7 @@ from chainkit import _threads
 from chainkit._stop import stop_escaped
 from chainkit._text import described
 from chainkit.agents.agent import Agent
-from chainkit.agents.base import check_tools
+from chainkit.agents.base import check_max_parallel_tools, check_tools
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
     PARSE_ERROR_TOOL,
@@ -144,6 +144,7 @@ class Executor(Chain):
                 "use error_handler=agents.ParserErrorHandler() to send parse errors back"
             )
         tools = check_tools(agent.tools)
+        check_max_parallel_tools(agent.max_parallel_tools)
         if memory is not None:
             _check_memory_is_read(agent, memory)
         self.agent = agent

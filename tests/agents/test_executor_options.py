@@ -246,3 +246,27 @@ def test_a_deadline_passing_just_before_a_plan_ends_the_run_as_a_limit(
         chains.run(executor, "q")
     assert got.value.limit == "max_execution_time"
     assert llm.calls == []
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        ("4", AgentTypeError, "max_parallel_tools must be a whole number, 1 or more, got str '4'"),
+        (2.5, AgentTypeError, "got float 2.5"),
+        (True, AgentTypeError, "got bool True"),
+        (0, AgentConfigError, "max_parallel_tools must be at least 1, got 0"),
+    ],
+)
+def test_max_parallel_tools_is_checked_by_the_agent_and_the_executor(
+    value: Any, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error) as got:
+        agents.ToolCallingAgent(FakeLLM([]), [named("echo", "x")], max_parallel_tools=value)
+    assert message in str(got.value)
+
+    class Custom(OneShotAgent):
+        max_parallel_tools = value
+
+    with pytest.raises(error) as got:
+        Executor(Custom(FakeLLM([]), [named("echo", "x")]))
+    assert message in str(got.value)
