@@ -35,6 +35,7 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
     },
     "llms": {
         "FakeLLMExhaustedError": RuntimeError,
+        "ModelAttributeError": AttributeError,
         "ModelConfigError": ValueError,
         "ModelConnectionError": Exception,
         "ModelError": Exception,
@@ -48,6 +49,7 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
         "UnknownOptionError": TypeError,
     },
     "chains": {
+        "ChainAttributeError": AttributeError,
         "ChainKeyError": ValueError,
         "ChainTypeError": TypeError,
         "ChainWiringError": ValueError,
@@ -107,6 +109,7 @@ _STANDARD = [
     ConnectionError,
     TimeoutError,
     LookupError,
+    AttributeError,
     TypeError,
     ValueError,
     RuntimeError,

@@ -102,7 +102,7 @@ def test_handle_tool_errors_observes_the_same_text_on_both_paths(stop):
     assert chains.run(executor, "q") == "done"
     executor, async_fake = mrkl_executor(Raises(stop()), handle_tool_errors=True)
     assert asyncio.run(asyncio.wait_for(chains.arun(executor, "q"), 5)) == "done"
-    expected = f"Observation: Tool error: tool 'raises' raised {stop.__name__}"
+    expected = f"Observation: Tool error: EscapedStopError: tool 'raises' raised {stop.__name__}"
     for fake in (sync_fake, async_fake):
         assert expected in fake.calls[1].messages[0].content
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from chainkit._text import shorten
+from chainkit._text import described, shorten
 from chainkit.agents.agent import Agent
 from chainkit.agents.errors import AgentConfigError, AgentTypeError, NotFinishedError
 from chainkit.callbacks import CombiningHandler, Handlers, Observed, guard
@@ -29,7 +29,7 @@ def check_tools(tools: Sequence[Tool]) -> list[Tool]:
     case-folded name when the model's casing is off).
 
     A name must be text a model can write back: no control characters (newlines, tabs), no
-    space at either end.
+    space at either end. A Tool subclass must implement `call` or `acall`.
     """
     if isinstance(tools, Tool) or not isinstance(tools, Sequence):
         raise AgentTypeError(f"tools must be a list of Tool, got {type(tools).__name__}")
@@ -60,6 +60,7 @@ def check_tools(tools: Sequence[Tool]) -> list[Tool]:
                 f"tool {name!r} has no description; the model reads it to choose its tools. "
                 "Set `description` (for @tools.tool, write a docstring)"
             )
+        _check_callable(tool)
         folded = name.casefold()
         if folded in seen:
             same = "appears twice" if seen[folded] == name else f"and {seen[folded]!r} clash"
@@ -68,6 +69,40 @@ def check_tools(tools: Sequence[Tool]) -> list[Tool]:
             )
         seen[folded] = name
     return list(tools)
+
+
+def check_max_parallel_tools(value: object) -> None:
+    """Raises unless `value`, how many of one plan's actions may run at once, is an int of
+    at least 1."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise AgentTypeError(
+            f"max_parallel_tools must be a whole number, 1 or more, got {described(value)}"
+        )
+    if value < 1:
+        raise AgentConfigError(f"max_parallel_tools must be at least 1, got {value}")
+
+
+_LANGCHAIN_METHODS = {"_run": "call", "run": "call", "_arun": "acall", "arun": "acall"}
+"""Methods LangChain's tools implement, and the method of a chainkit Tool doing their work."""
+
+
+def _check_callable(tool: Tool) -> None:
+    """Raises, naming the tool, unless it implements `call` or `acall`: Tool's own would fail
+    at the first call, in the middle of a run."""
+    kind = type(tool)
+    if kind.call is not Tool.call or kind.acall is not Tool.acall:
+        return
+    if {"call", "acall"} & getattr(tool, "__dict__", {}).keys():
+        return  # set on the instance
+    found = [name for name in _LANGCHAIN_METHODS if callable(getattr(tool, name, None))]
+    if found:
+        hint = f"define {_LANGCHAIN_METHODS[found[0]]}(self, input) instead of {found[0]}"
+    else:
+        hint = "define call(self, input) -> str (or async acall(self, input) -> str)"
+    raise AgentTypeError(
+        f"tool {tool.name!r} ({kind.__name__}) implements neither call nor acall: {hint}, or "
+        "make a function a tool with @tools.tool"
+    )
 
 
 class BaseAgent(Observed, Agent):

@@ -15,19 +15,22 @@ sync step runs in the caller's thread, save parallel tool calls.
 
 from __future__ import annotations
 
+import difflib
 import functools
+import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Generator, Sequence
+from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Never
 
 from chainkit import _threads
 from chainkit._stop import stop_escaped
+from chainkit._text import described
 from chainkit.agents.agent import Agent
-from chainkit.agents.base import check_tools
+from chainkit.agents.base import check_max_parallel_tools, check_tools
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
     PARSE_ERROR_TOOL,
@@ -97,8 +100,8 @@ class Executor(Chain):
     - A parse error is raised, or, with `error_handler`, sent back to the model as the next
       observation.
     - A tool's ToolError becomes the observation. Any other exception propagates, or with
-      `handle_tool_errors=True` becomes "Tool error: <message>". A tool output that is not a
-      str becomes text as a `@tools.tool` function's does: JSON, else `str()`.
+      `handle_tool_errors=True` becomes "Tool error: <type>: <message>". A tool output that is
+      not a str becomes text as a `@tools.tool` function's does: JSON, else `str()`.
     - At `max_iterations`, or at `max_execution_time` (seconds, which also cuts short the model
       or tool call in progress), `early_stopping_method="force"` raises NotFinishedError with
       the steps taken; "generate" asks the agent for a final answer, in a model call the
@@ -118,25 +121,22 @@ class Executor(Chain):
         error_handler: ParserErrorHandler | None = None,
         early_stopping_method: Literal["force", "generate"] = "force",
         handle_tool_errors: bool = False,
+        **langchain_arguments: Never,
     ) -> None:
+        if langchain_arguments:
+            raise _unexpected_argument(langchain_arguments)
         if not isinstance(agent, Agent):
             raise AgentTypeError(
                 f"agent must be an agents.Agent (such as agents.OneShotAgent(llm, tools)), got "
                 f"{type(agent).__name__}"
             )
+        _check_limits(max_iterations, max_execution_time)
+        _check_flag("return_intermediate_steps", return_intermediate_steps)
+        _check_flag("handle_tool_errors", handle_tool_errors)
         if early_stopping_method not in ("force", "generate"):
             raise AgentConfigError(
                 f"early_stopping_method must be 'force' or 'generate', "
-                f"got {early_stopping_method!r}"
-            )
-        if max_iterations is not None and max_iterations < 1:
-            raise AgentConfigError(
-                f"max_iterations must be at least 1 or None, got {max_iterations}"
-            )
-        if max_execution_time is not None and not max_execution_time > 0:
-            raise AgentConfigError(
-                f"max_execution_time must be a positive number of seconds or None, "
-                f"got {max_execution_time}"
+                f"got {described(early_stopping_method)}"
             )
         if error_handler is not None and not isinstance(error_handler, ParserErrorHandler):
             raise AgentTypeError(
@@ -144,6 +144,7 @@ class Executor(Chain):
                 "use error_handler=agents.ParserErrorHandler() to send parse errors back"
             )
         tools = check_tools(agent.tools)
+        check_max_parallel_tools(agent.max_parallel_tools)
         if memory is not None:
             _check_memory_is_read(agent, memory)
         self.agent = agent
@@ -329,6 +330,8 @@ class Executor(Chain):
         own = self.agent.handler if isinstance(self.agent, Observed) else None
         events = _StepEvents(callbacks, own)
         left = deadline - time.monotonic()
+        if left <= 0:  # passed since the loop looked: a model refuses a timeout of 0 or less
+            raise _Interrupted("while waiting for the model")
         given = options.get("timeout")
         plan_options = {**options, "timeout": left if given is None else min(given, left)}
         streaming_func = options.get("streaming_func")
@@ -510,7 +513,9 @@ class Executor(Chain):
         if isinstance(error, ToolError):
             return str(error)
         if self.handle_tool_errors and isinstance(error, Exception):
-            return f"Tool error: {error}"
+            # The type tells the model what went wrong: str(KeyError('42')) is only "'42'".
+            detail = f": {error}" if str(error) else ""
+            return f"Tool error: {type(error).__name__}{detail}"
         raise error
 
     def _tool_ended(self, output: object, run: Run) -> str:
@@ -601,6 +606,62 @@ def _named_tools(names: Sequence[str]) -> str:
     """ "tool 'a'" or "tools 'a', 'b'"."""
     listed = ", ".join(repr(name) for name in names)
     return f"tool {listed}" if len(names) == 1 else f"tools {listed}"
+
+
+_LANGCHAIN_ARGUMENTS = {
+    "verbose": "to see each step, use callbacks=callbacks.LogHandler()",
+    "handle_parsing_errors": "to send parse errors back to the model, use "
+    "error_handler=agents.ParserErrorHandler() (its formatter= words the observation)",
+    "tools": "the tools belong to the agent: agents.OneShotAgent(llm, tools)",
+    "handle_tool_error": "use handle_tool_errors=True",
+}
+"""Arguments of LangChain's AgentExecutor that the Executor lacks, and what to use here."""
+_SETTINGS = (
+    *("agent", "max_iterations", "max_execution_time", "return_intermediate_steps", "memory"),
+    *("callbacks", "error_handler", "early_stopping_method", "handle_tool_errors"),
+)
+
+
+def _unexpected_argument(arguments: Mapping[str, object]) -> AgentTypeError:
+    """The error for keyword arguments the Executor does not take, with what to use instead."""
+    name = sorted(arguments)[0]
+    if name in _LANGCHAIN_ARGUMENTS:
+        hint = _LANGCHAIN_ARGUMENTS[name]
+    else:
+        close = difflib.get_close_matches(name, _SETTINGS, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"it takes {', '.join(_SETTINGS)}"
+    return AgentTypeError(f"Executor() got an unexpected keyword argument {name!r}; {hint}")
+
+
+def _check_limits(max_iterations: object, max_execution_time: object) -> None:
+    """Raises unless the limits are None or in range: a whole number of steps, a finite
+    number of seconds."""
+    if max_iterations is not None:
+        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int):
+            raise AgentTypeError(
+                f"max_iterations must be a whole number of steps, 1 or more, or None; got "
+                f"{described(max_iterations)}"
+            )
+        if max_iterations < 1:
+            raise AgentConfigError(
+                f"max_iterations must be at least 1 or None, got {max_iterations}"
+            )
+    if max_execution_time is not None:
+        if isinstance(max_execution_time, bool) or not isinstance(max_execution_time, int | float):
+            raise AgentTypeError(
+                f"max_execution_time must be a number of seconds or None, got "
+                f"{described(max_execution_time)}"
+            )
+        if not 0 < max_execution_time < math.inf:
+            raise AgentConfigError(
+                f"max_execution_time must be a positive, finite number of seconds, or None for "
+                f"no limit; got {max_execution_time}"
+            )
+
+
+def _check_flag(name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise AgentTypeError(f"{name} must be True or False, got {described(value)}")
 
 
 def _check_memory_is_read(agent: Agent, memory: Memory) -> None:

@@ -7,8 +7,8 @@ from dataclasses import replace
 from itertools import count
 from typing import Any
 
-from chainkit.agents.base import BaseAgent, final_answer_text, no_text
-from chainkit.agents.errors import AgentConfigError, OutputParserError
+from chainkit.agents.base import BaseAgent, check_max_parallel_tools, final_answer_text, no_text
+from chainkit.agents.errors import OutputParserError
 from chainkit.callbacks import Handlers
 from chainkit.llms import Model
 from chainkit.prompts.placeholder import to_messages
@@ -52,10 +52,7 @@ class ToolCallingAgent(BaseAgent):
         callbacks: Handlers = None,
         tool_retriever: ToolRetriever | None = None,
     ) -> None:
-        if max_parallel_tools < 1:
-            raise AgentConfigError(
-                f"max_parallel_tools must be at least 1, got {max_parallel_tools}"
-            )
+        check_max_parallel_tools(max_parallel_tools)
         super().__init__(llm, tools, output_key, callbacks, tool_retriever)
         self._tool_infos = [tool.info() for tool in self._tools]
         self._info_of = {info.name: info for info in self._tool_infos}

@@ -6,9 +6,9 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from chainkit._text import shorten
+from chainkit._text import described
 from chainkit.callbacks.errors import HandlerTypeError
-from chainkit.callbacks.handler import Handler
+from chainkit.callbacks.handler import Handler, misnamed
 from chainkit.schema import AgentAction, AgentFinish, Message
 
 logger = logging.getLogger("chainkit")
@@ -135,6 +135,8 @@ def _flat(handlers: Iterable[object], name: str) -> Iterator[Handler]:
         if isinstance(handler, CombiningHandler):
             yield from _flat(handler.handlers, name)
         elif isinstance(handler, Handler):
+            if handler._langchain_methods:
+                raise HandlerTypeError(f"{name}: {misnamed(handler)}")
             yield handler
         elif isinstance(handler, list | tuple):
             yield from _flat(handler, name)
@@ -145,7 +147,7 @@ def _flat(handlers: Iterable[object], name: str) -> Iterator[Handler]:
                 advice = "subclass callbacks.Handler and override the handle_* methods you need"
             raise HandlerTypeError(
                 f"{name} must be a chainkit.callbacks.Handler, a list of them, or None; got "
-                f"{type(handler).__name__} {shorten(repr(handler), 80)}: {advice}"
+                f"{described(handler)}: {advice}"
             )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,6 +28,17 @@ class Handler:
     """
 
     raise_error: bool = False
+    _langchain_methods: tuple[tuple[str, str], ...] = ()
+    """The LangChain callback methods the class defines without chainkit's, each with the
+    chainkit method it means; such a handler is refused where it is given (see `misnamed`)."""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._langchain_methods = tuple(
+            (theirs, ours)
+            for theirs, ours in _LANGCHAIN_METHODS.items()
+            if callable(getattr(cls, theirs, None)) and getattr(cls, ours) is getattr(Handler, ours)
+        )
 
     def handle_text(self, text: str) -> None:
         """Free text a component wants shown, such as a prompt or a notice."""
@@ -78,3 +90,40 @@ class Handler:
 
     def handle_retry(self, attempt: int, error: BaseException, wait_seconds: float) -> None:
         """Attempt number `attempt` failed with `error`; the next starts in `wait_seconds`."""
+
+
+_LANGCHAIN_METHODS = {
+    "on_text": "handle_text",
+    "on_llm_start": "handle_llm_start",
+    "on_chat_model_start": "handle_llm_start",
+    "on_llm_new_token": "handle_streaming_func",
+    "on_llm_end": "handle_llm_end",
+    "on_llm_error": "handle_llm_error",
+    "on_chain_start": "handle_chain_start",
+    "on_chain_end": "handle_chain_end",
+    "on_chain_error": "handle_chain_error",
+    "on_tool_start": "handle_tool_start",
+    "on_tool_end": "handle_tool_end",
+    "on_tool_error": "handle_tool_error",
+    "on_agent_action": "handle_agent_action",
+    "on_agent_finish": "handle_agent_finish",
+    "on_retriever_start": "handle_retriever_start",
+    "on_retriever_end": "handle_retriever_end",
+    "on_retriever_error": "handle_retriever_error",
+    "on_retry": "handle_retry",
+}
+"""LangChain's callback methods, which chainkit never calls, and chainkit's for each event."""
+
+
+def misnamed(handler: Handler) -> str:
+    """Why `handler`, whose class defines LangChain's callback methods (`on_llm_start`...)
+    in place of chainkit's, would never hear the events it was written for."""
+    renames = ", ".join(
+        f"{ours}({', '.join(inspect.signature(getattr(Handler, ours)).parameters)}) instead of "
+        f"{theirs}"
+        for theirs, ours in handler._langchain_methods
+    )
+    return (
+        f"{type(handler).__name__} defines LangChain's callback methods, which chainkit never "
+        f"calls: define {renames}"
+    )

@@ -12,6 +12,7 @@ from chainkit.chains.api import (
 )
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import (
+    ChainAttributeError,
     ChainKeyError,
     ChainTypeError,
     ChainWiringError,
@@ -30,6 +31,7 @@ from chainkit.chains.stream import astream, stream
 
 __all__ = [
     "Chain",
+    "ChainAttributeError",
     "ChainKeyError",
     "ChainTypeError",
     "ChainWiringError",

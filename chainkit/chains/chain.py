@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from chainkit._elsewhere import Elsewhere
 from chainkit._stop import to_thread
 from chainkit.callbacks import Observed
+from chainkit.chains.errors import ChainAttributeError
 from chainkit.schema import Memory
 
 
@@ -20,6 +22,24 @@ class Chain(Observed, ABC):
     """
 
     memory: Memory | None = None
+
+    if not TYPE_CHECKING:  # to mypy they stay missing, so it flags them in user code
+        invoke = Elsewhere(
+            "use chains.call(chain, {...}) for the outputs dict, or chains.run(chain, input) for "
+            "the one output of one input",
+            ChainAttributeError,
+        )
+        ainvoke = Elsewhere("use await chains.acall(chain, {...})", ChainAttributeError)
+        call = Elsewhere("use chains.call(chain, {...})", ChainAttributeError)
+        acall = Elsewhere("use await chains.acall(chain, {...})", ChainAttributeError)
+        run = Elsewhere("use chains.run(chain, input)", ChainAttributeError)
+        arun = Elsewhere("use await chains.arun(chain, input)", ChainAttributeError)
+        predict = Elsewhere("use chains.predict(chain, {...})", ChainAttributeError)
+        apredict = Elsewhere("use await chains.apredict(chain, {...})", ChainAttributeError)
+        batch = Elsewhere("use chains.batch(chain, [{...}, ...])", ChainAttributeError)
+        abatch = Elsewhere("use await chains.abatch(chain, [{...}, ...])", ChainAttributeError)
+        stream = Elsewhere("use chains.stream(chain, {...})", ChainAttributeError)
+        astream = Elsewhere("use chains.astream(chain, {...})", ChainAttributeError)
 
     @property
     @abstractmethod

@@ -81,6 +81,11 @@ class OptionsTypeError(ChainkitError, TypeError):
     """A call option of the wrong type, such as a `max_workers` that is not an int."""
 
 
+class ChainAttributeError(ChainkitError, AttributeError):
+    """A chain was asked for a method LangChain's chains have, such as `invoke` or `run`;
+    chainkit runs a chain through the functions of `chains`, which the message names."""
+
+
 class ChainTypeError(ChainkitError, TypeError):
     """A chain was built with an argument of the wrong type: not a prompt, model, chain or
     list of names where one is needed."""

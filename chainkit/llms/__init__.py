@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 from chainkit._lazy import lazy_exports
 from chainkit.llms.errors import (
     FakeLLMExhaustedError,
+    ModelAttributeError,
     ModelConfigError,
     ModelConnectionError,
     ModelError,
@@ -51,6 +52,7 @@ __all__ = [
     "FakeLLM",
     "FakeLLMExhaustedError",
     "Model",
+    "ModelAttributeError",
     "ModelConfigError",
     "ModelConnectionError",
     "ModelError",

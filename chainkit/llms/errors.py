@@ -109,3 +109,8 @@ class FakeLLMExhaustedError(ChainkitError, RuntimeError):
 
 class UnknownOptionError(ChainkitError, TypeError):
     """A call was given an option name that is not one of `llms.CallOptions`."""
+
+
+class ModelAttributeError(ChainkitError, AttributeError):
+    """A model was asked for a method LangChain's models have, such as `invoke`; the message
+    names chainkit's way (`llms.call`, `generate`)."""

@@ -6,13 +6,14 @@ from __future__ import annotations
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Unpack, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Unpack, runtime_checkable
 
+from chainkit._elsewhere import Elsewhere
 from chainkit._stop import stop_escaped
 from chainkit.callbacks import CombiningHandler, Handler, guard
 from chainkit.callbacks.handler import ModelOptions
 from chainkit.callbacks.run import enter
-from chainkit.llms.errors import ModelTypeError
+from chainkit.llms.errors import ModelAttributeError, ModelTypeError
 from chainkit.llms.options import CallOptions, StreamingFunc, check_options
 from chainkit.schema import Message, ToolInfo
 
@@ -61,6 +62,29 @@ class BaseModel:
     """Implements `Model` around `_generate`/`_agenerate`: each call is an "llm" run, whose
     callbacks (start, end, error, streamed chunks) fire here for every backend, so backends
     keep to the one thing they do: talk to the model."""
+
+    if not TYPE_CHECKING:  # to mypy they stay missing, so it flags them in user code
+        invoke = Elsewhere(
+            "use llms.call(llm, prompt) for the reply's text, or llm.generate(messages) for "
+            "the reply Message",
+            ModelAttributeError,
+        )
+        ainvoke = Elsewhere(
+            "use await llms.acall(llm, prompt), or await llm.agenerate(messages)",
+            ModelAttributeError,
+        )
+        predict = Elsewhere("use llms.call(llm, prompt)", ModelAttributeError)
+        apredict = Elsewhere("use await llms.acall(llm, prompt)", ModelAttributeError)
+        stream = Elsewhere(
+            "use llms.call(llm, prompt, streaming_func=print_chunk), which calls "
+            "print_chunk(text) with each chunk",
+            ModelAttributeError,
+        )
+        bind_tools = Elsewhere(
+            "use llm.generate(messages, tools=[tool.info() for tool in tools]), or "
+            "agents.ToolCallingAgent(llm, tools)",
+            ModelAttributeError,
+        )
 
     @property
     def name(self) -> str:

@@ -12,7 +12,7 @@ from chainkit.llms._endpoint import OpenAIEndpoint, check_model_name
 from chainkit.llms._openai_reply import parse_completion
 from chainkit.llms._openai_request import CHAT_PATH, build_request, post_arguments
 from chainkit.llms._openai_stream import StreamRelay
-from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff, check_seconds
+from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff
 from chainkit.llms.errors import ModelError
 from chainkit.llms.model import BaseModel, ModelRequest
 from chainkit.llms.options import check_options
@@ -106,9 +106,7 @@ class OpenAI(OpenAIEndpoint, BaseModel):
         return "openai"
 
     def _request(self, request: ModelRequest) -> dict[str, Any]:
-        options = request.options
-        if options.get("timeout") is not None:
-            check_seconds("timeout", options["timeout"])
+        options = request.options  # checked by generate, as the defaults were when set
         if self.default_options:
             # A call's option set to None means "not set", so it leaves the default in place.
             options = dict(self.default_options)

@@ -293,7 +293,7 @@ def test_other_tool_exceptions_propagate_unless_handled():
         handle_tool_errors=True,
     )
     assert chains.run(executor, "q") == "ok"
-    assert "Observation: Tool error: disk full\n" in fake.calls[1].messages[0].content
+    assert "Observation: Tool error: RuntimeError: disk full\n" in fake.calls[1].messages[0].content
 
 
 def test_no_return_from_agent():
@@ -434,7 +434,7 @@ def test_async_branches_match_sync():
         handle_tool_errors=True,
     )
     assert asyncio.run(chains.arun(executor, "q")) == "ok"
-    assert "Observation: Tool error: disk full\n" in fake.calls[1].messages[0].content
+    assert "Observation: Tool error: RuntimeError: disk full\n" in fake.calls[1].messages[0].content
     executor, _ = run_agent([act("failing", "x")], [Failing(KeyError("k"))])
     with pytest.raises(KeyError):
         asyncio.run(chains.arun(executor, "q"))

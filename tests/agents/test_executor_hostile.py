@@ -249,7 +249,7 @@ def test_tool_failures_become_observations_with_paired_events(kind, driver):
     )
     outputs = call(executor, driver, {"input": "q"})
     observations = [step.observation for step in outputs["intermediate_steps"]]
-    assert observations[:3] == ["city not found", "Tool error: disk full", "42"]
+    assert observations[:3] == ["city not found", "Tool error: RuntimeError: disk full", "42"]
     assert observations[3].startswith("nowhere is not a valid tool")
     assert pairs.of("tool", "end") == [("number", "42")]
     assert [name for name, _ in pairs.of("tool", "error")] == ["tool_error", "crash", "nowhere"]

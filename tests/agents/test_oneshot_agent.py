@@ -60,6 +60,9 @@ def test_default_prompt_lists_tools_in_mrkl_format():
         name = "weather"
         description = "current weather for a city"
 
+        def call(self, input: str) -> str:
+            return "sunny"
+
     llm = FakeLLM([" done\nFinal Answer: ok"])
     agent = OneShotAgent(llm, [RandomNumberTool(), Weather()])
     chains.run(agents.Executor(agent), "北京天气")
