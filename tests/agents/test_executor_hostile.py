@@ -42,8 +42,9 @@ from tests.openai_server import Fault
 
 KINDS = ["mrkl", "native"]
 DRIVERS = ["sync", "async"]
-GENEROUS = 3.0
-"""Seconds a run cut by a 0.5 s deadline may take at most, on a loaded machine."""
+GENEROUS = 8.0
+"""Seconds a run cut by a 0.5 s deadline may take at most, on a loaded machine: still under
+the 10 s the slow tool and model take when nothing cuts them."""
 
 
 # Scripts: the same run for either agent.
