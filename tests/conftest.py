@@ -10,15 +10,22 @@ connections before the loop ends, as an async program should.
 
 Every test checks that the errors chainkit raises are `chainkit.ChainkitError`s
 (`every_error_is_named`, in tests/named_errors.py).
+
+Hypothesis: with CI set (as .ci/run sets it) the "ci" profile draws the same examples on every
+run (derandomize), so a CI failure reproduces; elsewhere "dev" draws new ones each run. Both
+print the `@reproduce_failure` blob of a failure and have no per-example deadline (a loaded
+machine is no bug). `--hypothesis-profile NAME` picks either one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, Protocol, TypeVar
 
 import pytest
+from hypothesis import settings
 
 from chainkit.llms._retry import Backoff
 from chainkit.llms.openai import OpenAI
@@ -27,6 +34,10 @@ from tests.named_errors import every_error_is_named  # noqa: F401 - an autouse f
 from tests.openai_server import TEST_API_KEY, OpenAIServer, server_threads
 
 T = TypeVar("T")
+
+settings.register_profile("dev", print_blob=True, deadline=None)
+settings.register_profile("ci", parent=settings.get_profile("dev"), derandomize=True)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 FAST_BACKOFF = Backoff(initial=0.001, maximum=0.005, retry_after_cap=0.01)
 """Retry waits of a few milliseconds; Retry-After is capped at 10 ms."""

@@ -399,12 +399,25 @@ def _unfence(value: str) -> str:
     last_newline = value.rfind("\n")
     closer = value[last_newline + 1 :].strip()
     body = value[first_newline + 1 : last_newline]
-    if closer.strip(opener.marker[0]) or len(closer) < len(opener.marker) or opener.marker in body:
+    if closer.strip(opener.marker[0]) or len(closer) < len(opener.marker):
         return value
+    if _closing_line_in(body, opener.marker):
+        return value  # the block closes before the end: more than one block
     if opener.info and (not body.strip() or not _LANGUAGE_TAG.fullmatch(opener.info)):
         # ```{"a": 1} on the fence line is the code itself, not a language tag.
         return value[len(opener.marker) : last_newline].strip()
     return body.strip("\r\n")
+
+
+def _closing_line_in(body: str, marker: str) -> bool:
+    """Whether a line of `body` is a fence that closes one opened by `marker` (```, ~~~~).
+
+    Other backticks in the code (`print("```")`, a ```json line) are code."""
+    for line in body.split("\n"):
+        bare = line.strip()
+        if len(bare) >= len(marker) and not bare.strip(marker[0]):
+            return True
+    return False
 
 
 def _unfence_one_line(value: str) -> str:

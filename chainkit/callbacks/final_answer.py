@@ -30,7 +30,6 @@ class _Scan:
                 self.tail = text[max(len(text) - len(keyword) + 1, 0) :]
                 return ""
             self.found = True
-            self.tail = ""
             text = text[at + len(keyword) :]
         if not self.started:
             text = text.lstrip()

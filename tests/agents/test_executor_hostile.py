@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import importlib
 import json
 import signal
 import subprocess
@@ -42,8 +43,9 @@ from tests.openai_server import Fault
 
 KINDS = ["mrkl", "native"]
 DRIVERS = ["sync", "async"]
-GENEROUS = 3.0
-"""Seconds a run cut by a 0.5 s deadline may take at most, on a loaded machine."""
+GENEROUS = 8.0
+"""Seconds a run cut by a 0.5 s deadline may take at most, on a loaded machine: still under
+the 10 s the slow tool and model take when nothing cuts them."""
 
 
 # Scripts: the same run for either agent.
@@ -504,6 +506,9 @@ def test_deadline_holds_against_a_stalled_server_and_its_retries(
     openai_server.fail(*[Fault.slow(10) for _ in range(5)])
     llm = make_openai(timeout=5, max_attempts=5)
     executor = Executor(OneShotAgent(llm, [Echo()]), max_execution_time=1)
+    # The first call imports openai, in the event loop for an async run: seconds on a loaded
+    # machine without bytecode caches, which no deadline can cut. Here it is done already.
+    importlib.import_module("openai")
     began = time.monotonic()
     with pytest.raises(NotFinishedError, match="while waiting for the model"):
         run(executor, driver)

@@ -370,6 +370,45 @@ def test_fenced_input_forms(input_text, expected):
     assert action(f"Action: run\nAction Input: {input_text}") == ("run", expected)
 
 
+@pytest.mark.parametrize(
+    ("input_text", "expected"),
+    [
+        # Backticks in the code, even a fence line with an info string, do not close it.
+        ("```python\nprint('```')\n```", "print('```')"),
+        ("```\na\n```b\n````", "a\n```b"),
+        ("````\na\n```\n````", "a\n```"),
+        # The code keeps its indentation and whatever letters it starts or ends with.
+        ("```\n  X = 1\nX\n```", "  X = 1\nX"),
+        # Not one block: an unclosed fence, or code run on into the closing fence...
+        ("```\na\nb```", "```\na\nb```"),
+        ("```\na\n```x", "```\na\n```x"),
+        # ...and tildes are no code span on one line, unlike backticks.
+        ("~~~x~~~", "~~~x~~~"),
+        # A one-line block drops a language tag only when code follows it.
+        ("```json```", "json"),
+        ("```weather report```", "weather report"),
+        ("```json  {}```", "{}"),
+    ],
+)
+def test_fence_rules_of_an_input(input_text, expected):
+    assert action(f"Action: run\nAction Input: {input_text}") == ("run", expected)
+
+
+def test_a_wrapped_input_holds_a_block_that_a_mismatched_fence_does_not_close():
+    text = "```\nAction: s\nAction Input: a\n```python\nb\n~~~\nc\n```\n```\nObservation: x"
+    assert action(text) == ("s", "a\n```python\nb\n~~~\nc\n```")
+
+
+def test_a_tilde_fence_may_have_backticks_in_its_info_string():
+    text = "Final Answer:\n~~~ `x`\nObservation: code line\n~~~\nObservation: made up"
+    assert answer(text) == "~~~ `x`\nObservation: code line\n~~~"
+
+
+def test_a_backtick_fence_may_not_so_it_is_inline_code():
+    text = "Final Answer:\n```x```\nObservation: made up\n```"
+    assert answer(text) == "```x```"
+
+
 # --- Quotes and backticks ---------------------------------------------------------------------
 
 
@@ -715,6 +754,11 @@ def test_log_stops_where_the_input_ends():
 )
 def test_an_action_word_in_prose_gives_way_to_a_final_answer(text):
     assert answer(text) == "4"
+
+
+def test_the_answer_after_a_prose_action_starts_on_the_next_line_and_loses_its_emphasis():
+    assert answer("Thought: no Action:\nFinal Answer: 4") == "4"
+    assert answer("Thought: no Action: x\n**Final Answer:** 4") == "4"
 
 
 def test_an_action_at_line_start_without_input_still_fails():

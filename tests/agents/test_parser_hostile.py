@@ -151,6 +151,20 @@ def test_fences_past_the_limit_are_plain_text(blocks, expected):
     assert action(f"{code_blocks}```\nAction: a\nAction Input: b\n```") == ("a", expected)
 
 
+@pytest.mark.timeout(20)
+def test_the_limit_counts_only_the_fences_of_the_section_read():
+    # Exactly MAX_FENCE_LINES in the answer (a block whose ~~~ line closes nothing, whole
+    # blocks, a bare fence at the end that closes one opened out of sight), more after it:
+    # the answer's fences are still paired, so the stray one is dropped.
+    blocks = "```\nc\n```\n" * ((MAX_FENCE_LINES - 4) // 2)
+    answer_text = f"x\n```python\n~~~\n```\n{blocks}"
+    assert answer_text.count("\n```") + answer_text.count("\n~~~") == MAX_FENCE_LINES - 1
+    text = f"Final Answer: {answer_text}```\nObservation: made up\n```\n```"
+    step = parse_mrkl_output(text)
+    assert isinstance(step, AgentFinish)
+    assert step.return_values["output"] == answer_text.strip()
+
+
 @pytest.mark.timeout(30)
 def test_many_threads_parse_at_once_without_mixing_results():
     replies = [

@@ -315,7 +315,8 @@ def test_every_reply_ends_in_a_message_or_a_chainkit_error() -> None:
                 str(error).encode("utf-8")  # it can be logged
             else:
                 _check(reply, pieces)
-            assert time.monotonic() - started < TIMEOUT + 3
+            # Generous, for a loaded machine: what it catches is a call that ignores its timeout.
+            assert time.monotonic() - started < TIMEOUT + 10
 
         try:
             check()
