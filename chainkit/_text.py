@@ -1,4 +1,5 @@
-"""Cutting long texts for error messages and logs, the same way everywhere."""
+"""Texts for error messages and logs, written the same way everywhere: long ones cut, counts
+with their nouns."""
 
 from __future__ import annotations
 
@@ -6,3 +7,8 @@ from __future__ import annotations
 def shorten(text: str, limit: int) -> str:
     """`text`, or its first `limit - 1` characters and an ellipsis when it is longer."""
     return text if len(text) <= limit else f"{text[: limit - 1]}…"
+
+
+def counted(number: int, noun: str) -> str:
+    """`number` `noun`s, in the singular for one: "1 run", "2 runs", "0 runs"."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
