@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from chainkit import ChainkitError
+from chainkit._batch import output as output_module
 from chainkit._batch.output import (
     SYNC_INTERVAL,
     OutputBusyError,
@@ -138,8 +139,10 @@ def test_the_rewritten_output_of_retry_failed_stays_locked(tmp_path):
     path = tmp_path / "out.jsonl"
     path.write_bytes(encode(result(1, output="a")) + encode(result(2, error={"type": "E"})))
     said, tell = told()
-    output = OutputFile(str(path), schedule=never)
+    sync = CountingSync()
+    output = OutputFile(str(path), fsync=sync, schedule=never)
     assert output.resume(tell, drop_failed=True) == {"1": False}
+    assert sync.calls == 2  # the new file, then its directory, before it is written to
     assert said == [f"removed 1 failed run from {path}, to run again"]
     assert path.read_bytes() == encode(result(1, output="a"))
     with pytest.raises(OutputBusyError):
@@ -267,6 +270,7 @@ def test_a_sync_that_fails_in_the_timer_is_raised_by_close_if_nothing_else_did(t
     with pytest.raises(OutputWriteError, match=r"cannot write to .*Input/output error"):
         output.close()
     output.close()
+    assert sync.calls == 1  # a broken output is not synced again
 
 
 def test_a_sync_that_fails_on_close_is_raised(tmp_path):
@@ -456,8 +460,10 @@ def test_a_last_line_whole_but_for_its_break_is_ended_and_counted(tmp_path):
     path = tmp_path / "out.jsonl"
     path.write_bytes(encode(result(1)) + encode(result(2, error={}))[:-1])
     said, tell = told()
-    output = OutputFile(str(path), schedule=never)
+    sync = CountingSync()
+    output = OutputFile(str(path), fsync=sync, schedule=never)
     assert output.resume(tell) == {"1": False, "2": True}
+    assert sync.calls == 1
     output.append(result(3))
     output.close()
     assert path.read_bytes() == encode(result(1)) + encode(result(2, error={})) + encode(result(3))
@@ -540,3 +546,109 @@ def test_parse_tells_records_from_bad_lines():
     assert parse(b'{"id": 1}', 2, ["input"]) == BadLine(
         1, 2, "missing input 'input': the chain takes ['input'], the line gives no inputs"
     )
+
+
+class Unshowable:
+    def __str__(self) -> str:
+        raise ValueError("no text")
+
+    def __repr__(self) -> str:
+        raise ValueError("no repr")
+
+
+def test_encode_writes_a_line_for_outputs_too_deep_or_unshowable():
+    deep: list[Any] = []
+    for _ in range(100_000):
+        deep = [deep]
+    line = json.loads(encode({"id": 1, "output": deep}))
+    assert line["id"] == 1 and line["output"].startswith("[[[[[[") and "..." in line["output"]
+    line = json.loads(encode({"id": 2, "output": {"value": Unshowable()}}))
+    assert line == {"id": 2, "output": {"value": "<Unshowable that cannot be shown: ValueError>"}}
+    line = json.loads(encode({"id": 3, "output": [float("inf"), Unshowable()]}))
+    assert line == {"id": 3, "output": "<list that cannot be shown: ValueError>"}
+
+
+@pytest.mark.parametrize(
+    ("line", "known"),
+    [
+        (result(7, output="a"), ("7", False)),
+        (result(-7, error={"type": "E"}), ("-7", True)),
+        (result("7", output={"id": 1}), ('"7"', False)),  # a second start: read whole
+        (result('é \\ "', output=None), (run_key('é \\ "', 0), False)),
+        (result(None, line=4, error={}), ("line 4", True)),
+        (result(None, line=4, output=1), ("line 4", False)),
+    ],
+)
+def test_result_lines_are_known_by_their_key_and_whether_they_failed(line, known):
+    raw = encode(line)
+    assert output_module._known_line(raw) == known
+    if b'"id": 1' not in raw:  # read off the head, not parsed whole
+        assert output_module._quick_key(raw) == known
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"id": 7}\n',  # no output or error after the id
+        b'{"id": 7, "seconds": 1, "error": {}}\n',  # written by no one but a hand
+        b'{"id": true, "output": 1}\n',
+        b'{"id": 7.5, "output": 1}\n',
+        b'{"id": [7], "output": 1}\n',
+        b'{"id": null, "output": 1}\n',
+        b'{"id": null, "line": 0, "output": 1}\n',
+        b'{"id": null, "line": false, "output": 1}\n',
+        b'{"id": null, "line": "4", "output": 1}\n',
+        b'{"id": 1, "outp{"id": 2, "output": 2}\n',  # a torn line, then a whole one
+        b'{"id": 7, "output": 1}',  # no line break
+        b'{"id": 7, "output": "\xff"}\n',
+        b'{"id": , "output": 1}\n',
+        b' {"id": 7, "output": 1}\n',
+    ],
+)
+def test_other_lines_are_not_read_off_their_head(raw):
+    assert output_module._quick_key(raw) is None
+
+
+def test_a_hand_written_result_line_is_still_parsed_whole():
+    assert output_module._known_line(b'{"seconds": 1, "error": {}, "id": 7}\n') == ("7", True)
+    assert output_module._known_line(b'{"id": 1, "outp{"id": 2, "output": 2}\n') is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        (b"\xff", "not UTF-8 text (at byte 1)"),
+        (
+            b"nope",
+            "not JSON (Expecting value: line 1 column 1 (char 0)); expected "
+            '{"id": 7, "input": "What is 2 + 2?"}',
+        ),
+        (b"[1]", 'a JSON list, not an object; expected {"id": 7, "input": "What is 2 + 2?"}'),
+        (b'"text"', 'a JSON str, not an object; expected {"id": 7, "input": "What is 2 + 2?"}'),
+        (b'{"id": true, "input": "x"}', "its id true is neither a string nor a whole number"),
+        (
+            b'{"id": [' + b"1234567890, " * 10 + b'1], "input": "x"}',
+            "its id [1234567890, 1234567890, 1234567890, 1234567890, 1234567890…"
+            " is neither a string nor a whole number",
+        ),
+        (
+            b'{"id": 1, "b": 2, "a": 1}',
+            "missing input 'input', 'other': the chain takes ['input', 'other'], the line "
+            "gives ['a', 'b']",
+        ),
+    ],
+)
+def test_a_bad_line_names_what_is_wrong(raw, problem):
+    item = parse(raw, 9, ["input", "other"] if b'"b"' in raw else ["input"])
+    assert isinstance(item, BadLine) and item.line == 9
+    assert item.problem == problem
+
+
+def test_read_numbers_lines_from_one_and_skips_blank_ones(tmp_path):
+    from chainkit._batch.records import read
+
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'{"id": "a", "input": "x"}\n\n  \n{"input": "y"}\n[2]')
+    items = list(read(str(path), ["input"]))
+    assert items[:2] == [Record("a", 1, {"input": "x"}), Record(None, 4, {"input": "y"})]
+    assert isinstance(items[2], BadLine) and items[2].line == 5 and len(items) == 3

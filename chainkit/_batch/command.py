@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -227,7 +227,8 @@ async def _run_here(job: BatchJob, chain: Chain, concurrency: int) -> None:
         if task is not None:
             task.cancel()
 
-    loop.add_signal_handler(signal.SIGTERM, terminate)
+    with suppress(NotImplementedError):  # Windows: SIGTERM ends the process there
+        loop.add_signal_handler(signal.SIGTERM, terminate)
     try:
         await run_all(chain, job.pending(), concurrency, job.finish)
     except asyncio.CancelledError:
@@ -235,7 +236,8 @@ async def _run_here(job: BatchJob, chain: Chain, concurrency: int) -> None:
             raise _Terminated from None
         raise
     finally:
-        loop.remove_signal_handler(signal.SIGTERM)
+        with suppress(NotImplementedError):
+            loop.remove_signal_handler(signal.SIGTERM)
 
 
 @contextmanager

@@ -261,7 +261,7 @@ class OutputFile:
             with suppress(OSError):
                 os.unlink(temporary)
             raise
-        _sync_directory(target)
+        _sync_directory(target, self._fsync)
         os.close(self._fd)
         self._fd = fd
         self._end = os.fstat(fd).st_size
@@ -273,8 +273,9 @@ def encode(line: dict[str, Any]) -> bytes:
     try:
         text = json.dumps(line, ensure_ascii=False, allow_nan=False, default=_jsonable)
     except (TypeError, ValueError, RecursionError):
-        # NaN or a value that refuses to be shown: the output as text rather than no line.
-        line = {**line, "output": repr(line.get("output"))}
+        # NaN, a value nested too deep or one that refuses to be shown: the output as text
+        # rather than no line (and no job: a result that cannot be written stops it).
+        line = {**line, "output": _as_text(line.get("output"))}
         text = json.dumps(line, ensure_ascii=False, default=_jsonable)
     try:
         return text.encode() + b"\n"
@@ -304,7 +305,23 @@ def _jsonable(value: object) -> Any:
 
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
-    return str(value)
+    try:
+        return str(value)
+    except Exception:
+        return _as_text(value)
+
+
+def _as_text(value: object) -> str:
+    """`repr(value)`, shortened where it nests too deep; a placeholder naming its type where
+    it raises."""
+    import reprlib
+
+    try:
+        return repr(value)
+    except RecursionError:
+        return reprlib.repr(value)
+    except Exception as error:
+        return f"<{type(value).__name__} that cannot be shown: {type(error).__name__}>"
 
 
 def _known_line(raw: bytes) -> tuple[str, bool] | None:
@@ -370,14 +387,14 @@ def _parsed(raw: bytes) -> dict[str, Any] | None:
     return data if isinstance(run_id, int | str) and not isinstance(run_id, bool) else None
 
 
-def _sync_directory(path: str) -> None:
+def _sync_directory(path: str, fsync: Callable[[int], None]) -> None:
     """Makes a rename in the directory of `path` reach the disk (POSIX only)."""
     try:
         fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
     except OSError:
         return
     try:
-        os.fsync(fd)
+        fsync(fd)
     except OSError:
         pass
     finally:
