@@ -56,6 +56,18 @@ class Progress:
             self.failed += failed
         self._show()
 
+    def skip(self) -> None:
+        """One more run of the total turned out to be done before (a resumed batch)."""
+        with self._lock:
+            self.skipped += 1
+        self._show()
+
+    def drop(self) -> None:
+        """One of the total turned out to be no run (a repeated id)."""
+        with self._lock:
+            self.total -= 1
+        self._show()
+
     def note(self, text: str) -> None:
         """Writes `text` as a line of its own, above the progress line."""
         with self._lock:

@@ -1,4 +1,5 @@
-"""Cutting long texts for error messages and logs, the same way everywhere."""
+"""Texts for error messages and logs, written the same way everywhere: long ones cut, counts
+with their nouns."""
 
 from __future__ import annotations
 
@@ -11,3 +12,8 @@ def shorten(text: str, limit: int) -> str:
 def described(value: object) -> str:
     """A value as an error message shows what was given: its type and its (shortened) repr."""
     return f"{type(value).__name__} {shorten(repr(value), 80)}"
+
+
+def counted(number: int, noun: str) -> str:
+    """`number` `noun`s, in the singular for one: "1 run", "2 runs", "0 runs"."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"

@@ -79,3 +79,21 @@ def with_memory() -> chains.Chain:
         llms.FakeLLM(["hello"] * 100),
         memory=memory.ConversationBuffer(),
     )
+
+
+CALLS_VARIABLE = "CHAINKIT_TEST_CALLS_FILE"
+"""A file to which `counting_echo` adds one line per run it makes, to count the runs."""
+
+
+class CountingEcho(Echo):
+    """An Echo that notes each of its runs in the file `CALLS_VARIABLE` names, as a paid
+    model call would be billed."""
+
+    async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+        with open(os.environ[CALLS_VARIABLE], "a", encoding="utf-8") as calls:
+            calls.write(f"{inputs['input']}\n")
+        return await super()._acall(inputs, **options)
+
+
+def counting_echo() -> Echo:
+    return CountingEcho(delay=0.01)

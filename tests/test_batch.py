@@ -18,14 +18,17 @@ import pytest
 
 from chainkit import chains, cli
 from chainkit._batch.output import OutputFile, encode
-from tests.batch_factories import BASE_URL_VARIABLE, Echo
+from tests.batch_factories import BASE_URL_VARIABLE, CALLS_VARIABLE, Echo
 from tests.openai_server import OpenAIServer, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def batch(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def batch(
+    *args: str, timeout: float = 60, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env.update(env_extra or {})
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return subprocess.run(
         [sys.executable, "-m", "chainkit", "batch", *args],
@@ -53,10 +56,12 @@ def results(path: Path) -> list[dict[str, Any]]:
 
 
 def by_id(lines: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    """The lines by id; a line without one by ("line", N), its input line's number."""
     found: dict[Any, dict[str, Any]] = {}
     for line in lines:
-        assert line["id"] not in found, f"id {line['id']} written twice"
-        found[line["id"]] = line
+        key = ("line", line["line"]) if line["id"] is None else line["id"]
+        assert key not in found, f"id {key} written twice"
+        found[key] = line
     return found
 
 
@@ -97,19 +102,20 @@ def test_bad_lines_are_reported_by_number_and_written_as_errors(tmp_path):
     result = batch(str(source), "-o", str(out), "--agent", "tests.batch_factories:echo")
     assert result.returncode == 1
     lines = by_id(results(out))
-    assert lines[1]["output"] == "echo: 1+1" and lines[8]["output"] == "echo: 2+2"
+    assert lines[1]["output"] == "echo: 1+1" and lines[("line", 8)]["output"] == "echo: 2+2"
     expected = {
-        2: "line 2: not JSON",
-        4: "line 4: a JSON list, not an object",
+        ("line", 2): "line 2: not JSON",
+        ("line", 4): "line 4: a JSON list, not an object",
         5: "line 5: missing input 'input': the chain takes ['input'], the line gives ['question']",
-        6: "line 6: its id [1] is neither a string nor a whole number",
-        7: "line 7: not UTF-8 text (at byte 21)",
+        ("line", 6): "line 6: its id [1] is neither a string nor a whole number",
+        ("line", 7): "line 7: not UTF-8 text (at byte 21)",
     }
     for run_id, message in expected.items():
         error = lines[run_id]["error"]
         assert error["type"] == "InputError" and error["message"].startswith(message)
-        assert f"line {run_id} of {source}" in result.stderr
-    assert set(lines) == {1, 2, 4, 5, 6, 7, 8}
+        number = run_id[1] if isinstance(run_id, tuple) else run_id
+        assert f"line {number} of {source}" in result.stderr
+    assert set(lines) == {1, ("line", 2), ("line", 4), 5, ("line", 6), ("line", 7), ("line", 8)}
 
 
 @pytest.mark.timeout(60)
@@ -367,3 +373,265 @@ def test_engine_ray_without_ray_says_how_to_get_it(tmp_path):
     )
     assert result.returncode == 1
     assert "pip install 'chainkit[ray]'" in result.stderr
+
+
+# A failed write stops the job at once
+
+
+def counted_batch(
+    tmp_path: Path, *args: str, timeout: float = 60
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """`batch` with the counting_echo agent; and the inputs of the runs it made."""
+    calls = tmp_path / "calls.txt"
+    calls.write_text("")
+    agent = ["--agent", "tests.batch_factories:counting_echo"]
+    done = batch(*args, *agent, timeout=timeout, env_extra={CALLS_VARIABLE: str(calls)})
+    return done, calls.read_text().splitlines()
+
+
+def assert_one_clear_error_line(stderr: str, reason: str) -> None:
+    errors = [line for line in stderr.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1, stderr
+    assert errors[0].startswith("chainkit batch: error: cannot write to ")
+    assert reason in errors[0] and "run the same command again to go on" in errors[0]
+    assert "Traceback" not in stderr and "never retrieved" not in stderr
+
+
+@pytest.mark.timeout(60)
+def test_a_full_device_stops_the_job_before_more_runs(tmp_path):
+    source = write_lines(tmp_path / "in.jsonl", [{"id": i, "input": f"q{i}"} for i in range(600)])
+    result, calls = counted_batch(tmp_path, str(source), "-o", "/dev/full", "--concurrency", "4")
+    assert result.returncode == 74, result.stderr
+    assert_one_clear_error_line(result.stderr, "No space left on device")
+    assert len(calls) <= 8  # the first result failed: only the runs in flight then were made
+
+
+@pytest.mark.timeout(60)
+def test_a_bad_line_that_cannot_be_written_stops_the_job_too(tmp_path):
+    source = write_lines(tmp_path / "in.jsonl", ["not json", {"id": 1, "input": "a"}])
+    result, calls = counted_batch(tmp_path, str(source), "-o", "/dev/full")
+    assert result.returncode == 74 and calls == []
+    assert_one_clear_error_line(result.stderr, "No space left on device")
+
+
+@pytest.mark.timeout(120)
+def test_a_full_disk_stops_the_job_and_leaves_whole_lines_to_resume_from(tmp_path):
+    from tests.test_batch_output import tiny_filesystem
+
+    count = 300
+    source = write_lines(
+        tmp_path / "in.jsonl", [{"id": i, "input": f"{i:04d}" + "x" * 500} for i in range(count)]
+    )
+    with tiny_filesystem(tmp_path / "tiny", "32k") as tiny:
+        out = tiny / "out.jsonl"
+        result, calls = counted_batch(tmp_path, str(source), "-o", str(out), "--concurrency", "3")
+        assert result.returncode == 74, result.stderr
+        assert_one_clear_error_line(result.stderr, "No space left on device")
+        written = by_id(results(out))  # whole lines only: the torn one was cut back
+        assert 0 < len(written) < count
+        assert len(calls) <= len(written) + 6
+        (tmp_path / "moved.jsonl").write_bytes(out.read_bytes())
+    moved = tmp_path / "moved.jsonl"
+    result, calls = counted_batch(tmp_path, str(source), "-o", str(moved))
+    assert result.returncode == 0, result.stderr
+    assert len(calls) == count - len(written)
+    assert set(by_id(results(moved))) == set(range(count))
+
+
+# Ids never collide
+
+
+@pytest.mark.timeout(60)
+def test_a_line_without_an_id_never_takes_the_id_of_a_real_record(tmp_path):
+    source = write_lines(
+        tmp_path / "in.jsonl",
+        [
+            "not json",
+            {"input": "no id"},
+            {"id": 1, "input": "one"},
+            {"id": 2, "input": "two"},
+            {"id": "line 1", "input": "text id"},
+        ],
+    )
+    out = tmp_path / "out.jsonl"
+    result, calls = counted_batch(tmp_path, str(source), "-o", str(out))
+    assert result.returncode == 1, result.stderr
+    assert "given before" not in result.stderr
+    lines = by_id(results(out))
+    assert set(lines) == {("line", 1), ("line", 2), 1, 2, "line 1"}
+    assert lines[("line", 1)]["error"]["type"] == "InputError"
+    assert lines[("line", 2)]["output"] == "echo: no id"
+    assert sorted(calls) == ["no id", "one", "text id", "two"]
+    for again in ([], ["--retry-failed"]):  # resumed: nothing is taken for another
+        result, calls = counted_batch(tmp_path, str(source), "-o", str(out), *again)
+        assert "given before" not in result.stderr
+        assert calls == []
+        assert set(by_id(results(out))) == {("line", 1), ("line", 2), 1, 2, "line 1"}
+    assert "4 done before" in result.stderr
+
+
+# Outputs that are not regular files
+
+
+@pytest.mark.timeout(60)
+def test_the_output_can_be_a_pipe(tmp_path):
+    source = write_lines(tmp_path / "in.jsonl", [{"id": i, "input": f"q{i}"} for i in range(5)])
+    result = batch(str(source), "-o", "/dev/stdout", "--agent", "tests.batch_factories:echo")
+    assert result.returncode == 0, result.stderr
+    lines = by_id([json.loads(line) for line in result.stdout.splitlines()])
+    assert {key: line["output"] for key, line in lines.items()} == {
+        i: f"echo: q{i}" for i in range(5)
+    }
+
+
+@pytest.mark.timeout(60)
+def test_the_output_can_be_dev_null(tmp_path):
+    source = write_lines(tmp_path / "in.jsonl", [{"id": 1, "input": "a"}])
+    for _ in range(2):  # nothing to resume from: run again, it runs again
+        result, calls = counted_batch(tmp_path, str(source), "-o", "/dev/null")
+        assert result.returncode == 0, result.stderr
+        assert calls == ["a"] and "1 run done" in result.stderr
+
+
+@pytest.mark.timeout(60)
+def test_retry_failed_writes_through_a_symlinked_output(tmp_path):
+    source = write_lines(tmp_path / "in.jsonl", [{"id": 1, "input": "a"}, {"id": 2, "input": "b"}])
+    target = tmp_path / "real.jsonl"
+    target.write_bytes(encode({"id": 1, "output": "echo: a"}) + encode({"id": 2, "error": {}}))
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    result = batch(
+        str(source), "-o", str(link), "--agent", "tests.batch_factories:echo", "--retry-failed"
+    )
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink()
+    assert {line["id"]: line["output"] for line in results(target)} == {1: "echo: a", 2: "echo: b"}
+
+
+# Signals and a second job
+
+
+def start_batch(*args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "chainkit", "batch", *args]
+    return subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_lines(out: Path, count: int, job: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and job.poll() is None:
+        if out.exists() and len(out.read_bytes().splitlines()) >= count:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"the job did not write {count} lines")
+
+
+@pytest.mark.timeout(120)
+def test_sigterm_stops_the_job_as_ctrl_c_does_and_says_how_to_go_on(tmp_path):
+    count = 400
+    source = write_lines(tmp_path / "in.jsonl", [{"id": i, "input": f"q{i}"} for i in range(count)])
+    out = tmp_path / "out.jsonl"
+    args = [str(source), "-o", str(out), "--agent", "tests.batch_factories:slow_echo"]
+    job = start_batch(*args, "--concurrency", "4")
+    try:
+        wait_for_lines(out, 10, job)
+        job.send_signal(signal.SIGTERM)
+        _, stderr = job.communicate(timeout=30)
+    finally:
+        job.kill()
+    assert job.returncode == 143, stderr
+    (said,) = [line for line in stderr.splitlines() if "terminated" in line]
+    assert said.startswith("chainkit batch: terminated (SIGTERM) after ")
+    assert said.endswith(" runs; the same command goes on where this one stopped")
+    assert "Traceback" not in stderr
+    done = by_id(results(out))
+    assert 0 < len(done) < count
+    result = batch(*args, "--concurrency", "50")
+    assert result.returncode == 0, result.stderr
+    assert set(by_id(results(out))) == set(range(count))
+    assert f"{len(done)} done before" in result.stderr
+
+
+@pytest.mark.timeout(120)
+def test_a_second_job_is_refused_while_a_retry_failed_one_runs(tmp_path):
+    count = 400
+    source = write_lines(tmp_path / "in.jsonl", [{"id": i, "input": f"q{i}"} for i in range(count)])
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(encode({"id": 0, "error": {"type": "E", "message": "m"}}))
+    args = [str(source), "-o", str(out), "--agent", "tests.batch_factories:slow_echo"]
+    job = start_batch(*args, "--retry-failed", "--concurrency", "2")
+    try:
+        wait_for_lines(out, 3, job)
+        second = batch(*args)
+    finally:
+        job.kill()
+        job.communicate(timeout=30)
+    assert second.returncode == 1
+    assert "is being written by another chainkit batch" in second.stderr
+
+
+# Counts are written as words are
+
+
+def test_counts_of_one_are_singular(tmp_path):
+    source = write_lines(tmp_path / "in.jsonl", [{"id": 1, "input": "a"}, {"id": 1, "input": "b"}])
+    result = batch(
+        str(source), "-o", str(tmp_path / "out.jsonl"), "--agent", "tests.batch_factories:echo"
+    )
+    assert result.returncode == 0
+    assert "chainkit batch: 1 run done, 1 line with a repeated id skipped, in " in result.stderr
+
+
+@pytest.mark.timeout(30)
+def test_run_all_starts_no_run_once_a_result_cannot_be_written():
+    import asyncio
+    import gc
+
+    from chainkit._batch.output import OutputWriteError
+    from chainkit._batch.records import Record
+    from chainkit._batch.runner import run_all
+
+    started: list[str] = []
+
+    class Noting(Echo):
+        async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+            started.append(inputs["input"])
+            return await super()._acall(inputs, **options)
+
+    def finish(result: dict[str, Any]) -> None:
+        raise OutputWriteError("cannot write to out.jsonl: No space left on device")
+
+    noise: list[dict[str, Any]] = []
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(
+            lambda loop, context: noise.append(context)
+        )
+        records = (Record(i, i + 1, {"input": f"q{i}"}) for i in range(600))
+        try:
+            await run_all(Noting(delay=0.01), records, 3, finish)
+        finally:
+            gc.collect()  # a task whose exception nobody took complains as it is collected
+
+    with pytest.raises(OutputWriteError, match="No space left"):
+        asyncio.run(main())
+    assert len(started) == 3  # the runs in flight when the first result failed, no more
+    assert noise == []
+
+
+@pytest.mark.timeout(60)
+def test_the_progress_total_counts_runs_done_before_and_not_repeated_ids(tmp_path):
+    source = write_lines(
+        tmp_path / "in.jsonl",
+        [{"id": 1, "input": "a"}, {"id": 1, "input": "again"}, {"id": 2, "input": "b"}],
+    )
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(encode({"id": 1, "error": {"type": "E", "message": "m"}}))
+    result = batch(
+        str(source), "-o", str(out), "--agent", "tests.batch_factories:echo", "--progress"
+    )
+    assert result.returncode == 1
+    assert "chainkit batch: [####################] 2/2 " in result.stderr
+    assert "chainkit batch: 1 run done, 1 done before (1 failed), 1 line with a repeated id" in (
+        result.stderr
+    )

@@ -4,6 +4,10 @@ The chain comes from `--agent module:factory` (a function returning an Executor 
 Chain), by default the built-in offline agent of `chainkit run`. The job is resumable: the
 same command run again skips the ids the output holds. `--engine ray` places the runs on a
 Ray cluster (chainkit.distributed, which imports ray, is loaded only then).
+
+Exit statuses: 0 every run succeeded; 1 some failed, or the job could not run; 2 a usage
+error; 74 (EX_IOERR) a result could not be written, which stops the job at once; 130
+interrupted (Ctrl-C); 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -11,16 +15,30 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chainkit._redact import redact
+
+if TYPE_CHECKING:
+    from chainkit._batch.job import BatchJob
+    from chainkit.chains import Chain
 
 _NEEDS_RAY = (
     "chainkit batch: error: --engine ray needs the ray package: pip install 'chainkit[ray]'"
 )
 DEFAULT_CONCURRENCY = 8
+WRITE_FAILED = 74
+INTERRUPTED = 128 + signal.SIGINT
+TERMINATED = 128 + signal.SIGTERM
+
+
+class _Terminated(Exception):
+    """The job was sent SIGTERM."""
 
 
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,10 +55,12 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         ),
         description=(
             'Run a chain on each line of INPUT.jsonl, a JSON object such as {"id": 7, '
-            '"input": "What is 2 + 2?"} (without an id, the line number names the run), and '
-            "append one result line per run to OUTPUT.jsonl: id, output or error, steps, usage, "
-            "seconds. Run the same command again to go on after an interruption: ids already "
-            "in OUTPUT.jsonl are skipped."
+            '"input": "What is 2 + 2?"} (a line without an id is named by its line number: '
+            '"id": null, "line": N), and append one result line per run to OUTPUT.jsonl: id, '
+            "output or error, steps, usage, seconds. Run the same command again to go on after "
+            "an interruption: runs already in OUTPUT.jsonl are skipped. Exit status: 0 all "
+            "succeeded, 1 some failed, 2 usage error, 74 a result could not be written, 130 "
+            "interrupted, 143 terminated."
         ),
     )
     command.add_argument("input", metavar="INPUT.jsonl", help="the records to run")
@@ -95,8 +115,7 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """Runs `chainkit batch`; the exit status: 0 when every run succeeded, 1 when some failed
-    (their errors are in the output) or the job could not run, 2 for a usage error."""
+    """Runs `chainkit batch`; its exit status (see the module's)."""
     from chainkit._batch.job import BatchJob
     from chainkit._batch.runner import OFFLINE_AGENT, chain_of, inputs_needed
     from chainkit._factory import FactoryError, load
@@ -152,27 +171,100 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     except OSError as error:  # an output that cannot be opened, or is locked by another job
         _tell(f"error: {error}")
         return 1
+    return _run(job, chain, spec, distributed, args)
+
+
+def _run(
+    job: BatchJob,
+    chain: Chain,
+    spec: str,
+    distributed: ModuleType | None,
+    args: argparse.Namespace,
+) -> int:
+    """Runs the job, sums it up and gives the exit status."""
+    from chainkit._batch.output import OutputWriteError
+
     try:
         if distributed is not None:
-            distributed.run_job(job, spec, args.concurrency, args.actors)
+            with _sigterm_raises():
+                distributed.run_job(job, spec, args.concurrency, args.actors)
         else:
             import asyncio
 
-            from chainkit._batch.runner import run_all
-
-            asyncio.run(run_all(chain, job.pending(), args.concurrency, job.finish))
+            asyncio.run(_run_here(job, chain, args.concurrency))
+        job.close()
+    except OutputWriteError as error:
+        job.close(summary=False)
+        _tell(f"error: {error}")
+        return WRITE_FAILED
     except KeyboardInterrupt:
-        job.close(interrupted=True)
-        return 130
+        return _stopped(job, "interrupted", INTERRUPTED)
+    except _Terminated:
+        return _stopped(job, "terminated (SIGTERM)", TERMINATED)
     except Exception as error:
-        job.close(interrupted=True)
+        _stopped(job, "stopped", 1)
         _tell(redact(f"error: {type(error).__name__}: {error}"))
         return 1
-    job.close()
     if job.failed or job.failed_before:
         _tell("some runs failed: their errors are in the output; --retry-failed runs them again")
         return 1
     return 0
+
+
+async def _run_here(job: BatchJob, chain: Chain, concurrency: int) -> None:
+    """The local engine: runs in this process's event loop, where SIGTERM cancels the job as
+    Ctrl-C does (then raising _Terminated)."""
+    import asyncio
+
+    from chainkit._batch.runner import run_all
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    terminated: list[bool] = []
+
+    def terminate() -> None:
+        terminated.append(True)
+        if task is not None:
+            task.cancel()
+
+    with suppress(NotImplementedError):  # Windows: SIGTERM ends the process there
+        loop.add_signal_handler(signal.SIGTERM, terminate)
+    try:
+        await run_all(chain, job.pending(), concurrency, job.finish)
+    except asyncio.CancelledError:
+        if terminated:
+            raise _Terminated from None
+        raise
+    finally:
+        with suppress(NotImplementedError):
+            loop.remove_signal_handler(signal.SIGTERM)
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises _Terminated, as Ctrl-C raises KeyboardInterrupt, while in the block."""
+
+    def terminate(number: int, frame: object) -> None:
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stopped(job: BatchJob, how: str, status: int) -> int:
+    """Closes a job stopped early, saying how to go on; `status`, or WRITE_FAILED if its last
+    lines cannot be made durable."""
+    from chainkit._batch.output import OutputWriteError
+
+    try:
+        job.close(stopped=how)
+    except OutputWriteError as error:
+        _tell(f"error: {error}")
+        return WRITE_FAILED
+    return status
 
 
 def _runtime_env(text: str) -> dict[str, Any]:

@@ -12,9 +12,10 @@ from contextlib import suppress
 
 from chainkit._batch import records
 from chainkit._batch.output import OutputFile
-from chainkit._batch.records import BadLine, Record, id_key
+from chainkit._batch.records import BadLine, Record, key_of
 from chainkit._batch.runner import Result, bad_line_result
 from chainkit._progress import Progress
+from chainkit._text import counted
 
 LABEL = "chainkit batch"
 
@@ -23,8 +24,9 @@ class BatchJob:
     """The job of running `input_path`'s records into `output_path`.
 
     Opening it resumes the output (repairing a torn last line; with `retry_failed`, dropping
-    failed runs) and counts what is left. `pending()` yields the records still to run, once
-    each, writing bad lines as errors as it meets them; `finish` writes each result.
+    failed runs). `pending()` yields the records still to run, once each, counting those done
+    before and writing bad lines as errors as it meets them; `finish` writes each result.
+    The input is read once, as the runs go: what is skipped is neither held nor parsed twice.
     """
 
     def __init__(
@@ -41,32 +43,30 @@ class BatchJob:
         self._progress: Progress | None = None
         self.output = OutputFile(output_path)
         try:
-            self._done, failed_before = self.output.resume(self.tell, drop_failed=retry_failed)
-            total, self.skipped, self.failed_before = self._count(failed_before)
+            # Each run the output holds, with whether it failed; None once met in the input.
+            self._done = self.output.resume(self.tell, drop_failed=retry_failed)
+            total = _lines_in(input_path) if progress else 0
         except BaseException:
             self.output.close()
             raise
         self.finished = self.failed = self.bad = self.duplicates = 0
+        self.skipped = self.failed_before = 0
         self._started = time.monotonic()
         if progress:
-            self._progress = Progress(total, LABEL, skipped=self.skipped)
-
-    def _count(self, failed_before: set[str]) -> tuple[int, int, int]:
-        """The input's runs (its distinct ids), how many of them the output holds already,
-        and how many of those failed."""
-        ids = {id_key(item.id) for item in records.read(self.input_path, ())}
-        return len(ids), len(ids & self._done), len(ids & failed_before)
+            self._progress = Progress(total, LABEL)
 
     def pending(self) -> Iterator[Record]:
         """The records to run, in input order, read as they are asked for."""
         seen: set[str] = set()
         for item in records.read(self.input_path, self.needed):
-            key = id_key(item.id)
-            if key in self._done:
+            key = key_of(item)
+            failed_before = self._done.get(key, False)
+            if failed_before is None or key in seen:
+                self._repeated(item, key)
                 continue
-            if key in seen:
-                self.duplicates += 1
-                self.tell(f"line {item.line}: id {key} was given before; this line is skipped")
+            if key in self._done:
+                self._done[key] = None  # met: `seen` need not hold the keys done before
+                self._skip(failed=failed_before)
                 continue
             seen.add(key)
             if isinstance(item, BadLine):
@@ -95,25 +95,50 @@ class BatchJob:
             sys.stderr.write(line + "\n")
             sys.stderr.flush()
 
-    def close(self, *, interrupted: bool = False) -> None:
-        """Makes the output durable, ends the progress line and sums the job up."""
-        self.output.close()
-        if self._progress is not None:
-            self._progress.close()
-            self._progress = None
-        if interrupted:
+    def close(self, *, stopped: str = "", summary: bool = True) -> None:
+        """Makes the output durable, ends the progress line and sums the job up: as `stopped`
+        (e.g. "interrupted") early when it says why, not at all without `summary`.
+        OutputWriteError if the last lines cannot be made durable."""
+        try:
+            self.output.close()
+        finally:
+            if self._progress is not None:
+                self._progress.close()
+                self._progress = None
+        if not summary:
+            return
+        if stopped:
             self.tell(
-                f"interrupted after {self.finished} runs; the same command goes on where "
-                "this one stopped"
+                f"{stopped} after {counted(self.finished, 'run')}; the same command goes on "
+                "where this one stopped"
             )
             return
         seconds = time.monotonic() - self._started
-        parts = [f"{self.finished} runs done"]
+        parts = [f"{counted(self.finished, 'run')} done"]
         if self.failed:
             parts[0] += f" ({self.failed} failed)"
         if self.skipped:
             failed_before = f" ({self.failed_before} failed)" if self.failed_before else ""
             parts.append(f"{self.skipped} done before{failed_before}")
         if self.duplicates:
-            parts.append(f"{self.duplicates} lines with a repeated id skipped")
+            parts.append(f"{counted(self.duplicates, 'line')} with a repeated id skipped")
         self.tell(f"{', '.join(parts)}, in {seconds:.1f} s; results in {self.output.path}")
+
+    def _repeated(self, item: Record | BadLine, key: str) -> None:
+        self.duplicates += 1
+        if self._progress is not None:
+            self._progress.drop()
+        self.tell(f"line {item.line}: id {key} was given before; this line is skipped")
+
+    def _skip(self, *, failed: bool) -> None:
+        self.skipped += 1
+        self.failed_before += failed
+        if self._progress is not None:
+            self._progress.skip()
+
+
+def _lines_in(path: str) -> int:
+    """How many lines of the file at `path` are not blank: the runs it asks for, less the
+    repeated ids found as they are read."""
+    with open(path, "rb") as lines:
+        return sum(1 for raw in lines if raw.strip())

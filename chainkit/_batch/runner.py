@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import fields
 from typing import Any
 
-from chainkit._batch.records import BadLine, Record
+from chainkit._batch.records import BadLine, Record, names
 from chainkit._factory import FactoryError
 from chainkit._redact import redact
 from chainkit.callbacks import Handler
@@ -80,7 +80,7 @@ async def run(chain: Chain, record: Record) -> Result:
     `error`, never raised here (an interrupt or a cancellation is)."""
     tally = _RunTally()
     started = time.perf_counter()
-    line: Result = {"id": record.id}
+    line: Result = names(record)
     try:
         outputs = await acall(chain, record.inputs, callbacks=tally)
     except Exception as error:
@@ -97,7 +97,7 @@ async def run(chain: Chain, record: Record) -> Result:
 def bad_line_result(bad: BadLine) -> Result:
     """The result line of an input line that could not be run."""
     return {
-        "id": bad.id,
+        **names(bad),
         "error": {"type": "InputError", "message": f"line {bad.line}: {bad.problem}"},
         "steps": 0,
         "usage": TokenUsage().to_dict(),
@@ -110,28 +110,47 @@ async def run_all(
 ) -> None:
     """Runs `records`, at most `concurrency` at once, handing each result to `finish` as it
     comes. Records are read only as runs free up, so a long input is never held whole. An
-    interrupt cancels the runs in flight."""
+    interrupt cancels the runs in flight, and so does an exception `finish` raises (a result
+    that cannot be written), which is then raised here: no run starts after it."""
     import asyncio  # loaded already by the running event loop, not at import
 
     limit = asyncio.Semaphore(concurrency)
     running: set[asyncio.Task[None]] = set()
+    failures: list[BaseException] = []
+    main = asyncio.current_task()
 
     async def one(record: Record) -> None:
         try:
             finish(await run(chain, record))
-        finally:
-            limit.release()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as error:  # the job ends: no run may take this one's place
+            if not failures:
+                failures.append(error)
+                if main is not None:
+                    main.cancel()
+            raise
+        limit.release()
+
+    def ended(task: asyncio.Task[None]) -> None:
+        running.discard(task)
+        if not task.cancelled():
+            task.exception()  # taken: raised from `failures`, not complained about as lost
 
     try:
         for record in records:
             await limit.acquire()
             task = asyncio.ensure_future(one(record))
             running.add(task)
-            task.add_done_callback(running.discard)
+            task.add_done_callback(ended)
         while running:
-            await asyncio.gather(*running)
+            await asyncio.wait(set(running))
+        if failures:
+            raise failures[0]
     except BaseException:
         for task in running:
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
+        if failures:
+            raise failures[0] from None
         raise
