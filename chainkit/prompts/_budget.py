@@ -145,6 +145,8 @@ _SEQUENCES: tuple[type, ...] = (
 )
 _CONTAINERS: tuple[type, ...] = (dict, *_SEQUENCES)
 _CYCLE = Size(5, 0, 0)  # what repr prints for a container inside itself: [...]
+_SCANNED_ONCE = 64
+"""Longer strings are sized (by a scan) once, however often a value holds them."""
 
 
 def text_size(value: object, budget: Budget) -> Size:
@@ -179,15 +181,14 @@ def _container_size(value: object, budget: Budget) -> Size:
         if children is not None:
             order.append((node, children))
             continue
-        if id(node) in seen:
+        if id(node) in seen or not _is_container(node):
             continue
         seen.add(id(node))
         children = _children(node)
         budget.step(len(children))
         stack.append((node, children))
-        for key, child in dict(zip(map(id, children), children, strict=True)).items():
-            if key not in seen and _is_container(child):
-                stack.append((child, None))
+        distinct = dict(zip(map(id, children), children, strict=True))
+        stack.extend((child, None) for key, child in distinct.items() if key not in seen)
     return _sizes_bottom_up(order, seen, budget)[id(value)]
 
 
@@ -204,10 +205,9 @@ def _sizes_bottom_up(
         for child in children:
             size = sizes.get(id(child))
             if size is None:
-                if id(child) in seen:
-                    size = _CYCLE
-                else:
-                    size = sizes[id(child)] = _leaf_size(child)
+                size = _CYCLE if id(child) in seen else _leaf_size(child)
+                if type(child) is str and len(child) > _SCANNED_ONCE:
+                    sizes[id(child)] = size
             chars += size.chars
             if chars > room:
                 raise budget.exceeded("max_chars")
