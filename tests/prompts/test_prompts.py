@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from chainkit import prompts
@@ -241,6 +241,7 @@ def test_partial_values_changed_after_a_format_are_used_by_the_next() -> None:
     st.text(alphabet="ab_{}% 0.!:", max_size=40),
     st.dictionaries(st.sampled_from(["a", "b", "ab", "_"]), st.text("ab{} ", max_size=5)),
 )
+@example("{a0}", {})  # a variable given no value: both fail alike
 def test_text_partials_format_as_if_given_with_the_values(
     template: str, partials: dict[str, str]
 ) -> None:
@@ -250,7 +251,12 @@ def test_text_partials_format_as_if_given_with_the_values(
     except PromptError:
         return
     given_values = {k: v for k, v in values.items() if k not in partials}
-    expected = PromptTemplate(template).format(**{**values, **partials})
+    try:
+        expected = PromptTemplate(template).format(**{**values, **partials})
+    except PromptError as error:  # a variable no value is given for, such as {a0}
+        with pytest.raises(PromptError, match=re.escape(str(error))):
+            prompt.format(**given_values)
+        return
     assert prompt.format(**given_values) == expected
     assert prompt.format(**given_values) == expected  # once written in, as at first
 
