@@ -195,9 +195,9 @@ def _container_size(value: object, budget: Budget) -> Size:
 def _sizes_bottom_up(
     order: list[tuple[object, list[object]]], seen: set[int], budget: Budget
 ) -> dict[int, Size]:
-    """The size of each container of `order` (children before parents) and of each leaf in
-    them, by id; a container met again inside itself is a cycle. A leaf met many times is
-    sized once (a string's size scans it), and the sum stops once it passes the budget left."""
+    """The size of each container of `order` (children before parents), by id; a container
+    met again inside itself is a cycle. A long string met many times is sized (scanned) once,
+    and the sum stops once it passes the budget left."""
     room = budget.room()
     sizes: dict[int, Size] = {}
     for node, children in order:
