@@ -167,47 +167,48 @@ def text_size(value: object, budget: Budget) -> Size:
     return size
 
 
+_Read = tuple[object, list[object], bool]
+"""A container as the walk read it: the container, its items, and whether it holds one of
+them more than once."""
+
+
 def _container_size(value: object, budget: Budget) -> Size:
     # Containers in post-order (children first), each read once; then sizes, bottom up. A
     # container is looked up before it is read, and stacked once per parent however often
     # the parent holds it: the walk is linear in the items of the distinct containers.
-    order: list[tuple[object, list[object]]] = []
+    order: list[_Read] = []
     seen: set[int] = set()
-    stack: list[tuple[object, list[object] | None]] = [(value, None)]
+    stack: list[tuple[object, _Read | None]] = [(value, None)]
     while stack:
-        node, children = stack.pop()
-        if children is not None:
-            order.append((node, children))
+        node, read = stack.pop()
+        if read is not None:
+            order.append(read)
             continue
-        if id(node) in seen:
+        if id(node) in seen or not _is_container(node):
             continue
         seen.add(id(node))
         children = _children(node)
         budget.step(len(children))
-        stack.append((node, children))
-        for key, child in dict(zip(map(id, children), children, strict=True)).items():
-            if key not in seen and _is_container(child):
-                stack.append((child, None))
+        distinct = dict(zip(map(id, children), children, strict=True))
+        stack.append((node, (node, children, len(distinct) < len(children))))
+        stack.extend((child, None) for key, child in distinct.items() if key not in seen)
     return _sizes_bottom_up(order, seen, budget)[id(value)]
 
 
-def _sizes_bottom_up(
-    order: list[tuple[object, list[object]]], seen: set[int], budget: Budget
-) -> dict[int, Size]:
-    """The size of each container of `order` (children before parents) and of each leaf in
-    them, by id; a container met again inside itself is a cycle. A leaf met many times is
-    sized once (a string's size scans it), and the sum stops once it passes the budget left."""
+def _sizes_bottom_up(order: list[_Read], seen: set[int], budget: Budget) -> dict[int, Size]:
+    """The size of each container of `order` (children before parents), by id; a container
+    met again inside itself is a cycle. An item a container holds many times is sized once,
+    and the sum stops once it passes the budget left."""
     room = budget.room()
     sizes: dict[int, Size] = {}
-    for node, children in order:
+    for node, children, shared in order:
         chars, items, depth = _overhead(node, len(children)), len(children), 0
         for child in children:
             size = sizes.get(id(child))
             if size is None:
-                if id(child) in seen:
-                    size = _CYCLE
-                else:
-                    size = sizes[id(child)] = _leaf_size(child)
+                size = _CYCLE if id(child) in seen else _leaf_size(child)
+                if shared:
+                    sizes[id(child)] = size
             chars += size.chars
             if chars > room:
                 raise budget.exceeded("max_chars")
