@@ -554,12 +554,12 @@ def test_sigterm_stops_the_job_as_ctrl_c_does_and_says_how_to_go_on(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_a_second_job_is_refused_while_a_retry_failed_one_runs(tmp_path):
-    count = 400
+    count = 2000  # 100 s of runs one at a time: the first job runs still when the second starts
     source = write_lines(tmp_path / "in.jsonl", [{"id": i, "input": f"q{i}"} for i in range(count)])
     out = tmp_path / "out.jsonl"
     out.write_bytes(encode({"id": 0, "error": {"type": "E", "message": "m"}}))
     args = [str(source), "-o", str(out), "--agent", "tests.batch_factories:slow_echo"]
-    job = start_batch(*args, "--retry-failed", "--concurrency", "2")
+    job = start_batch(*args, "--retry-failed", "--concurrency", "1")
     try:
         wait_for_lines(out, 3, job)
         second = batch(*args)

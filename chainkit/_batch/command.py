@@ -227,7 +227,8 @@ async def _run_here(job: BatchJob, chain: Chain, concurrency: int) -> None:
         if task is not None:
             task.cancel()
 
-    with suppress(NotImplementedError):  # Windows: SIGTERM ends the process there
+    # Not on Windows, nor outside the main thread: SIGTERM ends the process there.
+    with suppress(NotImplementedError, ValueError, RuntimeError):
         loop.add_signal_handler(signal.SIGTERM, terminate)
     try:
         await run_all(chain, job.pending(), concurrency, job.finish)
@@ -236,13 +237,19 @@ async def _run_here(job: BatchJob, chain: Chain, concurrency: int) -> None:
             raise _Terminated from None
         raise
     finally:
-        with suppress(NotImplementedError):
+        with suppress(NotImplementedError, ValueError, RuntimeError):
             loop.remove_signal_handler(signal.SIGTERM)
 
 
 @contextmanager
 def _sigterm_raises() -> Iterator[None]:
-    """SIGTERM raises _Terminated, as Ctrl-C raises KeyboardInterrupt, while in the block."""
+    """SIGTERM raises _Terminated, as Ctrl-C raises KeyboardInterrupt, while in the block
+    (where signals can be handled: in the main thread)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
 
     def terminate(number: int, frame: object) -> None:
         raise _Terminated
