@@ -1,20 +1,29 @@
 """Executor behaviour the other executor tests left open, found by mutation testing
 (bench/mutation.py): what a plan under `max_execution_time` passes on to the model (its tokens,
 the time left); an async step's tool call (its input, its name, its StopIteration); and that a
-failed async call returns only once its sibling calls have stopped."""
+failed async call returns only once its sibling calls have stopped; the agent's own handler
+silenced with the rest at the deadline; the call options reaching an async final answer."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
 from chainkit import chains, tools
 from chainkit._stop import EscapedStopError
-from chainkit.agents import AgentConfigError, Executor, OneShotAgent, ToolCallingAgent
+from chainkit.agents import (
+    AgentConfigError,
+    Executor,
+    NotFinishedError,
+    OneShotAgent,
+    ToolCallingAgent,
+)
 from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer
 from chainkit.schema import FunctionCall, Message, ToolCall
+from tests.agents.test_executor_hostile import Pairs, SlowModel
 
 DRIVERS = ["sync", "async"]
 ANSWER = " I now know\nFinal Answer: forty-two"
@@ -136,3 +145,33 @@ def test_a_failed_async_call_returns_only_once_its_siblings_have_stopped():
         return waits.stopped  # before asyncio.run would cancel what is left
 
     assert asyncio.run(main())
+
+
+@pytest.mark.timeout(30, method="thread")
+def test_the_agents_own_handler_hears_nothing_of_a_plan_after_its_deadline():
+    model, heard = SlowModel(), Pairs()
+    agent = OneShotAgent(model, [Echo()], callbacks=heard)
+    executor = Executor(agent, max_execution_time=0.5)
+    try:
+        with pytest.raises(NotFinishedError):
+            chains.run(executor, "q")
+    finally:
+        model.release.set()
+    assert model.finished.wait(10)
+    time.sleep(0.05)  # what the abandoned call reports after its end is dropped
+    [(_, error)] = heard.of("llm", "error")
+    assert str(error) == (
+        "max_execution_time=0.5s reached before the call returned; it was abandoned"
+    )
+    assert heard.of("llm", "end") == []
+    heard.assert_paired()
+
+
+@pytest.mark.timeout(30)
+def test_an_async_final_answer_after_the_last_step_gets_the_call_options():
+    fake = FakeLLM([" I act\nAction: echo\nAction Input: x", ANSWER])
+    executor = Executor(
+        OneShotAgent(fake, [Echo()]), max_iterations=1, early_stopping_method="generate"
+    )
+    assert asyncio.run(chains.arun(executor, "q", temperature=0.25)) == "forty-two"
+    assert [call.options.get("temperature") for call in fake.calls] == [0.25, 0.25]
