@@ -6,7 +6,8 @@
 mutmut copies `chainkit/` and `tests/` into `mutants/` (removed first, so every run starts
 afresh), mutates the one module there, runs the given tests against each mutant in up to
 `--max-children` forked workers, and this prints how many mutants were killed, survived and
-timed out, the kill rate, and the names of the survivors (`mutmut show NAME` prints one's diff).
+timed out, the kill rate, and the names of the survivors (`mutmut show NAME` prints one's diff);
+`--only NAME...` runs just those mutants (e.g. the survivors, after adding tests).
 The tests import the mutated copy: mutmut puts `mutants/` first on sys.path and takes the
 checkout off it, and the editable install's finder comes after sys.path; so chainkit must not
 be imported here before mutmut runs.
@@ -15,6 +16,7 @@ be imported here before mutmut runs.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import shutil
 from collections import Counter
@@ -27,13 +29,13 @@ from mutmut.stats import status_by_exit_code
 _MUTANTS = Path("mutants")
 
 
-def run_mutmut(module: str, tests: list[str], max_children: int) -> None:
+def run_mutmut(module: str, tests: list[str], max_children: int, names: list[str]) -> None:
     """mutmut's `run` with the [tool.mutmut] settings of pyproject.toml narrowed to `module`."""
     settings = configuration.config()
     settings.only_mutate = [module]
     settings.pytest_add_cli_args_test_selection = tests
     try:
-        cli(["run", "--max-children", str(max_children)], standalone_mode=False)
+        cli(["run", "--max-children", str(max_children), *names], standalone_mode=False)
     except SystemExit as stopped:
         if stopped.code:
             raise
@@ -71,12 +73,26 @@ def main() -> None:
     parser.add_argument("module", help="the module to mutate, e.g. chainkit/agents/executor.py")
     parser.add_argument("tests", nargs="+", help="the test files (or node ids) that pin it")
     parser.add_argument("--max-children", type=int, default=2, help="parallel workers")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="run only these mutants (names or patterns, such as the survivors of a run)",
+    )
     args = parser.parse_args()
     if not Path(args.module).is_file() or not args.module.startswith("chainkit/"):
         raise SystemExit(f"{args.module!r} is not a module under chainkit/ (run from the checkout)")
     shutil.rmtree(_MUTANTS, ignore_errors=True)
-    run_mutmut(args.module, args.tests, args.max_children)
-    print(report(statuses(args.module)))
+    run_mutmut(args.module, args.tests, args.max_children, args.only)
+    outcome = statuses(args.module)
+    if args.only:
+        outcome = {
+            name: status
+            for name, status in outcome.items()
+            if any(fnmatch.fnmatchcase(name, pattern) for pattern in args.only)
+        }
+    print(report(outcome))
 
 
 if __name__ == "__main__":

@@ -213,7 +213,7 @@ class Executor(Chain):
         request = next(loop)
         while not isinstance(request, _Done):
             try:
-                result = await self._aperform(request, steps, inputs, options, callbacks, deadline)
+                result = await self._aperform(request, steps, inputs, options, deadline)
             except (OutputParserError, _Interrupted) as error:
                 request = loop.throw(error)
             else:
@@ -408,7 +408,6 @@ class Executor(Chain):
         steps: list[AgentStep],
         inputs: dict[str, Any],
         options: dict[str, Any],
-        callbacks: CombiningHandler | None,
         deadline: float | None,
     ) -> Any:
         observations: list[str | None] = []

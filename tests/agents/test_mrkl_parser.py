@@ -399,6 +399,13 @@ def test_a_wrapped_input_holds_a_block_that_a_mismatched_fence_does_not_close():
     assert action(text) == ("s", "a\n```python\nb\n~~~\nc\n```")
 
 
+@pytest.mark.parametrize("inner_closer", ["```", "  ````  "])
+def test_an_input_of_two_blocks_keeps_its_fences(inner_closer):
+    # The wrapping ```` closes the second block, so the input runs on to the reply's end.
+    value = f"```\na\n{inner_closer}\nb\n```\n````"
+    assert action(f"````\nAction: s\nAction Input: {value}") == ("s", value)
+
+
 def test_a_tilde_fence_may_have_backticks_in_its_info_string():
     text = "Final Answer:\n~~~ `x`\nObservation: code line\n~~~\nObservation: made up"
     assert answer(text) == "~~~ `x`\nObservation: code line\n~~~"

@@ -81,3 +81,8 @@ def test_other_events_between_tokens_change_nothing():
     kinds: list[EventKind] = ["llm_start", "chain_start", "tool_start", "tool_end", "chain_end"]
     events = [*tokens("Final "), *(event(kind, {}) for kind in kinds), *tokens("Answer: 7")]
     assert list(FinalAnswerStream(events)) == ["7"]
+
+
+def test_the_first_keyword_of_a_reply_decides_where_the_answer_starts():
+    events = tokens("Final Answer: say Final Answer: twice")
+    assert list(FinalAnswerStream(events)) == ["say Final Answer: twice"]
