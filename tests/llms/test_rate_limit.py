@@ -357,7 +357,19 @@ def test_one_a_minute_is_one_a_minute_and_a_nanosecond(clock):
     bucket.cancel(third[1])
     # A minute after the start, to the nanosecond, the minute still holds it.
     clock.now += MINUTE
+    wait, ticket = bucket.reserve(0)
+    assert ns(wait) == 1
+    bucket.cancel(ticket)  # a nanosecond early is not started yet: it goes back
     assert ns(bucket.reserve(0)[0]) == 1
+
+
+def test_a_newcomer_never_starts_before_those_booked_earlier(clock):
+    bucket = LocalBucket(60, None, clock)
+    interval = SECOND + 1
+    tickets = [bucket.reserve(0)[1] for _ in range(4)]  # 0, 1, 2 and 3 intervals on
+    bucket.cancel(tickets[1])
+    bucket.cancel(tickets[2])  # the pace steps back two places, behind the last booked
+    assert ns(bucket.reserve(0)[0]) == 3 * interval
 
 
 def ns(seconds: float) -> int:
