@@ -121,16 +121,13 @@ class _RequestRule:
     def __init__(self, per_minute: float) -> None:
         whole = math.floor(per_minute)
         if whole >= 1:
-            burst = max(1, whole // 60)
             self.most, self.window = whole, _MINUTE
-            # Any n starts span at least (n - burst) intervals: (whole - burst + 1) intervals
-            # longer than a minute keep every window within the limit by pace alone.
-            self.interval = _MINUTE // (whole - burst + 1) + 1
-        else:
-            burst = 1
-            self.most = 1
-            self.window = math.floor(Fraction(_MINUTE) / Fraction(per_minute))
-            self.interval = self.window + 1
+        else:  # one start in each 60 / per_minute seconds
+            self.most, self.window = 1, math.floor(Fraction(_MINUTE) / Fraction(per_minute))
+        burst = max(1, self.most // 60)
+        # Any n starts span at least (n - burst) intervals: (most - burst + 1) intervals
+        # longer than the window keep every window within the limit by pace alone.
+        self.interval = self.window // (self.most - burst + 1) + 1
         self.tolerance = (burst - 1) * self.interval
 
 

@@ -26,7 +26,7 @@ from fractions import Fraction
 from typing import Any, TypeVar
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from chainkit import chains, llms, prompts
@@ -268,6 +268,11 @@ steps = st.lists(
 
 
 @given(limit=request_limits, script=steps)
+@example(  # a pause must not move a waiter earlier than it sleeps: it would start late
+    limit=1,
+    script=[(0.0, "arrive", 0)] * 3
+    + [(0.0, "give up", 0), (0.0, "pause", 1.0), (0.0, "arrive", 0)],
+)
 @settings(max_examples=300, deadline=None)
 def test_any_arrival_pattern_keeps_every_window_within_the_limit(limit, script):
     clock = Clock()
@@ -357,7 +362,19 @@ def test_one_a_minute_is_one_a_minute_and_a_nanosecond(clock):
     bucket.cancel(third[1])
     # A minute after the start, to the nanosecond, the minute still holds it.
     clock.now += MINUTE
+    wait, ticket = bucket.reserve(0)
+    assert ns(wait) == 1
+    bucket.cancel(ticket)  # a nanosecond early is not started yet: it goes back
     assert ns(bucket.reserve(0)[0]) == 1
+
+
+def test_a_newcomer_never_starts_before_those_booked_earlier(clock):
+    bucket = LocalBucket(60, None, clock)
+    interval = SECOND + 1
+    tickets = [bucket.reserve(0)[1] for _ in range(4)]  # 0, 1, 2 and 3 intervals on
+    bucket.cancel(tickets[1])
+    bucket.cancel(tickets[2])  # the pace steps back two places, behind the last booked
+    assert ns(bucket.reserve(0)[0]) == 3 * interval
 
 
 def ns(seconds: float) -> int:
@@ -454,11 +471,19 @@ def test_a_caller_that_gives_up_hands_its_place_back(clock):
 
 def test_a_booking_given_back_frees_its_tokens_and_its_pace(clock):
     bucket = LocalBucket(None, 6000, clock)
-    assert bucket.reserve(3000)[0] == 0
+    assert bucket.reserve(2000)[0] == 0
     wait, ticket = bucket.reserve(3000)
-    assert ns(wait) == 29 * SECOND  # 30 s of pace, less 1 s of burst
+    assert ns(wait) == 19 * SECOND  # 20 s of pace, less 1 s of burst
     bucket.cancel(ticket)
-    assert ns(bucket.reserve(3000)[0]) == 29 * SECOND  # its place, not a minute later
+    # Its place, and its room in the minute: 2,000 + 4,000 fit, not a minute later.
+    assert ns(bucket.reserve(4000)[0]) == 19 * SECOND
+
+
+def test_a_start_a_minute_ago_to_the_nanosecond_still_counts(clock):
+    bucket = LocalBucket(None, 6000, clock)
+    assert bucket.reserve(6000)[0] == 0
+    clock.now += MINUTE
+    assert ns(bucket.reserve(100)[0]) == 1
 
 
 def test_a_started_request_is_not_given_back(clock):
@@ -607,7 +632,7 @@ def test_a_request_that_used_no_tokens_is_charged_none(clock):
     assert clock.slept == []
 
 
-def test_a_limiter_waits_in_real_time_by_default():
+def test_a_limiter_keeps_the_monotonic_clock_and_sleeps_by_default():
     # The schedule is the one of time.monotonic_ns, and waiting is time.sleep: 100 at once,
     # then one 10 ms later. (How long it took is left alone: a busy machine decides that.)
     limiter = RateLimiter(requests_per_minute=6000)
