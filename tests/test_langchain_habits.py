@@ -4,8 +4,6 @@ callback methods named on_*, chain and model methods such as invoke and run."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -20,8 +18,7 @@ from chainkit.llms import FakeLLM, ModelAttributeError
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import Message
 from tests.agents.stub_tools import named
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.typecheck import mypy_errors
 
 
 class LangChainStyle(Handler):
@@ -205,22 +202,8 @@ USER_CODE = textwrap.dedent(
 @pytest.mark.timeout(240)
 def test_mypy_still_flags_the_habits(tmp_path: Path) -> None:
     pytest.importorskip("mypy")
-    user_file = tmp_path / "user_code.py"
-    user_file.write_text(USER_CODE, encoding="utf-8")
-    # In a process of its own: mypy raises the interpreter's recursion limit for good.
-    result = subprocess.run(
-        [
-            *(sys.executable, "-m", "mypy", "--strict", "--no-incremental"),
-            *("--cache-dir=/dev/null", "--config-file=", str(user_file)),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-        timeout=230,
-    )
-    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
-    assert [line.split(":")[1] for line in errors] == ["5", "6", "7"], result.stdout
+    errors, output = mypy_errors(tmp_path, USER_CODE)
+    assert [line.split(":")[1] for line in errors] == ["5", "6", "7"], output
     assert 'Argument "verbose" to "Executor" has incompatible type' in errors[0]
     assert '"Executor" has no attribute "invoke"' in errors[1]
     assert '"FakeLLM" has no attribute "invoke"' in errors[2]

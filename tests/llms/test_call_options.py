@@ -1,7 +1,5 @@
 """CallOptions: a misspelt option is caught by mypy in typed code, and refused at run time."""
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -11,8 +9,7 @@ import pytest
 from chainkit import chains, llms
 from chainkit.llms import FakeLLM, UnknownOptionError
 from chainkit.prompts import PromptTemplate
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.typecheck import mypy_errors
 
 USER_CODE = textwrap.dedent(
     """
@@ -27,26 +24,10 @@ USER_CODE = textwrap.dedent(
 )
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(240)
 def test_mypy_flags_a_misspelt_option_and_a_wrong_type(tmp_path: Path) -> None:
     pytest.importorskip("mypy")
-    user_file = tmp_path / "user_code.py"
-    user_file.write_text(USER_CODE, encoding="utf-8")
-    # In a process of its own: mypy raises the interpreter's recursion limit for good.
-    result = subprocess.run(
-        [
-            *(sys.executable, "-m", "mypy", "--strict", "--no-incremental"),
-            *("--cache-dir=/dev/null", "--config-file=", str(user_file)),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-        timeout=110,
-    )
-    out = result.stdout
-    assert result.returncode == 1, out + result.stderr
-    errors = [line for line in out.splitlines() if ": error:" in line]
+    errors, out = mypy_errors(tmp_path, USER_CODE)
     assert len(errors) == 2, out
     assert 'Unexpected keyword argument "temprature"' in errors[0]
     assert ':8: error: Argument "seed"' in errors[1]
