@@ -113,8 +113,11 @@ def test_close_lets_go_of_the_descriptor_and_the_lock(tmp_path):
     before = open_descriptors()
     first = OutputFile(path, schedule=never)
     assert open_descriptors() == before + 1
-    with pytest.raises(OutputBusyError, match="being written by another chainkit batch"):
+    with pytest.raises(OutputBusyError) as busy:
         OutputFile(path, schedule=never)
+    assert str(busy.value) == (
+        f"{path} is being written by another chainkit batch; wait for it to end"
+    )
     assert open_descriptors() == before + 1  # the refused one closed its own
     first.close()
     assert open_descriptors() == before
@@ -242,7 +245,8 @@ def test_the_default_schedule_syncs_a_line_with_no_later_one(tmp_path):
 
 def test_in_a_thread_runs_later_unless_cancelled():
     ran = threading.Event()
-    in_a_thread(0.0, ran.set)
+    timer = in_a_thread(0.0, ran.set)
+    assert isinstance(timer, threading.Timer) and timer.daemon  # never holds the exit back
     assert ran.wait(20)
     cancelled = threading.Event()
     in_a_thread(30.0, cancelled.set).cancel()
@@ -341,8 +345,12 @@ def test_a_removed_output_stops_the_next_write(tmp_path):
     output = OutputFile(str(path), schedule=never)
     output.append(result(1))
     path.unlink()
-    with pytest.raises(OutputWriteError, match=r"out\.jsonl: it was removed; stopped"):
+    with pytest.raises(OutputWriteError) as caught:
         output.append(result(2))
+    assert str(caught.value) == (
+        f"cannot write to {path}: it was removed; stopped, the lines written so far are kept: "
+        "run the same command again to go on"
+    )
     output.close()
 
 
@@ -352,8 +360,9 @@ def test_a_replaced_output_stops_the_next_write(tmp_path):
     output.append(result(1))
     (tmp_path / "other.jsonl").write_bytes(b"")
     os.replace(tmp_path / "other.jsonl", path)
-    with pytest.raises(OutputWriteError, match="it was replaced by another file"):
+    with pytest.raises(OutputWriteError) as caught:
         output.append(result(2))
+    assert f"cannot write to {path}: it was replaced by another file; stopped" in str(caught.value)
     output.close()
     assert path.read_bytes() == b""
 
@@ -577,6 +586,7 @@ def test_encode_writes_a_line_for_outputs_too_deep_or_unshowable():
         (result('é \\ "', output=None), (run_key('é \\ "', 0), False)),
         (result(None, line=4, error={}), ("line 4", True)),
         (result(None, line=4, output=1), ("line 4", False)),
+        (result(None, line=1, output=1), ("line 1", False)),
     ],
 )
 def test_result_lines_are_known_by_their_key_and_whether_they_failed(line, known):
@@ -595,6 +605,7 @@ def test_result_lines_are_known_by_their_key_and_whether_they_failed(line, known
         b'{"id": 7.5, "output": 1}\n',
         b'{"id": [7], "output": 1}\n',
         b'{"id": null, "output": 1}\n',
+        b'{"id": null, "abcd": 3, "output": 1}\n',  # a number where no line number is
         b'{"id": null, "line": 0, "output": 1}\n',
         b'{"id": null, "line": false, "output": 1}\n',
         b'{"id": null, "line": "4", "output": 1}\n',
@@ -611,6 +622,7 @@ def test_other_lines_are_not_read_off_their_head(raw):
 
 def test_a_hand_written_result_line_is_still_parsed_whole():
     assert output_module._known_line(b'{"seconds": 1, "error": {}, "id": 7}\n') == ("7", True)
+    assert output_module._known_line(b'{"line": 1, "id": null}\n') == ("line 1", False)
     assert output_module._known_line(b'{"id": 1, "outp{"id": 2, "output": 2}\n') is None
 
 
@@ -652,3 +664,191 @@ def test_read_numbers_lines_from_one_and_skips_blank_ones(tmp_path):
     items = list(read(str(path), ["input"]))
     assert items[:2] == [Record("a", 1, {"input": "x"}), Record(None, 4, {"input": "y"})]
     assert isinstance(items[2], BadLine) and items[2].line == 5 and len(items) == 3
+
+
+# Descriptors, modes and failures around the edges
+
+
+@contextlib.contextmanager
+def descriptor_zero_free() -> Iterator[None]:
+    """Closes descriptor 0 (as a job started with stdin closed has it), so that the next
+    file opened takes it; gives stdin back after."""
+    saved = os.dup(0)
+    os.close(0)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+
+
+def test_an_output_on_descriptor_zero_is_written_synced_and_let_go(tmp_path):
+    path = tmp_path / "out.jsonl"
+    clock, sync = SimulatedClock(), CountingSync()
+    with descriptor_zero_free():
+        output = OutputFile(str(path), fsync=sync, schedule=clock)
+        assert os.path.samestat(os.fstat(0), path.stat())
+        output.append(result(1))
+        clock.advance(1.0)
+        assert sync.calls == 1
+        output.append(result(2))
+        output.close()
+        assert sync.calls == 2
+        OutputFile(str(path), schedule=never).close()  # the lock was let go
+    assert path.read_bytes() == encode(result(1)) + encode(result(2))
+
+
+def test_a_new_output_is_made_readable_by_all_and_writable_by_its_owner(tmp_path):
+    mask = os.umask(0)
+    try:
+        OutputFile(str(tmp_path / "out.jsonl"), schedule=never).close()
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE((tmp_path / "out.jsonl").stat().st_mode) == 0o644
+
+
+def test_a_write_cut_short_is_finished(tmp_path, monkeypatch):
+    real_write = os.write
+    calls: list[int] = []
+
+    def short_write(fd: int, data: bytes) -> int:  # as a write a signal interrupts
+        calls.append(len(data))
+        return real_write(fd, bytes(data[:7]))
+
+    path = tmp_path / "out.jsonl"
+    output = OutputFile(str(path), schedule=never)
+    line = result(1, output="x" * 30)
+    monkeypatch.setattr(os, "write", short_write)
+    output.append(line)
+    monkeypatch.undo()
+    output.close()
+    assert path.read_bytes() == encode(line)
+    assert len(calls) == -(-len(encode(line)) // 7)
+
+
+def test_a_failed_write_that_cannot_be_cut_back_still_stops_the_job(tmp_path, monkeypatch):
+    def no_space(fd: int, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def cannot_truncate(fd: int, length: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    output = OutputFile(str(tmp_path / "out.jsonl"), schedule=never)
+    monkeypatch.setattr(os, "write", no_space)
+    monkeypatch.setattr(os, "ftruncate", cannot_truncate)
+    with pytest.raises(OutputWriteError, match="No space left on device; stopped"):
+        output.append(result(1))
+    monkeypatch.undo()
+    output.close()
+
+
+@pytest.mark.parametrize(
+    "error",
+    [OSError(errno.EIO, "Input/output error"), OSError("the disk went away")],
+    ids=["errno", "no errno"],
+)
+def test_a_failed_sync_names_its_reason_and_keeps_its_cause(tmp_path, error):
+    path = tmp_path / "out.jsonl"
+    output = OutputFile(str(path), fsync=CountingSync(error), schedule=never)
+    output.append(result(1))
+    with pytest.raises(OutputWriteError) as caught:
+        output.close()
+    reason = error.strerror or str(error)
+    assert str(caught.value).startswith(f"cannot write to {path}: {reason}; stopped")
+    assert caught.value.__cause__ is error
+
+
+def test_a_broken_output_is_not_synced_by_the_timer_still_due(tmp_path):
+    clock, sync = SimulatedClock(), CountingSync()
+    path = tmp_path / "out.jsonl"
+    output = OutputFile(str(path), fsync=sync, schedule=clock)
+    output.append(result(1))
+    path.unlink()
+    with pytest.raises(OutputWriteError, match="it was removed"):
+        output.append(result(2))
+    clock.advance(1.0)
+    assert sync.calls == 0
+    output.close()  # the failure was told already
+    assert sync.calls == 0
+
+
+@pytest.mark.parametrize("vanished", [False, True], ids=["kept", "removed by another"])
+def test_a_retry_failed_rewrite_that_fails_leaves_the_output_and_no_copy(tmp_path, vanished):
+    path = tmp_path / "out.jsonl"
+    before = encode(result(1, output="a")) + encode(result(2, error={}))
+    path.write_bytes(before)
+
+    def failing_sync(fd: int) -> None:
+        if vanished:
+            for copy in tmp_path.glob("*.tmp"):
+                copy.unlink()
+        raise OSError(errno.EIO, "Input/output error")
+
+    output = OutputFile(str(path), fsync=failing_sync, schedule=never)
+    with pytest.raises(OSError) as caught:
+        output.resume(lambda text: None, drop_failed=True)
+    assert caught.value.errno == errno.EIO
+    output.close()
+    assert path.read_bytes() == before
+    assert sorted(tmp_path.iterdir()) == [path]
+
+
+def test_the_copy_retry_failed_writes_is_never_open_to_others(tmp_path, monkeypatch):
+    path = tmp_path / "out.jsonl"
+    path.write_bytes(encode(result(1, output="a")) + encode(result(2, error={})))
+    path.chmod(0o600)
+    real_fchmod, modes = os.fchmod, []
+
+    def fchmod(fd: int, mode: int) -> None:
+        modes.append(stat.S_IMODE(os.fstat(fd).st_mode))  # as made, before its mode is set
+        real_fchmod(fd, mode)
+
+    output = OutputFile(str(path), schedule=never)
+    monkeypatch.setattr(os, "fchmod", fchmod)
+    mask = os.umask(0)
+    try:
+        output.resume(lambda text: None, drop_failed=True)
+    finally:
+        os.umask(mask)
+    output.close()
+    assert modes == [0o600] and stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("order", [("error", "output"), ("output", "error")])
+def test_a_run_written_twice_counts_as_failed_if_either_line_failed(tmp_path, order):
+    path = tmp_path / "out.jsonl"
+    path.write_bytes(b"".join(encode(result(1, **{key: {}})) for key in order))
+    output = OutputFile(str(path), schedule=never)
+    assert output.resume(quiet) == {"1": True}
+    output.close()
+
+
+def test_a_resume_reads_result_lines_off_their_head_without_parsing_them(tmp_path, monkeypatch):
+    def parsed_whole(raw: bytes) -> None:
+        raise AssertionError(f"parsed whole: {raw!r}")
+
+    path = tmp_path / "out.jsonl"
+    path.write_bytes(
+        encode(result(1, output="a"))
+        + encode(result("b", error={}))
+        + encode(result(None, line=1, output=1))
+    )
+    monkeypatch.setattr(output_module, "_parsed", parsed_whole)
+    output = OutputFile(str(path), schedule=never)
+    assert output.resume(quiet) == {"1": False, '"b"': True, "line 1": False}
+    output.close()
+
+
+@dataclasses.dataclass
+class Usage:
+    tokens: int
+
+
+@pytest.mark.parametrize("output", [float("nan"), "\ud800"], ids=["nan", "lone surrogate"])
+def test_encode_falls_back_keeping_the_other_fields_as_they_are(output):
+    line = json.loads(encode({"id": "é", "output": output, "usage": Usage(3), "at": Opaque()}))
+    assert line["usage"] == {"tokens": 3} and line["at"] == "opaque!" and line["id"] == "é"
+
+
+def test_encode_keeps_unicode_when_the_output_is_written_as_text():
+    assert encode({"id": "é", "output": float("nan")}) == '{"id": "é", "output": "nan"}\n'.encode()
