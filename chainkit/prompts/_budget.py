@@ -247,6 +247,8 @@ def _leaf_size(value: object) -> Size:
         # repr escapes a quote or backslash with one more character, an unprintable one with
         # up to ten (\U0001f600); isprintable is one fast pass in C.
         return Size((2 if value.isprintable() else 10) * len(value) + 2, 0, 0)
+    if isinstance(value, bool):
+        return Size(5, 0, 0)  # False, or false in JSON: an int by type, but not by its text
     if isinstance(value, int):
         # Decimal digits are about 0.302 per bit; the sign and rounding fit in the 2.
         return Size(value.bit_length() * 31 // 100 + 2, 0, 0)

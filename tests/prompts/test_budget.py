@@ -105,7 +105,16 @@ def test_build_spends_what_allow_lets_through_items_at_their_pointers_cost() -> 
     assert budget.chars == 30 + 5 * ITEM_CHARS == 70
     with exceeding("max_chars"):
         budget.build(31, "a string")
+    with exceeding("max_chars"):
+        budget.build(4, "a list", items=True)  # 32 characters' worth, 30 left
     assert budget.chars == 70
+
+
+def test_build_refuses_what_is_too_long_naming_it() -> None:
+    budget = Budget(limits(max_length=50))
+    with pytest.raises(PromptError, match=r"max_length=50: a slice would have 51 characters"):
+        budget.build(51, "a slice")
+    assert budget.chars == 0
 
 
 def test_results_are_charged_by_length_items_and_digits() -> None:
@@ -135,10 +144,10 @@ def test_the_int_bits_follow_the_digits() -> None:
 def test_a_result_longer_than_max_length_is_refused() -> None:
     budget = Budget(limits(max_length=3))
     charge_result(budget, "abc", "x")
-    with exceeding("max_length"):
+    with pytest.raises(PromptError, match=r"the join filter would have 4 characters or items"):
         charge_result(budget, "abcd", "the join filter")
-    with exceeding("max_length"):
-        charge_result(budget, [1, 2, 3, 4], "a list")
+    with pytest.raises(PromptError, match=r"the map filter would have 4 characters or items"):
+        charge_result(budget, [1, 2, 3, 4], "the map filter")
 
 
 def test_length_or_zero() -> None:
@@ -152,6 +161,12 @@ def test_the_budget_is_the_rendering_s_and_there_is_none_outside_one() -> None:
     # (current_budget's RuntimeError outside a rendering is what keeps jinja2 from folding a
     # bounded operation at compile time: tests/prompts/test_templates_hostile.py checks that.)
     assert active_budget() is None
+    try:  # (not pytest.raises: this RuntimeError is for jinja2, never a user, to see)
+        current_budget()
+    except RuntimeError as refused:
+        assert str(refused) == "a bounded template operation ran outside a rendering"
+    else:
+        pytest.fail("current_budget() outside a rendering returned")
     with rendering(limits(max_steps=7)) as outer:
         assert current_budget() is outer is active_budget()
         assert outer.max_steps == 7 and outer.steps == 0
@@ -176,6 +191,8 @@ def test_the_budget_is_the_rendering_s_and_there_is_none_outside_one() -> None:
         (-(10**100), 333 * 31 // 100 + 2),
         (b"ab", 4 * 2 + 3),  # b'\xff\xff'
         (bytearray(b"abc"), 4 * 3 + 14),  # bytearray(b'...')
+        (True, 5),  # True, or JSON's true
+        (False, 5),
         (1.5, 48),
         (None, 48),
     ],
@@ -257,6 +274,16 @@ def test_a_shared_leaf_counts_as_often_as_it_appears() -> None:
     assert size == Size(2 + 8 + 3 * (10 * 3 + 2) + 2, 4, 1)
 
 
+def test_a_container_met_again_before_its_turn_is_read_once() -> None:
+    # The root stacks `inner` and `outer`; `outer` is read first and stacks `inner` again.
+    inner = [1, 2, 3]
+    outer = [inner]
+    size, budget = size_of([inner, outer])
+    inner_chars = 2 + 2 * 3 + 3 * 2
+    assert size == Size(2 + 4 + inner_chars + (2 + 2 + inner_chars), 2 + 1 + 2 * 3, 3)
+    assert budget.steps == 2 + 1 + 3
+
+
 def test_a_container_inside_itself_counts_as_its_ellipsis() -> None:
     loop: list[Any] = [1]
     loop.append(loop)
@@ -304,6 +331,7 @@ def test_only_a_jinja2_namespace_has_namespace_attributes() -> None:
 SAMPLES: list[object] = [
     ["it's", 'say "hi"', "back\\slash", "tab\there", "é", "😀", "\x00\x1f\u200b"],
     [10**50, -(10**50), 0, -1, 2**64],
+    [False, True, 0, False],
     {"nested": {"list": [1, [2, [3, []]]], "text": "a\nb"}, "n": None, "f": 1.25e-300},
     [b"\xff\x00", bytearray(b"\\'")],
     ({1, 2}, frozenset({"a"}), ()),
