@@ -184,10 +184,12 @@ def _container_size(value: object, budget: Budget) -> Size:
         if read is not None:
             order.append(read)
             continue
-        if id(node) in seen or not _is_container(node):
+        if id(node) in seen:
+            continue
+        children = _children(node)
+        if children is None:
             continue
         seen.add(id(node))
-        children = _children(node)
         budget.step(len(children))
         distinct = dict(zip(map(id, children), children, strict=True))
         stack.append((node, (node, children, len(distinct) < len(children))))
@@ -222,14 +224,14 @@ def _is_container(node: object) -> bool:
     return isinstance(node, _CONTAINERS) or namespace_attributes(node) is not None
 
 
-def _children(node: object) -> list[object]:
-    """The values inside a container that str() prints."""
+def _children(node: object) -> list[object] | None:
+    """The values inside a container that str() prints; None for a value that is not one."""
     if isinstance(node, dict):
         return [*node.keys(), *node.values()]
     if isinstance(node, _SEQUENCES):
         return list(cast(Iterable[object], node))
     attributes = namespace_attributes(node)
-    return [] if attributes is None else [attributes]
+    return None if attributes is None else [attributes]
 
 
 def _overhead(node: object, count: int) -> int:
