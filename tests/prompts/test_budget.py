@@ -274,6 +274,23 @@ def test_a_shared_leaf_counts_as_often_as_it_appears() -> None:
     assert size == Size(2 + 8 + 3 * (10 * 3 + 2) + 2, 4, 1)
 
 
+class ScanCountingText(str):
+    """A string (as markupsafe.Markup is one) that counts the scans of its characters."""
+
+    scans = 0
+
+    def isprintable(self) -> bool:
+        self.scans += 1
+        return super().isprintable()
+
+
+def test_a_string_a_container_holds_many_times_is_scanned_once() -> None:
+    text = ScanCountingText("ab\x00")
+    size, _ = size_of([text] * 1000)
+    assert size == Size(2 + 2 * 1000 + 1000 * (10 * 3 + 2), 1000, 1)
+    assert text.scans == 1
+
+
 def test_a_container_met_again_before_its_turn_is_read_once() -> None:
     # The root stacks `inner` and `outer`; `outer` is read first and stacks `inner` again.
     inner = [1, 2, 3]
