@@ -236,19 +236,23 @@ def _children(node: object) -> list[object] | None:
 
 def _overhead(node: object, count: int) -> int:
     """The brackets and separators str() writes around the items of `node`."""
-    if isinstance(node, dict):
-        return 2 + 2 * count  # {k: v, ...}: ": " and ", " per pair of children
-    if type(node) in (list, tuple):
-        return 2 + 2 * count
-    # A named tuple, view or namespace prints a name and field names too.
+    if type(node) in (dict, list, tuple):
+        return 2 + 2 * count  # [a, ...] or {k: v, ...}: ", " or ": " per item
+    # A named tuple, subclass, view or namespace prints a name and field names too.
     return 24 + 16 * count
+
+
+_SHORT_REPR = 48
+"""What the repr of an object of another type, or the name around a subclass's, costs."""
 
 
 def _leaf_size(value: object) -> Size:
     if isinstance(value, str):
         # repr escapes a quote or backslash with one more character, an unprintable one with
-        # up to ten (\U0001f600); isprintable is one fast pass in C.
-        return Size((2 if value.isprintable() else 10) * len(value) + 2, 0, 0)
+        # up to ten (\U0001f600); isprintable is one fast pass in C. A subclass, such as the
+        # Markup of `|safe`, may print its name around it: Markup('...').
+        chars = (2 if value.isprintable() else 10) * len(value) + 2
+        return Size(chars if type(value) is str else chars + _SHORT_REPR, 0, 0)
     if isinstance(value, bool):
         return Size(5, 0, 0)  # False, or false in JSON: an int by type, but not by its text
     if isinstance(value, int):
@@ -258,7 +262,7 @@ def _leaf_size(value: object) -> Size:
         return Size(4 * len(value) + 3, 0, 0)  # b'\xff'
     if isinstance(value, bytearray):
         return Size(4 * len(value) + 14, 0, 0)  # bytearray(b'\xff')
-    return Size(48, 0, 0)
+    return Size(_SHORT_REPR, 0, 0)
 
 
 def namespace_attributes(value: object) -> dict[str, object] | None:

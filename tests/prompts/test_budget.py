@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections import namedtuple
+from collections import Counter, OrderedDict, namedtuple
 from typing import Any
 
 import pytest
+from markupsafe import Markup
 
 from chainkit.prompts import PromptError, PromptTemplate, TemplateLimits
 from chainkit.prompts._budget import (
@@ -184,6 +185,7 @@ def test_the_budget_is_the_rendering_s_and_there_is_none_outside_one() -> None:
     [
         ("ab", 2 * 2 + 2),  # repr may escape each character with one more: 'a\\'
         ("", 2),
+        (Markup("ab"), 2 * 2 + 2 + 48),  # a subclass may print its name too: Markup('ab')
         ("a\x00", 10 * 2 + 2),  # an unprintable character may take ten: \U0001f600
         (0, 2),
         (255, 8 * 31 // 100 + 2),
@@ -230,6 +232,7 @@ Pair = namedtuple("Pair", "a b")
         ({1: 2, 3: 4, 5: 6}.keys(), 24 + 16 * 3),
         ({1: 2, 3: 4, 5: 6}.values(), 24 + 16 * 3),
         (Pair(1, 2), 24 + 16 * 2),  # Pair(a=1, b=2)
+        (OrderedDict({1: 2}), 24 + 16 * 2),  # OrderedDict([(1, 2)])
     ],
 )
 def test_each_kind_of_container_has_its_overhead(container: Any, overhead: int) -> None:
@@ -287,7 +290,7 @@ class ScanCountingText(str):
 def test_a_string_a_container_holds_many_times_is_scanned_once() -> None:
     text = ScanCountingText("ab\x00")
     size, _ = size_of([text] * 1000)
-    assert size == Size(2 + 2 * 1000 + 1000 * (10 * 3 + 2), 1000, 1)
+    assert size == Size(2 + 2 * 1000 + 1000 * (10 * 3 + 2 + 48), 1000, 1)
     assert text.scans == 1
 
 
@@ -349,6 +352,8 @@ SAMPLES: list[object] = [
     ["it's", 'say "hi"', "back\\slash", "tab\there", "é", "😀", "\x00\x1f\u200b"],
     [10**50, -(10**50), 0, -1, 2**64],
     [False, True, 0, False],
+    [Markup(""), Markup("<b>")] * 5,
+    [OrderedDict({1: 2}), Counter("ab"), OrderedDict()] * 5,
     {"nested": {"list": [1, [2, [3, []]]], "text": "a\nb"}, "n": None, "f": 1.25e-300},
     [b"\xff\x00", bytearray(b"\\'")],
     ({1, 2}, frozenset({"a"}), ()),
