@@ -155,8 +155,9 @@ def text_size(value: object, budget: Budget) -> Size:
     as they appear, so a structure built by sharing one list many times (`[[x] * 1000] *
     1000`) is sized as the text it would print, in the time its few lists take to read. Each
     item read costs a step; the size found is charged to max_chars, and one larger than the
-    budget left ends in PromptError instead of a hang. Objects of other types count as a short
-    repr: a template cannot build them, and their owner wrote them.
+    budget left ends in PromptError instead of a hang. An object of another type counts as its
+    repr, read once however often it is shared: a template cannot build one, but can print
+    one its owner passed in (a retrieved page, say) a million times.
     """
     if isinstance(value, str):
         return Size(len(value), 0, 0)
@@ -242,8 +243,8 @@ def _overhead(node: object, count: int) -> int:
     return 24 + 16 * count
 
 
-_SHORT_REPR = 48
-"""What the repr of an object of another type, or the name around a subclass's, costs."""
+_SUBCLASS_NAME = 48
+"""What the name a subclass of str prints around its repr may cost."""
 
 
 def _leaf_size(value: object) -> Size:
@@ -252,7 +253,7 @@ def _leaf_size(value: object) -> Size:
         # up to ten (\U0001f600); isprintable is one fast pass in C. A subclass, such as the
         # Markup of `|safe`, may print its name around it: Markup('...').
         chars = (2 if value.isprintable() else 10) * len(value) + 2
-        return Size(chars if type(value) is str else chars + _SHORT_REPR, 0, 0)
+        return Size(chars if type(value) is str else chars + _SUBCLASS_NAME, 0, 0)
     if isinstance(value, bool):
         return Size(5, 0, 0)  # False, or false in JSON: an int by type, but not by its text
     if isinstance(value, int):
@@ -262,7 +263,7 @@ def _leaf_size(value: object) -> Size:
         return Size(4 * len(value) + 3, 0, 0)  # b'\xff'
     if isinstance(value, bytearray):
         return Size(4 * len(value) + 14, 0, 0)  # bytearray(b'\xff')
-    return Size(_SHORT_REPR, 0, 0)
+    return Size(len(repr(value)), 0, 0)
 
 
 def namespace_attributes(value: object) -> dict[str, object] | None:

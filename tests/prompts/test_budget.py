@@ -195,8 +195,9 @@ def test_the_budget_is_the_rendering_s_and_there_is_none_outside_one() -> None:
         (bytearray(b"abc"), 4 * 3 + 14),  # bytearray(b'...')
         (True, 5),  # True, or JSON's true
         (False, 5),
-        (1.5, 48),
-        (None, 48),
+        (1.5, 3),  # anything else: its repr
+        (-1.2345678901234567e-308, 24),
+        (None, 4),
     ],
 )
 def test_each_kind_of_leaf_has_its_size(leaf: object, chars: int) -> None:
@@ -294,6 +295,34 @@ def test_a_string_a_container_holds_many_times_is_scanned_once() -> None:
     assert text.scans == 1
 
 
+class Document:
+    """An object a template's owner passes in (say, a retrieved page), printed in full."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.reprs = 0
+
+    def __repr__(self) -> str:
+        self.reprs += 1
+        return f"Document({self.text!r})"
+
+
+def test_an_object_of_another_type_is_its_repr_read_once() -> None:
+    document = Document("x" * 1000)
+    size, _ = size_of([document] * 3)
+    assert size == Size(2 + 2 * 3 + 3 * (1000 + 12), 3, 1)
+    assert document.reprs == 1
+
+
+def test_an_object_given_to_a_template_and_shared_many_times_is_refused_at_once() -> None:
+    # It once counted as 48 characters however long it printed: a list of 10_000 references
+    # to a page of 10_000 characters was refused only once its 100_000_000 were built.
+    template = PromptTemplate("{{ [page] * 10000 }}", template_format="jinja2")
+    with exceeding("max_chars") as caught:
+        template.format(page=Document("x" * 10_000))
+    assert caught.value.limit == "max_chars"
+
+
 def test_a_container_met_again_before_its_turn_is_read_once() -> None:
     # The root stacks `inner` and `outer`; `outer` is read first and stacks `inner` again.
     inner = [1, 2, 3]
@@ -345,7 +374,8 @@ def test_only_a_jinja2_namespace_has_namespace_attributes() -> None:
     assert namespace_attributes(odd) is None
     assert namespace_attributes(lookalike) is None
     assert namespace_attributes({"a": 1}) is None
-    assert size_of([Namespace()])[0] == Size(2 + 2 + 48, 1, 1)
+    plain = Namespace()
+    assert size_of([plain])[0] == Size(2 + 2 + len(repr(plain)), 1, 1)
 
 
 SAMPLES: list[object] = [
