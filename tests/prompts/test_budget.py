@@ -339,6 +339,7 @@ def test_a_container_inside_itself_counts_as_its_ellipsis() -> None:
     size, budget = size_of(loop)
     assert size == Size(2 + 4 + 2 + 5, 2, 1)  # [1, [...]]
     assert budget.steps == 2
+    assert text_size(loop, Budget(limits(max_steps=2))) == size  # read once, not round again
     outer = {"a": loop, "b": loop}
     size, budget = size_of(outer)
     assert size == Size(2 + 8 + 4 + 4 + 2 * 13, 4 + 2 * 2, 2)
