@@ -155,8 +155,9 @@ def text_size(value: object, budget: Budget) -> Size:
     as they appear, so a structure built by sharing one list many times (`[[x] * 1000] *
     1000`) is sized as the text it would print, in the time its few lists take to read. Each
     item read costs a step; the size found is charged to max_chars, and one larger than the
-    budget left ends in PromptError instead of a hang. Objects of other types count as a short
-    repr: a template cannot build them, and their owner wrote them.
+    budget left ends in PromptError instead of a hang. An object of another type counts as its
+    repr, read once however often it is shared: a template cannot build one, but can print
+    one its owner passed in (a retrieved page, say) a million times.
     """
     if isinstance(value, str):
         return Size(len(value), 0, 0)
@@ -184,10 +185,12 @@ def _container_size(value: object, budget: Budget) -> Size:
         if read is not None:
             order.append(read)
             continue
-        if id(node) in seen or not _is_container(node):
+        if id(node) in seen:
+            continue
+        children = _children(node)
+        if children is None:
             continue
         seen.add(id(node))
-        children = _children(node)
         budget.step(len(children))
         distinct = dict(zip(map(id, children), children, strict=True))
         stack.append((node, (node, children, len(distinct) < len(children))))
@@ -222,31 +225,37 @@ def _is_container(node: object) -> bool:
     return isinstance(node, _CONTAINERS) or namespace_attributes(node) is not None
 
 
-def _children(node: object) -> list[object]:
-    """The values inside a container that str() prints."""
+def _children(node: object) -> list[object] | None:
+    """The values inside a container that str() prints; None for a value that is not one."""
     if isinstance(node, dict):
         return [*node.keys(), *node.values()]
     if isinstance(node, _SEQUENCES):
         return list(cast(Iterable[object], node))
     attributes = namespace_attributes(node)
-    return [] if attributes is None else [attributes]
+    return None if attributes is None else [attributes]
 
 
 def _overhead(node: object, count: int) -> int:
     """The brackets and separators str() writes around the items of `node`."""
-    if isinstance(node, dict):
-        return 2 + 2 * count  # {k: v, ...}: ": " and ", " per pair of children
-    if type(node) in (list, tuple):
-        return 2 + 2 * count
-    # A named tuple, view or namespace prints a name and field names too.
+    if type(node) in (dict, list, tuple):
+        return 2 + 2 * count  # [a, ...] or {k: v, ...}: ", " or ": " per item
+    # A named tuple, subclass, view or namespace prints a name and field names too.
     return 24 + 16 * count
+
+
+_SUBCLASS_NAME = 48
+"""What the name a subclass of str prints around its repr may cost."""
 
 
 def _leaf_size(value: object) -> Size:
     if isinstance(value, str):
         # repr escapes a quote or backslash with one more character, an unprintable one with
-        # up to ten (\U0001f600); isprintable is one fast pass in C.
-        return Size((2 if value.isprintable() else 10) * len(value) + 2, 0, 0)
+        # up to ten (\U0001f600); isprintable is one fast pass in C. A subclass, such as the
+        # Markup of `|safe`, may print its name around it: Markup('...').
+        chars = (2 if value.isprintable() else 10) * len(value) + 2
+        return Size(chars if type(value) is str else chars + _SUBCLASS_NAME, 0, 0)
+    if isinstance(value, bool):
+        return Size(5, 0, 0)  # False, or false in JSON: an int by type, but not by its text
     if isinstance(value, int):
         # Decimal digits are about 0.302 per bit; the sign and rounding fit in the 2.
         return Size(value.bit_length() * 31 // 100 + 2, 0, 0)
@@ -254,7 +263,7 @@ def _leaf_size(value: object) -> Size:
         return Size(4 * len(value) + 3, 0, 0)  # b'\xff'
     if isinstance(value, bytearray):
         return Size(4 * len(value) + 14, 0, 0)  # bytearray(b'\xff')
-    return Size(48, 0, 0)
+    return Size(len(repr(value)), 0, 0)
 
 
 def namespace_attributes(value: object) -> dict[str, object] | None:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections import namedtuple
+from collections import Counter, OrderedDict, namedtuple
 from typing import Any
 
 import pytest
+from markupsafe import Markup
 
 from chainkit.prompts import PromptError, PromptTemplate, TemplateLimits
 from chainkit.prompts._budget import (
@@ -105,7 +106,16 @@ def test_build_spends_what_allow_lets_through_items_at_their_pointers_cost() -> 
     assert budget.chars == 30 + 5 * ITEM_CHARS == 70
     with exceeding("max_chars"):
         budget.build(31, "a string")
+    with exceeding("max_chars"):
+        budget.build(4, "a list", items=True)  # 32 characters' worth, 30 left
     assert budget.chars == 70
+
+
+def test_build_refuses_what_is_too_long_naming_it() -> None:
+    budget = Budget(limits(max_length=50))
+    with pytest.raises(PromptError, match=r"max_length=50: a slice would have 51 characters"):
+        budget.build(51, "a slice")
+    assert budget.chars == 0
 
 
 def test_results_are_charged_by_length_items_and_digits() -> None:
@@ -135,10 +145,10 @@ def test_the_int_bits_follow_the_digits() -> None:
 def test_a_result_longer_than_max_length_is_refused() -> None:
     budget = Budget(limits(max_length=3))
     charge_result(budget, "abc", "x")
-    with exceeding("max_length"):
+    with pytest.raises(PromptError, match=r"the join filter would have 4 characters or items"):
         charge_result(budget, "abcd", "the join filter")
-    with exceeding("max_length"):
-        charge_result(budget, [1, 2, 3, 4], "a list")
+    with pytest.raises(PromptError, match=r"the map filter would have 4 characters or items"):
+        charge_result(budget, [1, 2, 3, 4], "the map filter")
 
 
 def test_length_or_zero() -> None:
@@ -152,6 +162,12 @@ def test_the_budget_is_the_rendering_s_and_there_is_none_outside_one() -> None:
     # (current_budget's RuntimeError outside a rendering is what keeps jinja2 from folding a
     # bounded operation at compile time: tests/prompts/test_templates_hostile.py checks that.)
     assert active_budget() is None
+    try:  # (not pytest.raises: this RuntimeError is for jinja2, never a user, to see)
+        current_budget()
+    except RuntimeError as refused:
+        assert str(refused) == "a bounded template operation ran outside a rendering"
+    else:
+        pytest.fail("current_budget() outside a rendering returned")
     with rendering(limits(max_steps=7)) as outer:
         assert current_budget() is outer is active_budget()
         assert outer.max_steps == 7 and outer.steps == 0
@@ -169,6 +185,7 @@ def test_the_budget_is_the_rendering_s_and_there_is_none_outside_one() -> None:
     [
         ("ab", 2 * 2 + 2),  # repr may escape each character with one more: 'a\\'
         ("", 2),
+        (Markup("ab"), 2 * 2 + 2 + 48),  # a subclass may print its name too: Markup('ab')
         ("a\x00", 10 * 2 + 2),  # an unprintable character may take ten: \U0001f600
         (0, 2),
         (255, 8 * 31 // 100 + 2),
@@ -176,8 +193,11 @@ def test_the_budget_is_the_rendering_s_and_there_is_none_outside_one() -> None:
         (-(10**100), 333 * 31 // 100 + 2),
         (b"ab", 4 * 2 + 3),  # b'\xff\xff'
         (bytearray(b"abc"), 4 * 3 + 14),  # bytearray(b'...')
-        (1.5, 48),
-        (None, 48),
+        (True, 5),  # True, or JSON's true
+        (False, 5),
+        (1.5, 3),  # anything else: its repr
+        (-1.2345678901234567e-308, 24),
+        (None, 4),
     ],
 )
 def test_each_kind_of_leaf_has_its_size(leaf: object, chars: int) -> None:
@@ -213,6 +233,7 @@ Pair = namedtuple("Pair", "a b")
         ({1: 2, 3: 4, 5: 6}.keys(), 24 + 16 * 3),
         ({1: 2, 3: 4, 5: 6}.values(), 24 + 16 * 3),
         (Pair(1, 2), 24 + 16 * 2),  # Pair(a=1, b=2)
+        (OrderedDict({1: 2}), 24 + 16 * 2),  # OrderedDict([(1, 2)])
     ],
 )
 def test_each_kind_of_container_has_its_overhead(container: Any, overhead: int) -> None:
@@ -257,12 +278,68 @@ def test_a_shared_leaf_counts_as_often_as_it_appears() -> None:
     assert size == Size(2 + 8 + 3 * (10 * 3 + 2) + 2, 4, 1)
 
 
+class ScanCountingText(str):
+    """A string (as markupsafe.Markup is one) that counts the scans of its characters."""
+
+    scans = 0
+
+    def isprintable(self) -> bool:
+        self.scans += 1
+        return super().isprintable()
+
+
+def test_a_string_a_container_holds_many_times_is_scanned_once() -> None:
+    text = ScanCountingText("ab\x00")
+    size, _ = size_of([text] * 1000)
+    assert size == Size(2 + 2 * 1000 + 1000 * (10 * 3 + 2 + 48), 1000, 1)
+    assert text.scans == 1
+
+
+class Document:
+    """An object a template's owner passes in (say, a retrieved page), printed in full."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.reprs = 0
+
+    def __repr__(self) -> str:
+        self.reprs += 1
+        return f"Document({self.text!r})"
+
+
+def test_an_object_of_another_type_is_its_repr_read_once() -> None:
+    document = Document("x" * 1000)
+    size, _ = size_of([document] * 3)
+    assert size == Size(2 + 2 * 3 + 3 * (1000 + 12), 3, 1)
+    assert document.reprs == 1
+
+
+def test_an_object_given_to_a_template_and_shared_many_times_is_refused_at_once() -> None:
+    # It once counted as 48 characters however long it printed: a list of 10_000 references
+    # to a page of 10_000 characters was refused only once its 100_000_000 were built.
+    template = PromptTemplate("{{ [page] * 10000 }}", template_format="jinja2")
+    with exceeding("max_chars") as caught:
+        template.format(page=Document("x" * 10_000))
+    assert caught.value.limit == "max_chars"
+
+
+def test_a_container_met_again_before_its_turn_is_read_once() -> None:
+    # The root stacks `inner` and `outer`; `outer` is read first and stacks `inner` again.
+    inner = [1, 2, 3]
+    outer = [inner]
+    size, budget = size_of([inner, outer])
+    inner_chars = 2 + 2 * 3 + 3 * 2
+    assert size == Size(2 + 4 + inner_chars + (2 + 2 + inner_chars), 2 + 1 + 2 * 3, 3)
+    assert budget.steps == 2 + 1 + 3
+
+
 def test_a_container_inside_itself_counts_as_its_ellipsis() -> None:
     loop: list[Any] = [1]
     loop.append(loop)
     size, budget = size_of(loop)
     assert size == Size(2 + 4 + 2 + 5, 2, 1)  # [1, [...]]
     assert budget.steps == 2
+    assert text_size(loop, Budget(limits(max_steps=2))) == size  # read once, not round again
     outer = {"a": loop, "b": loop}
     size, budget = size_of(outer)
     assert size == Size(2 + 8 + 4 + 4 + 2 * 13, 4 + 2 * 2, 2)
@@ -298,12 +375,16 @@ def test_only_a_jinja2_namespace_has_namespace_attributes() -> None:
     assert namespace_attributes(odd) is None
     assert namespace_attributes(lookalike) is None
     assert namespace_attributes({"a": 1}) is None
-    assert size_of([Namespace()])[0] == Size(2 + 2 + 48, 1, 1)
+    plain = Namespace()
+    assert size_of([plain])[0] == Size(2 + 2 + len(repr(plain)), 1, 1)
 
 
 SAMPLES: list[object] = [
     ["it's", 'say "hi"', "back\\slash", "tab\there", "é", "😀", "\x00\x1f\u200b"],
     [10**50, -(10**50), 0, -1, 2**64],
+    [False, True, 0, False],
+    [Markup(""), Markup("<b>")] * 5,
+    [OrderedDict({1: 2}), Counter("ab"), OrderedDict()] * 5,
     {"nested": {"list": [1, [2, [3, []]]], "text": "a\nb"}, "n": None, "f": 1.25e-300},
     [b"\xff\x00", bytearray(b"\\'")],
     ({1, 2}, frozenset({"a"}), ()),
