@@ -263,7 +263,19 @@ def _leaf_size(value: object) -> Size:
         return Size(4 * len(value) + 3, 0, 0)  # b'\xff'
     if isinstance(value, bytearray):
         return Size(4 * len(value) + 14, 0, 0)  # bytearray(b'\xff')
-    return Size(len(repr(value)), 0, 0)
+    return Size(_repr_length(value), 0, 0)
+
+
+_UNPRINTABLE = 48
+"""What an object whose repr fails is taken to print: str() of it fails the same way when
+printed, so it is only ever tested (`in`, `==`), never printed, and its text costs nothing."""
+
+
+def _repr_length(value: object) -> int:
+    try:
+        return len(repr(value))
+    except Exception:  # an owner's object may refuse repr; sizing must not be what fails
+        return _UNPRINTABLE
 
 
 def namespace_attributes(value: object) -> dict[str, object] | None:

@@ -314,6 +314,20 @@ def test_an_object_of_another_type_is_its_repr_read_once() -> None:
     assert document.reprs == 1
 
 
+class Unprintable:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr for you")
+
+
+def test_an_object_that_refuses_repr_is_still_tested_by_a_template() -> None:
+    # Sizing an `in` test must not fail where the test itself works.
+    template = PromptTemplate(
+        "{{ 'found' if thing in things else 'missing' }}", template_format="jinja2"
+    )
+    thing = Unprintable()
+    assert template.format(thing=thing, things=[Unprintable(), thing]) == "found"
+
+
 def test_an_object_given_to_a_template_and_shared_many_times_is_refused_at_once() -> None:
     # It once counted as 48 characters however long it printed: a list of 10_000 references
     # to a page of 10_000 characters was refused only once its 100_000_000 were built.
