@@ -152,8 +152,16 @@ def _text(name: str, value: Any) -> None:
         raise ModelConfigError(f"{name} must not be empty, got {value!r}")
 
 
+_stop_checked: tuple[str, ...] = ()
+"""The last tuple of stops found good: an agent passes its own on every model call. A tuple of
+str cannot change, and holding it here keeps its id from being reused by another object."""
+
+
 def _stop(name: str, value: Any) -> None:
     """Text at which to stop, or a list of such texts (one str is one stop)."""
+    global _stop_checked
+    if value is _stop_checked:
+        return
     if type(value) is not list and type(value) is not tuple:  # the agents' own stop: no ABC check
         if isinstance(value, str):
             value = [value]
@@ -164,6 +172,8 @@ def _stop(name: str, value: Any) -> None:
             raise ModelTypeError(f"{name} must be a list of str; it holds {described(item)}")
         if not item:
             raise ModelConfigError(f"{name} holds an empty str, where every reply would stop")
+    if type(value) is tuple:
+        _stop_checked = value
 
 
 def _timeout(name: str, value: Any) -> None:
