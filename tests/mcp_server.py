@@ -33,6 +33,12 @@ def echo(text: str) -> str:
 
 
 @server.tool()
+def greet(name: str = "world") -> str:
+    """Greets someone, the world unless named."""
+    return f"hello {name}"
+
+
+@server.tool()
 def add(a: int, b: int) -> int:
     """Adds two integers."""
     return a + b

@@ -69,6 +69,7 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
         "MCPSessionError": RuntimeError,
         "MCPTimeoutError": TimeoutError,
         "MCPToolError": Exception,
+        "ToolAttributeError": AttributeError,
         "ToolConfigError": ValueError,
         "ToolDefinitionError": TypeError,
         "ToolError": Exception,

@@ -1,5 +1,5 @@
 """LangChain habits get a pointer to chainkit's way, instead of silence or a bare error:
-callback methods named on_*, chain and model methods such as invoke and run."""
+callback methods named on_*, chain, model and tool methods such as invoke and run."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
-from chainkit import ChainkitError, agents, callbacks, chains, llms
+from chainkit import ChainkitError, agents, callbacks, chains, llms, tools
 from chainkit.callbacks import Handler, HandlerTypeError
 from chainkit.chains import ChainAttributeError
 from chainkit.llms import FakeLLM, ModelAttributeError
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import Message
+from chainkit.tools import ToolAttributeError
 from tests.agents.stub_tools import named
 from tests.typecheck import mypy_errors
 
@@ -180,10 +181,66 @@ def test_a_langchain_model_method_names_chainkits_way(method: str, pointer: str)
         assert not hasattr(llm, method)
 
 
+@tools.tool
+def shout(text: str) -> str:
+    """Says the text louder."""
+    return text.upper()
+
+
+def tool_list() -> list[tools.Tool]:
+    return [named("echo", "echoed"), shout, tools.Calculator()]
+
+
+@pytest.mark.parametrize(
+    ("method", "pointer"),
+    [
+        ("run", "use tool.call(input)"),
+        ("invoke", "use tool.call(input)"),
+        ("arun", "use await tool.acall(input)"),
+        ("ainvoke", "use await tool.acall(input)"),
+    ],
+)
+def test_a_langchain_tool_method_names_chainkits_way(method: str, pointer: str) -> None:
+    for tool in tool_list():
+        kind = type(tool).__name__
+        with pytest.raises(ToolAttributeError) as got:
+            getattr(tool, method)("2 + 2")
+        assert str(got.value) == f"{kind} has no {method} method (as LangChain's have): {pointer}"
+        assert isinstance(got.value, AttributeError) and isinstance(got.value, ChainkitError)
+        assert not hasattr(tool, method)
+        with pytest.raises(ToolAttributeError, match=f"{kind} has no {method} method"):
+            getattr(type(tool), method)
+
+
+def test_a_tool_of_ones_own_may_define_run_and_invoke() -> None:
+    class Runs(tools.Tool):
+        name = "runs"
+        description = "answers its input back"
+        return_direct = True
+
+        def call(self, input: str) -> str:
+            return f"called {input}"
+
+        def run(self, input: str) -> str:
+            return f"ran {input}"
+
+        async def ainvoke(self, input: str) -> str:
+            return f"invoked {input}"
+
+    mine = Runs()
+    assert mine.run("x") == "ran x"
+    assert asyncio.run(mine.ainvoke("y")) == "invoked y"
+    with pytest.raises(ToolAttributeError, match="Runs has no invoke method"):
+        mine.invoke("z")  # type: ignore[attr-defined]
+    llm = FakeLLM([" act\nAction: runs\nAction Input: x"])
+    assert chains.run(agents.Executor(agents.OneShotAgent(llm, [mine])), "q") == "called x"
+
+
 def test_the_pointed_ways_work() -> None:
     assert chains.run(executor(), "q") == "ok"
     assert asyncio.run(chains.acall(executor(), {"input": "q"}))["output"] == "ok"
     assert llms.call(FakeLLM(["a"]), "hi") == "a"
+    assert shout.call("hi") == asyncio.run(shout.acall("hi")) == "HI"
 
 
 USER_CODE = textwrap.dedent(
@@ -195,6 +252,7 @@ USER_CODE = textwrap.dedent(
     executor.invoke({"input": "q"})
     llms.FakeLLM(["a"]).invoke("hi")
     chains.run(agents.Executor(agent, max_iterations=3), "q")
+    tools.Calculator().invoke("2 + 2")
     """
 )
 
@@ -203,7 +261,8 @@ USER_CODE = textwrap.dedent(
 def test_mypy_still_flags_the_habits(tmp_path: Path) -> None:
     pytest.importorskip("mypy")
     errors, output = mypy_errors(tmp_path, USER_CODE)
-    assert [line.split(":")[1] for line in errors] == ["5", "6", "7"], output
+    assert [line.split(":")[1] for line in errors] == ["5", "6", "7", "9"], output
     assert 'Argument "verbose" to "Executor" has incompatible type' in errors[0]
     assert '"Executor" has no attribute "invoke"' in errors[1]
     assert '"FakeLLM" has no attribute "invoke"' in errors[2]
+    assert '"Calculator" has no attribute "invoke"' in errors[3]

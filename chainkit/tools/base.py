@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from chainkit._elsewhere import Elsewhere
 from chainkit._stop import call_guarded, to_thread
 from chainkit.schema import ToolInfo
 from chainkit.tools._arguments import decode_json
 from chainkit.tools._schema_text import prompt_arguments
-from chainkit.tools.errors import MalformedJSONError
+from chainkit.tools.errors import MalformedJSONError, ToolAttributeError
 from chainkit.tools.errors import ToolError as ToolError
 
 _STRING_INPUT: dict[str, Any] = {
@@ -41,6 +42,12 @@ class Tool:
     return_direct: bool = False
     input_required: bool = True
     blocking: bool = True
+
+    if not TYPE_CHECKING:  # to mypy they stay missing, so it flags them in user code
+        run = Elsewhere("use tool.call(input)", ToolAttributeError)
+        invoke = Elsewhere("use tool.call(input)", ToolAttributeError)
+        arun = Elsewhere("use await tool.acall(input)", ToolAttributeError)
+        ainvoke = Elsewhere("use await tool.acall(input)", ToolAttributeError)
 
     def call(self, input: str) -> str:
         raise NotImplementedError(f"tool {self.name!r} must implement call(input)")

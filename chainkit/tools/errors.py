@@ -51,6 +51,11 @@ class ToolTypeError(ChainkitError, TypeError):
     non-tool given to `join_tools`, an MCPTools setting of the wrong type."""
 
 
+class ToolAttributeError(ChainkitError, AttributeError):
+    """A tool was asked for a method LangChain's tools have, such as `invoke` or `run`; a
+    chainkit tool runs with `call(input)` or `await acall(input)`, which the message names."""
+
+
 class ToolConfigError(ChainkitError, ValueError):
     """A tool, or a set of tools, that could not work as given: a tool with no name or no
     description, two tools of one name, an MCPTools setting out of range."""

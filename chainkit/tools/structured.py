@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, overload
 
 from chainkit._stop import to_thread
-from chainkit.tools._arguments import decode_json
+from chainkit.tools._arguments import blank_input_arguments, decode_json
 from chainkit.tools._jsonschema import (
     FieldSpec,
     ObjectSpec,
@@ -51,7 +51,8 @@ class StructuredTool(Tool):
     one parameter of another type takes that value alone: as JSON (`5` for `def square(x:
     int)`) or, for a scalar type, as plain text (`red` for a Literal or Enum, `True` for a
     bool); text that is not a value of the type is refused naming what was expected.
-    Blank input means no arguments, and a function without parameters ignores text input.
+    Blank input is the empty string for a function whose one parameter is a required string
+    (as a plain Tool gets it), else no arguments; a function without parameters ignores text.
     A native tool call's arguments get no such leniency: see `input_from_arguments`.
     Async functions are awaited natively by `acall`; sync ones run in a worker thread there,
     unless made with `blocking=False`. Called directly, the tool is the function: `add(1, 2)`
@@ -170,7 +171,7 @@ class StructuredTool(Tool):
         """The arguments object `input` stands for, before validation."""
         _require_text(self.name, input)
         if not input.strip():
-            return {}
+            return blank_input_arguments(self._schema, input)
         single = self._single_field
         try:
             value = decode_json(input)

@@ -817,8 +817,8 @@ def make_tool(properties, required=()):
         ({"items": {"type": "array"}}, "[1, 2]", {"items": [1, 2]}),
         ({}, "whatever the model wrote", {}),
         ({"a": {"type": "string"}, "b": {"type": "string"}}, '{"a": "x"}', {"a": "x"}),
-        ({"q": {"type": "string"}}, "   ", {"q": "   "}),
-        ({"q": {"type": "string"}}, "", {"q": ""}),
+        ({"q": {"type": "string"}}, "   ", {}),  # an optional string: its default applies
+        ({"q": {"type": "string"}}, "", {}),
         ({"n": {"type": "integer"}}, "", {}),
     ],
 )
@@ -827,6 +827,12 @@ def test_action_input_text_becomes_the_arguments_object(properties, text, sent):
     assert tool.call(text) == "ok"
     assert asyncio.run(tool.acall(text)) == "ok"
     assert caller.sent == [sent, sent]
+
+
+def test_a_blank_action_input_is_the_string_a_tool_requires():
+    tool, caller = make_tool({"q": {"type": "string"}}, ["q"])
+    assert tool.call("") == asyncio.run(tool.acall("   ")) == "ok"
+    assert caller.sent == [{"q": ""}, {"q": "   "}]
 
 
 def test_text_that_fits_no_argument_is_refused_naming_the_fields():
@@ -1067,6 +1073,13 @@ def test_an_empty_action_input_is_the_empty_string_for_a_tool_taking_one(served,
     assert by_name(*served)["echo"].call("") == ""
     local = originals.Reverse()
     assert by_name(round_trip)["reverse"].call("") == local.call("") == ""
+    assert by_name(round_trip)["shout"].call("") == originals.shout.call("") == ""
+
+
+def test_an_empty_action_input_leaves_an_optional_string_its_default(served):
+    greet = by_name(*served)["greet"]
+    assert greet.call("") == asyncio.run(greet.acall("  ")) == "hello world"
+    assert greet.call("you") == "hello you"
 
 
 # `chainkit mcp-serve`: the protocol as the spec has it.

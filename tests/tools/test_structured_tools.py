@@ -703,12 +703,59 @@ def test_single_string_parameter_takes_plain_text():
     assert search.call('"quoted"') == "[quoted]"
     assert search.call("123") == "[123]"
     assert search.call("[1, 2]") == "[[1, 2]]"
-    assert (
-        error_of(search, "") == "Invalid arguments for tool search: query: missing required field"
-    )
     assert error_of(search, '{"q": "x"}').startswith(
         "Invalid arguments for tool search: q: unknown"
     )
+
+
+class Reverse(Tool):
+    name = "reverse"
+    description = "Reverses the text."
+
+    def call(self, input: str) -> str:
+        return f"[{input[::-1]}]"
+
+
+@tool
+def bracket(query: str) -> str:
+    """Brackets the text."""
+    return f"[{query}]"
+
+
+@tool
+async def abracket(query: str) -> str:
+    """Brackets the text, awaited."""
+    return f"[{query}]"
+
+
+def blank_input_run(tool_name):
+    """A OneShotAgent run whose model calls `tool_name` with a blank Action Input."""
+    fake = FakeLLM([f"Action: {tool_name}\nAction Input:   \n", "Final Answer: done"])
+    agent = OneShotAgent(fake, [Reverse(), bracket, abracket])
+    return Executor(agent, return_intermediate_steps=True), {"input": "q"}
+
+
+@pytest.mark.parametrize("tool_name", ["reverse", "bracket", "abracket"])
+def test_a_blank_action_input_is_the_empty_string_for_every_tool_taking_one(tool_name):
+    executor, inputs = blank_input_run(tool_name)
+    steps = chains.call(executor, inputs)["intermediate_steps"]
+    executor, inputs = blank_input_run(tool_name)
+    async_steps = asyncio.run(chains.acall(executor, inputs))["intermediate_steps"]
+    assert [step.observation for step in steps + async_steps] == ["[]", "[]"]
+
+
+def test_called_with_blank_text_a_tool_taking_one_string_gets_it():
+    assert bracket.call("") == asyncio.run(abracket.acall("")) == Reverse().call("") == "[]"
+    assert bracket.call(" \n") == asyncio.run(bracket.acall(" \n")) == Reverse().call("\n ")
+
+
+def test_a_blank_input_leaves_an_optional_string_its_default():
+    @tool
+    def search(query: str = "everything") -> str:
+        """Searches."""
+        return f"[{query}]"
+
+    assert search.call("") == asyncio.run(search.acall(" ")) == "[everything]"
 
 
 def test_single_parameter_of_another_type_takes_the_bare_value():

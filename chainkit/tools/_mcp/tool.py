@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from chainkit._text import shorten
-from chainkit.tools._arguments import decode_json
+from chainkit.tools._arguments import blank_input_arguments, decode_json
 from chainkit.tools._schema_text import fields_text, properties, required, takes_one_string
 from chainkit.tools.base import Tool
 from chainkit.tools.errors import MalformedJSONError
@@ -91,10 +91,7 @@ class MCPTool(Tool):
     def _arguments(self, input: str) -> dict[str, Any]:
         """The arguments object `input` stands for, with every required field present."""
         if not input.strip():
-            # As a local tool taking one string gets it: a blank input is that string.
-            arguments: dict[str, Any] = (
-                {} if self._text_field is None else {self._text_field: input}
-            )
+            arguments: dict[str, Any] = blank_input_arguments(self._schema, input)
         else:
             arguments = self._parse(input)
         self._check_required(arguments)
