@@ -356,6 +356,15 @@ class Executor(Chain):
         """Runs the actions in worker threads, at most `max_parallel_tools` at once, until all
         are done or `deadline` passes; results keep the order of `actions`."""
         events = _StepEvents(callbacks)
+        try:
+            return self._act_in_threads_with(actions, events, deadline)
+        except BaseException as error:  # an interrupt may land anywhere, not only in a wait
+            events.abandon(error)
+            raise
+
+    def _act_in_threads_with(
+        self, actions: list[AgentAction], events: _StepEvents, deadline: float | None
+    ) -> list[str]:
         observations: list[str | None] = [None] * len(actions)
         failures: dict[int, BaseException] = {}
         waiting = deque(enumerate(actions))
