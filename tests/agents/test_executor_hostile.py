@@ -666,8 +666,7 @@ def test_worker_threads_see_the_callers_context(driver):
 
 @pytest.mark.timeout(90, method="thread")
 def test_an_interrupt_while_waiting_for_parallel_tools_closes_their_events():
-    # In a fresh interpreter: where a SIGINT lands depends on the process's signal state,
-    # which the tests run before this one may have changed.
+    # In a fresh interpreter, whose SIGINT handler it can set without touching pytest's.
     result = subprocess.run(
         [sys.executable, "-c", f"import {__name__} as t; t.interrupt_parallel_tools()"],
         capture_output=True,
@@ -679,6 +678,9 @@ def test_an_interrupt_while_waiting_for_parallel_tools_closes_their_events():
 
 def interrupt_parallel_tools():
     """Interrupts a run waiting for two parallel tools; the tools' events are still closed."""
+    # A process started in the background of a shell without job control (as CI may be)
+    # ignores SIGINT; a user's Ctrl-C raises KeyboardInterrupt.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     stuck, pairs = Blocks("stuck"), Pairs()
     main_ident = threading.main_thread().ident
     assert main_ident is not None
