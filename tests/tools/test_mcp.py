@@ -24,6 +24,7 @@ from chainkit import agents, chains, tools
 from chainkit.llms import FakeLLM
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests import mcp_chainkit_tools as originals
+from tests.idle_reset_proxy import idle_reset_proxy
 from tests.mcp_http_status import status_server
 from tests.mcp_process import start_http_server, stop
 from tests.mcp_server import PICTURE, SERVER_NAME
@@ -445,6 +446,21 @@ def test_an_http_server_killed_mid_session_ends_calls_with_a_clear_error():
                 echo.call("and now?")
     finally:
         stop(process)
+
+
+def test_a_connection_the_server_may_be_closing_for_idleness_is_not_reused(http_url):
+    # Servers close idle connections after a few seconds (uvicorn and node: 5 s, the HTTP
+    # client's own default too): a request sent on one as it closes is reset, and the SDK ends
+    # the whole session. The proxy resets every request on a connection idle for 3 s.
+    port = int(http_url.rsplit(":", 1)[1].split("/")[0])
+    with idle_reset_proxy(port, idle_seconds=3.0) as proxy:
+        url = http_url.replace(f":{port}/", f":{proxy.port}/")
+        with tools.MCPTools(url=url, timeout=10) as mcp_tools:
+            echo = by_name(mcp_tools)["echo"]
+            assert echo.call("before the pause") == "before the pause"
+            time.sleep(3.5)
+            assert echo.call("after the pause") == "after the pause"
+        assert proxy.resets == 0
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

@@ -71,6 +71,10 @@ _TRANSPORT_END_SECONDS = 1.0
 # The SDK's own HTTP read timeout: a server may hold a response stream open for long.
 _HTTP_READ_TIMEOUT = 300.0
 _HTTP_CONNECT_TIMEOUT = 30.0
+# Servers close idle connections after a few seconds (uvicorn and node after 5 s, gunicorn after
+# 2 s). A request sent on one just as the server closes it is reset, and the SDK then ends the
+# whole session, so an idle connection is dropped here well before any server drops it.
+_HTTP_KEEPALIVE_SECONDS = 1.0
 
 ToolsListener = Callable[[str, Sequence[mcp_types.Tool]], None]
 
@@ -291,6 +295,7 @@ class Session:
                 httpx2.AsyncClient(
                     headers=endpoint.headers,
                     timeout=httpx2.Timeout(_HTTP_CONNECT_TIMEOUT, read=_HTTP_READ_TIMEOUT),
+                    limits=httpx2.Limits(keepalive_expiry=_HTTP_KEEPALIVE_SECONDS),
                     event_hooks={"response": [self.http_status.hook]},
                 )
             )
