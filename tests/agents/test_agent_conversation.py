@@ -45,7 +45,7 @@ def run_both(make_executor, inputs):
 # --- the same reply object on two turns -------------------------------------------------------
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("calls_per_reply", [1, 2])
 def test_the_same_reply_object_twice_is_sent_as_two_assistant_turns(calls_per_reply):
     # A cache or a scripted model hands back the very same Message on two turns.
@@ -128,7 +128,7 @@ def test_message_items_are_passed_on_as_they_are():
     assert to_messages([first, ("ai", "x")], "history")[0] is first
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 def test_pairs_and_dicts_reach_the_model_through_the_executor_sync_and_async():
     history = (("human", "my name is 李雷"), {"role": "assistant", "content": "hello 李雷"})
 
@@ -183,7 +183,7 @@ def test_a_history_that_is_not_a_list_is_refused_not_dropped(history):
         agent.messages([], {"input": "q", "history": history})
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 def test_a_bad_history_item_fails_the_run_before_the_model_is_called_sync_and_async():
     fake = FakeLLM(["never"])
     executor = Executor(ToolCallingAgent(fake, [Echo()]))
@@ -223,7 +223,7 @@ def mrkl_with_history(prompt_kind):
     return OneShotAgent(FakeLLM([" Final Answer: a", " Final Answer: b"]), [Echo()], prompt=prompt)
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("use_async", [False, True])
 def test_message_history_in_a_text_mrkl_prompt_is_refused_not_pasted_as_a_repr(use_async):
     agent = mrkl_with_history("text")
@@ -238,7 +238,7 @@ def test_message_history_in_a_text_mrkl_prompt_is_refused_not_pasted_as_a_repr(u
     assert agent.llm.calls == []
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("use_async", [False, True])
 def test_pairs_in_a_chat_mrkl_prompt_reach_the_model(use_async):
     agent = mrkl_with_history("chat")

@@ -62,7 +62,7 @@ USE_ASYNC = pytest.mark.parametrize("use_async", [False, True], ids=["sync", "as
 # --- ToolCallingAgent at a limit ---------------------------------------------------------------
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @USE_ASYNC
 @pytest.mark.parametrize("text", ["", "Let me check once more."], ids=["no text", "with text"])
 def test_a_final_reply_that_calls_tools_is_not_an_answer(use_async, text):
@@ -75,7 +75,7 @@ def test_a_final_reply_that_calls_tools_is_not_an_answer(use_async, text):
     assert final_request.messages[-1] == Message.user(FINAL_ANSWER_REQUEST)
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @USE_ASYNC
 @pytest.mark.parametrize("empty", ["", " \n\t"])
 def test_a_final_reply_without_text_is_not_an_answer(use_async, empty):
@@ -88,14 +88,14 @@ def test_a_final_reply_without_text_is_not_an_answer(use_async, empty):
     assert len(caught.value.steps) == 1
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @USE_ASYNC
 def test_a_final_reply_with_text_is_the_answer(use_async):
     executor, _ = tool_calling([echo_reply(), "北京晴"])
     assert run(executor, use_async) == "北京晴"
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @USE_ASYNC
 def test_many_tool_names_in_a_final_reply_are_cut_in_the_error(use_async):
     calls = [ToolCall(f"c{i}", FunctionCall("x" * 100 + str(i), "{}")) for i in range(50)]
@@ -108,7 +108,7 @@ def test_many_tool_names_in_a_final_reply_are_cut_in_the_error(use_async):
 # --- ToolCallingAgent in the loop ------------------------------------------------------------
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @USE_ASYNC
 @pytest.mark.parametrize("empty", ["", "   "])
 def test_a_reply_with_neither_text_nor_calls_is_a_parse_error(use_async, empty):
@@ -117,7 +117,7 @@ def test_a_reply_with_neither_text_nor_calls_is_a_parse_error(use_async, empty):
         run(executor, use_async)
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @USE_ASYNC
 def test_an_empty_reply_is_sent_back_with_a_parser_error_handler(use_async):
     fake = FakeLLM(["", "the answer"])
@@ -132,7 +132,7 @@ def test_an_empty_reply_is_sent_back_with_a_parser_error_handler(use_async):
 # --- OneShotAgent at a limit -------------------------------------------------------------------
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @USE_ASYNC
 @pytest.mark.parametrize(
     "final",
@@ -146,14 +146,14 @@ def test_a_mrkl_final_reply_holding_no_answer_raises(use_async, final):
     assert [step.observation for step in caught.value.steps] == ["echo a"]
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @USE_ASYNC
 def test_a_mrkl_final_reply_that_is_an_action_is_returned_whole_as_langchain_does(use_async):
     executor, _ = mrkl([" x\nAction: echo\nAction Input: a", "Action: echo\nAction Input: b"])
     assert run(executor, use_async) == "Action: echo\nAction Input: b"
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @USE_ASYNC
 def test_an_empty_mrkl_reply_in_the_loop_stays_a_parse_error(use_async):
     executor = Executor(OneShotAgent(FakeLLM([""]), [Echo()]))

@@ -693,7 +693,7 @@ def cve_2024_58340(n: int) -> str:
     )
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     ("text", "observation"),
     [
@@ -715,14 +715,14 @@ def test_adversarial_megabyte_replies_raise(text, observation):
     assert error(text) == observation
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 def test_megabyte_fenced_input_is_kept_whole():
     code = "print('x')  # Observation: in code\n" * (MB // 36)
     text = f"Action: python\nAction Input:\n```python\n{code}```\nObservation: made up"
     assert action(text) == ("python", code.rstrip("\n"))
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("fence_line", ["```", "~~~", "```python", "````"])
 def test_megabyte_of_fence_lines_around_an_action(fence_line):
     fences = f"{fence_line}\n" * (MB // (2 * len(fence_line) + 2))
@@ -730,13 +730,13 @@ def test_megabyte_of_fence_lines_around_an_action(fence_line):
     assert action(text)[0] == "a"
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 def test_megabyte_one_line_input():
     body = "lorem ipsum " * (MB // 12)
     assert action("Action: echo Action Input: " + body) == ("echo", body.strip())
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 def test_action_after_a_megabyte_of_observation_lines():
     text = "Observation:\n" * (MB // 13) + "Action: a\nAction Input: b"
     assert action(text) == ("a", "b")

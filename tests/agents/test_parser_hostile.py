@@ -40,14 +40,14 @@ def observation(text: str) -> str:
     return info.value.observation
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("reply", [None, b"Action: a\nAction Input: b", 42, ["Action: a"]])
 def test_a_reply_that_is_not_text_is_a_type_error_naming_str(reply):
     with pytest.raises(TypeError, match=f"expects the reply as str, got {type(reply).__name__}"):
         parse_mrkl_output(reply)
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     "reply", ["", " ", "\n\n\n", "\t\r\n", "\x00", "\u3000", "```", "~~~\n~~~"]
 )
@@ -55,19 +55,19 @@ def test_empty_or_blank_replies_ask_for_an_action(reply):
     assert observation(reply) == MISSING_ACTION
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(60)
 def test_nul_bytes_and_control_characters_pass_through():
     assert action("Action: a\x00b\nAction Input: x\x00y\x07") == ("a\x00b", "x\x00y\x07")
     assert answer("Final Answer: \x00\x1b[31mred\x1b[0m") == "\x00\x1b[31mred\x1b[0m"
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(60)
 def test_lone_surrogates_pass_through():
     assert action("Action: \ud800\nAction Input: \udfff") == ("\ud800", "\udfff")
     assert answer("\udc80Final Answer: \ud83d") == "\ud83d"
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("count", [1, 2, 1000])
 def test_characters_that_grow_when_lower_cased_do_not_shift_positions(count):
     # "İ".lower() is two characters: positions found on the lower-cased copy must still fit.
@@ -76,7 +76,7 @@ def test_characters_that_grow_when_lower_cased_do_not_shift_positions(count):
     assert answer(f"{prefix} final answer: no\nfinal answer: İ{prefix}") == f"İ{prefix}"
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\r"], ids=repr)
 def test_unicode_line_separators_are_not_line_breaks(separator):
     # Only "\n" ends a line, as a model's tokenizer writes it; other breaks stay in the text.

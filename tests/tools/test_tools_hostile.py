@@ -83,7 +83,7 @@ def run_in_threads(work: Callable[[int], None], count: int) -> list[BaseExceptio
 # --- wrong types --------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("value", [None, 42, b"1+1", {"input": "1+1"}, ["1"]], ids=repr)
 def test_builtin_tools_refuse_input_that_is_not_text(value):
     for builtin in builtins():
@@ -91,7 +91,7 @@ def test_builtin_tools_refuse_input_that_is_not_text(value):
             builtin.call(value)
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("value", [None, 42, b"{}", {"x": 2}], ids=repr)
 def test_structured_tools_refuse_arguments_that_are_not_text(value):
     message = f"tool square takes its arguments as JSON text \\(str\\), got {type(value).__name__}"
@@ -106,7 +106,7 @@ def test_structured_tools_refuse_arguments_that_are_not_text(value):
 # --- empty, control characters, surrogates, other scripts ----------------------------------
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("text", ["", "   ", "\n\t\r", "``", "```\n```", "？", "="])
 def test_blank_input(text):
     with pytest.raises(ToolError, match="empty expression"):
@@ -115,7 +115,7 @@ def test_blank_input(text):
     assert CurrentTime(clock=lambda: FIXED).call(text).endswith("(UTC)")
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("char", ["\x00", "\x1b", "\ud800", "\udfff"], ids=repr)
 def test_control_characters_and_lone_surrogates(char):
     with pytest.raises(ToolError, match="unexpected character"):
@@ -127,7 +127,7 @@ def test_control_characters_and_lone_surrogates(char):
     assert echo.call(json.dumps({"text": f"a{char}b"})) == f"a{char}b|3"
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("char", ["\u200b", "\u200d", "\ufeff", "\u00ad", "\u2060"], ids=repr)
 def test_invisible_characters_are_dropped_by_the_builtin_tools(char):
     assert Calculator().call(f"{char}1+{char}1{char}") == "2"
@@ -135,7 +135,7 @@ def test_invisible_characters_are_dropped_by_the_builtin_tools(char):
     assert CurrentTime(clock=lambda: FIXED).call(f"{char}Asia/Tokyo{char}").endswith("(Asia/Tokyo)")
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(60)
 def test_other_scripts_digits_and_widths():
     assert Calculator().call("１２＊（３＋４）") == "84"
     assert Calculator().call("٣ + ٤") == "7"
@@ -150,7 +150,7 @@ def test_other_scripts_digits_and_widths():
 # --- 1 MB inputs ----------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     "text",
     ["9" * MB, "(" * MB, "²" * MB, "１" * MB, "\ud800" * MB, " " * MB + "1+1", "1+" * (MB // 2)],
@@ -161,7 +161,7 @@ def test_calculator_megabyte_input_is_refused_as_too_long(text):
         Calculator().call(text)
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     ("text", "outcome"),
     [
@@ -194,7 +194,7 @@ def test_random_number_megabyte_input(text, outcome):
         assert len(str(caught.value)) < 300  # the input is quoted short
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     ("text", "outcome"),
     [
@@ -218,7 +218,7 @@ def test_current_time_megabyte_input(text, outcome):
         assert len(str(caught.value)) < 400
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 def test_structured_tool_megabyte_arguments():
     assert echo.call(json.dumps({"text": "x" * MB})) == f"xxxxx|{MB}"
     assert echo.call("y" * MB) == f"yyyyy|{MB}"
@@ -230,7 +230,7 @@ def test_structured_tool_megabyte_arguments():
         square.call("[" * 100_000 + "]" * 100_000)
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     "arguments", ["1" * 5000, '{"x": ' + "1" * 5000 + "}"], ids=["bare", "object"]
 )
@@ -250,7 +250,7 @@ def get_weather(city: str, days: int = 1) -> str:
     return f"{city}|{days}"
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     "question",
     [
@@ -273,7 +273,7 @@ def test_offline_model_megabyte_question(question):
 # --- computations that would blow up --------------------------------------------------------
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     ("expression", "problem"),
     [
@@ -296,7 +296,7 @@ def test_blowups_end_quickly_with_a_clear_error(expression, problem):
 # --- arguments cut off anywhere --------------------------------------------------------------
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 def test_arguments_cut_off_anywhere_are_refused_or_valid():
     arguments = json.dumps({"text": 'a "quoted" 文本 \\ with\nlines'})
     for end in range(len(arguments) + 1):
