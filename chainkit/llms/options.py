@@ -24,8 +24,9 @@ StreamingFunc = Callable[[str], None]
 
 class DefaultOptions(TypedDict, total=False):
     """Options a model's constructor takes as its defaults for every call
-    (`llms.OpenAI("gpt-4o-mini", temperature=0)`); a call's own option wins over its default.
-    None means "not set" for every option."""
+    (`llms.OpenAI("gpt-4o-mini", temperature=0)`), a call's own option winning over its
+    default: all call options but those only a call has (CallOptions adds them). None means
+    "not set" for every option."""
 
     stop: Sequence[str] | None
     """Strings at which the model stops; OneShotAgent's default is "\\nObservation:"."""
