@@ -21,7 +21,7 @@ from chainkit.llms.errors import (
 )
 from chainkit.llms.fake import FakeCall, FakeLLM
 from chainkit.llms.model import BaseModel, Model, ModelRequest, acall, call
-from chainkit.llms.options import CallOptions, StreamingFunc
+from chainkit.llms.options import CallOptions, DefaultOptions, StreamingFunc
 
 if TYPE_CHECKING:
     from chainkit.llms._retry import Backoff
@@ -48,6 +48,7 @@ __all__ = [
     "Backoff",
     "BaseModel",
     "CallOptions",
+    "DefaultOptions",
     "FakeCall",
     "FakeLLM",
     "FakeLLMExhaustedError",

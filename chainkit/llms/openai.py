@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from chainkit.llms._endpoint import OpenAIEndpoint, check_model_name
 from chainkit.llms._openai_reply import parse_completion
@@ -15,7 +15,7 @@ from chainkit.llms._openai_stream import StreamRelay
 from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff
 from chainkit.llms.errors import ModelError
 from chainkit.llms.model import BaseModel, ModelRequest
-from chainkit.llms.options import check_options
+from chainkit.llms.options import DefaultOptions, check_options
 from chainkit.schema import Message
 
 if TYPE_CHECKING:
@@ -31,9 +31,10 @@ class OpenAI(OpenAIEndpoint, BaseModel):
 
     Arguments left out are read from OPENAI_MODEL (else gpt-4o-mini), OPENAI_BASE_URL and
     OPENAI_API_KEY; a base URL without a key is fine for local servers. `default_options`
-    (temperature=0, seed=1, ...) apply to every call, under the options a call gives. Options
-    the SDK has no parameter for (top_k, repetition_penalty...) go into the request body all
-    the same; an option set to None counts as not given.
+    (temperature=0, seed=1, ...: an `llms.DefaultOptions`) apply to every call, under the
+    options a call gives. Options the SDK has no parameter for (reasoning_effort, user...) go
+    into the request body all the same, and one only a server knows (top_k) in `extra_body`;
+    an option set to None counts as not given.
 
     A call may also set `timeout` (seconds per attempt, in place of the constructor's),
     `extra_headers` and `extra_query`, which go to the HTTP request, never into the body; an
@@ -78,7 +79,7 @@ class OpenAI(OpenAIEndpoint, BaseModel):
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         backoff: Backoff | None = None,
         rate_limiter: RateLimiter | None = None,
-        **default_options: Any,
+        **default_options: Unpack[DefaultOptions],
     ) -> None:
         if model is None:
             model = os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL

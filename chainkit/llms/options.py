@@ -22,8 +22,11 @@ StreamingFunc = Callable[[str], None]
 """Receives each piece of a reply's text as the model produces it."""
 
 
-class CallOptions(TypedDict, total=False):
-    """Options of one call. None means "not set" for every option."""
+class DefaultOptions(TypedDict, total=False):
+    """Options a model's constructor takes as its defaults for every call
+    (`llms.OpenAI("gpt-4o-mini", temperature=0)`), a call's own option winning over its
+    default: all call options but those only a call has (CallOptions adds them). None means
+    "not set" for every option."""
 
     stop: Sequence[str] | None
     """Strings at which the model stops; OneShotAgent's default is "\\nObservation:"."""
@@ -42,19 +45,25 @@ class CallOptions(TypedDict, total=False):
     parallel_tool_calls: bool | None
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | str | None
     user: str | None
-    model: str | None
-    """The model name for this call, instead of the backend's own."""
-    timeout: float | None
-    """Seconds each attempt of the call may take."""
     n: int | None
     """Choices per reply: only 1 is read, so a backend refuses any other number."""
-    streaming_func: StreamingFunc | None
-    callbacks: Handlers
-    """A Handler, or a list of them, that hears this call and every run inside it."""
     extra_body: Mapping[str, Any] | None
     """Fields added to the request body as they are, for what one server alone understands."""
     extra_headers: Mapping[str, str] | None
     extra_query: Mapping[str, Any] | None
+
+
+class CallOptions(DefaultOptions, total=False):
+    """Options of one call: the defaults a model takes, and those only a call has (a model's
+    constructor has its own `model` and `timeout` parameters). None means "not set"."""
+
+    model: str | None
+    """The model name for this call, instead of the backend's own."""
+    timeout: float | None
+    """Seconds each attempt of the call may take."""
+    streaming_func: StreamingFunc | None
+    callbacks: Handlers
+    """A Handler, or a list of them, that hears this call and every run inside it."""
 
 
 KNOWN_OPTIONS: frozenset[str] = CallOptions.__optional_keys__

@@ -20,6 +20,9 @@ USER_CODE = textwrap.dedent(
     chains.run(chain, "x", temprature=0.2)
     chains.run(chain, "x", temperature=0.2, max_tokens=9, stop=["\\n"])
     llms.FakeLLM(["a"]).generate([], seed="7")
+    llms.OpenAI("m", temperature=0, seed=1)
+    llms.OpenAI("m", temprature=0)
+    llms.OpenAI("m", streaming_func=print)
     """
 )
 
@@ -28,9 +31,12 @@ USER_CODE = textwrap.dedent(
 def test_mypy_flags_a_misspelt_option_and_a_wrong_type(tmp_path: Path) -> None:
     pytest.importorskip("mypy")
     errors, out = mypy_errors(tmp_path, USER_CODE)
-    assert len(errors) == 2, out
-    assert 'Unexpected keyword argument "temprature"' in errors[0]
+    assert len(errors) == 4, out
+    assert ':6: error: Unexpected keyword argument "temprature"' in errors[0]
     assert ':8: error: Argument "seed"' in errors[1]
+    # A model's defaults are typed too; a call-only option is not one of them.
+    assert ':10: error: Unexpected keyword argument "temprature" for "OpenAI"' in errors[2]
+    assert ':11: error: Unexpected keyword argument "streaming_func" for "OpenAI"' in errors[3]
 
 
 @pytest.mark.parametrize(
@@ -56,7 +62,7 @@ def test_an_unknown_option_is_refused_before_any_work_with_a_hint(given: str, hi
 
 def test_an_unknown_default_option_of_a_model_is_refused_when_built() -> None:
     with pytest.raises(UnknownOptionError, match="did you mean 'temperature'"):
-        llms.OpenAI("m", base_url="http://127.0.0.1:9/v1", temprature=0.1)
+        llms.OpenAI("m", base_url="http://127.0.0.1:9/v1", temprature=0.1)  # type: ignore[call-arg]
 
 
 def test_every_option_name_is_known() -> None:
@@ -64,3 +70,10 @@ def test_every_option_name_is_known() -> None:
         "stop", "temperature", "max_tokens", "top_p", "seed", "model", "timeout",
         "streaming_func", "callbacks", "extra_body", "extra_headers", "extra_query",
     }  # fmt: skip
+
+
+def test_a_models_default_options_are_the_call_options_but_those_only_a_call_has() -> None:
+    only_a_call_has = {"model", "timeout", "streaming_func", "callbacks"}
+    assert llms.DefaultOptions.__optional_keys__ == (
+        llms.CallOptions.__optional_keys__ - only_a_call_has
+    )
