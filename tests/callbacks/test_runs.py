@@ -12,15 +12,14 @@ import pytest
 
 from chainkit import agents, chains, tools
 from chainkit.callbacks import RunInfo, current_run
+from chainkit.callbacks.events import EVENTS
 from chainkit.llms import BaseModel, FakeLLM, ModelRequest
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests.events import EventRecorder
 
 LIFECYCLE = {
-    **{f"{kind}_start": "start" for kind in ("chain", "llm", "tool", "retriever")},
-    **{f"{kind}_end": "end" for kind in ("chain", "llm", "tool", "retriever")},
-    **{f"{kind}_error": "error" for kind in ("chain", "llm", "tool", "retriever")},
+    **{e.method.removeprefix("handle_"): e.phase for e in EVENTS if e.phase != "other"},
     "agent_action": "action",
 }
 """The events that open, close or happen in a run, by what they are to it."""
