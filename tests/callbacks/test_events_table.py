@@ -4,6 +4,7 @@ and what is made from the table, or written beside it, agrees with it."""
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any, get_args
 
 import pytest
@@ -165,3 +166,16 @@ def test_what_is_written_beside_the_table_names_its_events():
     for kind, key in trace_view._OUTPUT.items():
         assert kinds[kind].phase == "end" and key in kinds[kind].data  # type: ignore[index]
     assert set(trace_view._INPUT) == START_KINDS and set(trace_view._OUTPUT) == END_KINDS
+
+
+def test_the_event_records_documented_data_is_the_tables():
+    documented: dict[str, set[str]] = {}
+    for kinds, keys in re.findall(r"((?:[\w*]+ )+)`\{([^}]*)\}`", Event.__doc__ or ""):
+        for kind in kinds.split():
+            documented[kind] = set(re.findall(r'"(\w+)"', keys))
+    for event in EVENTS:
+        if event.kind is None:
+            continue
+        expected = set(event.data) | ({"model", "provider"} if event.kind == "llm_start" else set())
+        key = "every" if event.phase == "error" else event.kind
+        assert documented.get(key) == expected, f"Event's docstring on {event.kind}"
