@@ -1,18 +1,20 @@
 """One recording handler for the tests: `EventRecorder` hears every Handler event.
 
 Each event is kept as a tuple `(name, *arguments, run)`: the method name without `handle_`,
-the arguments as the handler got them, and `current_run()` as the handler saw it. The views
+the arguments as the handler got them (messages, options, inputs, outputs and documents as
+copies), and `current_run()` as the handler saw it. Its methods are made from the table of
+events (`callbacks.events.EVENTS`), so it hears every event there is. The views
 leave the run out, for tests that only check what was heard and in which order.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from chainkit.callbacks import Handler, RunInfo, current_run
-from chainkit.schema import AgentAction, AgentFinish, Message
+from chainkit.callbacks.events import EVENTS, CallbackEvent
 
 T = TypeVar("T")
 
@@ -45,53 +47,35 @@ class EventRecorder(Handler):
             events = list(self.events)
         return [(event[0], event[-1]) for event in events if not names or event[0] in names]
 
-    def handle_text(self, text: str) -> None:
-        self._add("text", text)
 
-    def handle_llm_start(self, messages: Sequence[Message], options: Mapping[str, Any]) -> None:
-        self._add("llm_start", list(messages), dict(options))
+_COPIED: dict[str, Callable[[Any], Any]] = {
+    "messages": list,
+    "options": dict,
+    "inputs": dict,
+    "outputs": dict,
+    "documents": list,
+}
+"""Arguments kept as copies, as they were when heard, by argument name."""
 
-    def handle_llm_end(self, message: Message) -> None:
-        self._add("llm_end", message)
 
-    def handle_llm_error(self, error: BaseException) -> None:
-        self._add("llm_error", error)
+def _recording(event: CallbackEvent) -> Callable[..., None]:
+    """The EventRecorder method for `event`: records it under its method's name less
+    `handle_`, its arguments as `_COPIED` says."""
+    name = event.method.removeprefix("handle_")
+    copies = tuple(_COPIED.get(argument) for argument in event.arguments)
 
-    def handle_chain_start(self, chain: str, inputs: Mapping[str, Any]) -> None:
-        self._add("chain_start", chain, dict(inputs))
+    def record(self: EventRecorder, *arguments: Any) -> None:
+        kept = (a if copy is None else copy(a) for copy, a in zip(copies, arguments, strict=True))
+        self._add(name, *kept)
 
-    def handle_chain_end(self, chain: str, outputs: Mapping[str, Any]) -> None:
-        self._add("chain_end", chain, dict(outputs))
+    record.__name__ = event.method
+    return record
 
-    def handle_chain_error(self, chain: str, error: BaseException) -> None:
-        self._add("chain_error", chain, error)
 
-    def handle_tool_start(self, tool: str, input: str) -> None:
-        self._add("tool_start", tool, input)
+def _add_recorders() -> None:
+    """Gives EventRecorder a method for every event of the table."""
+    for event in EVENTS:
+        setattr(EventRecorder, event.method, _recording(event))
 
-    def handle_tool_end(self, tool: str, output: str) -> None:
-        self._add("tool_end", tool, output)
 
-    def handle_tool_error(self, tool: str, error: BaseException) -> None:
-        self._add("tool_error", tool, error)
-
-    def handle_agent_action(self, action: AgentAction) -> None:
-        self._add("agent_action", action)
-
-    def handle_agent_finish(self, finish: AgentFinish) -> None:
-        self._add("agent_finish", finish)
-
-    def handle_retriever_start(self, query: str) -> None:
-        self._add("retriever_start", query)
-
-    def handle_retriever_end(self, query: str, documents: Sequence[Any]) -> None:
-        self._add("retriever_end", query, list(documents))
-
-    def handle_retriever_error(self, query: str, error: BaseException) -> None:
-        self._add("retriever_error", query, error)
-
-    def handle_streaming_func(self, chunk: str) -> None:
-        self._add("streaming_func", chunk)
-
-    def handle_retry(self, attempt: int, error: BaseException, wait_seconds: float) -> None:
-        self._add("retry", attempt, error, wait_seconds)
+_add_recorders()

@@ -43,6 +43,7 @@ from chainkit.agents.errors import (
     UnknownToolError,
 )
 from chainkit.callbacks import CombiningHandler, Handlers, Observed, RunInfo, current_run, guard
+from chainkit.callbacks.events import ending, handler_methods
 from chainkit.callbacks.run import Run, active_handler, enter, handled_by, reporting_for
 from chainkit.chains import Chain
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Memory
@@ -535,10 +536,10 @@ class Executor(Chain):
 class _StepEvents(CombiningHandler):
     """The handlers of one step run in worker threads, until the step is abandoned.
 
-    Then each model or tool run whose start was reported and whose end was not gets an error
-    event at once (reported as that run's, so `current_run()` is right), and whatever the
-    abandoned threads report later is dropped: every start is answered exactly once, and
-    nothing is heard from a run after it ended.
+    Then each run whose start was reported and whose end was not (a model or tool call, or a
+    chain or retrieval inside one) gets an error event at once (reported as that run's, so
+    `current_run()` is right), and whatever the abandoned threads report later is dropped:
+    every start is answered exactly once, and nothing is heard from a run after it ended.
     """
 
     def __init__(self, *handlers: CombiningHandler | None) -> None:
@@ -573,12 +574,10 @@ class _StepEvents(CombiningHandler):
                 return
             self.abandoned = True
             still_open = list(self._open.values())
-        for run in still_open:
+        for run in reversed(still_open):  # the innermost first: a run starts after its parent
+            failure = ending(run.kind, "error")
             with reporting_for(run):
-                if run.kind == "llm":
-                    super()._dispatch("handle_llm_error", error)
-                else:
-                    super()._dispatch("handle_tool_error", run.name, error)
+                super()._dispatch(failure.method, *failure.reported(run.name, error))
 
     def relay(self, streaming_func: Callable[[str], None]) -> Callable[[str], None]:
         """`streaming_func`, silenced once the step is abandoned."""
@@ -590,10 +589,8 @@ class _StepEvents(CombiningHandler):
         return relayed
 
 
-_START_EVENTS = frozenset(("handle_llm_start", "handle_tool_start"))
-_END_EVENTS = frozenset(
-    ("handle_llm_end", "handle_llm_error", "handle_tool_end", "handle_tool_error")
-)
+_START_EVENTS = handler_methods("start")
+_END_EVENTS = handler_methods("end", "error")
 
 
 def _wait_for(

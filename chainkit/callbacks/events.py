@@ -1,38 +1,47 @@
 """Events: each handler call as one record of its run, for consumers that want a stream of
-records rather than one method per kind (a trace file, `chains.stream`, OpenTelemetry)."""
+records rather than one method per kind (a trace file, `chains.stream`, OpenTelemetry).
+
+`EVENTS` is the table of every callback event (see `CallbackEvent`): code that treats events by
+their phase or run kind, as the executor does for a step it abandons, reads it here."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from chainkit.callbacks._events_table import (
+    EVENTS,
+    CallbackEvent,
+    EventKind,
+    Phase,
+    RunKind,
+    ending,
+    event_kinds,
+    handler_methods,
+)
 from chainkit.callbacks.handler import Handler
-from chainkit.callbacks.run import RunKind, current_run
-from chainkit.schema import AgentAction, AgentFinish, Message
+from chainkit.callbacks.run import current_run
+from chainkit.schema import Message
 
-EventKind = Literal[
-    "chain_start",
-    "chain_end",
-    "chain_error",
-    "llm_start",
-    "token",
-    "llm_end",
-    "llm_error",
-    "agent_action",
-    "tool_start",
-    "tool_end",
-    "tool_error",
-    "agent_finish",
-    "retriever_start",
-    "retriever_end",
-    "retriever_error",
+__all__ = [
+    "END_KINDS",
+    "ERROR_KINDS",
+    "EVENTS",
+    "START_KINDS",
+    "CallbackEvent",
+    "Event",
+    "EventHandler",
+    "EventKind",
+    "Phase",
+    "ending",
+    "handler_methods",
 ]
 
-START_KINDS = frozenset(("chain_start", "llm_start", "tool_start", "retriever_start"))
-END_KINDS = frozenset(("chain_end", "llm_end", "tool_end", "retriever_end"))
-ERROR_KINDS = frozenset(("chain_error", "llm_error", "tool_error", "retriever_error"))
+START_KINDS = event_kinds("start")
+END_KINDS = event_kinds("end")
+ERROR_KINDS = event_kinds("error")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,15 +85,6 @@ class EventHandler(Handler):
         if run is not None:
             self.on_event(Event(kind, run.id, run.parent_id, run.kind, run.name, data, time.time()))
 
-    def handle_chain_start(self, chain: str, inputs: Mapping[str, Any]) -> None:
-        self._emit("chain_start", {"inputs": inputs})
-
-    def handle_chain_end(self, chain: str, outputs: Mapping[str, Any]) -> None:
-        self._emit("chain_end", {"outputs": outputs})
-
-    def handle_chain_error(self, chain: str, error: BaseException) -> None:
-        self._emit("chain_error", {"error": error})
-
     def handle_llm_start(self, messages: Sequence[Message], options: Mapping[str, Any]) -> None:
         run = current_run()
         model = options.get("model") or (run.name if run is not None else "")
@@ -94,35 +94,27 @@ class EventHandler(Handler):
             {"messages": messages, "options": options, "model": model, "provider": provider},
         )
 
-    def handle_streaming_func(self, chunk: str) -> None:
-        self._emit("token", {"text": chunk})
 
-    def handle_llm_end(self, message: Message) -> None:
-        self._emit("llm_end", {"message": message})
+def _emitting(event: CallbackEvent, kind: EventKind) -> Callable[..., None]:
+    """The EventHandler method for `event`: its record of kind `kind`, with the arguments the
+    table names as its data."""
+    fields = tuple((key, event.arguments.index(argument)) for key, argument in event.data.items())
 
-    def handle_llm_error(self, error: BaseException) -> None:
-        self._emit("llm_error", {"error": error})
+    def emit(self: EventHandler, *arguments: Any) -> None:
+        self._emit(kind, {key: arguments[index] for key, index in fields})
 
-    def handle_agent_action(self, action: AgentAction) -> None:
-        self._emit("agent_action", {"action": action})
+    emit.__name__ = event.method
+    emit.__qualname__ = f"EventHandler.{event.method}"
+    emit.__doc__ = f"Passes a {kind!r} Event to `on_event`."
+    return emit
 
-    def handle_agent_finish(self, finish: AgentFinish) -> None:
-        self._emit("agent_finish", {"finish": finish})
 
-    def handle_tool_start(self, tool: str, input: str) -> None:
-        self._emit("tool_start", {"input": input})
+def _add_emitters() -> None:
+    """Gives EventHandler a method for each event of the table that makes a record, but for
+    those it defines itself."""
+    for event in EVENTS:
+        if event.kind is not None and event.method not in vars(EventHandler):
+            setattr(EventHandler, event.method, _emitting(event, event.kind))
 
-    def handle_tool_end(self, tool: str, output: str) -> None:
-        self._emit("tool_end", {"output": output})
 
-    def handle_tool_error(self, tool: str, error: BaseException) -> None:
-        self._emit("tool_error", {"error": error})
-
-    def handle_retriever_start(self, query: str) -> None:
-        self._emit("retriever_start", {"query": query})
-
-    def handle_retriever_end(self, query: str, documents: Sequence[Any]) -> None:
-        self._emit("retriever_end", {"query": query, "documents": documents})
-
-    def handle_retriever_error(self, query: str, error: BaseException) -> None:
-        self._emit("retriever_error", {"error": error})
+_add_emitters()

@@ -1,4 +1,8 @@
-"""The callback contract: a Handler observes a run, it never steers it."""
+"""The callback contract: a Handler observes a run, it never steers it.
+
+Each `handle_*` method is one row of the table of events (`_events_table.EVENTS`), which says
+what run it is about and what its arguments are: a new event is a row there and a method here.
+"""
 
 from __future__ import annotations
 

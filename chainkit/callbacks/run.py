@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, get_args
 
+from chainkit.callbacks._events_table import CallbackEvent, ending
+from chainkit.callbacks._events_table import RunKind as RunKind  # public here, where runs are
 from chainkit.callbacks.combining import CombiningHandler, join
-
-RunKind = Literal["chain", "llm", "tool", "retriever"]
 
 
 class RunInfo:
@@ -135,11 +135,11 @@ class Run(RunInfo):
             self._report(1, error)
 
     def _report(self, which: int, value: Any) -> None:
-        method = getattr(self.handler, _ENDINGS[self.kind][which])
-        if self.kind == "llm":
-            method(value)
+        event = _ENDINGS[self.kind][which]
+        if event.run_name is None:
+            getattr(self.handler, event.method)(value)
         else:
-            method(self.name, value)
+            getattr(self.handler, event.method)(self.name, value)
 
     def _as(self, handler: CombiningHandler | None) -> Run:
         """The same run (same id, parent and kind), heard by `handler` instead."""
@@ -151,14 +151,10 @@ class Run(RunInfo):
         return twin
 
 
-_ENDINGS: dict[str, tuple[str, str]] = {
-    "chain": ("handle_chain_end", "handle_chain_error"),
-    "llm": ("handle_llm_end", "handle_llm_error"),
-    "tool": ("handle_tool_end", "handle_tool_error"),
-    "retriever": ("handle_retriever_end", "handle_retriever_error"),
+_ENDINGS: dict[str, tuple[CallbackEvent, CallbackEvent]] = {
+    kind: (ending(kind, "end"), ending(kind, "error")) for kind in get_args(RunKind)
 }
-"""The handler methods that report a run's end and its error, by kind; only an llm run's
-events do not name the run."""
+"""The events that report a run's end and its error, by kind."""
 
 _current: ContextVar[Run | None] = ContextVar("chainkit_run", default=None)
 

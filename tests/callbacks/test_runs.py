@@ -6,21 +6,21 @@ import asyncio
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from chainkit import agents, chains, tools
 from chainkit.callbacks import RunInfo, current_run
+from chainkit.callbacks.events import EVENTS
 from chainkit.llms import BaseModel, FakeLLM, ModelRequest
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests.events import EventRecorder
 
 LIFECYCLE = {
-    **{f"{kind}_start": "start" for kind in ("chain", "llm", "tool", "retriever")},
-    **{f"{kind}_end": "end" for kind in ("chain", "llm", "tool", "retriever")},
-    **{f"{kind}_error": "error" for kind in ("chain", "llm", "tool", "retriever")},
+    **{e.method.removeprefix("handle_"): e.phase for e in EVENTS if e.phase != "other"},
     "agent_action": "action",
 }
 """The events that open, close or happen in a run, by what they are to it."""
@@ -235,6 +235,94 @@ def test_a_call_cut_by_the_deadline_reports_its_error_as_its_own_run(use_async: 
     [tool_run] = [run for run in children[root.id] if run.kind == "tool"]
     closing = [event for event, run in lifecycle(recorder) if run == tool_run][-1]
     assert closing == "error"
+
+
+class SlowEmbedder:
+    """Embeds a query once `release` is set (at most 10 s): a remote embedder that stalls."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.done = threading.Event()
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0, float(len(text))] for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        self.release.wait(timeout=10)
+        self.done.set()
+        return [1.0, 0.0]
+
+
+@pytest.mark.timeout(30, method="thread")
+def test_a_retrieval_cut_by_the_deadline_is_closed_once_and_heard_no_more():
+    recorder, embedder = EventRecorder(), SlowEmbedder()
+    catalog = [Broken()]
+    retriever = tools.ToolRetriever(catalog, embedder=embedder)
+    agent = agents.OneShotAgent(FakeLLM(["Final Answer: 42"]), catalog, tool_retriever=retriever)
+    executor = agents.Executor(agent, max_execution_time=0.3)
+    try:
+        with pytest.raises(agents.NotFinishedError):
+            chains.run(executor, "q", callbacks=recorder)
+    finally:
+        embedder.release.set()
+    assert embedder.done.wait(10)
+    time.sleep(0.05)  # what the abandoned retrieval reports after its end is dropped
+    children = tree(recorder)
+    [root] = children[None]
+    [retrieval] = children[root.id]
+    assert retrieval.kind == "retriever"
+    closing = [event for event, run in lifecycle(recorder) if run == retrieval]
+    assert closing == ["start", "error"]
+
+
+class Stalling(BaseModel):
+    """Answers once `release` is set (at most 10 s)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.done = threading.Event()
+
+    def _generate(self, request: ModelRequest) -> Message:
+        self.release.wait(timeout=10)
+        self.done.set()
+        return Message.assistant("late")
+
+
+class Asks(tools.Tool):
+    """Asks a chain of its own, whose model stalls."""
+
+    name = "asks"
+    description = "asks another model"
+
+    def __init__(self, model: BaseModel) -> None:
+        self.chain = chains.LLMChain(PromptTemplate.from_template("{q}"), model)
+
+    def call(self, input: str) -> str:
+        return chains.run(self.chain, input)
+
+
+@pytest.mark.timeout(30, method="thread")
+def test_a_chain_inside_a_tool_cut_by_the_deadline_is_closed_once_and_heard_no_more():
+    recorder, model = EventRecorder(), Stalling()
+    agent = agents.OneShotAgent(FakeLLM(["Action: asks\nAction Input: x"]), [Asks(model)])
+    executor = agents.Executor(agent, max_execution_time=0.3)
+    try:
+        with pytest.raises(agents.NotFinishedError):
+            chains.run(executor, "q", callbacks=recorder)
+    finally:
+        model.release.set()
+    assert model.done.wait(10)
+    time.sleep(0.05)
+    children = tree(recorder)
+    [root] = children[None]
+    [tool_run] = [run for run in children[root.id] if run.kind == "tool"]
+    [chain_run] = children[tool_run.id]
+    [model_run] = children[chain_run.id]
+    cut = [model_run, chain_run, tool_run]
+    closing = [
+        (run, event) for event, run in lifecycle(recorder) if run in cut and event != "start"
+    ]
+    assert closing == [(run, "error") for run in cut]  # the innermost first
 
 
 def test_the_handlers_of_a_run_stay_its_own():
