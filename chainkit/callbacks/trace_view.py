@@ -95,14 +95,14 @@ def _apply(runs: dict[str, TraceRun], event: dict[str, Any]) -> None:
         run.end = float(event["time"])
         run.outputs = data.get(_OUTPUT[kind])
         if kind == "llm_end":
-            _count_tokens(run, run.outputs)
+            _take_token_usage(run, run.outputs)
     elif kind in ERROR_KINDS:
         run.end = float(event["time"])
         error = data.get("error")
         run.error = error if isinstance(error, dict) else {"type": "Error", "message": error}
 
 
-def _count_tokens(run: TraceRun, message: Any) -> None:
+def _take_token_usage(run: TraceRun, message: Any) -> None:
     meta = message.get("response_meta") if isinstance(message, dict) else None
     usage = meta.get("usage") if isinstance(meta, dict) else None
     if isinstance(usage, dict):

@@ -161,7 +161,7 @@ class TokenUsage:
         """The counts in `data`; a missing or null count is 0, and a whole float (some servers
         send 12.0) is taken as the int it is."""
         data = mapping("TokenUsage", None, data)
-        return cls(*(_count(data.get(name)) for name in _USAGE_FIELDS))
+        return cls(*(_whole_count(data.get(name)) for name in _USAGE_FIELDS))
 
 
 _USAGE_FIELDS = (
@@ -173,7 +173,9 @@ _USAGE_FIELDS = (
 )
 
 
-def _count(value: Any) -> Any:
+def _whole_count(value: Any) -> Any:
+    """A usage count as TokenUsage takes it: 0 for none, 12 for 12.0; anything else as it
+    is, for TokenUsage to refuse."""
     if value is None:
         return 0
     if type(value) is float and value.is_integer():
