@@ -449,6 +449,19 @@ def test_a_private_error_class_is_caught_as_an_exported_one():
 
 def test_version_is_the_installed_distributions():
     assert chainkit.__version__ == importlib.metadata.version("chainkit")
+    # Read from the metadata, not written in the code: another installed version shows.
+    code = (
+        "import sys, importlib.metadata as metadata\n"
+        "real = metadata.version\n"
+        "metadata.version = lambda name: '9.8.7' if name == 'chainkit' else real(name)\n"
+        "import chainkit\n"
+        "print(chainkit.__version__)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.split() == ["9.8.7"], result.stderr
+
+
+def test_importing_chainkit_does_not_import_the_metadata_reader():
     code = "import sys, chainkit\nprint('importlib.metadata' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.split() == ["False"], result.stderr
