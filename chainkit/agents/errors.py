@@ -103,8 +103,8 @@ def spent_on(steps: list[AgentStep]) -> str:
         text += f", and {counted(unparsed, 'reply')} that could not be parsed"
     if last.action.tool == PARSE_ERROR_TOOL:
         return f"{text}; the last reply was {quoted(last.action.log, _QUOTED)}"
-    observation = shorten(last.observation, _QUOTED)
-    return f"{text}; the last observation, from {last.action.tool}, was {observation!r}"
+    observation = quoted(last.observation, _QUOTED)
+    return f"{text}; the last observation, from {last.action.tool}, was {observation}"
 
 
 def _flat(text: str) -> str:
