@@ -8,12 +8,7 @@ import os
 import sys
 from typing import Any
 
-from chainkit._errors import ChainkitError
-
-
-class FactoryError(ChainkitError, ValueError):
-    """A `module:factory` spec (of `chainkit batch` or `chainkit mcp-serve`) names nothing
-    usable; the message says why."""
+from chainkit._errors import FactoryError as FactoryError  # where the commands import it from
 
 
 def load(spec: str, example: str, made: tuple[type, ...] = ()) -> Any:

@@ -21,27 +21,18 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
-from chainkit._errors import ChainkitError
-
 K = TypeVar("K", bound=Hashable)
 
-DEFAULT_K1 = 1.2
-DEFAULT_B = 0.75
-
-
-class IndexSettingsError(ChainkitError, ValueError):
-    """BM25 parameters out of their range."""
+# BM25's usual parameters: how fast a term's count saturates, how much length normalizes.
+K1 = 1.2
+B = 0.75
 
 
 class LexicalIndex(Generic[K]):
     """Documents under keys, searched by BM25. Safe to search from several threads, and to
     update while others search. Ties keep the order documents were added in."""
 
-    def __init__(self, *, k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> None:
-        if not (k1 >= 0 and 0 <= b <= 1):
-            raise IndexSettingsError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
-        self._k1 = k1
-        self._b = b
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._next_slot = 0
         self._slots: dict[K, int] = {}
@@ -98,7 +89,7 @@ class LexicalIndex(Generic[K]):
             if self._stale:
                 self._renormalize()
             documents = len(self._slots)
-            factor = self._k1 + 1
+            factor = K1 + 1
             scores: dict[int, float] = {}
             get = scores.get
             for term, weight in query.items():
@@ -131,10 +122,9 @@ class LexicalIndex(Generic[K]):
     def _renormalize(self) -> None:
         """Recomputes each posting's share for the current average document length."""
         average = self._total_length / len(self._slots) if self._slots else 0.0
-        k1, b = self._k1, self._b
         counts = self._counts
         norms = {
-            slot: k1 * (1 - b + b * counts[slot].total() / average) if average else k1
+            slot: K1 * (1 - B + B * counts[slot].total() / average) if average else K1
             for slot in counts
         }
         for term, posting in self._postings.items():

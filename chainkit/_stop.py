@@ -13,16 +13,11 @@ import functools
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-from chainkit._errors import ChainkitError
+from chainkit._errors import EscapedStopError
 from chainkit._threads import in_thread
 
 P = ParamSpec("P")
 T = TypeVar("T")
-
-
-class EscapedStopError(ChainkitError, RuntimeError):
-    """A StopIteration or StopAsyncIteration that a tool, a chain or a model raised, raised in
-    its place (as its `__cause__`)."""
 
 
 def stop_escaped(error: StopIteration | StopAsyncIteration, source: str) -> EscapedStopError:

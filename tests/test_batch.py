@@ -587,7 +587,7 @@ def test_run_all_starts_no_run_once_a_result_cannot_be_written():
     import asyncio
     import gc
 
-    from chainkit._batch.output import OutputWriteError
+    from chainkit import OutputWriteError
     from chainkit._batch.records import Record
     from chainkit._batch.runner import run_all
 

@@ -18,16 +18,9 @@ from typing import Any
 
 import pytest
 
-from chainkit import ChainkitError
+from chainkit import ChainkitError, OutputBusyError, OutputWriteError
 from chainkit._batch import output as output_module
-from chainkit._batch.output import (
-    SYNC_INTERVAL,
-    OutputBusyError,
-    OutputFile,
-    OutputWriteError,
-    encode,
-    in_a_thread,
-)
+from chainkit._batch.output import SYNC_INTERVAL, OutputFile, encode, in_a_thread
 from chainkit._batch.records import BadLine, Record, key_of, names, parse, run_key
 
 

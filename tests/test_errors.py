@@ -3,12 +3,20 @@ standard base it always had; each package exports its own errors, defined in its
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import builtins
 import importlib
+import importlib.metadata
+import importlib.util
 import inspect
+import pkgutil
+import re
+import subprocess
 import sys
 import types
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
@@ -161,16 +169,31 @@ def test_moved_errors_are_still_importable_where_they_were(module, name):
     assert getattr(importlib.import_module(module), name) is moved
 
 
-def test_the_root_is_exported_from_chainkit_itself():
-    assert chainkit.__all__ == ["ChainkitError"]
+def test_the_root_and_the_errors_of_no_one_package_are_exported_from_chainkit_itself():
+    assert chainkit.__all__ == [
+        "ChainkitError",
+        "EscapedStopError",
+        "FactoryError",
+        "OutputBusyError",
+        "OutputWriteError",
+    ]
     assert chainkit.ChainkitError.__mro__[1:] == (Exception, BaseException, object)
+    for name, standard in [
+        ("EscapedStopError", RuntimeError),
+        ("FactoryError", ValueError),
+        ("OutputBusyError", OSError),
+        ("OutputWriteError", OSError),
+    ]:
+        error = getattr(chainkit, name)
+        assert error.__module__ == "chainkit._errors"
+        assert issubclass(error, chainkit.ChainkitError) and issubclass(error, standard), name
 
 
 def test_a_stop_escaping_user_code_is_a_chainkit_runtime_error():
-    from chainkit._stop import EscapedStopError, stop_escaped
+    from chainkit._stop import stop_escaped
 
     escaped = stop_escaped(StopIteration("done"), "tool 'x'")
-    assert type(escaped) is EscapedStopError
+    assert type(escaped) is chainkit.EscapedStopError
     assert isinstance(escaped, chainkit.ChainkitError) and isinstance(escaped, RuntimeError)
     assert str(escaped) == "tool 'x' raised StopIteration: done"
 
@@ -256,3 +279,189 @@ def test_batch_results_are_checked_too(monkeypatch):
         chains.batch(_chat_with_memory(), inputs, return_exceptions=True)
     with pytest.raises(pytest.fail.Exception, match=r"chains\.batch returned an error: .*Runtime"):
         asyncio.run(chains.abatch(_chat_with_memory(), inputs, return_exceptions=True))
+
+
+# The README's "Errors" table, checked against the errors chainkit exports.
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+# Raised inside chainkit and always caught there: never reach a user.
+INTERNAL_ERRORS = {"chainkit.tools.errors.MalformedJSONError"}
+_TABLE_STANDARD = [
+    ModuleNotFoundError,
+    ConnectionError,
+    TimeoutError,
+    OSError,
+    LookupError,
+    AttributeError,
+    TypeError,
+    ValueError,
+    RuntimeError,
+]
+
+
+def _readme_error_table() -> dict[str, dict[str, str | None]]:
+    """Each row of the table: the module (`chainkit.x`, or `chainkit`) and its errors, each
+    with the standard exception the README gives it in parentheses (None for none)."""
+    section = README.read_text().split("\n## Errors\n", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, dict[str, str | None]] = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        named = re.match(r"`(\w+)`", cells[0]) if len(cells) == 2 else None
+        if named is None or named.group(1) == "package":
+            continue
+        module = "chainkit" if named.group(1) == "chainkit" else f"chainkit.{named.group(1)}"
+        errors: dict[str, str | None] = {}
+        # "`A`, `B` (ValueError); `C` (TypeError)": a base in parentheses is that of the
+        # errors named since the last parenthesis or semicolon.
+        for clause in cells[1].split(";"):
+            for piece in clause.split(")"):
+                base = re.search(r"\((\w+)$", piece.strip())
+                for name in re.findall(r"`(\w+Error)`", piece):
+                    errors[name] = base.group(1) if base else None
+        rows[module] = errors
+    return rows
+
+
+def _public_modules() -> list[str]:
+    names = [info.name for info in pkgutil.walk_packages(chainkit.__path__, "chainkit.")]
+    return ["chainkit", *(n for n in names if not any(p.startswith("_") for p in n.split(".")))]
+
+
+def _exports(module_name: str) -> dict[str, type[BaseException]]:
+    """The ChainkitErrors in a module's `__all__`; for a module whose optional dependency
+    is missing (ray), read from its source."""
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        assert error.name in ("ray",), error
+        return _exports_in_source(module_name)
+    return {
+        name: value
+        for name in getattr(module, "__all__", ())
+        if isinstance(value := getattr(module, name), type)
+        and issubclass(value, chainkit.ChainkitError)
+    }
+
+
+def _exports_in_source(module_name: str) -> dict[str, type[BaseException]]:
+    spec = importlib.util.find_spec(module_name)
+    assert spec is not None and spec.origin is not None
+    tree = ast.parse(Path(spec.origin).read_text())
+    exported: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
+        ):
+            exported = set(ast.literal_eval(node.value))
+    found: dict[str, type[BaseException]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name in exported:
+            bases = [
+                getattr(builtins, base.id)
+                for base in node.bases
+                if isinstance(base, ast.Name) and hasattr(builtins, base.id)
+            ]
+            if any(
+                isinstance(base, ast.Name) and base.id == "ChainkitError" for base in node.bases
+            ):
+                found[node.name] = type(node.name, (chainkit.ChainkitError, *bases), {})
+    return found
+
+
+def _exported_chainkit_errors() -> dict[str, dict[str, type[BaseException]]]:
+    exported = {module: _exports(module) for module in _public_modules()}
+    return {module: errors for module, errors in exported.items() if errors}
+
+
+def test_the_readme_error_table_names_exactly_the_exported_errors():
+    table = _readme_error_table()
+    exported = _exported_chainkit_errors()
+    assert {module: sorted(errors) for module, errors in table.items()} == {
+        module: sorted(errors) for module, errors in exported.items()
+    }
+
+
+def test_the_readme_error_table_gives_each_error_its_standard_base():
+    exported = _exported_chainkit_errors()
+    for module, errors in _readme_error_table().items():
+        for name, base in errors.items():
+            error = exported[module][name]
+            if base is None:
+                assert not any(issubclass(error, b) for b in _TABLE_STANDARD), name
+            else:
+                assert issubclass(error, getattr(builtins, base)), (name, base)
+
+
+def test_the_table_check_sees_a_missing_row_entry(monkeypatch):
+    # The check parses what the README says, so a name dropped from it is seen.
+    text = README.read_text()
+    assert "`MemoryTypeError` (TypeError)" in text
+    monkeypatch.setattr(
+        Path, "read_text", lambda self, *a, **k: text.replace(", `MemoryTypeError` (TypeError)", "")
+    )
+    assert "MemoryTypeError" not in _readme_error_table()["chainkit.memory"]
+    assert "MemoryTypeError" in _exported_chainkit_errors()["chainkit.memory"]
+
+
+def _all_modules() -> list[str]:
+    names = []
+    for info in pkgutil.walk_packages(chainkit.__path__, "chainkit."):
+        try:
+            importlib.import_module(info.name)
+        except ModuleNotFoundError as error:  # an optional dependency: ray
+            assert error.name in ("ray",), error
+            continue
+        names.append(info.name)
+    return names
+
+
+def _subclasses(error: type[BaseException]) -> set[type[BaseException]]:
+    found = set(error.__subclasses__())
+    for child in list(found):
+        found |= _subclasses(child)
+    return found
+
+
+def test_every_public_chainkit_error_is_exported_from_a_public_module():
+    _all_modules()
+    exported = {
+        error for errors in _exported_chainkit_errors().values() for error in errors.values()
+    }
+    not_exported = {
+        f"{error.__module__}.{error.__qualname__}"
+        for error in _subclasses(chainkit.ChainkitError)
+        if error.__module__.startswith("chainkit.")
+        and not error.__name__.startswith("_")
+        and error not in exported
+    }
+    assert not_exported == INTERNAL_ERRORS
+
+
+def test_a_private_error_class_is_caught_as_an_exported_one():
+    _all_modules()
+    exported = {
+        error for errors in _exported_chainkit_errors().values() for error in errors.values()
+    }
+    for error in _subclasses(chainkit.ChainkitError):
+        if error.__name__.startswith("_"):
+            assert any(base in exported for base in error.__mro__[1:]), error
+
+
+def test_version_is_the_installed_distributions():
+    assert chainkit.__version__ == importlib.metadata.version("chainkit")
+    # Read from the metadata, not written in the code: another installed version shows.
+    code = (
+        "import sys, importlib.metadata as metadata\n"
+        "real = metadata.version\n"
+        "metadata.version = lambda name: '9.8.7' if name == 'chainkit' else real(name)\n"
+        "import chainkit\n"
+        "print(chainkit.__version__)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.split() == ["9.8.7"], result.stderr
+
+
+def test_importing_chainkit_does_not_import_the_metadata_reader():
+    code = "import sys, chainkit\nprint('importlib.metadata' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.split() == ["False"], result.stderr

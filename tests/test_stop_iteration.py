@@ -11,8 +11,7 @@ import asyncio
 
 import pytest
 
-from chainkit import chains, llms, tools
-from chainkit._stop import EscapedStopError
+from chainkit import EscapedStopError, chains, llms, tools
 from chainkit.agents import Executor, OneShotAgent, ToolCallingAgent
 from chainkit.chains import Chain
 from chainkit.llms import FakeLLM

@@ -24,7 +24,10 @@ from contextlib import suppress
 from typing import Any, Protocol
 
 from chainkit._batch.records import run_key
-from chainkit._errors import ChainkitError
+from chainkit._errors import OutputBusyError
+from chainkit._errors import (
+    OutputWriteError as OutputWriteError,  # where `chainkit batch` imports it
+)
 from chainkit._text import counted
 
 _HEAD = b'{"id": '
@@ -38,14 +41,6 @@ try:
     import fcntl
 except ImportError:  # not on Windows, where files are locked by whoever opens them
     fcntl = None  # type: ignore[assignment]
-
-
-class OutputBusyError(ChainkitError, OSError):
-    """Another process is writing the same output file."""
-
-
-class OutputWriteError(ChainkitError, OSError):
-    """A result line could not be written or made durable: the job cannot go on."""
 
 
 Done = dict[str, bool | None]

@@ -15,7 +15,7 @@ from dataclasses import fields
 from typing import Any
 
 from chainkit._batch.records import BadLine, Record, names
-from chainkit._factory import FactoryError
+from chainkit._errors import FactoryError
 from chainkit._redact import redact
 from chainkit.callbacks import Handler
 from chainkit.chains import Chain, acall

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Literal
 
 from chainkit._errors import ChainkitError
-from chainkit._text import shorten
+from chainkit._text import counted, quoted, shorten
 from chainkit.schema import AgentStep
 
 PARSE_ERROR_TOOL = "_Exception"
@@ -23,7 +23,7 @@ class OutputParserError(ChainkitError, ValueError):
     """
 
     def __init__(self, observation: str, llm_output: str) -> None:
-        super().__init__(f"{observation}\nModel output: {shorten(llm_output, 500)!r}")
+        super().__init__(f"{observation}\nModel output: {quoted(llm_output, 500)}")
         self.observation = observation
         self.llm_output = llm_output
 
@@ -92,26 +92,20 @@ def spent_on(steps: list[AgentStep]) -> str:
         replies = f"all {unparsed} replies" if unparsed > 1 else "the one reply"
         return (
             f"{replies} of the model could not be parsed; the last was "
-            f"{shorten(last.action.log, _QUOTED)!r} ({_flat(last.action.tool_input)})"
+            f"{quoted(last.action.log, _QUOTED)} ({_flat(last.action.tool_input)})"
         )
     counts = Counter(action.tool for action in calls).most_common()
-    text = f"{_count(len(calls), 'tool call')}: " + ", ".join(f"{n} ×{k}" for n, k in counts)
+    text = f"{counted(len(calls), 'tool call')}: " + ", ".join(f"{n} ×{k}" for n, k in counts)
     repeats = len(calls) - len({(action.tool, action.tool_input) for action in calls})
     if repeats:
         text += f" ({repeats} repeating an earlier call with the same input)"
     if unparsed:
-        text += f", and {_count(unparsed, 'reply')} that could not be parsed"
+        text += f", and {counted(unparsed, 'reply')} that could not be parsed"
     if last.action.tool == PARSE_ERROR_TOOL:
-        return f"{text}; the last reply was {shorten(last.action.log, _QUOTED)!r}"
-    observation = shorten(last.observation, _QUOTED)
-    return f"{text}; the last observation, from {last.action.tool}, was {observation!r}"
+        return f"{text}; the last reply was {quoted(last.action.log, _QUOTED)}"
+    observation = quoted(last.observation, _QUOTED)
+    return f"{text}; the last observation, from {last.action.tool}, was {observation}"
 
 
 def _flat(text: str) -> str:
     return shorten(" ".join(text.split()), _QUOTED)
-
-
-def _count(number: int, noun: str) -> str:
-    if number == 1:
-        return f"1 {noun}"
-    return f"{number} {noun[:-1]}ies" if noun.endswith("y") else f"{number} {noun}s"

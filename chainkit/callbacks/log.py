@@ -4,58 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-import re
 import sys
 import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from chainkit._redact import MASK, redact
+from chainkit._redact import mask_secret_fields, redact
+from chainkit._text import counted, one_line
 from chainkit.callbacks.errors import HandlerConfigError, HandlerTypeError
 from chainkit.callbacks.handler import Handler
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message
 
-# Values under names with a word that says they hold a credential, or carry headers, are
-# never shown, at any depth (extra_body={"api_key": ...}); "max_tokens" is a count, not one.
-_SECRET_WORDS = frozenset(
-    (
-        *("key", "apikey", "token", "secret", "password", "passwd", "auth", "authorization"),
-        *("header", "headers", "cookie", "cookies", "credential", "credentials"),
-    )
-)
-_WORD = re.compile(r"[a-z0-9]+")
 _NOT_SHOWN = frozenset(("streaming_func", "callbacks"))
-# Control characters (and the Unicode line breaks and bidirectional overrides) escaped, so a
-# model's or a tool's text can neither break a line in two nor restyle the terminal.
-_ESCAPES: dict[int, str] = {
-    code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if code != 0x09
-}
-_ESCAPES.update(
-    {
-        code: f"\\u{code:04x}"
-        for code in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
-    }
-)
-# Searched for before any is escaped: translate() looks up every character, far slower.
-_RARE_CONTROL = re.compile(
-    "[" + "".join(chr(code) for code in _ESCAPES if code not in (10, 13)) + "]"
-)
-_ESCAPES.update({ord("\\"): "\\\\", ord("\n"): "\\n", ord("\r"): "\\r"})
 _RECENT_PROMPTS = 8
 """Prompts kept to show only what a later prompt adds: one per run going on at once."""
-
-
-def _secret(name: object) -> bool:
-    return isinstance(name, str) and any(w in _SECRET_WORDS for w in _WORD.findall(name.lower()))
-
-
-def _masked(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {name: MASK if _secret(name) else _masked(item) for name, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_masked(item) for item in value]
-    return value
 
 
 def _fields(values: Mapping[str, Any]) -> str:
@@ -67,23 +30,6 @@ def _shown(value: Any) -> str:
     if isinstance(value, list) and value and all(isinstance(v, AgentStep) for v in value):
         return f"[{len(value)} steps]"
     return repr(value)
-
-
-def _one_line(text: str, limit: int) -> str:
-    """`text` with line breaks escaped, and cut in the middle when longer than `limit`: the
-    start and the end of a prompt or an output are what tell one from another."""
-    if limit and len(text) > limit:
-        head = limit - limit // 2
-        cut = len(text) - limit
-        text = f"{text[:head]}…[{cut:,} characters cut]…{text[len(text) - limit // 2 :]}"
-    escaped = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
-    if _RARE_CONTROL.search(escaped) is None:
-        return escaped
-    return text.translate(_ESCAPES)
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
 def _describe(message: Message) -> str:
@@ -153,7 +99,7 @@ class LogHandler(Handler):
 
     def _write(self, event: str, detail: str) -> None:
         # Redact before cutting: a key cut in two would no longer look like one.
-        line = f"[chainkit] {event}: {_one_line(redact(detail), self.max_chars)}"
+        line = f"[chainkit] {event}: {one_line(redact(detail), self.max_chars)}"
         self.stream.write(line + "\n")
         self.stream.flush()
 
@@ -161,7 +107,9 @@ class LogHandler(Handler):
         self._write("text", text)
 
     def handle_llm_start(self, messages: Sequence[Message], options: Mapping[str, Any]) -> None:
-        shown = _masked({k: v for k, v in options.items() if v is not None and k not in _NOT_SHOWN})
+        shown = mask_secret_fields(
+            {k: v for k, v in options.items() if v is not None and k not in _NOT_SHOWN}
+        )
         prompt = self._new_in(messages)
         self._write("llm start", f"{prompt} options={shown}" if shown else prompt)
 
@@ -173,7 +121,7 @@ class LogHandler(Handler):
             same, chars = max(shared, default=(0, 0))
             self._recent.append(tuple(messages))
         if chars:
-            kept = f"{_count(same, 'message')} and {chars:,}" if same else f"{chars:,}"
+            kept = f"{counted(same, 'message')} and {chars:,}" if same else f"{chars:,}"
             grown = [messages[same].content[chars:], *map(_describe, messages[same + 1 :])]
             return f"[first {kept} characters as before]" + " | ".join(grown)
         if not same:
@@ -181,7 +129,7 @@ class LogHandler(Handler):
         if same == len(messages):
             return "[same messages as before]"
         added = " | ".join(map(_describe, messages[same:]))
-        return f"[first {_count(same, 'message')} as before] | {added}"
+        return f"[first {counted(same, 'message')} as before] | {added}"
 
     def handle_llm_end(self, message: Message) -> None:
         detail = _describe(message)

@@ -14,10 +14,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from chainkit import __version__
-from chainkit._redact import redact
+from chainkit._redact import mask_secret_fields, redact
 from chainkit.callbacks.errors import HandlerDependencyError
 from chainkit.callbacks.events import END_KINDS, ERROR_KINDS, START_KINDS, Event, EventHandler
-from chainkit.callbacks.log import _masked
 from chainkit.callbacks.trace_file import plain_json
 from chainkit.schema import AgentAction, Message
 
@@ -222,7 +221,7 @@ def _describe_reply(span: Span, message: Message, capture_content: bool) -> None
 
 def _json(value: Any) -> str:
     try:
-        text = json.dumps(_masked(value), default=plain_json, ensure_ascii=False)
+        text = json.dumps(mask_secret_fields(value), default=plain_json, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
         text = repr(value)
     return redact(text)

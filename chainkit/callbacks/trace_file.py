@@ -13,11 +13,10 @@ import threading
 from types import TracebackType
 from typing import Any, TextIO
 
-from chainkit._redact import redact
+from chainkit._redact import mask_secret_fields, redact
 from chainkit._text import shorten
 from chainkit.callbacks.errors import HandlerTypeError
 from chainkit.callbacks.events import Event, EventHandler
-from chainkit.callbacks.log import _masked
 
 _NOT_RECORDED = frozenset(("streaming_func", "callbacks"))
 
@@ -81,7 +80,7 @@ def event_line(event: Event) -> str:
         "data": data,
     }
     try:
-        record["data"] = _masked(data)
+        record["data"] = mask_secret_fields(data)
         text = json.dumps(record, default=plain_json, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
         # A value JSON cannot hold (a cycle, a NaN, a key that is no string): its repr instead.

@@ -10,6 +10,7 @@ Text is set with `textContent`, never parsed as HTML.
 
 from __future__ import annotations
 
+import html
 import json
 from typing import Any
 
@@ -40,7 +41,7 @@ def render_html(roots: list[TraceRun], title: str = "chainkit trace") -> str:
         )
     # Inside <script>, "<" escaped: no text in a run can close the element or open a comment.
     data = json.dumps(rows, ensure_ascii=False, default=str).replace("<", "\\u003c")
-    page = _PAGE.replace("__TITLE__", _escape(title))
+    page = _PAGE.replace("__TITLE__", html.escape(title, quote=False))
     return page.replace("__DATA__", data)
 
 
@@ -51,10 +52,6 @@ def _walk(
         into.append((run, depth))
         _walk(run.children, depth + 1, into)
     return into
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 _PAGE = """<!DOCTYPE html>

@@ -7,9 +7,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from chainkit._text import one_line
 from chainkit.callbacks.errors import TraceFormatError
 from chainkit.callbacks.events import ERROR_KINDS
-from chainkit.callbacks.log import _one_line
 
 
 @dataclass
@@ -95,14 +95,14 @@ def _apply(runs: dict[str, TraceRun], event: dict[str, Any]) -> None:
         run.end = float(event["time"])
         run.outputs = data.get(_OUTPUT[kind])
         if kind == "llm_end":
-            _count_tokens(run, run.outputs)
+            _take_token_usage(run, run.outputs)
     elif kind in ERROR_KINDS:
         run.end = float(event["time"])
         error = data.get("error")
         run.error = error if isinstance(error, dict) else {"type": "Error", "message": error}
 
 
-def _count_tokens(run: TraceRun, message: Any) -> None:
+def _take_token_usage(run: TraceRun, message: Any) -> None:
     meta = message.get("response_meta") if isinstance(message, dict) else None
     usage = meta.get("usage") if isinstance(meta, dict) else None
     if isinstance(usage, dict):
@@ -116,7 +116,7 @@ def format_tree(roots: list[TraceRun], width: int = 80) -> str:
     lines: list[str] = []
 
     def add(run: TraceRun, depth: int) -> None:
-        head = f"{'  ' * depth}{run.kind} {_one_line(run.name, width)}"
+        head = f"{'  ' * depth}{run.kind} {one_line(run.name, width)}"
         facts = [_seconds(run.duration)]
         if run.input_tokens is not None or run.output_tokens is not None:
             facts.append(f"{run.input_tokens or 0}+{run.output_tokens or 0} tokens")
@@ -147,7 +147,7 @@ def first_line(value: Any, width: int) -> str:
     """The first line of a value's text: a chain's one input or output as itself, a list of
     messages as its last, a message as its text or the tools it calls; escaped and cut."""
     text = _text(value)
-    return _one_line(text.strip().split("\n", 1)[0] if text.strip() else text, width)
+    return one_line(text.strip().split("\n", 1)[0] if text.strip() else text, width)
 
 
 def _text(value: Any) -> str:

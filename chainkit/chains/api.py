@@ -240,7 +240,7 @@ def batch(
     items = _batch_inputs("batch", chain, inputs, max_workers, options)
     shown = Progress(len(items), "chains.batch") if progress else None
 
-    def count(future: Future[dict[str, Any]]) -> None:
+    def show_done(future: Future[dict[str, Any]]) -> None:
         if shown is not None and not future.cancelled():
             shown.add(failed=future.exception() is not None)
 
@@ -252,7 +252,7 @@ def batch(
             # Each call in a copy of this context: the current run becomes each item's parent.
             futures = [pool.submit(copy_context().run, one, item) for item in items]
             for future in futures:
-                future.add_done_callback(count)
+                future.add_done_callback(show_done)
             results: list[Any] = []
             for future in futures:
                 error = future.exception()

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from chainkit._redact import MASK, redact
+from chainkit._redact import mask_url
 from chainkit.llms._openai_connection import Connection
 from chainkit.llms._retry import Backoff, RetryPolicy, check_seconds
 from chainkit.llms.errors import ModelConfigError, ModelTypeError
@@ -164,9 +164,9 @@ def _check_url(url: str, source: str, key: str | None) -> None:
     problem, suggestion = _url_problem(url)
     if problem is None:
         return
-    hint = f": did you mean {_masked_url(suggestion, key)!r}?" if suggestion else ""
+    hint = f": did you mean {mask_url(suggestion, key)!r}?" if suggestion else ""
     raise ModelConfigError(
-        f"{source} {_masked_url(url, key)!r} {problem}{hint} (expected a URL such as "
+        f"{source} {mask_url(url, key)!r} {problem}{hint} (expected a URL such as "
         "'http://localhost:8000/v1' or 'https://api.openai.com/v1')"
     )
 
@@ -196,20 +196,3 @@ def _url_problem(url: str) -> tuple[str | None, str | None]:
     if port == 0:
         return "has port 0", None
     return None, None
-
-
-def _masked_url(url: str, key: str | None) -> str:
-    """`url` with its user info and the values of its query masked, where credentials hide;
-    it need not parse as a URL."""
-    start = url.find("://")
-    start = start + 3 if start >= 0 else 0
-    ends = [i for i in (url.find(c, start) for c in "/?#") if i >= 0]
-    end = min(ends, default=len(url))
-    authority = url[start:end]
-    if "@" in authority:
-        authority = f"{MASK}@{authority.rpartition('@')[2]}"
-    path, question, query = url[end:].partition("?")
-    if question:
-        fields = (field.partition("=") for field in query.split("&"))
-        query = "&".join(f"{name}={MASK}" if equals else name for name, equals, _ in fields)
-    return redact(f"{url[:start]}{authority}{path}{question}{query}", key)

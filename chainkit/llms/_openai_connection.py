@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chainkit._redact import mask_key, redact
+from chainkit._text import shorten
 from chainkit.llms._retry import retry_after_seconds
 from chainkit.llms.errors import (
     ModelConfigError,
@@ -37,6 +38,8 @@ KEYLESS = "not-needed"
 T = TypeVar("T")
 
 
+_SERVER_MESSAGE = 1000
+"""The most of a server's error message an error quotes."""
 _REQUESTS_PER_ASYNC_CLIENT = 64
 """Requests in flight on one async client before the next one takes the new ones. The HTTP
 library scans every connection of a client's pool at each request: with 1,000 requests in
@@ -250,9 +253,9 @@ def _server_message(error: openai.APIStatusError) -> str:
     if isinstance(body, Mapping):
         message = body.get("message") or body.get("detail") or body.get("error")
         if message:
-            return str(message)[:1000]
+            return shorten(str(message), _SERVER_MESSAGE)
     if isinstance(body, str) and body:
-        return body[:1000]
+        return shorten(body, _SERVER_MESSAGE)
     return "(no message in the reply)"
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from chainkit._text import shorten
 from chainkit.llms._sse import DONE, ServerEvent, SSEDecoder
+from chainkit.llms._tokens import reported_count
 from chainkit.llms.errors import (
     ModelError,
     ModelRefusalError,
@@ -130,6 +131,10 @@ def _finish_reason(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _count_or_zero(value: Any) -> int:
+    return reported_count(value) or 0
+
+
 def _usage(data: Any) -> TokenUsage | None:
     """Token counts, flattened (OpenAI nests the reasoning and cached counts); a count that is
     not a number counts as 0."""
@@ -138,24 +143,16 @@ def _usage(data: Any) -> TokenUsage | None:
     completion = data.get("completion_tokens_details")
     prompt = data.get("prompt_tokens_details")
     return TokenUsage(
-        prompt_tokens=_count(data.get("prompt_tokens")),
-        completion_tokens=_count(data.get("completion_tokens")),
-        total_tokens=_count(data.get("total_tokens")),
-        reasoning_tokens=_count(completion.get("reasoning_tokens"))
+        prompt_tokens=_count_or_zero(data.get("prompt_tokens")),
+        completion_tokens=_count_or_zero(data.get("completion_tokens")),
+        total_tokens=_count_or_zero(data.get("total_tokens")),
+        reasoning_tokens=_count_or_zero(completion.get("reasoning_tokens"))
         if isinstance(completion, dict)
         else 0,
-        cached_tokens=_count(prompt.get("cached_tokens")) if isinstance(prompt, dict) else 0,
+        cached_tokens=_count_or_zero(prompt.get("cached_tokens"))
+        if isinstance(prompt, dict)
+        else 0,
     )
-
-
-def _count(value: Any) -> int:
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return 0
 
 
 def _valid_text(text: str) -> str:

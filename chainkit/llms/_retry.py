@@ -158,7 +158,7 @@ class RetryPolicy:
         try:
             return tenacity.Retrying(**self._settings(callbacks, made))(attempt, *args, **kwargs)
         except ModelError as error:
-            self._count(error, made[0])
+            self._record_attempts(error, made[0])
             raise
 
     async def acall(
@@ -176,10 +176,10 @@ class RetryPolicy:
         try:
             return await retrying(attempt, *args, **kwargs)
         except ModelError as error:
-            self._count(error, made[0])
+            self._record_attempts(error, made[0])
             raise
 
-    def _count(self, error: ModelError, attempts: int) -> None:
+    def _record_attempts(self, error: ModelError, attempts: int) -> None:
         error.attempts = attempts
         error.retries_exhausted = attempts >= self.max_attempts and is_retryable(error)
 
@@ -194,7 +194,7 @@ class RetryPolicy:
                 return min(error.retry_after, backoff.retry_after_cap)
             return backoff.wait(state.attempt_number)
 
-        def count(state: RetryCallState) -> None:
+        def note_attempt(state: RetryCallState) -> None:
             made[0] = state.attempt_number
 
         def report(state: RetryCallState) -> None:
@@ -207,7 +207,7 @@ class RetryPolicy:
             "stop": tenacity.stop_after_attempt(self.max_attempts),
             "wait": wait,
             "retry": tenacity.retry_if_exception(is_retryable),
-            "before": count,
+            "before": note_attempt,
             "before_sleep": report if callbacks is not None else None,
             "reraise": True,
         }

@@ -11,6 +11,7 @@ from chainkit.callbacks import Handler, guard
 from chainkit.llms._endpoint import OpenAIEndpoint, check_model_name
 from chainkit.llms._openai_reply import Masker, json_object, snippet
 from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff, check_count
+from chainkit.llms._tokens import reported_count
 from chainkit.llms.errors import ModelReplyShapeError, ModelTypeError
 
 if TYPE_CHECKING:
@@ -136,6 +137,5 @@ def _parse_embeddings(body: bytes, count: int, mask: Masker) -> _Embedded:
             f"expected {count} embeddings indexed 0..{count - 1}, got: {mask(snippet(body))!r}"
         )
     usage = data.get("usage")
-    tokens = usage.get("total_tokens") if isinstance(usage, dict) else None
-    counted = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
-    return vectors, counted  # type: ignore[return-value]  # no None left, checked above
+    tokens = reported_count(usage.get("total_tokens")) if isinstance(usage, dict) else None
+    return vectors, tokens  # type: ignore[return-value]  # no None left, checked above

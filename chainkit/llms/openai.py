@@ -13,6 +13,7 @@ from chainkit.llms._openai_reply import parse_completion
 from chainkit.llms._openai_request import CHAT_PATH, build_request, post_arguments
 from chainkit.llms._openai_stream import StreamRelay
 from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff
+from chainkit.llms._tokens import reply_tokens
 from chainkit.llms.errors import ModelError
 from chainkit.llms.model import BaseModel, ModelRequest
 from chainkit.llms.options import DefaultOptions, check_options
@@ -189,12 +190,3 @@ class OpenAI(OpenAIEndpoint, BaseModel):
         except ModelError as error:
             failure = error
         return chunks.message(failure)
-
-
-def reply_tokens(reply: Message) -> int | None:
-    """The tokens a reply's usage counts, None when the server reported none."""
-    meta = reply.response_meta
-    usage = meta.usage if meta is not None else None
-    if usage is None:
-        return None
-    return usage.total_tokens or usage.prompt_tokens + usage.completion_tokens

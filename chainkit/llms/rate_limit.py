@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from fractions import Fraction
 from typing import Any, Protocol, TypeVar
 
-from chainkit.llms._token_estimate import estimate_tokens
+from chainkit.llms._tokens import estimate_tokens, reported_count
 from chainkit.llms.errors import ModelConfigError, ModelStatusError, ModelTypeError
 
 T = TypeVar("T")
@@ -398,8 +398,8 @@ class RateLimiter:
         """The tokens the server said `result` used, when they correct a charge."""
         if self.tokens_per_minute is None:
             return None
-        used = tokens_used(result)
-        if isinstance(used, bool) or not isinstance(used, int) or used < 0:
+        used = reported_count(tokens_used(result))
+        if used is None or used < 0:
             return None  # no count to go by: the estimate stays
         return used
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from chainkit._text import shorten
+from chainkit._text import quoted
 from chainkit.prompts.errors import PromptError
 
 
@@ -85,7 +85,7 @@ def _compile(source: str) -> tuple[list[str], tuple[tuple[int, str], ...]]:
             if not name.isidentifier():
                 field = "{" + name + "}"
                 raise PromptError(
-                    f"template field {shorten(field, 80)!r} is not allowed: fields must be plain "
+                    f"template field {quoted(field, 80)} is not allowed: fields must be plain "
                     "variable names, without attribute access, indexing, positions, "
                     "conversions or format specs",
                     field=field,

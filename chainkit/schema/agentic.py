@@ -16,11 +16,10 @@ from chainkit.schema._check import (
     OPTIONAL_STR,
     check_choice,
     check_fields,
-    check_file,
-    check_image,
     check_items,
     wrong,
 )
+from chainkit.schema._media import FilePayload, ImagePayload
 from chainkit.schema.message import ROLES, ResponseMeta, Role
 
 _TEXT = (("text", (str,), "a str"),)
@@ -38,29 +37,13 @@ class UserInputText:
 
 
 @dataclass(slots=True)
-class UserInputImage:
-    """An image given to the model: a URL, or base64 data with its MIME type."""
-
-    url: str | None = None
-    base64_data: str | None = None
-    mime_type: str | None = None
-    detail: str | None = None
-
-    def __post_init__(self) -> None:
-        check_image(self)
+class UserInputImage(ImagePayload):
+    """An image given to the model: a URL, or base64 data with its MIME type (`ImagePayload`)."""
 
 
 @dataclass(slots=True)
-class UserInputFile:
-    """A file given to the model, as base64 data or a server-side file id."""
-
-    base64_data: str | None = None
-    file_id: str | None = None
-    filename: str | None = None
-    mime_type: str | None = None
-
-    def __post_init__(self) -> None:
-        check_file(self)
+class UserInputFile(FilePayload):
+    """A file given to the model, as base64 data or a server-side file id (`FilePayload`)."""
 
 
 @dataclass(slots=True)

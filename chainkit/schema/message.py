@@ -16,13 +16,12 @@ from chainkit.schema._check import (
     OPTIONAL_STR,
     check_choice,
     check_fields,
-    check_file,
-    check_image,
     check_items,
     mapping,
     split_data_url,
     wrong,
 )
+from chainkit.schema._media import FilePayload, ImagePayload
 from chainkit.schema.errors import MessageFormatError
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -161,7 +160,7 @@ class TokenUsage:
         """The counts in `data`; a missing or null count is 0, and a whole float (some servers
         send 12.0) is taken as the int it is."""
         data = mapping("TokenUsage", None, data)
-        return cls(*(_count(data.get(name)) for name in _USAGE_FIELDS))
+        return cls(*(_whole_count(data.get(name)) for name in _USAGE_FIELDS))
 
 
 _USAGE_FIELDS = (
@@ -173,7 +172,9 @@ _USAGE_FIELDS = (
 )
 
 
-def _count(value: Any) -> Any:
+def _whole_count(value: Any) -> Any:
+    """A usage count as TokenUsage takes it: 0 for none, 12 for 12.0; anything else as it
+    is, for TokenUsage to refuse."""
     if value is None:
         return 0
     if type(value) is float and value.is_integer():
@@ -231,33 +232,13 @@ class TextPart:
 
 
 @dataclass(slots=True)
-class ImagePart:
-    """An image in user content: a URL, or base64 data with its MIME type.
-
-    A base64 data URL given as `url` is kept as `base64_data` and `mime_type`, the form the
-    wire shape comes back in, so both spellings of one image are equal.
-    """
-
-    url: str | None = None
-    base64_data: str | None = None
-    mime_type: str | None = None
-    detail: str | None = None
-
-    def __post_init__(self) -> None:
-        check_image(self)
+class ImagePart(ImagePayload):
+    """An image in user content: a URL, or base64 data with its MIME type (`ImagePayload`)."""
 
 
 @dataclass(slots=True)
-class FilePart:
-    """A file in user content, as base64 data or a server-side file id."""
-
-    base64_data: str | None = None
-    file_id: str | None = None
-    filename: str | None = None
-    mime_type: str | None = None
-
-    def __post_init__(self) -> None:
-        check_file(self)
+class FilePart(FilePayload):
+    """A file in user content, as base64 data or a server-side file id (`FilePayload`)."""
 
 
 ContentPart = TextPart | ImagePart | FilePart

@@ -11,6 +11,7 @@ from chainkit.tools.base import Tool
 from chainkit.tools.calculator import Calculator
 from chainkit.tools.current_time import CurrentTime
 from chainkit.tools.errors import (
+    ArgumentProblem,
     InvalidArgumentsError,
     MCPConnectionError,
     MCPNotInstalledError,
@@ -47,6 +48,7 @@ def builtin_tools() -> list[Tool]:
 
 
 __all__ = [
+    "ArgumentProblem",
     "Calculator",
     "CurrentTime",
     "InvalidArgumentsError",

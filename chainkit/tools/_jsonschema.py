@@ -25,22 +25,11 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, NotRequired, Required
 
 from chainkit._text import shorten
-from chainkit.tools.errors import ToolDefinitionError, ToolTypeError
+from chainkit.tools.errors import ArgumentProblem, ToolDefinitionError, ToolTypeError
 
 # Python refuses to parse longer digit strings (sys.int_max_str_digits); stop before that.
 _MAX_INT_TEXT = 4000
 _EXCERPT = 40
-
-
-@dataclass(slots=True, frozen=True)
-class Problem:
-    """One thing wrong with a value: where (`items[2].price`; empty for the whole) and what."""
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
 
 
 class _Invalid:
@@ -105,11 +94,13 @@ class Spec(ABC):
     def _schema(self) -> dict[str, Any]: ...
 
     @abstractmethod
-    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+    def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         """`value` converted to this type, or INVALID after appending to `problems`."""
 
-    def _reject(self, value: object, path: str, problems: list[Problem], expected: str) -> object:
-        problems.append(Problem(path, f"expected {expected}, got {_excerpt(value)}"))
+    def _reject(
+        self, value: object, path: str, problems: list[ArgumentProblem], expected: str
+    ) -> object:
+        problems.append(ArgumentProblem(path, f"expected {expected}, got {_excerpt(value)}"))
         return INVALID
 
 
@@ -119,7 +110,7 @@ class _AnySpec(Spec):
     def _schema(self) -> dict[str, Any]:
         return {}
 
-    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+    def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         return value
 
 
@@ -130,7 +121,7 @@ class _StringSpec(Spec):
     def _schema(self) -> dict[str, Any]:
         return {"type": "string"}
 
-    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+    def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         if isinstance(value, str):
             return value
         # Models often send an id such as a stock code as a bare number.
@@ -153,7 +144,7 @@ class _IntegerSpec(Spec):
     def _schema(self) -> dict[str, Any]:
         return {"type": "integer"}
 
-    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+    def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         if isinstance(value, bool):
             return self._reject(value, path, problems, "integer")
         if isinstance(value, int):
@@ -179,7 +170,7 @@ class _NumberSpec(Spec):
     def _schema(self) -> dict[str, Any]:
         return {"type": "number"}
 
-    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+    def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         number: float | None = None
         if isinstance(value, int | float) and not isinstance(value, bool):
             try:
@@ -199,7 +190,7 @@ class _BooleanSpec(Spec):
     def _schema(self) -> dict[str, Any]:
         return {"type": "boolean"}
 
-    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+    def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         if isinstance(value, bool):
             return value
         if isinstance(value, str) and value.strip().lower() in ("true", "false"):
@@ -216,7 +207,7 @@ class _ArraySpec(Spec):
             return {"type": "array"}
         return {"type": "array", "items": self.items.schema()}
 
-    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+    def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         value = _decode_nested(value, list)
         if not isinstance(value, list):
             return self._reject(value, path, problems, "array")
@@ -238,7 +229,7 @@ class _MapSpec(Spec):
             return {"type": "object"}
         return {"type": "object", "additionalProperties": self.values.schema()}
 
-    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+    def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         value = _decode_nested(value, dict)
         if not isinstance(value, dict):
             return self._reject(value, path, problems, "object")
@@ -264,7 +255,7 @@ class _NullableSpec(Spec):
         options = inner["anyOf"] if list(inner) == ["anyOf"] else [inner]
         return {"anyOf": [*options, {"type": "null"}]}
 
-    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+    def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         return None if value is None else self.inner.coerce(value, path, problems)
 
 
@@ -309,7 +300,7 @@ class _UnionSpec(Spec):
     def is_typed_as(self, value: object) -> bool:
         return _json_type_of(value) in self.types
 
-    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+    def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         own_type = _json_type_of(value)
         near: str | None
         if own_type == "number" and isinstance(value, float) and value.is_integer():
@@ -323,9 +314,9 @@ class _UnionSpec(Spec):
                 return 0
             return 1 if member_type is None or member_type == near else 2
 
-        closest: list[Problem] | None = None
+        closest: list[ArgumentProblem] | None = None
         for index in sorted(range(len(self.members)), key=rank):
-            attempt: list[Problem] = []
+            attempt: list[ArgumentProblem] = []
             result = self.members[index].coerce(value, path, attempt)
             if result is not INVALID:
                 return result
@@ -399,7 +390,7 @@ class _LiteralSpec(Spec):
             result = {"type": json_type, **result}
         return result
 
-    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+    def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         index = _match_choice(value, self.choices)
         if index is None:
             return self._reject(value, path, problems, f"one of {_choices_text(self.choices)}")
@@ -421,7 +412,7 @@ class _EnumSpec(Spec):
             result = {"type": json_type, **result}
         return result
 
-    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+    def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         index = _match_choice(value, self.values)
         if index is not None:
             return self.members[index]
@@ -471,7 +462,7 @@ class ObjectSpec(Spec):
             "additionalProperties": False,
         }
 
-    def coerce(self, value: object, path: str, problems: list[Problem]) -> object:
+    def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         value = _decode_nested(value, dict)
         if not isinstance(value, dict):
             return self._reject(value, path, problems, "object")
@@ -481,19 +472,21 @@ class ObjectSpec(Spec):
             field = self.fields.get(key)
             if field is None:
                 known = ", ".join(self.fields) or "none"
-                problems.append(Problem(_key_path(path, key), f"unknown field (known: {known})"))
+                problems.append(
+                    ArgumentProblem(_key_path(path, key), f"unknown field (known: {known})")
+                )
             else:
                 result[key] = field.spec.coerce(item, _key_path(path, key), problems)
         for name, field in self.fields.items():
             if field.required and name not in value:
-                problems.append(Problem(_key_path(path, name), "missing required field"))
+                problems.append(ArgumentProblem(_key_path(path, name), "missing required field"))
         if len(problems) > before:
             return INVALID
         try:
             return self.build(result)
         except (TypeError, ValueError) as error:
             # A dataclass's __post_init__ may reject the value; the model should hear why.
-            problems.append(Problem(path, str(error)))
+            problems.append(ArgumentProblem(path, str(error)))
             return INVALID
 
 
@@ -529,7 +522,7 @@ def defaulted_field(name: str, spec: Spec, default: object, description: str | N
         spec = _NullableSpec(spec)
     advertised = json_default(default)
     if advertised is not INVALID:
-        problems: list[Problem] = []
+        problems: list[ArgumentProblem] = []
         if spec.coerce(advertised, "", problems) is INVALID:
             details = "; ".join(str(problem) for problem in problems)
             raise ToolDefinitionError(f"default {default!r} does not fit the type: {details}")

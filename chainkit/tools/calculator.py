@@ -48,9 +48,12 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, TypeGuard
 
-from chainkit._text import shorten
+from chainkit._text import quoted
 from chainkit.tools._input import normalized
 from chainkit.tools.base import Tool, ToolError
+
+_QUOTED = 60
+"""The most of a model's input an error quotes."""
 
 MAX_LENGTH = 1000
 MAX_DEPTH = 100
@@ -237,11 +240,11 @@ class Calculator(Tool):
         try:
             tree = ast.parse(expression, mode="eval")
         except SyntaxError as error:
-            raise ToolError(f"cannot parse {_quote(expression)}: {error.msg}") from None
+            raise ToolError(f"cannot parse {quoted(expression, _QUOTED)}: {error.msg}") from None
         try:
             return _format(_Evaluator(expression).evaluate(tree.body, 0))
         except ToolError as error:
-            raise ToolError(f"cannot evaluate {_quote(expression)}: {error}") from None
+            raise ToolError(f"cannot evaluate {quoted(expression, _QUOTED)}: {error}") from None
 
 
 def normalize(text: str) -> str:
@@ -259,7 +262,8 @@ def normalize(text: str) -> str:
     for position, char in enumerate(expression):
         if char not in _ALLOWED:
             raise ToolError(
-                f"unexpected character {char!r} at position {position} of {_quote(expression)}"
+                f"unexpected character {char!r} at position {position} of "
+                f"{quoted(expression, _QUOTED)}"
             )
     return expression
 
@@ -275,7 +279,7 @@ def _powers_from_superscripts(text: str) -> str:
             parts.append(run)
         else:
             subscript = next(char for char in run if char in _SUBSCRIPTS)
-            raise ToolError(f"unexpected subscript {subscript!r} in {_quote(text)}")
+            raise ToolError(f"unexpected subscript {subscript!r} in {quoted(text, _QUOTED)}")
     return "".join(parts)
 
 
@@ -289,10 +293,6 @@ def _unwrap(text: str) -> str:
     while len(text) >= 2 and text[0] == text[-1] and text[0] in _QUOTES:
         text = text[1:-1].strip()
     return text
-
-
-def _quote(expression: str) -> str:
-    return repr(shorten(expression, 60))
 
 
 def _format(value: Number) -> str:

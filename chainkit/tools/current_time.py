@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from chainkit._text import shorten
+from chainkit._text import quoted
 from chainkit.tools._input import normalized
 from chainkit.tools.base import Tool, ToolError
 
@@ -109,7 +109,7 @@ def _unknown_zone(name: str) -> ToolError:
     if len(name) <= _MAX_ZONE_LENGTH:
         near = difflib.get_close_matches(name.lower(), _keys(), n=3, cutoff=0.8)
     suggestion = f" (did you mean {', '.join(_keys()[key] for key in near)}?)" if near else ""
-    return ToolError(f"unknown time zone {shorten(name, 60)!r}{suggestion}: {_HOW_TO_NAME_ONE}")
+    return ToolError(f"unknown time zone {quoted(name, 60)}{suggestion}: {_HOW_TO_NAME_ONE}")
 
 
 def _zone(name: str) -> ZoneInfo | None:

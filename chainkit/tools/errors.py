@@ -7,12 +7,22 @@ given the wrong things, an MCP server that cannot be reached or a session used w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from chainkit._errors import ChainkitError
 
-if TYPE_CHECKING:
-    from chainkit.tools._jsonschema import Problem
+
+@dataclass(slots=True, frozen=True)
+class ArgumentProblem:
+    """One thing wrong with a tool call's arguments: where (`items[2].price`; empty for the
+    whole) and what."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
 
 
 class ToolError(ChainkitError):
@@ -21,9 +31,10 @@ class ToolError(ChainkitError):
 
 
 class InvalidArgumentsError(ToolError):
-    """The arguments a model sent a StructuredTool were malformed or did not fit its schema."""
+    """The arguments a model sent a StructuredTool were malformed or did not fit its schema;
+    `problems` lists each thing wrong with them."""
 
-    def __init__(self, tool_name: str, problems: list[Problem]) -> None:
+    def __init__(self, tool_name: str, problems: Sequence[ArgumentProblem]) -> None:
         self.tool_name = tool_name
         self.problems = tuple(problems)
         details = "; ".join(str(problem) for problem in problems)

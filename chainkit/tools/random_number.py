@@ -5,9 +5,12 @@ from __future__ import annotations
 import random
 import re
 
-from chainkit._text import shorten
+from chainkit._text import quoted
 from chainkit.tools._input import normalized
 from chainkit.tools.base import Tool, ToolError
+
+_QUOTED = 80
+"""The most of a model's input an error quotes."""
 
 DEFAULT_RANGE = (1, 100)
 _MAX_BOUND_DIGITS = 18  # bounds within ±10^18
@@ -50,7 +53,8 @@ def parse_range(text: str) -> tuple[int, int]:
         return DEFAULT_RANGE
     if len(numbers) > 2:
         raise ToolError(
-            f'expected a range such as "1-100", got {len(numbers)} numbers in {_quote(text)}'
+            f'expected a range such as "1-100", got {len(numbers)} numbers in '
+            f"{quoted(text, _QUOTED)}"
         )
     if len(numbers) == 1:
         (high,) = numbers
@@ -72,16 +76,12 @@ def _integers(text: str) -> list[int]:
     for found in _INTEGER.finditer(text):
         start, end = found.span()
         if text[end : end + 1] == "." and text[end + 1 : end + 2].isdecimal():
-            raise ToolError(f"the range must be whole numbers, got {_quote(text)}")
+            raise ToolError(f"the range must be whole numbers, got {quoted(text, _QUOTED)}")
         digits = found.group().replace(",", "")
         if len(digits) > _MAX_BOUND_DIGITS:
-            raise ToolError(f"range bounds must be within ±10^18, got {_quote(text)}")
+            raise ToolError(f"range bounds must be within ±10^18, got {quoted(text, _QUOTED)}")
         signed = text[start - 1 : start] == "-" and not text[: start - 1].rstrip()[-1:].isdecimal()
         numbers.append(-int(digits) if signed else int(digits))
         if len(numbers) > 2:
             break
     return numbers
-
-
-def _quote(text: str) -> str:
-    return repr(shorten(text, 80))

@@ -24,7 +24,6 @@ from chainkit.tools._arguments import blank_input_arguments, decode_json
 from chainkit.tools._jsonschema import (
     FieldSpec,
     ObjectSpec,
-    Problem,
     Spec,
     compile_type,
     defaulted_field,
@@ -32,13 +31,14 @@ from chainkit.tools._jsonschema import (
     resolved_hints,
 )
 from chainkit.tools.base import Tool
-from chainkit.tools.errors import InvalidArgumentsError as InvalidArgumentsError
 from chainkit.tools.errors import (
+    ArgumentProblem,
     MalformedJSONError,
     ToolConfigError,
     ToolDefinitionError,
     ToolTypeError,
 )
+from chainkit.tools.errors import InvalidArgumentsError as InvalidArgumentsError
 
 _GOOGLE_ARGS_HEADERS = frozenset(("args:", "arguments:", "parameters:", "params:"))
 
@@ -161,7 +161,7 @@ class StructuredTool(Tool):
         return args, arguments
 
     def _validated(self, value: object) -> dict[str, object]:
-        problems: list[Problem] = []
+        problems: list[ArgumentProblem] = []
         arguments = self._spec.coerce(value, "", problems)
         if not isinstance(arguments, dict):
             raise InvalidArgumentsError(self.name, problems)
@@ -363,7 +363,7 @@ def _require_text(tool_name: str, value: object) -> None:
 
 
 def _malformed(tool_name: str, error: MalformedJSONError) -> InvalidArgumentsError:
-    return InvalidArgumentsError(tool_name, [Problem("", str(error))])
+    return InvalidArgumentsError(tool_name, [ArgumentProblem("", str(error))])
 
 
 def _render(result: object) -> str:

@@ -11,8 +11,7 @@ import time
 
 import pytest
 
-from chainkit import chains, tools
-from chainkit._stop import EscapedStopError
+from chainkit import EscapedStopError, chains, tools
 from chainkit.agents import (
     AgentConfigError,
     Executor,

@@ -31,12 +31,13 @@ from hypothesis import strategies as st
 
 from chainkit import chains, llms, prompts
 from chainkit.llms._retry import Backoff
-from chainkit.llms._token_estimate import (
+from chainkit.llms._tokens import (
     AUDIO_OR_FILE_TOKENS,
     IMAGE_MOST_TOKENS,
     estimate_tokens,
     high_detail_tokens,
     image_size,
+    reported_count,
 )
 from chainkit.llms.errors import ModelConfigError, ModelStatusError
 from chainkit.llms.rate_limit import LocalBucket, RateLimiter
@@ -1082,3 +1083,8 @@ def test_concurrent_runs_are_held_back_in_real_time(server):
     # 20 after the burst, 60/591 s apart: a busy machine can only make it longer. (Not the
     # arrivals at the server: there, a burst's new connections may be read a second late.)
     assert elapsed >= 2.0
+
+
+def test_a_reported_token_count_is_a_whole_number_or_none():
+    assert [reported_count(v) for v in (12, 12.0, 0, -3)] == [12, 12, 0, -3]
+    assert [reported_count(v) for v in (None, True, "12", 12.5, [12])] == [None] * 5

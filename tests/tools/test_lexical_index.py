@@ -121,8 +121,6 @@ def test_empty_index_and_empty_documents():
     assert index.search({"x": 1.0}, 5) == []
     index.add("empty", [])
     assert index.search({"x": 1.0}, 5) == []
-    with pytest.raises(ValueError, match="k1"):
-        LexicalIndex(b=2)
 
 
 def test_index_copies_and_pickles():

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, NotRequired, Optional, Required, Typ
 
 import pytest
 
-from chainkit import chains
+from chainkit import chains, tools
 from chainkit.agents import Executor, OneShotAgent, ToolCallingAgent
 from chainkit.llms import FakeLLM
 from chainkit.schema import FunctionCall, Message, ToolCall
@@ -653,6 +653,8 @@ def test_every_problem_is_reported_at_once():
         'mode: expected one of "fast", "slow", got 3',
         "color: missing required field",
     ]
+    first = caught.value.problems[0]
+    assert first == tools.ArgumentProblem("items[0].price", 'expected number, got "x"')
     assert caught.value.tool_name == "place_order"
     assert isinstance(caught.value, ToolError)
 

@@ -12,9 +12,9 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-from chainkit._redact import redact
+from chainkit._redact import redact, url_without_credentials
 from chainkit.tools.errors import ToolConfigError, ToolTypeError
 
 # RFC 9110: a header name is a token; a value, visible ASCII, spaces and tabs.
@@ -36,10 +36,7 @@ class Endpoint:
         if self.command is not None:
             return redact(shlex.join(self.command))  # a key may be given as an argument
         assert self.url is not None
-        # Credentials ride in a URL's userinfo or query (?api_key=...): show neither.
-        parts = urlsplit(self.url)
-        host = parts.netloc.rpartition("@")[2]
-        return redact(urlunsplit((parts.scheme, host, parts.path, "", "")))
+        return url_without_credentials(self.url)
 
     @property
     def short_name(self) -> str:

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from chainkit._text import shorten
+from chainkit._text import quoted
 from chainkit.tools._arguments import blank_input_arguments, decode_json
 from chainkit.tools._schema_text import fields_text, properties, required, takes_one_string
 from chainkit.tools.base import Tool
@@ -78,7 +78,7 @@ class MCPTool(Tool):
             value = _decoded_object(value)  # an object sent double-encoded
             arguments = json.dumps(value, ensure_ascii=False)
         if not isinstance(value, dict):
-            raise self._invalid(f"got {shorten(arguments, _EXCERPT)!r}")
+            raise self._invalid(f"got {quoted(arguments, _EXCERPT)}")
         self._check_required(value)
         return arguments
 
@@ -114,7 +114,7 @@ class MCPTool(Tool):
             return {self._single_field: value}
         if not self._properties:
             return {}
-        raise self._invalid(f"got {shorten(input, _EXCERPT)!r}")
+        raise self._invalid(f"got {quoted(input, _EXCERPT)}")
 
     def _check_required(self, arguments: Mapping[str, Any]) -> None:
         missing = [name for name in self._required if name not in arguments]

@@ -1,4 +1,5 @@
-"""How many tokens a request to an OpenAI-compatible server may use, before it says.
+"""Token counts, in one place: how many tokens a request to an OpenAI-compatible server may
+use, before it says, and how many it says a reply used.
 
 Text counts a quarter of its characters (OpenAI's rule of thumb), each message 4 more for
 the chat format around it, plus the reply's `max_tokens`. Other content counts what
@@ -11,7 +12,8 @@ providers charge for it, never the length of its base64 text:
   counts the most any image costs: 1,445 tokens (eight tiles).
 - An audio or file part counts a fixed 1,000 tokens.
 
-The server's reported usage corrects the estimate once a request ends.
+The server's reported usage corrects the estimate once a request ends: `reported_count` reads
+a count it sent, `reply_tokens` the tokens a reply's usage counts.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import binascii
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
+
+from chainkit.schema import Message
 
 CHARACTERS_PER_TOKEN = 4
 TOKENS_PER_MESSAGE = 4
@@ -179,3 +183,24 @@ def _big(data: bytes) -> int:
 
 def _little(data: bytes) -> int:
     return int.from_bytes(data, "little")
+
+
+def reported_count(value: object) -> int | None:
+    """A token count as a server sent it: an int, or a whole float (some servers send 12.0);
+    None for anything else (null, a bool, text, a fraction)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def reply_tokens(reply: Message) -> int | None:
+    """The tokens a reply's usage counts, None when the server reported none."""
+    meta = reply.response_meta
+    usage = meta.usage if meta is not None else None
+    if usage is None:
+        return None
+    return usage.total_tokens or usage.prompt_tokens + usage.completion_tokens
