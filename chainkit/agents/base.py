@@ -1,5 +1,5 @@
 """BaseAgent: the planning every agent kind shares. A kind of agent is two methods: what to
-send the model (`model_request`) and what its reply decides (`read_reply`)."""
+send the model (`plan_request`) and what its reply decides (`read_reply`)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def check_max_parallel_tools(value: object) -> None:
 
 
 @dataclass(slots=True)
-class ModelRequest:
+class PlanRequest:
     """What an agent asks its model for, for one plan: the `messages`; the `tools` offered
     natively (`tools=`, replacing any the caller gave); the `stop` words, unless the caller
     gives its own."""
@@ -61,21 +61,21 @@ class ModelRequest:
 
 
 class BaseAgent(Observed, Agent):
-    """The planning every agent kind shares: a model, a checked set of tools, an output key, an
-    optional handler for its own model calls, and an optional tool retriever choosing the tools
-    each run offers the model (`agents._tool_offer`).
+    """The planning every agent kind shares: a model, a checked set of tools (a
+    `tools.Toolset`), an output key, an optional handler for its own model calls, and an
+    optional tool retriever choosing the tools each run offers the model, for its `input`.
 
-    A kind of agent supplies two methods: `model_request`, what to send the model, and
-    `read_reply`, the decision its reply holds. The plans, sync and async, for the next step or
-    for a final answer, are these.
+    A kind of agent supplies two methods: `plan_request`, what to send the model, and
+    `read_reply`, the decision its reply holds. From them BaseAgent plans, sync and async, the
+    next step and the final answer asked for at a limit.
     """
 
     def __init__(
         self,
         llm: Model,
         tools: Sequence[Tool],
-        output_key: str,
-        callbacks: Handlers,
+        output_key: str = "output",
+        callbacks: Handlers = None,
         tool_retriever: ToolRetriever | None = None,
     ) -> None:
         self.llm = llm
@@ -95,17 +95,22 @@ class BaseAgent(Observed, Agent):
         return list(self._toolset)
 
     @property
+    def input_keys(self) -> list[str]:
+        """The inputs it needs: the question, under `input`."""
+        return ["input"]
+
+    @property
     def output_keys(self) -> list[str]:
         return [self.output_key]
 
     @abstractmethod
-    def model_request(
+    def plan_request(
         self,
         steps: Sequence[AgentStep],
         inputs: Mapping[str, Any],
         offered: Sequence[Tool] | None,
         final: bool,
-    ) -> ModelRequest:
+    ) -> PlanRequest:
         """What to send the model after `steps`, for `inputs`, offering the tools `offered`
         (None: all of the agent's). With `final`, a request for the final answer, asked for at
         a limit: a reply that calls a tool then raises NotFinishedError."""
@@ -120,10 +125,10 @@ class BaseAgent(Observed, Agent):
     ) -> list[AgentAction] | AgentFinish:
         offer = self._tool_offer
         if offer is None:  # every tool is offered: nothing to select
-            request = self.model_request(steps, inputs, None, False)
+            request = self.plan_request(steps, inputs, None, False)
             reply = self.llm.generate(request.messages, **self._model_options(options, request))
             return self.read_reply(reply, False)
-        request = self.model_request(steps, inputs, offer.tools(steps, inputs, self.handler), False)
+        request = self.plan_request(steps, inputs, offer.tools(steps, inputs, self.handler), False)
         reply = self.llm.generate(request.messages, **self._model_options(options, request))
         return offer.planned(self.read_reply(reply, False), inputs, self.handler)
 
@@ -132,11 +137,11 @@ class BaseAgent(Observed, Agent):
     ) -> list[AgentAction] | AgentFinish:
         offer = self._tool_offer
         if offer is None:  # every tool is offered: nothing to select
-            request = self.model_request(steps, inputs, None, False)
+            request = self.plan_request(steps, inputs, None, False)
             options = self._model_options(options, request)
             return self.read_reply(await self.llm.agenerate(request.messages, **options), False)
         offered = await offer.atools(steps, inputs, self.handler)
-        request = self.model_request(steps, inputs, offered, False)
+        request = self.plan_request(steps, inputs, offered, False)
         reply = await self.llm.agenerate(request.messages, **self._model_options(options, request))
         return offer.planned(self.read_reply(reply, False), inputs, self.handler)
 
@@ -145,7 +150,7 @@ class BaseAgent(Observed, Agent):
     ) -> AgentFinish:
         offer = self._tool_offer
         offered = None if offer is None else offer.tools(steps, inputs, self.handler)
-        request = self.model_request(steps, inputs, offered, True)
+        request = self.plan_request(steps, inputs, offered, True)
         reply = self.llm.generate(request.messages, **self._model_options(options, request))
         finish = self._final_answer(reply, steps)
         return finish if offer is None else offer.planned(finish, inputs, self.handler)
@@ -155,12 +160,12 @@ class BaseAgent(Observed, Agent):
     ) -> AgentFinish:
         offer = self._tool_offer
         offered = None if offer is None else await offer.atools(steps, inputs, self.handler)
-        request = self.model_request(steps, inputs, offered, True)
+        request = self.plan_request(steps, inputs, offered, True)
         reply = await self.llm.agenerate(request.messages, **self._model_options(options, request))
         finish = self._final_answer(reply, steps)
         return finish if offer is None else offer.planned(finish, inputs, self.handler)
 
-    def _model_options(self, options: dict[str, Any], request: ModelRequest) -> dict[str, Any]:
+    def _model_options(self, options: dict[str, Any], request: PlanRequest) -> dict[str, Any]:
         """The options of the agent's model call: the caller's (its plan's own **options, so
         changed in place), with the agent's own `callbacks` added to any the caller gave (the
         model's run hears both), the request's tools, and its stop words unless the caller

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chainkit.agents import mrkl_prompt
-from chainkit.agents.base import BaseAgent, ModelRequest
+from chainkit.agents.base import BaseAgent, PlanRequest
 from chainkit.agents.errors import AgentConfigError, AgentTypeError, OutputParserError
 from chainkit.agents.mrkl_parser import parse_mrkl_output
 from chainkit.callbacks import Handlers
@@ -152,15 +152,15 @@ class OneShotAgent(BaseAgent):
     def input_keys(self) -> list[str]:
         return self._input_keys
 
-    def model_request(
+    def plan_request(
         self,
         steps: Sequence[AgentStep],
         inputs: Mapping[str, Any],
         offered: Sequence[Tool] | None,
         final: bool,
-    ) -> ModelRequest:
+    ) -> PlanRequest:
         tail = mrkl_prompt.FINAL_ANSWER_REQUEST if final else ""
-        return ModelRequest(self._messages(steps, inputs, offered, tail), stop=DEFAULT_STOP)
+        return PlanRequest(self._messages(steps, inputs, offered, tail), stop=DEFAULT_STOP)
 
     def read_reply(self, reply: Message, final: bool) -> list[AgentAction] | AgentFinish:
         return self._final(reply.content) if final else self._decide(reply.content)

@@ -7,7 +7,7 @@ from dataclasses import replace
 from itertools import count
 from typing import Any
 
-from chainkit.agents.base import BaseAgent, ModelRequest, check_max_parallel_tools, no_text
+from chainkit.agents.base import BaseAgent, PlanRequest, check_max_parallel_tools, no_text
 from chainkit.agents.errors import OutputParserError
 from chainkit.callbacks import Handlers
 from chainkit.llms import Model
@@ -61,27 +61,23 @@ class ToolCallingAgent(BaseAgent):
         self.history_key = history_key
 
     @property
-    def input_keys(self) -> list[str]:
-        return ["input"]
-
-    @property
     def optional_input_keys(self) -> list[str]:
         """Inputs read when present: the conversation history."""
         return [self.history_key]
 
-    def model_request(
+    def plan_request(
         self,
         steps: Sequence[AgentStep],
         inputs: Mapping[str, Any],
         offered: Sequence[Tool] | None,
         final: bool,
-    ) -> ModelRequest:
+    ) -> PlanRequest:
         messages = self.messages(steps, inputs)
         if final:  # offered no tools: it is to answer with what it has
-            return ModelRequest([*messages, Message.user(FINAL_ANSWER_REQUEST)])
+            return PlanRequest([*messages, Message.user(FINAL_ANSWER_REQUEST)])
         if offered is None:
-            return ModelRequest(messages, tools=self._tool_infos)
-        return ModelRequest(messages, tools=[self._info_of[tool.name] for tool in offered])
+            return PlanRequest(messages, tools=self._tool_infos)
+        return PlanRequest(messages, tools=[self._info_of[tool.name] for tool in offered])
 
     def read_reply(self, reply: Message, final: bool) -> list[AgentAction] | AgentFinish:
         return self._finish(reply.content) if final else self._decide(reply)
