@@ -159,25 +159,23 @@ class OneShotAgent(BaseAgent):
         offered: Sequence[Tool] | None,
         final: bool,
     ) -> PlanRequest:
-        tail = mrkl_prompt.FINAL_ANSWER_REQUEST if final else ""
-        return PlanRequest(self._messages(steps, inputs, offered, tail), stop=DEFAULT_STOP)
-
-    def read_reply(self, reply: Message, final: bool) -> list[AgentAction] | AgentFinish:
-        return self._final(reply.content) if final else self._decide(reply.content)
-
-    def _messages(
-        self,
-        steps: Sequence[AgentStep],
-        inputs: Mapping[str, Any],
-        offered: Sequence[Tool] | None,
-        tail: str,
-    ) -> list[Message]:
+        """The prompt with the steps so far as its scratchpad, and the tools `offered` in it
+        when a retriever chose them."""
         if not steps:  # a run's inputs are fixed: checked at its first plan
             self._check_inputs(inputs)
-        scratchpad = mrkl_scratchpad(steps) + tail if steps or tail else ""
-        if offered is not None:  # the tools of this run, with a retriever
+        scratchpad = mrkl_scratchpad(steps) if steps else ""
+        if final:
+            scratchpad += mrkl_prompt.FINAL_ANSWER_REQUEST
+        if offered is not None:
             inputs = {**inputs, **_tool_values(offered, self._tool_variables)}
-        return self.prompt.format_messages(**inputs, agent_scratchpad=scratchpad)
+        messages = self.prompt.format_messages(**inputs, agent_scratchpad=scratchpad)
+        return PlanRequest(messages, stop=DEFAULT_STOP)
+
+    def read_reply(self, reply: Message, final: bool) -> list[AgentAction] | AgentFinish:
+        if final:
+            return self._final(reply.content)
+        decision = parse_mrkl_output(reply.content)
+        return self._final(decision) if isinstance(decision, AgentFinish) else [decision]
 
     def _check_inputs(self, inputs: Mapping[str, Any]) -> None:
         if "agent_scratchpad" in inputs:
@@ -186,12 +184,6 @@ class OneShotAgent(BaseAgent):
             )
         if isinstance(self.prompt, PromptTemplate):
             _check_no_conversation(inputs)
-
-    def _decide(self, text: str) -> list[AgentAction] | AgentFinish:
-        decision = parse_mrkl_output(text)
-        if isinstance(decision, AgentFinish):
-            return self._final(decision)
-        return [decision]
 
     def _final(self, reply: str | AgentFinish) -> AgentFinish:
         """A final answer under `output_key`; a reply that is not one is taken whole."""
