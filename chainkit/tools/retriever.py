@@ -134,7 +134,8 @@ class ToolRetriever:
         self._add(tools)
 
     def _add(self, tools: Iterable[Tool]) -> None:
-        checked = list(self._toolset.adding(tools))[len(self._toolset) :]
+        current = self._toolset
+        checked = list(current.adding(tools))[len(current) :]
         if not checked:
             return
         vectors: dict[str, list[float]] = {}

@@ -101,3 +101,17 @@ def test_an_agent_kind_missing_either_method_cannot_be_built():
 
     with pytest.raises(TypeError, match="read_reply"):
         RequestOnly(FakeLLM([]), [Upper()])  # type: ignore[abstract]
+
+
+def test_a_kind_that_reads_actions_from_a_final_reply_does_not_finish():
+    class NeverDone(LineAgent):
+        def read_reply(self, reply: Message, final: bool) -> list[AgentAction] | AgentFinish:
+            return [AgentAction("upper", reply.content, reply.content)]
+
+    llm = FakeLLM(["upper a", "upper b"])
+    executor = agents.Executor(
+        NeverDone(llm, [Upper()]), max_iterations=1, early_stopping_method="generate"
+    )
+    with pytest.raises(agents.NotFinishedError, match="NeverDone reads as actions") as stopped:
+        chains.run(executor, "q")
+    assert [step.observation for step in stopped.value.steps] == ["UPPER A"]
