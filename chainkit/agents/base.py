@@ -82,7 +82,6 @@ class BaseAgent(Observed, Agent):
         self._toolset = agent_toolset(tools)
         self.output_key = output_key
         self.callbacks = callbacks
-        self.tool_retriever = tool_retriever
         self._tool_offer = (
             None if tool_retriever is None else ToolOffer(tool_retriever, self._toolset, "input")
         )
@@ -93,6 +92,11 @@ class BaseAgent(Observed, Agent):
     @property
     def tools(self) -> list[Tool]:
         return list(self._toolset)
+
+    @property
+    def tool_retriever(self) -> ToolRetriever | None:
+        """What chooses the tools each run offers; None when every run offers them all."""
+        return None if self._tool_offer is None else self._tool_offer.retriever
 
     @property
     def input_keys(self) -> list[str]:
