@@ -76,3 +76,26 @@ def make_duplicates() -> list[tools.Tool]:
 def make_noisy() -> list[tools.Tool]:
     print("building the tools")  # over stdio, this must not reach the protocol's stdout
     return [Reverse()]
+
+
+class Shouted(Reverse):
+    name = "REVERSE"
+
+
+def make_case_clash() -> list[tools.Tool]:
+    return [Reverse(), Shouted()]
+
+
+class Tally(tools.Tool):
+    """A tool that returns a dict, as code typed loosely does: its output is sent as JSON."""
+
+    name = "tally"
+    description = "Counts the words of its input."
+
+    def call(self, input: str) -> str:
+        count: object = {"words": len(input.split()), "单位": "个"}
+        return count  # type: ignore[return-value]
+
+
+def make_tally() -> list[tools.Tool]:
+    return [Tally()]

@@ -1,7 +1,7 @@
 """Agents: the MRKL OneShotAgent, the native ToolCallingAgent, and the Executor that runs them."""
 
 from chainkit.agents.agent import Agent
-from chainkit.agents.base import BaseAgent, check_tools
+from chainkit.agents.base import BaseAgent, PlanRequest, check_tools
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
     AgentConfigError,
@@ -29,6 +29,7 @@ __all__ = [
     "OneShotAgent",
     "OutputParserError",
     "ParserErrorHandler",
+    "PlanRequest",
     "ToolCallingAgent",
     "UnknownToolError",
     "check_tools",

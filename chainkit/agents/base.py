@@ -1,74 +1,41 @@
-"""What the built-in agents share: a model, a checked list of tools, an output key, an
-optional handler for their own model calls, and an optional tool retriever choosing the tools
-each run offers the model."""
+"""BaseAgent: the planning every agent kind shares. A kind of agent is two methods: what to
+send the model (`plan_request`) and what its reply decides (`read_reply`)."""
 
 from __future__ import annotations
 
-import threading
-import unicodedata
-from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import Any, TypeVar
+from abc import abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from chainkit._text import described, shorten
+from chainkit.agents._tool_offer import ToolOffer
 from chainkit.agents.agent import Agent
 from chainkit.agents.errors import AgentConfigError, AgentTypeError, NotFinishedError
-from chainkit.callbacks import CombiningHandler, Handlers, Observed, guard
-from chainkit.callbacks.run import current_run, enter
+from chainkit.callbacks import Handlers, Observed, guard
 from chainkit.llms import Model
-from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message
-from chainkit.tools import Tool, ToolRetriever
+from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message, ToolInfo
+from chainkit.tools import Tool, ToolConfigError, ToolRetriever, Toolset, ToolTypeError
 
-Decision = TypeVar("Decision", bound=list[AgentAction] | AgentFinish)
+
+def agent_toolset(tools: Iterable[Tool]) -> Toolset:
+    """The agent's tools as a Toolset; raises, naming the tool, as a Toolset refuses them (as
+    the agents' own errors), or when there is none."""
+    try:
+        toolset = Toolset(tools)
+    except ToolTypeError as error:
+        raise AgentTypeError(str(error)) from None
+    except ToolConfigError as error:
+        raise AgentConfigError(str(error)) from None
+    if not len(toolset):
+        raise AgentConfigError("an agent needs at least one tool")
+    return toolset
 
 
 def check_tools(tools: Sequence[Tool]) -> list[Tool]:
-    """The tools as a list; raises, naming the tool, unless each is a Tool with a name and a
-    description and no two names are equal once case-folded (the Executor finds a tool by its
-    case-folded name when the model's casing is off).
-
-    A name must be text a model can write back: no control characters (newlines, tabs), no
-    space at either end. A Tool subclass must implement `call` or `acall`.
-    """
-    if isinstance(tools, Tool) or not isinstance(tools, Sequence):
-        raise AgentTypeError(f"tools must be a list of Tool, got {type(tools).__name__}")
-    if not tools:
-        raise AgentConfigError("an agent needs at least one tool")
-    seen: dict[str, str] = {}
-    for tool in tools:
-        if not isinstance(tool, Tool):
-            hint = "; make a function a tool with @tools.tool" if callable(tool) else ""
-            raise AgentTypeError(
-                f"tools must be Tool instances, got {type(tool).__name__}: {tool!r}{hint}"
-            )
-        name, description = tool.name, tool.description
-        if not isinstance(name, str) or not isinstance(description, str):
-            raise AgentTypeError(
-                f"tool {tool!r}: name and description must be str, got "
-                f"{type(name).__name__} and {type(description).__name__}"
-            )
-        if not name.strip():
-            raise AgentConfigError(f"tool {tool!r} has an empty name")
-        if name != name.strip() or any(unicodedata.category(c)[0] == "C" for c in name):
-            raise AgentConfigError(
-                f"tool name {name!r} has a space at an end or a control character (newline, "
-                "tab...); a model could not write it back. Use a name like 'get_weather'"
-            )
-        if not description.strip():
-            raise AgentConfigError(
-                f"tool {name!r} has no description; the model reads it to choose its tools. "
-                "Set `description` (for @tools.tool, write a docstring)"
-            )
-        _check_callable(tool)
-        folded = name.casefold()
-        if folded in seen:
-            same = "appears twice" if seen[folded] == name else f"and {seen[folded]!r} clash"
-            raise AgentConfigError(
-                f"tool names must be unique, ignoring case; {name!r} {same}. Rename one of them"
-            )
-        seen[folded] = name
-    return list(tools)
+    """The tools as a list; raises, naming the tool, unless an agent can offer them: at least
+    one, and a `tools.Toolset` of them."""
+    return list(agent_toolset(tools))
 
 
 def check_max_parallel_tools(value: object) -> None:
@@ -82,239 +49,157 @@ def check_max_parallel_tools(value: object) -> None:
         raise AgentConfigError(f"max_parallel_tools must be at least 1, got {value}")
 
 
-_LANGCHAIN_METHODS = {"_run": "call", "run": "call", "_arun": "acall", "arun": "acall"}
-"""Methods LangChain's tools implement, and the method of a chainkit Tool doing their work."""
+@dataclass(slots=True)
+class PlanRequest:
+    """What an agent asks its model for, for one plan: the `messages`; the `tools` offered
+    natively (`tools=`, replacing any the caller gave); the `stop` words, unless the caller
+    gives its own."""
 
-
-def _check_callable(tool: Tool) -> None:
-    """Raises, naming the tool, unless it implements `call` or `acall`: Tool's own would fail
-    at the first call, in the middle of a run."""
-    kind = type(tool)
-    if kind.call is not Tool.call or kind.acall is not Tool.acall:
-        return
-    if {"call", "acall"} & getattr(tool, "__dict__", {}).keys():
-        return  # set on the instance
-    found = [name for name in _LANGCHAIN_METHODS if callable(getattr(tool, name, None))]
-    if found:
-        hint = f"define {_LANGCHAIN_METHODS[found[0]]}(self, input) instead of {found[0]}"
-    else:
-        hint = "define call(self, input) -> str (or async acall(self, input) -> str)"
-    raise AgentTypeError(
-        f"tool {tool.name!r} ({kind.__name__}) implements neither call nor acall: {hint}, or "
-        "make a function a tool with @tools.tool"
-    )
+    messages: list[Message]
+    tools: Sequence[ToolInfo] | None = None
+    stop: Sequence[str] | None = None
 
 
 class BaseAgent(Observed, Agent):
-    """Holds what OneShotAgent and ToolCallingAgent have in common; the planning is theirs.
+    """The planning every agent kind shares: a model, a checked set of tools (a
+    `tools.Toolset`), an output key, an optional handler for its own model calls, and an
+    optional tool retriever choosing the tools each run offers the model, for its `input`.
 
-    With a `tool_retriever`, a run offers the model only the tools it selects for the run's
-    query (the input under `_query_key`): selected once, when the run's first plan starts,
-    and reported as a retrieval to the callbacks. A registered tool the model names that was
-    not offered still runs (the Executor finds every tool of the agent), and is offered from
-    then on, reported as a retrieval of its own.
+    A kind of agent supplies two methods: `plan_request`, what to send the model, and
+    `read_reply`, the decision its reply holds. From them BaseAgent plans, sync and async, the
+    next step and the final answer asked for at a limit.
     """
-
-    _query_key = "input"
 
     def __init__(
         self,
         llm: Model,
         tools: Sequence[Tool],
-        output_key: str,
-        callbacks: Handlers,
+        output_key: str = "output",
+        callbacks: Handlers = None,
         tool_retriever: ToolRetriever | None = None,
     ) -> None:
         self.llm = llm
-        self._tools = check_tools(tools)
+        self._toolset = agent_toolset(tools)
         self.output_key = output_key
         self.callbacks = callbacks
-        self.tool_retriever = _check_retriever(tool_retriever, self._tools)
-        self._tools_folded = {tool.name.casefold(): tool for tool in self._tools}
-        self._offers = _RunOffers()
+        self._tool_offer = (
+            None if tool_retriever is None else ToolOffer(tool_retriever, self._toolset, "input")
+        )
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(llm={self.llm!r}, tools={[t.name for t in self._tools]})"
+        return f"{type(self).__name__}(llm={self.llm!r}, tools={self._toolset.names})"
 
     @property
     def tools(self) -> list[Tool]:
-        return self._tools
+        return list(self._toolset)
+
+    @property
+    def tool_retriever(self) -> ToolRetriever | None:
+        """What chooses the tools each run offers; None when every run offers them all."""
+        return None if self._tool_offer is None else self._tool_offer.retriever
+
+    @property
+    def input_keys(self) -> list[str]:
+        """The inputs it needs: the question, under `input`."""
+        return ["input"]
 
     @property
     def output_keys(self) -> list[str]:
         return [self.output_key]
 
-    def _model_options(
-        self, options: dict[str, Any], default_stop: Sequence[str] | None = None
-    ) -> dict[str, Any]:
+    @abstractmethod
+    def plan_request(
+        self,
+        steps: Sequence[AgentStep],
+        inputs: Mapping[str, Any],
+        offered: Sequence[Tool] | None,
+        final: bool,
+    ) -> PlanRequest:
+        """What to send the model after `steps`, for `inputs`, offering the tools `offered`
+        (None: all of the agent's). With `final`, a request for the final answer, asked for at
+        a limit: a reply that calls a tool then raises NotFinishedError."""
+
+    @abstractmethod
+    def read_reply(self, reply: Message, final: bool) -> list[AgentAction] | AgentFinish:
+        """The decision `reply` holds: the actions to run, or the final answer (always, with
+        `final`: the reply has text then). Raises OutputParserError on a reply it cannot read."""
+
+    def plan(
+        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
+    ) -> list[AgentAction] | AgentFinish:
+        offer = self._tool_offer
+        if offer is None:  # every tool is offered: nothing to select
+            request = self.plan_request(steps, inputs, None, False)
+            reply = self.llm.generate(request.messages, **self._model_options(options, request))
+            return self.read_reply(reply, False)
+        request = self.plan_request(steps, inputs, offer.tools(steps, inputs, self.handler), False)
+        reply = self.llm.generate(request.messages, **self._model_options(options, request))
+        return offer.planned(self.read_reply(reply, False), inputs, self.handler)
+
+    async def aplan(
+        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
+    ) -> list[AgentAction] | AgentFinish:
+        offer = self._tool_offer
+        if offer is None:  # every tool is offered: nothing to select
+            request = self.plan_request(steps, inputs, None, False)
+            options = self._model_options(options, request)
+            return self.read_reply(await self.llm.agenerate(request.messages, **options), False)
+        offered = await offer.atools(steps, inputs, self.handler)
+        request = self.plan_request(steps, inputs, offered, False)
+        reply = await self.llm.agenerate(request.messages, **self._model_options(options, request))
+        return offer.planned(self.read_reply(reply, False), inputs, self.handler)
+
+    def plan_final(
+        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
+    ) -> AgentFinish:
+        offer = self._tool_offer
+        offered = None if offer is None else offer.tools(steps, inputs, self.handler)
+        request = self.plan_request(steps, inputs, offered, True)
+        reply = self.llm.generate(request.messages, **self._model_options(options, request))
+        finish = self._final_answer(reply, steps)
+        return finish if offer is None else offer.planned(finish, inputs, self.handler)
+
+    async def aplan_final(
+        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
+    ) -> AgentFinish:
+        offer = self._tool_offer
+        offered = None if offer is None else await offer.atools(steps, inputs, self.handler)
+        request = self.plan_request(steps, inputs, offered, True)
+        reply = await self.llm.agenerate(request.messages, **self._model_options(options, request))
+        finish = self._final_answer(reply, steps)
+        return finish if offer is None else offer.planned(finish, inputs, self.handler)
+
+    def _model_options(self, options: dict[str, Any], request: PlanRequest) -> dict[str, Any]:
         """The options of the agent's model call: the caller's (its plan's own **options, so
         changed in place), with the agent's own `callbacks` added to any the caller gave (the
-        model's run hears both), and `default_stop` as `stop` unless the caller gave one."""
+        model's run hears both), the request's tools, and its stop words unless the caller
+        gave some."""
         if self._handler is not None:  # the field, not the property: read on every step
             options["callbacks"] = guard(options.get("callbacks"), self._handler)
-        if default_stop is not None and options.get("stop") is None:
-            options["stop"] = default_stop
+        if request.tools is not None:
+            options["tools"] = request.tools
+        if request.stop is not None and options.get("stop") is None:
+            options["stop"] = request.stop
         return options
 
-    def _offered(self, steps: Sequence[AgentStep], inputs: Mapping[str, Any]) -> list[Tool] | None:
-        """The tools this run offers the model; None without a tool_retriever (all of them)."""
-        retriever = self.tool_retriever
-        if retriever is None:
-            return None
-        query = self._query(inputs)
-        offer = self._offers.get(inputs, query) if steps else None
-        if offer is None:
-            with _reporting_retrieval(self.handler, query) as found:
-                found.extend(self._registered(retriever.select(query)))
-            offer = self._offers.start(inputs, query, found)
-        return offer
-
-    async def _aoffered(
-        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any]
-    ) -> list[Tool] | None:
-        """`_offered` for async runs: an embedder's async path is awaited."""
-        retriever = self.tool_retriever
-        if retriever is None:
-            return None
-        query = self._query(inputs)
-        offer = self._offers.get(inputs, query) if steps else None
-        if offer is None:
-            with _reporting_retrieval(self.handler, query) as found:
-                found.extend(self._registered(await retriever.aselect(query)))
-            offer = self._offers.start(inputs, query, found)
-        return offer
-
-    def _planned(self, decision: Decision, inputs: Mapping[str, Any]) -> Decision:
-        """`decision`, once the run's offer knows it: a finished run's offer is forgotten, and
-        each registered tool the model named without being offered it is offered from now on
-        (the second chance: it runs all the same)."""
-        if self.tool_retriever is None:
-            return decision
-        if isinstance(decision, AgentFinish):
-            self._offers.end(inputs)
-            return decision
-        offer = self._offers.get(inputs, self._query(inputs))
-        if offer is not None:
-            for action in decision:
-                tool = self._tools_folded.get(action.tool.casefold())
-                if tool is not None and all(tool is not offered for offered in offer):
-                    with _reporting_retrieval(self.handler, action.tool) as found:
-                        found.append(tool)
-                    offer.append(tool)
-        return decision
-
-    def _query(self, inputs: Mapping[str, Any]) -> str:
-        """The text tools are selected for: the input under `_query_key`."""
-        return str(inputs.get(self._query_key, ""))  # a missing input is the prompt's to name
-
-    def _registered(self, selected: Sequence[Tool]) -> list[Tool]:
-        """The agent's own tools among those a retriever selected (by name): one added to the
-        retriever since the agent was built is not the agent's to offer."""
-        found = (self._tools_folded.get(tool.name.casefold()) for tool in selected)
-        return [tool for tool in found if tool is not None]
-
-
-def _check_retriever(
-    retriever: ToolRetriever | None, tools: Sequence[Tool]
-) -> ToolRetriever | None:
-    """Raises unless the retriever selects among exactly the agent's tools (by name)."""
-    if retriever is None:
-        return None
-    if not isinstance(retriever, ToolRetriever):
-        raise AgentTypeError(
-            f"tool_retriever must be a tools.ToolRetriever, got {type(retriever).__name__}"
-        )
-    agent_names = {tool.name for tool in tools}
-    retriever_names = {tool.name for tool in retriever.tools}
-    if agent_names != retriever_names:
-        problems = []
-        if agent_names - retriever_names:
-            unknown = ", ".join(sorted(agent_names - retriever_names))
-            problems.append(f"the retriever lacks {shorten(unknown, 200)}")
-        if retriever_names - agent_names:
-            extra = ", ".join(sorted(retriever_names - agent_names))
-            problems.append(f"the agent lacks {shorten(extra, 200)}")
-        raise AgentConfigError(
-            "tool_retriever must select among the agent's own tools: "
-            f"{'; '.join(problems)}. Build it with tools.ToolRetriever(tools) on the same list"
-        )
-    return retriever
-
-
-@contextmanager
-def _reporting_retrieval(own: CombiningHandler | None, query: str) -> Iterator[list[Tool]]:
-    """A "retriever" run selecting tools for `query`: its start, then, once the block has put
-    the tools selected in the list it is given, its end with them (or its error). The one
-    place the agents report retrievals; `own` is the agent's handler."""
-    with enter("retriever", query, own) as run:
-        if run.handler is not None:
-            run.handler.handle_retriever_start(query)
-        found: list[Tool] = []
-        yield found
-        run.end(list(found))
-
-
-class _RunOffers:
-    """The tools offered in each run in progress, by run: the id of the current run (the
-    Executor's), or, for an agent planning outside any run, the id of the inputs object it is
-    given for every plan. A run's first plan (no steps yet) always selects afresh, and a record
-    is found only for the query it was selected for. A run that does not end with the agent's
-    final answer (an error, a limit, a tool returning directly) leaves its record behind: only
-    the latest `LIMIT` are kept, and a run whose record was dropped selects again.
-
-    A copy of an agent starts with no record: `__reduce__` makes copies and pickles fresh."""
-
-    LIMIT = 256
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._offers: OrderedDict[str | int, tuple[int, list[Tool]]] = OrderedDict()
-
-    def __reduce__(self) -> tuple[type[_RunOffers], tuple[()]]:
-        return (type(self), ())
-
-    def __len__(self) -> int:
-        return len(self._offers)
-
-    def get(self, inputs: Mapping[str, Any], query: str) -> list[Tool] | None:
-        with self._lock:
-            record = self._offers.get(_run_key(inputs))
-        return record[1] if record is not None and record[0] == hash(query) else None
-
-    def start(self, inputs: Mapping[str, Any], query: str, tools: list[Tool]) -> list[Tool]:
-        key = _run_key(inputs)
-        with self._lock:
-            self._offers[key] = (hash(query), tools)
-            self._offers.move_to_end(key)
-            while len(self._offers) > self.LIMIT:
-                self._offers.popitem(last=False)
-        return tools
-
-    def end(self, inputs: Mapping[str, Any]) -> None:
-        with self._lock:
-            self._offers.pop(_run_key(inputs), None)
-
-
-def _run_key(inputs: Mapping[str, Any]) -> str | int:
-    run = current_run()
-    return id(inputs) if run is None else run.id
+    def _final_answer(self, reply: Message, steps: Sequence[AgentStep]) -> AgentFinish:
+        """The final answer of a reply to a final-answer request. Raises NotFinishedError, with
+        the steps taken, when the reply holds none: tool calls (which can no longer run) or no
+        text (an empty answer would pass for a successful run)."""
+        if reply.tool_calls:
+            names = ", ".join(dict.fromkeys(call.function.name for call in reply.tool_calls))
+            problem = f"called {shorten(names, 200)} instead"
+        elif not reply.content.strip():
+            problem = f"replied with {no_text(reply)}"
+        else:
+            finish = self.read_reply(reply, True)
+            if isinstance(finish, AgentFinish):
+                return finish
+            problem = f"replied with what {type(self).__name__} reads as actions"
+        raise NotFinishedError(f"asked for a final answer, the model {problem}", list(steps))
 
 
 def no_text(reply: Message) -> str:
     """Describes a reply without text, with the reason the server gave for ending it."""
     reason = reply.response_meta.finish_reason if reply.response_meta is not None else None
     return f"no text (finish_reason {reason!r})" if reason else "no text"
-
-
-def final_answer_text(reply: Message, steps: Sequence[AgentStep]) -> str:
-    """The text of the reply to a final-answer request. Raises NotFinishedError, with the
-    steps taken, when the reply holds no answer: tool calls (which can no longer run) or no
-    text; an empty answer would pass for a successful run."""
-    if reply.tool_calls:
-        names = ", ".join(dict.fromkeys(call.function.name for call in reply.tool_calls))
-        problem = f"called {shorten(names, 200)} instead"
-    elif not reply.content.strip():
-        problem = f"replied with {no_text(reply)}"
-    else:
-        return reply.content
-    raise NotFinishedError(f"asked for a final answer, the model {problem}", list(steps))

@@ -30,7 +30,7 @@ from chainkit import _threads
 from chainkit._stop import stop_escaped
 from chainkit._text import described
 from chainkit.agents.agent import Agent
-from chainkit.agents.base import check_max_parallel_tools, check_tools
+from chainkit.agents.base import agent_toolset, check_max_parallel_tools
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
     PARSE_ERROR_TOOL,
@@ -48,7 +48,7 @@ from chainkit.callbacks.run import Run, active_handler, enter, handled_by, repor
 from chainkit.chains import Chain
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Memory
 from chainkit.tools import Tool, ToolError
-from chainkit.tools.structured import _render as tool_output_text
+from chainkit.tools.toolset import observation
 
 INTERMEDIATE_STEPS_KEY = "intermediate_steps"
 
@@ -144,7 +144,7 @@ class Executor(Chain):
                 f"error_handler must be an agents.ParserErrorHandler, got {error_handler!r}; "
                 "use error_handler=agents.ParserErrorHandler() to send parse errors back"
             )
-        tools = check_tools(agent.tools)
+        toolset = agent_toolset(agent.tools)
         check_max_parallel_tools(agent.max_parallel_tools)
         if memory is not None:
             _check_memory_is_read(agent, memory)
@@ -158,10 +158,7 @@ class Executor(Chain):
         self.early_stopping_method = early_stopping_method
         self.handle_tool_errors = handle_tool_errors
         self.max_parallel_tools = agent.max_parallel_tools
-        # Names are unique even case-folded (check_tools), so a model's odd casing finds its tool.
-        self._tools: dict[str, Tool] = {tool.name: tool for tool in tools}
-        self._tools_folded = {tool.name.casefold(): tool for tool in tools}
-        self._tool_list = ", ".join(self._tools)
+        self._toolset = toolset
 
     def __repr__(self) -> str:
         return f"Executor(agent={self.agent!r}, max_iterations={self.max_iterations})"
@@ -307,14 +304,8 @@ class Executor(Chain):
         return finish.return_values
 
     def _returns_direct(self, name: str) -> bool:
-        tool = self._lookup(name)
+        tool = self._toolset.find(name)
         return tool is not None and tool.return_direct
-
-    def _lookup(self, name: str) -> Tool | None:
-        tool = self._tools.get(name)
-        if tool is None:
-            tool = self._tools_folded.get(name.casefold())
-        return tool
 
     # The sync shell: what `_call` does besides calling the agent and one tool.
 
@@ -476,7 +467,7 @@ class Executor(Chain):
     # One tool call: a "tool" run, with its events.
 
     def _run_tool(self, action: AgentAction) -> str:
-        tool = self._lookup(action.tool)
+        tool = self._toolset.find(action.tool)
         with enter("tool", action.tool if tool is None else tool.name) as run:
             if run.handler is not None:
                 run.handler.handle_tool_start(run.name, action.tool_input)
@@ -492,7 +483,7 @@ class Executor(Chain):
             return self._tool_ended(output, run)
 
     async def _arun_tool(self, action: AgentAction) -> str:
-        tool = self._lookup(action.tool)
+        tool = self._toolset.find(action.tool)
         with enter("tool", action.tool if tool is None else tool.name) as run:
             if run.handler is not None:
                 run.handler.handle_tool_start(run.name, action.tool_input)
@@ -510,7 +501,7 @@ class Executor(Chain):
     def _unknown_tool(self, action: AgentAction, run: Run) -> str:
         """The observation for an action naming no tool of the agent, reported as the run's
         error."""
-        unknown = UnknownToolError(action.tool, self._tool_list)
+        unknown = UnknownToolError(action.tool, ", ".join(self._toolset.names))
         run.fail(unknown)
         return str(unknown)
 
@@ -528,7 +519,7 @@ class Executor(Chain):
         raise error
 
     def _tool_ended(self, output: object, run: Run) -> str:
-        text = output if isinstance(output, str) else tool_output_text(output)
+        text = output if isinstance(output, str) else observation(output)
         run.end(text)
         return text
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chainkit.agents import mrkl_prompt
-from chainkit.agents.base import BaseAgent, final_answer_text
+from chainkit.agents.base import BaseAgent, PlanRequest
 from chainkit.agents.errors import AgentConfigError, AgentTypeError, OutputParserError
 from chainkit.agents.mrkl_parser import parse_mrkl_output
 from chainkit.callbacks import Handlers
@@ -118,8 +118,8 @@ class OneShotAgent(BaseAgent):
         tool_retriever: ToolRetriever | None = None,
     ) -> None:
         super().__init__(llm, tools, output_key, callbacks, tool_retriever)
-        for tool in self._tools:
-            _check_mrkl_name(tool.name)
+        for name in self._toolset.names:
+            _check_mrkl_name(name)
         if prompt is None:
             parts = (
                 prefix if prefix is not None else mrkl_prompt.PREFIX,
@@ -130,7 +130,7 @@ class OneShotAgent(BaseAgent):
             )
             # With a retriever the tools differ from run to run: they are filled in per run.
             prompt = (
-                create_mrkl_prompt(self._tools, *parts)
+                create_mrkl_prompt(self.tools, *parts)
                 if tool_retriever is None
                 else PromptTemplate("\n\n".join(parts))
             )
@@ -139,72 +139,43 @@ class OneShotAgent(BaseAgent):
                 "give either prompt or prefix/format_instructions/suffix, not both"
             )
         elif tool_retriever is None:
-            prompt = prompt.partial(**_tool_values(self._tools, prompt.input_variables))
+            prompt = prompt.partial(**_tool_values(self.tools, prompt.input_variables))
         if "agent_scratchpad" not in prompt.input_variables:
             raise AgentConfigError("the MRKL prompt needs an {agent_scratchpad} variable")
         self.prompt: PromptTemplate | ChatPromptTemplate = prompt
         self._input_keys = [v for v in prompt.input_variables if v not in _PROMPT_PARTIALS]
         self._tool_variables = [v for v in prompt.input_variables if v in _TOOL_VARIABLES]
-        if tool_retriever is not None:
-            self._query_key = _query_key(self._input_keys)
+        if self._tool_offer is not None:
+            self._tool_offer.query_key = _query_key(self._input_keys)
 
     @property
     def input_keys(self) -> list[str]:
         return self._input_keys
 
-    def plan(
-        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
-    ) -> list[AgentAction] | AgentFinish:
-        options = self._model_options(options, DEFAULT_STOP)
-        if self.tool_retriever is None:  # every tool is in the prompt: nothing to select
-            reply = self.llm.generate(self._messages(steps, inputs), **options)
-            return self._decide(reply.content)
-        messages = self._messages(steps, inputs, self._offered(steps, inputs))
-        reply = self.llm.generate(messages, **options)
-        return self._planned(self._decide(reply.content), inputs)
-
-    async def aplan(
-        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
-    ) -> list[AgentAction] | AgentFinish:
-        options = self._model_options(options, DEFAULT_STOP)
-        if self.tool_retriever is None:  # every tool is in the prompt: nothing to select
-            reply = await self.llm.agenerate(self._messages(steps, inputs), **options)
-            return self._decide(reply.content)
-        messages = self._messages(steps, inputs, await self._aoffered(steps, inputs))
-        reply = await self.llm.agenerate(messages, **options)
-        return self._planned(self._decide(reply.content), inputs)
-
-    def plan_final(
-        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
-    ) -> AgentFinish:
-        options = self._model_options(options, DEFAULT_STOP)
-        offered = self._offered(steps, inputs)
-        messages = self._messages(steps, inputs, offered, mrkl_prompt.FINAL_ANSWER_REQUEST)
-        reply = self.llm.generate(messages, **options)
-        return self._planned(self._final(final_answer_text(reply, steps)), inputs)
-
-    async def aplan_final(
-        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
-    ) -> AgentFinish:
-        options = self._model_options(options, DEFAULT_STOP)
-        offered = await self._aoffered(steps, inputs)
-        messages = self._messages(steps, inputs, offered, mrkl_prompt.FINAL_ANSWER_REQUEST)
-        reply = await self.llm.agenerate(messages, **options)
-        return self._planned(self._final(final_answer_text(reply, steps)), inputs)
-
-    def _messages(
+    def plan_request(
         self,
         steps: Sequence[AgentStep],
         inputs: Mapping[str, Any],
-        offered: Sequence[Tool] | None = None,
-        tail: str = "",
-    ) -> list[Message]:
+        offered: Sequence[Tool] | None,
+        final: bool,
+    ) -> PlanRequest:
+        """The prompt with the steps so far as its scratchpad, and the tools `offered` in it
+        when a retriever chose them."""
         if not steps:  # a run's inputs are fixed: checked at its first plan
             self._check_inputs(inputs)
-        scratchpad = mrkl_scratchpad(steps) + tail if steps or tail else ""
-        if offered is not None:  # the tools of this run, with a retriever
+        scratchpad = mrkl_scratchpad(steps) if steps else ""
+        if final:
+            scratchpad += mrkl_prompt.FINAL_ANSWER_REQUEST
+        if offered is not None:
             inputs = {**inputs, **_tool_values(offered, self._tool_variables)}
-        return self.prompt.format_messages(**inputs, agent_scratchpad=scratchpad)
+        messages = self.prompt.format_messages(**inputs, agent_scratchpad=scratchpad)
+        return PlanRequest(messages, stop=DEFAULT_STOP)
+
+    def read_reply(self, reply: Message, final: bool) -> list[AgentAction] | AgentFinish:
+        if final:
+            return self._final(reply.content)
+        decision = parse_mrkl_output(reply.content)
+        return self._final(decision) if isinstance(decision, AgentFinish) else [decision]
 
     def _check_inputs(self, inputs: Mapping[str, Any]) -> None:
         if "agent_scratchpad" in inputs:
@@ -213,12 +184,6 @@ class OneShotAgent(BaseAgent):
             )
         if isinstance(self.prompt, PromptTemplate):
             _check_no_conversation(inputs)
-
-    def _decide(self, text: str) -> list[AgentAction] | AgentFinish:
-        decision = parse_mrkl_output(text)
-        if isinstance(decision, AgentFinish):
-            return self._final(decision)
-        return [decision]
 
     def _final(self, reply: str | AgentFinish) -> AgentFinish:
         """A final answer under `output_key`; a reply that is not one is taken whole."""

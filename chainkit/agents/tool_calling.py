@@ -7,7 +7,7 @@ from dataclasses import replace
 from itertools import count
 from typing import Any
 
-from chainkit.agents.base import BaseAgent, check_max_parallel_tools, final_answer_text, no_text
+from chainkit.agents.base import BaseAgent, PlanRequest, check_max_parallel_tools, no_text
 from chainkit.agents.errors import OutputParserError
 from chainkit.callbacks import Handlers
 from chainkit.llms import Model
@@ -54,61 +54,33 @@ class ToolCallingAgent(BaseAgent):
     ) -> None:
         check_max_parallel_tools(max_parallel_tools)
         super().__init__(llm, tools, output_key, callbacks, tool_retriever)
-        self._tool_infos = [tool.info() for tool in self._tools]
+        self._tool_infos = [tool.info() for tool in self._toolset]
         self._info_of = {info.name: info for info in self._tool_infos}
         self.system_prompt = DEFAULT_SYSTEM_PROMPT if system_prompt is None else system_prompt
         self.max_parallel_tools = max_parallel_tools
         self.history_key = history_key
 
     @property
-    def input_keys(self) -> list[str]:
-        return ["input"]
-
-    @property
     def optional_input_keys(self) -> list[str]:
         """Inputs read when present: the conversation history."""
         return [self.history_key]
 
-    def plan(
-        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
-    ) -> list[AgentAction] | AgentFinish:
+    def plan_request(
+        self,
+        steps: Sequence[AgentStep],
+        inputs: Mapping[str, Any],
+        offered: Sequence[Tool] | None,
+        final: bool,
+    ) -> PlanRequest:
         messages = self.messages(steps, inputs)
-        options = self._model_options(options)
-        if self.tool_retriever is None:  # every tool is offered: nothing to select
-            return self._decide(self.llm.generate(messages, tools=self._tool_infos, **options))
-        self._offer(options, self._offered(steps, inputs))
-        return self._planned(self._decide(self.llm.generate(messages, **options)), inputs)
+        if final:  # offered no tools: it is to answer with what it has
+            return PlanRequest([*messages, Message.user(FINAL_ANSWER_REQUEST)])
+        if offered is None:
+            return PlanRequest(messages, tools=self._tool_infos)
+        return PlanRequest(messages, tools=[self._info_of[tool.name] for tool in offered])
 
-    async def aplan(
-        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
-    ) -> list[AgentAction] | AgentFinish:
-        messages = self.messages(steps, inputs)
-        options = self._model_options(options)
-        if self.tool_retriever is None:  # every tool is offered: nothing to select
-            return self._decide(
-                await self.llm.agenerate(messages, tools=self._tool_infos, **options)
-            )
-        self._offer(options, await self._aoffered(steps, inputs))
-        reply = await self.llm.agenerate(messages, **options)
-        return self._planned(self._decide(reply), inputs)
-
-    def plan_final(
-        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
-    ) -> AgentFinish:
-        messages = [*self.messages(steps, inputs), Message.user(FINAL_ANSWER_REQUEST)]
-        options = self._model_options(options)
-        reply = self.llm.generate(messages, **options)
-        finish = self._finish(final_answer_text(reply, steps))
-        return self._planned(finish, inputs)
-
-    async def aplan_final(
-        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
-    ) -> AgentFinish:
-        messages = [*self.messages(steps, inputs), Message.user(FINAL_ANSWER_REQUEST)]
-        options = self._model_options(options)
-        reply = await self.llm.agenerate(messages, **options)
-        finish = self._finish(final_answer_text(reply, steps))
-        return self._planned(finish, inputs)
+    def read_reply(self, reply: Message, final: bool) -> list[AgentAction] | AgentFinish:
+        return self._finish(reply.content) if final else self._decide(reply)
 
     def messages(self, steps: Sequence[AgentStep], inputs: Mapping[str, Any]) -> list[Message]:
         """The conversation so far: system, history, question, then each reply and its results."""
@@ -135,13 +107,6 @@ class ToolCallingAgent(BaseAgent):
             else:
                 messages.append(Message.tool(step.observation, action.tool_call_id, action.tool))
         return messages
-
-    def _offer(self, options: dict[str, Any], offered: Sequence[Tool] | None) -> None:
-        """Puts the tools of this run in the model's options: all, or those `offered`."""
-        if offered is None:
-            options["tools"] = self._tool_infos
-        else:
-            options["tools"] = [self._info_of[tool.name] for tool in offered]
 
     def _decide(self, reply: Message) -> list[AgentAction] | AgentFinish:
         if not reply.tool_calls:

@@ -28,6 +28,7 @@ from chainkit.tools.join import join_tools
 from chainkit.tools.random_number import RandomNumber
 from chainkit.tools.retriever import ToolRetriever
 from chainkit.tools.structured import StructuredTool, tool
+from chainkit.tools.toolset import Toolset
 
 if TYPE_CHECKING:
     from chainkit.tools._mcp.client import MCPTools
@@ -68,6 +69,7 @@ __all__ = [
     "ToolError",
     "ToolRetriever",
     "ToolTypeError",
+    "Toolset",
     "builtin_tools",
     "join_tools",
     "tool",

@@ -26,6 +26,7 @@ from chainkit._retrieval import LexicalIndex
 from chainkit._stop import to_thread
 from chainkit.tools.base import Tool
 from chainkit.tools.errors import ToolConfigError, ToolTypeError
+from chainkit.tools.toolset import Toolset
 
 # The dot product of two vectors: math.sumprod (Python 3.12+) where there is one, about ten
 # times faster than the sum of products.
@@ -82,29 +83,27 @@ class ToolRetriever:
                 "embedder must have embed_documents(texts) and embed_query(text), such as "
                 f"llms.OpenAIEmbeddings(); got {type(embedder).__name__}"
             )
-        if isinstance(tools, Tool) or not isinstance(tools, Iterable):
-            raise ToolTypeError(f"tools must be a list of Tool, got {type(tools).__name__}")
         self._top_k = top_k
         self._embedder = embedder
         self._write_lock = threading.Lock()
         self._index = LexicalIndex[str]()
         # Replaced, never changed in place, so that `select` reads them without a lock.
-        self._tools: dict[str, Tool] = {}
+        self._toolset = Toolset()
         self._vectors: dict[str, list[float]] = {}
         self._always: tuple[str, ...] = ()
-        self.add(*tools)
-        always = [self._name_of(tool, "always_include") for tool in always_include]
+        self._add(tools)
+        always = [self._tool_named(tool, "always_include").name for tool in always_include]
         self._always = tuple(dict.fromkeys(always))
 
     def __repr__(self) -> str:
         embedder = "" if self._embedder is None else f", embedder={type(self._embedder).__name__}"
-        return f"ToolRetriever({len(self._tools)} tools, top_k={self._top_k}{embedder})"
+        return f"ToolRetriever({len(self._toolset)} tools, top_k={self._top_k}{embedder})"
 
     def __len__(self) -> int:
-        return len(self._tools)
+        return len(self._toolset)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        return isinstance(name, str) and self._toolset.find(name) is not None
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -122,17 +121,21 @@ class ToolRetriever:
     @property
     def tools(self) -> list[Tool]:
         """Every tool it selects from, in the order they were added."""
-        return list(self._tools.values())
+        return list(self._toolset)
 
     @property
     def always_include(self) -> list[Tool]:
-        tools = self._tools
-        return [tools[name] for name in self._always]
+        return self._listed(self._toolset, self._always)
 
     def add(self, *tools: Tool) -> None:
-        """Adds tools to select from; raises, adding none, for a tool that is not a Tool, has no
-        name or description, or whose name (ignoring case) a tool already has."""
-        checked = self._check_new(tools)
+        """Adds tools to select from; raises, adding none, as a `Toolset` refuses them: a tool
+        that is not a Tool, has no name or description, or whose name (ignoring case) a tool
+        already has."""
+        self._add(tools)
+
+    def _add(self, tools: Iterable[Tool]) -> None:
+        current = self._toolset
+        checked = list(current.adding(tools))[len(current) :]
         if not checked:
             return
         vectors: dict[str, list[float]] = {}
@@ -140,8 +143,8 @@ class ToolRetriever:
             found = self._embedder.embed_documents([_embedded_text(tool) for tool in checked])
             vectors = self._checked_vectors(found, checked)
         with self._write_lock:
-            self._check_new(tools)  # again: another thread may have added one meanwhile
-            self._tools = {**self._tools, **{tool.name: tool for tool in checked}}
+            # Checked again: another thread may have added one meanwhile.
+            self._toolset = self._toolset.adding(checked)
             self._vectors = {**self._vectors, **vectors}
             for tool in checked:
                 self._index.add(tool.name, _document(tool))
@@ -150,11 +153,11 @@ class ToolRetriever:
         """Removes tools, given by name or as the tool; raises, removing none, for one it does
         not have."""
         with self._write_lock:
-            names = [self._name_of(tool, "remove") for tool in tools]
-            for name in names:
-                self._index.remove(name)
-            gone = set(names)
-            self._tools = {n: t for n, t in self._tools.items() if n not in gone}
+            found = [self._tool_named(tool, "remove") for tool in tools]
+            for tool in found:
+                self._index.remove(tool.name)
+            gone = {tool.name for tool in found}
+            self._toolset = self._toolset.without(found)
             self._vectors = {n: v for n, v in self._vectors.items() if n not in gone}
             self._always = tuple(name for name in self._always if name not in gone)
 
@@ -181,7 +184,7 @@ class ToolRetriever:
         return self._ranked(query, vector)
 
     def _ranked(self, query: str, query_vector: object) -> list[Tool]:
-        tools, always = self._tools, self._always
+        toolset, always = self._toolset, self._always
         wanted = self._top_k + len(always)  # the always-included may rank among the best
         if query_vector is None:
             ranking = [name for name, _ in self._index.search(tokens(query), wanted)]
@@ -189,8 +192,14 @@ class ToolRetriever:
             depth = max(wanted, _MIN_CANDIDATES)
             lexical = [name for name, _ in self._index.search(tokens(query), depth)]
             ranking = _fused(lexical, self._dense_ranking(query_vector, depth))
-        others = (tools[name] for name in ranking if name not in always and name in tools)
-        return [*(tools[name] for name in always if name in tools), *islice(others, self._top_k)]
+        others = self._listed(toolset, (name for name in ranking if name not in always))
+        return [*self._listed(toolset, always), *islice(others, self._top_k)]
+
+    @staticmethod
+    def _listed(toolset: Toolset, names: Iterable[str]) -> list[Tool]:
+        """The tools of `toolset` named `names` (read once: it may be replaced meanwhile)."""
+        found = (toolset.find(name) for name in names)
+        return [tool for tool in found if tool is not None]
 
     def _dense_ranking(self, query_vector: object, depth: int) -> list[str]:
         vectors = self._vectors
@@ -198,37 +207,6 @@ class ToolRetriever:
         unit = _unit(query_vector, "embed_query", dimensions)
         scored = heapq.nlargest(depth, vectors.items(), key=lambda item: _dot(unit, item[1]))
         return [name for name, _ in scored]
-
-    def _check_new(self, tools: Sequence[object]) -> list[Tool]:
-        """The tools, once each is a Tool with a name and a description that no tool has."""
-        taken = {name.casefold(): name for name in self._tools}
-        adding: dict[str, str] = {}
-        checked: list[Tool] = []
-        for tool in tools:
-            if not isinstance(tool, Tool):
-                hint = "; make a function a tool with @tools.tool" if callable(tool) else ""
-                raise ToolTypeError(f"ToolRetriever takes Tool instances, got {tool!r}{hint}")
-            name, description = tool.name, tool.description
-            if not isinstance(name, str) or not name.strip():
-                raise ToolConfigError(f"tool {tool!r} has no name")
-            if not isinstance(description, str):
-                raise ToolTypeError(
-                    f"tool {name!r}: description must be str, got {type(description).__name__}"
-                )
-            folded = name.casefold()
-            if folded in adding:
-                raise ToolConfigError(
-                    f"tool names must be unique, ignoring case; {adding[folded]!r} and "
-                    f"{name!r} are both being added"
-                )
-            if folded in taken:
-                raise ToolConfigError(
-                    f"the retriever already has a tool named {taken[folded]!r} (names are "
-                    f"compared ignoring case); remove it before adding {name!r}"
-                )
-            adding[folded] = name
-            checked.append(tool)
-        return checked
 
     def _checked_vectors(self, found: object, tools: list[Tool]) -> dict[str, list[float]]:
         if not isinstance(found, Sequence) or len(found) != len(tools):
@@ -244,13 +222,14 @@ class ToolRetriever:
             dimensions = len(unit)
         return vectors
 
-    def _name_of(self, tool: str | Tool, where: str) -> str:
+    def _tool_named(self, tool: str | Tool, where: str) -> Tool:
         name = tool.name if isinstance(tool, Tool) else tool
         if not isinstance(name, str):
             raise ToolTypeError(f"{where} takes tool names or tools, got {tool!r}")
-        if name not in self._tools:
+        found = self._toolset.find(name)
+        if found is None:
             raise ToolConfigError(f"{where}: the retriever has no tool named {name!r}")
-        return name
+        return found
 
 
 def _checked_query(query: object) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, overload
@@ -27,7 +26,6 @@ from chainkit.tools._jsonschema import (
     Spec,
     compile_type,
     defaulted_field,
-    json_form,
     resolved_hints,
 )
 from chainkit.tools.base import Tool
@@ -39,6 +37,7 @@ from chainkit.tools.errors import (
     ToolTypeError,
 )
 from chainkit.tools.errors import InvalidArgumentsError as InvalidArgumentsError
+from chainkit.tools.toolset import observation
 
 _GOOGLE_ARGS_HEADERS = frozenset(("args:", "arguments:", "parameters:", "params:"))
 
@@ -136,12 +135,12 @@ class StructuredTool(Tool):
     def _run(self, value: object) -> str:
         args, kwargs = self._bind(value)
         if self._is_async:
-            return _render(_run_coroutine(self.func(*args, **kwargs)))
-        return _render(self.func(*args, **kwargs))
+            return observation(_run_coroutine(self.func(*args, **kwargs)))
+        return observation(self.func(*args, **kwargs))
 
     async def _arun(self, value: object) -> str:
         args, kwargs = self._bind(value)
-        return _render(await self.func(*args, **kwargs))
+        return observation(await self.func(*args, **kwargs))
 
     def _native_value(self, arguments: str) -> object:
         _require_text(self.name, arguments)
@@ -364,16 +363,6 @@ def _require_text(tool_name: str, value: object) -> None:
 
 def _malformed(tool_name: str, error: MalformedJSONError) -> InvalidArgumentsError:
     return InvalidArgumentsError(tool_name, [ArgumentProblem("", str(error))])
-
-
-def _render(result: object) -> str:
-    """The observation for a function's return value: text as is, anything else as JSON."""
-    if isinstance(result, str):
-        return result
-    try:
-        return json.dumps(result, ensure_ascii=False, default=json_form)
-    except (TypeError, ValueError):
-        return str(result)
 
 
 def _run_coroutine(coroutine: Coroutine[Any, Any, object]) -> object:

@@ -265,13 +265,15 @@ def test_finished_and_failed_runs_leave_bounded_records():
     llm = FakeLLM([MRKL_FINAL] * 3 + ["no action here"] * 300)
     agent = oneshot(llm)
     executor = agents.Executor(agent)
+    offer = agent._tool_offer
+    assert offer is not None
     for _ in range(3):
         chains.run(executor, "weather")
-    assert len(agent._offers) == 0
+    assert len(offer) == 0
     for _ in range(300):
         with pytest.raises(agents.OutputParserError):
             chains.run(executor, "weather")
-    assert len(agent._offers) == agent._offers.LIMIT
+    assert len(offer) == offer._runs.LIMIT
 
 
 # The whole path on 1,000 tools: the offline model picks among the tools offered to it.

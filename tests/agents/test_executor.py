@@ -560,7 +560,7 @@ def test_case_insensitive_lookup_reports_the_tools_own_name(events):
     )
     assert outputs["intermediate_steps"][0].observation == "found"
     assert "Search" in [tool for _, tool, _ in events.heard("tool_start")]
-    with pytest.raises(ValueError, match="'search' and 'Search' clash"):
+    with pytest.raises(ValueError, match="differ only in case, 'Search' and 'search'"):
         OneShotAgent(fake, [named("Search", "first"), named("search", "second")])
 
 

@@ -802,9 +802,9 @@ BUILDERS = {
         ([Named(" search")], "' search' has a space at an end"),
         ([Named("search ")], "'search ' has a space at an end"),
         ([Named("se\x00arch")], "control character"),
-        ([Named("search"), Named("search")], "'search' appears twice"),
-        ([Named("Search"), Named("SEARCH")], "'SEARCH' and 'Search' clash"),
-        ([Named("straße"), Named("STRASSE")], "'STRASSE' and 'straße' clash"),
+        ([Named("search"), Named("search")], "two tools are named 'search'"),
+        ([Named("Search"), Named("SEARCH")], "differ only in case, 'Search' and 'SEARCH'"),
+        ([Named("straße"), Named("STRASSE")], "differ only in case, 'straße' and 'STRASSE'"),
     ],
 )
 def test_tools_no_agent_could_use_are_refused(builder, tool_list, message):

@@ -115,7 +115,7 @@ def test_custom_prompt():
 def test_needs_tools_with_unique_names():
     with pytest.raises(ValueError, match="at least one tool"):
         OneShotAgent(FakeLLM([]), [])
-    with pytest.raises(ValueError, match="'随机数计算工具' appears twice"):
+    with pytest.raises(ValueError, match="two tools are named '随机数计算工具'"):
         OneShotAgent(FakeLLM([]), [RandomNumberTool(), RandomNumberTool()])
 
     class Nameless(tools.Tool):

@@ -767,7 +767,7 @@ def test_mcp_serve_keeps_what_the_factory_prints_off_the_protocols_stdout():
         ("tests.no_such_module:make", "cannot import tests.no_such_module"),
         ("tests.mcp_chainkit_tools:nothing", "has no attribute 'nothing'"),
         ("tests.mcp_chainkit_tools:make_number", "gave int; expected a list of Tools"),
-        ("tests.mcp_chainkit_tools:make_duplicates", "two tools named 'reverse'"),
+        ("tests.mcp_chainkit_tools:make_duplicates", "two tools are named 'reverse'"),
     ],
 )
 def test_mcp_serve_refuses_a_factory_that_gives_no_tools(factory, message, capsys):
@@ -918,7 +918,7 @@ def test_every_content_kind_has_an_observation():
 def test_join_tools_takes_tools_and_lists_and_refuses_anything_else():
     calculator, clock = tools.Calculator(), tools.CurrentTime()
     assert tools.join_tools(calculator, [clock], ()) == [calculator, clock]
-    with pytest.raises(TypeError, match="join_tools takes tools, got str"):
+    with pytest.raises(TypeError, match="tools must be Tool instances, got str"):
         tools.join_tools(["calculator"])  # type: ignore[list-item]
     with pytest.raises(
         ValueError, match=r"'calculator': the local tool Calculator.*the local tool"

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from chainkit._factory import FactoryError, load
 from chainkit._redact import redact
 from chainkit.tools.base import Tool
+from chainkit.tools.errors import ToolConfigError, ToolTypeError
+from chainkit.tools.toolset import Toolset
 
 HOST = "127.0.0.1"
 PATH = "/mcp"
@@ -73,7 +75,7 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_tools(spec: str) -> list[Tool]:
+def load_tools(spec: str) -> Toolset:
     """The tools `module:factory` gives; FactoryError naming what is wrong otherwise."""
     return _checked(spec, _tools_of(load(spec, _EXAMPLE, (Tool,))))
 
@@ -87,24 +89,18 @@ def _tools_of(made: object) -> object:
     return made if tools is None else tools
 
 
-def _checked(spec: str, tools: object) -> list[Tool]:
+def _checked(spec: str, tools: object) -> Toolset:
     if isinstance(tools, str | bytes | dict) or not isinstance(tools, Iterable):
         raise FactoryError(
             f"{spec} gave {type(tools).__name__}; expected a list of Tools, a Tool or an agent"
         )
-    listed = list(tools)
-    if not listed:
+    try:
+        toolset = Toolset(tools)
+    except (ToolConfigError, ToolTypeError) as error:
+        raise FactoryError(f"{spec} gave tools no model could use: {error}") from None
+    if not len(toolset):
         raise FactoryError(f"{spec} gave no tools")
-    names: set[str] = set()
-    for tool in listed:
-        if not isinstance(tool, Tool):
-            raise FactoryError(f"{spec} gave {type(tool).__name__} {tool!r}, which is not a Tool")
-        if not tool.name:
-            raise FactoryError(f"{spec} gave the tool {tool!r}, which has an empty name")
-        if tool.name in names:
-            raise FactoryError(f"{spec} gave two tools named {tool.name!r}")
-        names.add(tool.name)
-    return listed
+    return toolset
 
 
 def _port(text: str) -> int:

@@ -11,7 +11,6 @@ import json
 import logging
 import socket
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 import uvicorn
@@ -32,13 +31,13 @@ from mcp.types import Tool as ToolInfo
 from chainkit import __version__
 from chainkit._redact import redact
 from chainkit.tools.base import Tool, ToolError
+from chainkit.tools.toolset import Toolset, observation
 
 logger = logging.getLogger("chainkit.mcp")
 
 
-def build_server(tools: Sequence[Tool], name: str) -> Server[Any]:
+def build_server(tools: Toolset, name: str) -> Server[Any]:
     """A low-level MCP server offering `tools`: it takes their JSON schemas as they are."""
-    by_name = {tool.name: tool for tool in tools}
     listing = ListToolsResult(
         tools=[
             ToolInfo(name=tool.name, description=tool.description, input_schema=tool.parameters)
@@ -57,10 +56,11 @@ def build_server(tools: Sequence[Tool], name: str) -> Server[Any]:
     async def call_tool(
         context: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult:
-        tool = by_name.get(params.name)
+        tool = tools.find(params.name)
         if tool is None:  # a protocol error, as the MCP spec names it, not a tool's failure
             raise MCPError(
-                INVALID_PARAMS, f"Unknown tool {params.name!r}; the tools are {', '.join(by_name)}"
+                INVALID_PARAMS,
+                f"Unknown tool {params.name!r}; the tools are {', '.join(tools.names)}",
             )
         try:
             arguments = json.dumps(params.arguments or {}, ensure_ascii=False)
@@ -70,23 +70,24 @@ def build_server(tools: Sequence[Tool], name: str) -> Server[Any]:
         except Exception as error:
             logger.exception("tool %s raised", tool.name)
             return failure(redact(f"{tool.name} failed: {type(error).__name__}: {error}"))
-        if not isinstance(output, str):
-            return failure(f"{tool.name} returned {type(output).__name__}; tools return str")
-        return CallToolResult(content=[TextContent(type="text", text=output)])
+        text = observation(output)
+        return CallToolResult(content=[TextContent(type="text", text=text)])
 
     return Server(
         name,
         version=__version__,
-        get_tool_input_schema=lambda tool_name: (
-            by_name[tool_name].parameters if tool_name in by_name else None
-        ),
+        get_tool_input_schema=lambda tool_name: _parameters(tools.find(tool_name)),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
 
 
+def _parameters(tool: Tool | None) -> dict[str, Any] | None:
+    return None if tool is None else tool.parameters
+
+
 async def serve(
-    tools: Sequence[Tool], *, name: str, host: str, path: str, http_port: int | None = None
+    tools: Toolset, *, name: str, host: str, path: str, http_port: int | None = None
 ) -> None:
     """Serves `tools` over stdio until stdin closes, or with `http_port` over streamable HTTP
     at http://host:port/path until stopped."""

@@ -1,0 +1,176 @@
+"""ToolOffer: which of an agent's tools each run offers the model, when a ToolRetriever
+chooses them.
+
+The tools are selected once, when a run's first plan starts, for the run's query, and that
+selection is reported as a "retriever" run to the callbacks. A registered tool the model names
+that was not offered still runs (the Executor finds every tool of the agent), and is offered
+from then on, reported as a retrieval of its own.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from chainkit._text import shorten
+from chainkit.agents.errors import AgentConfigError, AgentTypeError
+from chainkit.callbacks import CombiningHandler
+from chainkit.callbacks.run import current_run, enter
+from chainkit.schema import AgentAction, AgentFinish, AgentStep
+from chainkit.tools import Tool, ToolRetriever, Toolset
+
+Decision = TypeVar("Decision", bound=list[AgentAction] | AgentFinish)
+
+
+class ToolOffer:
+    """The tools a `retriever` offers in each run of an agent holding `toolset`, selected for
+    the input under `query_key`."""
+
+    def __init__(self, retriever: ToolRetriever, toolset: Toolset, query_key: str) -> None:
+        self.retriever = _checked(retriever, toolset)
+        self._toolset = toolset
+        self.query_key = query_key
+        self._runs = _RunOffers()
+
+    def __len__(self) -> int:
+        """How many runs have an offer on record."""
+        return len(self._runs)
+
+    def tools(
+        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], own: CombiningHandler | None
+    ) -> list[Tool]:
+        """The tools this run offers, selected at its first plan; `own` is the agent's
+        handler."""
+        query = self._query(inputs)
+        offer = self._runs.get(inputs, query) if steps else None
+        if offer is None:
+            with _reporting_retrieval(own, query) as found:
+                found.extend(self._registered(self.retriever.select(query)))
+            offer = self._runs.start(inputs, query, found)
+        return offer
+
+    async def atools(
+        self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], own: CombiningHandler | None
+    ) -> list[Tool]:
+        """`tools` for async runs: an embedder's async path is awaited."""
+        query = self._query(inputs)
+        offer = self._runs.get(inputs, query) if steps else None
+        if offer is None:
+            with _reporting_retrieval(own, query) as found:
+                found.extend(self._registered(await self.retriever.aselect(query)))
+            offer = self._runs.start(inputs, query, found)
+        return offer
+
+    def planned(
+        self, decision: Decision, inputs: Mapping[str, Any], own: CombiningHandler | None
+    ) -> Decision:
+        """`decision`, once the run's offer knows it: a finished run's offer is forgotten, and
+        each registered tool the model named without being offered it is offered from now on
+        (the second chance: it runs all the same)."""
+        if isinstance(decision, AgentFinish):
+            self._runs.end(inputs)
+            return decision
+        offer = self._runs.get(inputs, self._query(inputs))
+        if offer is not None:
+            for action in decision:
+                tool = self._toolset.find(action.tool)
+                if tool is not None and all(tool is not offered for offered in offer):
+                    with _reporting_retrieval(own, action.tool) as found:
+                        found.append(tool)
+                    offer.append(tool)
+        return decision
+
+    def _query(self, inputs: Mapping[str, Any]) -> str:
+        """The text tools are selected for: the input under `query_key`."""
+        return str(inputs.get(self.query_key, ""))  # a missing input is the prompt's to name
+
+    def _registered(self, selected: Sequence[Tool]) -> list[Tool]:
+        """The agent's own tools among those a retriever selected (by name): one added to the
+        retriever since the agent was built is not the agent's to offer."""
+        found = (self._toolset.find(tool.name) for tool in selected)
+        return [tool for tool in found if tool is not None]
+
+
+def _checked(retriever: ToolRetriever, toolset: Toolset) -> ToolRetriever:
+    """Raises unless the retriever selects among exactly the agent's tools (by name)."""
+    if not isinstance(retriever, ToolRetriever):
+        raise AgentTypeError(
+            f"tool_retriever must be a tools.ToolRetriever, got {type(retriever).__name__}"
+        )
+    agent_names = set(toolset.names)
+    retriever_names = {tool.name for tool in retriever.tools}
+    if agent_names != retriever_names:
+        problems = []
+        if agent_names - retriever_names:
+            unknown = ", ".join(sorted(agent_names - retriever_names))
+            problems.append(f"the retriever lacks {shorten(unknown, 200)}")
+        if retriever_names - agent_names:
+            extra = ", ".join(sorted(retriever_names - agent_names))
+            problems.append(f"the agent lacks {shorten(extra, 200)}")
+        raise AgentConfigError(
+            "tool_retriever must select among the agent's own tools: "
+            f"{'; '.join(problems)}. Build it with tools.ToolRetriever(tools) on the same list"
+        )
+    return retriever
+
+
+@contextmanager
+def _reporting_retrieval(own: CombiningHandler | None, query: str) -> Iterator[list[Tool]]:
+    """A "retriever" run selecting tools for `query`: its start, then, once the block has put
+    the tools selected in the list it is given, its end with them (or its error). The one
+    place the agents report retrievals; `own` is the agent's handler."""
+    with enter("retriever", query, own) as run:
+        if run.handler is not None:
+            run.handler.handle_retriever_start(query)
+        found: list[Tool] = []
+        yield found
+        run.end(list(found))
+
+
+class _RunOffers:
+    """The tools offered in each run in progress, by run: the id of the current run (the
+    Executor's), or, for an agent planning outside any run, the id of the inputs object it is
+    given for every plan. A run's first plan (no steps yet) always selects afresh, and a record
+    is found only for the query it was selected for. A run that does not end with the agent's
+    final answer (an error, a limit, a tool returning directly) leaves its record behind: only
+    the latest `LIMIT` are kept, and a run whose record was dropped selects again.
+
+    A copy of an agent starts with no record: `__reduce__` makes copies and pickles fresh."""
+
+    LIMIT = 256
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._offers: OrderedDict[str | int, tuple[int, list[Tool]]] = OrderedDict()
+
+    def __reduce__(self) -> tuple[type[_RunOffers], tuple[()]]:
+        return (type(self), ())
+
+    def __len__(self) -> int:
+        return len(self._offers)
+
+    def get(self, inputs: Mapping[str, Any], query: str) -> list[Tool] | None:
+        with self._lock:
+            record = self._offers.get(_run_key(inputs))
+        return record[1] if record is not None and record[0] == hash(query) else None
+
+    def start(self, inputs: Mapping[str, Any], query: str, tools: list[Tool]) -> list[Tool]:
+        key = _run_key(inputs)
+        with self._lock:
+            self._offers[key] = (hash(query), tools)
+            self._offers.move_to_end(key)
+            while len(self._offers) > self.LIMIT:
+                self._offers.popitem(last=False)
+        return tools
+
+    def end(self, inputs: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._offers.pop(_run_key(inputs), None)
+
+
+def _run_key(inputs: Mapping[str, Any]) -> str | int:
+    run = current_run()
+    return id(inputs) if run is None else run.id
