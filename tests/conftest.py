@@ -1,15 +1,16 @@
 """Shared fixtures.
 
 OpenAI backend: `openai_server` runs the loopback OpenAI-compatible server of
-tests/openai_server.py; `make_openai(**overrides)` builds `OpenAI` models pointed at it, with
-waits between retries short enough for tests, and `openai_llm` is one such model.
+tests/support/openai_server.py; `make_openai(**overrides)` builds `OpenAI` models pointed at
+it, with waits between retries short enough for tests, and `openai_llm` is one such model.
 `arun(model, coroutine)` runs async work in a new event loop and closes the model's async
 connections before the loop ends, as an async program should.
 
-`events` is a fresh `EventRecorder` (tests/events.py), the handler that records every event.
+`events` is a fresh `EventRecorder` (tests/support/event_recorder.py), the handler that
+records every event.
 
 Every test checks that the errors chainkit raises are `chainkit.ChainkitError`s
-(`every_error_is_named`, in tests/named_errors.py).
+(`every_error_is_named`, in tests/support/named_errors.py).
 
 Hypothesis: with CI set (as .ci/run sets it) the "ci" profile draws the same examples on every
 run (derandomize), so a CI failure reproduces; elsewhere "dev" draws new ones each run. Both
@@ -29,9 +30,9 @@ from hypothesis import settings
 
 from chainkit.llms._retry import Backoff
 from chainkit.llms.openai import OpenAI
-from tests.events import EventRecorder
-from tests.named_errors import every_error_is_named  # noqa: F401 - an autouse fixture
-from tests.openai_server import TEST_API_KEY, OpenAIServer, server_threads
+from tests.support.event_recorder import EventRecorder
+from tests.support.named_errors import every_error_is_named  # noqa: F401 - an autouse fixture
+from tests.support.openai_server import TEST_API_KEY, OpenAIServer, server_threads
 
 T = TypeVar("T")
 

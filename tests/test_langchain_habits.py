@@ -18,8 +18,8 @@ from chainkit.llms import FakeLLM, ModelAttributeError
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import Message
 from chainkit.tools import ToolAttributeError
-from tests.agents.stub_tools import named
-from tests.typecheck import mypy_errors
+from tests.support.stub_tools import named
+from tests.support.typecheck import mypy_errors
 
 
 class LangChainStyle(Handler):

@@ -24,7 +24,7 @@ from chainkit._batch.records import Record  # noqa: E402
 from chainkit._batch.runner import offline_agent, run_all  # noqa: E402
 from chainkit.chains import OptionsError, OptionsTypeError  # noqa: E402
 from chainkit.distributed import ActorsLostError, RayRateLimiter, ray_batch  # noqa: E402
-from tests.openai_server import TEST_API_KEY, OpenAIServer  # noqa: E402
+from tests.support.openai_server import TEST_API_KEY, OpenAIServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = [f"what is {a}*{b}+{a}?" for a in range(1, 7) for b in range(1, 5)] + [
@@ -146,7 +146,7 @@ def test_a_job_whose_every_actor_died_says_so(tmp_path):
 
 @pytest.mark.timeout(120, method="thread")
 def test_ray_batch_takes_a_factory_by_name_and_checks_its_inputs():
-    results = ray_batch("tests.batch_factories:echo", [{"input": "a"}, {"input": "b"}])
+    results = ray_batch("tests.support.batch_factories:echo", [{"input": "a"}, {"input": "b"}])
     assert [r["output"] for r in results] == ["echo: a", "echo: b"]
     with pytest.raises(TypeError, match="item 1 is 'b'"):
         ray_batch(offline_agent, [{"input": "a"}, "b"])  # type: ignore[list-item]

@@ -14,9 +14,9 @@ import pytest
 from chainkit import agents, chains, tools
 from chainkit.llms import FakeLLM, OfflineModel, OpenAIEmbeddings
 from chainkit.schema import FunctionCall, Message, ToolCall
-from tests.events import EventRecorder
-from tests.openai_server import TEST_API_KEY, OpenAIServer
-from tests.tool_catalog import TEST_SEED, TEST_WORDING, build
+from tests.support.event_recorder import EventRecorder
+from tests.support.openai_server import TEST_API_KEY, OpenAIServer
+from tests.support.tool_catalog import TEST_SEED, TEST_WORDING, build
 
 
 class Named(tools.Tool):

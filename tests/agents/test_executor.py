@@ -17,8 +17,8 @@ from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer
 from chainkit.prompts import ChatPromptTemplate
 from chainkit.schema import AgentStep, Message
-from tests.agents.stub_tools import named
-from tests.events import EventRecorder
+from tests.support.event_recorder import EventRecorder
+from tests.support.stub_tools import named
 
 
 class Echo(tools.Tool):

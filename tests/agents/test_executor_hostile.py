@@ -39,7 +39,7 @@ from chainkit.llms.fake import FakeLLMExhaustedError
 from chainkit.llms.model import BaseModel
 from chainkit.memory import ConversationBuffer
 from chainkit.schema import FunctionCall, Message, ToolCall
-from tests.openai_server import Fault
+from tests.support.openai_server import Fault
 
 KINDS = ["mrkl", "native"]
 DRIVERS = ["sync", "async"]

@@ -22,7 +22,7 @@ from chainkit.agents import (
 from chainkit.agents import executor as executor_module
 from chainkit.llms import FakeLLM
 from chainkit.schema import FunctionCall, Message, ToolCall
-from tests.agents.stub_tools import named
+from tests.support.stub_tools import named
 
 
 def agent() -> OneShotAgent:

@@ -9,8 +9,8 @@ from chainkit.agents import Executor, NotFinishedError, ToolCallingAgent
 from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer
 from chainkit.schema import FunctionCall, Message, ToolCall
-from tests.agents.stub_tools import named
-from tests.concurrency import Peak
+from tests.support.concurrency_peak import Peak
+from tests.support.stub_tools import named
 
 
 def call(name, arguments, call_id):

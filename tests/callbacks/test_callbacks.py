@@ -5,7 +5,7 @@ import pytest
 
 from chainkit.callbacks import CombiningHandler, Handler, LogHandler, guard, join
 from chainkit.schema import AgentAction, AgentFinish, FunctionCall, Message, ToolCall
-from tests.events import EventRecorder
+from tests.support.event_recorder import EventRecorder
 
 HANDLER_METHODS = [
     "handle_text",

@@ -15,7 +15,7 @@ from chainkit.callbacks import RunInfo, current_run
 from chainkit.llms import BaseModel, FakeLLM, ModelRequest
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import FunctionCall, Message, ToolCall
-from tests.events import EventRecorder
+from tests.support.event_recorder import EventRecorder
 
 LIFECYCLE = {
     **{f"{kind}_start": "start" for kind in ("chain", "llm", "tool", "retriever")},

@@ -22,8 +22,8 @@ from chainkit.llms import CallOptions, FakeLLM
 from chainkit.memory import ConversationBuffer, MemoryKeyError
 from chainkit.prompts import ChatPromptTemplate, MessagesPlaceholder, PromptTemplate
 from chainkit.schema import Message
-from tests.concurrency import Peak
-from tests.events import EventRecorder
+from tests.support.concurrency_peak import Peak
+from tests.support.event_recorder import EventRecorder
 
 
 def seen(events: EventRecorder) -> list[tuple[Any, ...]]:

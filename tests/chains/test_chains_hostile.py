@@ -26,8 +26,8 @@ from chainkit.llms import FakeLLM, OpenAIEmbeddings, UnknownOptionError
 from chainkit.memory import ConversationBuffer, MemoryKeyError
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import Message
-from tests.events import EventRecorder
-from tests.openai_server import TEST_API_KEY
+from tests.support.event_recorder import EventRecorder
+from tests.support.openai_server import TEST_API_KEY
 
 DRIVERS = ["sync", "async"]
 NOT_HANDLERS = [print, "LogHandler", 3, [callbacks.LogHandler(), print], (None, object())]

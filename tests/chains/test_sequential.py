@@ -21,7 +21,7 @@ from chainkit.chains import (
 from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer, MemoryKeyError
 from chainkit.prompts import PromptTemplate
-from tests.events import EventRecorder
+from tests.support.event_recorder import EventRecorder
 
 
 def llm_chain(template: str, responses: list[str], **kwargs: Any) -> tuple[LLMChain, FakeLLM]:

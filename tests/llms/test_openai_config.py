@@ -10,7 +10,7 @@ import pytest
 
 from chainkit.llms import Backoff, ModelConfigError, OpenAI, OpenAIEmbeddings
 from chainkit.llms.errors import ModelStatusError, ModelTimeoutError
-from tests.openai_server import TEST_API_KEY, Fault, OpenAIServer
+from tests.support.openai_server import TEST_API_KEY, Fault, OpenAIServer
 
 BACKENDS = [OpenAI, OpenAIEmbeddings]
 LOCAL = "http://127.0.0.1:9/v1"

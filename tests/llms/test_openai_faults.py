@@ -21,8 +21,14 @@ from chainkit.llms.errors import (
 )
 from chainkit.llms.openai import OpenAI
 from chainkit.schema import Message
-from tests.events import EventRecorder
-from tests.openai_server import EMBEDDING_DIMENSIONS, TEST_API_KEY, Fault, OpenAIServer, Reply
+from tests.support.event_recorder import EventRecorder
+from tests.support.openai_server import (
+    EMBEDDING_DIMENSIONS,
+    TEST_API_KEY,
+    Fault,
+    OpenAIServer,
+    Reply,
+)
 
 ANSWER = "The answer, at last."
 

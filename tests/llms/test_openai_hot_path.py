@@ -17,7 +17,7 @@ from chainkit.llms._openai_connection import Connection
 from chainkit.llms._openai_request import build_request
 from chainkit.llms.openai import OpenAI
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
-from tests.openai_server import TEST_API_KEY, OpenAIServer, Recorded
+from tests.support.openai_server import TEST_API_KEY, OpenAIServer, Recorded
 
 MESSAGES = [
     Message.system("你是助手"),

@@ -22,8 +22,8 @@ from chainkit.llms.errors import (
 )
 from chainkit.llms.openai import OpenAI
 from chainkit.schema import FunctionCall, Message, ToolCall
-from tests.events import EventRecorder
-from tests.openai_server import Fault, OpenAIServer, Raw, Reply, raw_reply
+from tests.support.event_recorder import EventRecorder
+from tests.support.openai_server import Fault, OpenAIServer, Raw, Reply, raw_reply
 
 MODES = ["sync", "async"]
 USAGE = {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}

@@ -1,4 +1,5 @@
-"""Chains for `chainkit batch --agent tests.batch_factories:...` in the batch and Ray tests."""
+"""Chains for `chainkit batch --agent tests.support.batch_factories:...` in the batch and
+Ray tests."""
 
 from __future__ import annotations
 
