@@ -25,6 +25,7 @@ from chainkit._batch.runner import offline_agent, run_all  # noqa: E402
 from chainkit.chains import OptionsError, OptionsTypeError  # noqa: E402
 from chainkit.distributed import ActorsLostError, RayRateLimiter, ray_batch  # noqa: E402
 from tests.support.openai_server import TEST_API_KEY, OpenAIServer  # noqa: E402
+from tests.support.stub_chains import InputOutputChain  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = [f"what is {a}*{b}+{a}?" for a in range(1, 7) for b in range(1, 5)] + [
@@ -70,21 +71,13 @@ def local_results(
 EXIT_ONCE, EXIT_ALWAYS = "end this process once", "end this process every time"
 
 
-class ExitingAgent(chains.Chain):
+class ExitingAgent(InputOutputChain):
     """The offline agent, in a process that ends (as a crashed or killed actor's does) on
     EXIT_ALWAYS, and on EXIT_ONCE the first time only: that run leaves a file in `marks`."""
 
     def __init__(self, marks: str) -> None:
         self.agent = offline_agent()
         self.marks = marks
-
-    @property
-    def input_keys(self) -> list[str]:
-        return ["input"]
-
-    @property
-    def output_keys(self) -> list[str]:
-        return ["output"]
 
     def _exit_on(self, text: str) -> None:
         if text == EXIT_ALWAYS:

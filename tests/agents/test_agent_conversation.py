@@ -6,7 +6,7 @@ from types import MappingProxyType
 
 import pytest
 
-from chainkit import chains, tools
+from chainkit import chains
 from chainkit.agents import Executor, OneShotAgent, ToolCallingAgent
 from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer
@@ -18,14 +18,7 @@ from chainkit.prompts import (
 )
 from chainkit.prompts.placeholder import to_messages
 from chainkit.schema import AgenticMessage, FunctionCall, Message, ToolCall
-
-
-class Echo(tools.Tool):
-    name = "echo"
-    description = "repeats its input"
-
-    def call(self, input):
-        return f"echo {input}"
+from tests.support.stub_tools import Echo
 
 
 def echo_call(call_id, text):
@@ -56,7 +49,7 @@ def test_the_same_reply_object_twice_is_sent_as_two_assistant_turns(calls_per_re
         return Executor(ToolCallingAgent(fake, [Echo()], system_prompt="")), fake
 
     for calls in run_both(make, {"input": "q"}):
-        tool_turn = [Message.tool(f"echo x{i}", f"c{i}", "echo") for i in range(calls_per_reply)]
+        tool_turn = [Message.tool(f"echo: x{i}", f"c{i}", "echo") for i in range(calls_per_reply)]
         assert calls[2].messages == [Message.user("q"), reply, *tool_turn, reply, *tool_turn]
 
 

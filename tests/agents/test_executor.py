@@ -18,19 +18,7 @@ from chainkit.memory import ConversationBuffer
 from chainkit.prompts import ChatPromptTemplate
 from chainkit.schema import AgentStep, Message
 from tests.support.event_recorder import EventRecorder
-from tests.support.stub_tools import named
-
-
-class Echo(tools.Tool):
-    name = "echo"
-    description = "repeats its input"
-
-    def __init__(self):
-        self.inputs = []
-
-    def call(self, input):
-        self.inputs.append(input)
-        return f"echo: {input}"
+from tests.support.stub_tools import Echo, named
 
 
 class Failing(tools.Tool):

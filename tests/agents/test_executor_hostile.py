@@ -40,6 +40,7 @@ from chainkit.llms.model import BaseModel
 from chainkit.memory import ConversationBuffer
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests.support.openai_server import Fault
+from tests.support.stub_tools import Echo
 
 KINDS = ["mrkl", "native"]
 DRIVERS = ["sync", "async"]
@@ -91,14 +92,6 @@ def predict(executor, driver, inputs, **options):
 
 
 # Tools.
-
-
-class Echo(tools.Tool):
-    name = "echo"
-    description = "repeats its input"
-
-    def call(self, input):
-        return f"echo: {input}"
 
 
 class Raises(tools.Tool):

@@ -24,17 +24,10 @@ from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests.agents.test_executor_hostile import Pairs, SlowModel
+from tests.support.stub_tools import Echo
 
 DRIVERS = ["sync", "async"]
 ANSWER = " I now know\nFinal Answer: forty-two"
-
-
-class Echo(tools.Tool):
-    name = "echo"
-    description = "repeats its input"
-
-    def call(self, input):
-        return f"echo: {input}"
 
 
 def run(executor, driver, **options):

@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from chainkit import chains, tools
+from chainkit import chains
 from chainkit.agents import (
     Executor,
     NotFinishedError,
@@ -22,14 +22,7 @@ from chainkit.agents import (
 from chainkit.agents.tool_calling import FINAL_ANSWER_REQUEST
 from chainkit.llms import FakeLLM
 from chainkit.schema import FunctionCall, Message, ResponseMeta, ToolCall
-
-
-class Echo(tools.Tool):
-    name = "echo"
-    description = "repeats its input"
-
-    def call(self, input):
-        return f"echo {input}"
+from tests.support.stub_tools import Echo
 
 
 def echo_reply(call_id="c1", text=""):
@@ -69,7 +62,7 @@ def test_a_final_reply_that_calls_tools_is_not_an_answer(use_async, text):
     executor, fake = tool_calling([echo_reply("c1"), echo_reply("c2", text)])
     with pytest.raises(NotFinishedError, match="called echo instead") as caught:
         run(executor, use_async)
-    assert [step.observation for step in caught.value.steps] == ["echo x"]
+    assert [step.observation for step in caught.value.steps] == ["echo: x"]
     final_request = fake.calls[1]
     assert final_request.options["tools"] is None  # no tools offered for the final answer
     assert final_request.messages[-1] == Message.user(FINAL_ANSWER_REQUEST)
@@ -143,7 +136,7 @@ def test_a_mrkl_final_reply_holding_no_answer_raises(use_async, final):
     executor, _ = mrkl([" x\nAction: echo\nAction Input: a", final])
     with pytest.raises(NotFinishedError, match="asked for a final answer") as caught:
         run(executor, use_async)
-    assert [step.observation for step in caught.value.steps] == ["echo a"]
+    assert [step.observation for step in caught.value.steps] == ["echo: a"]
 
 
 @pytest.mark.timeout(10)

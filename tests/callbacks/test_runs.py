@@ -16,6 +16,7 @@ from chainkit.llms import BaseModel, FakeLLM, ModelRequest
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests.support.event_recorder import EventRecorder
+from tests.support.stub_chains import InputOutputChain
 
 LIFECYCLE = {
     **{f"{kind}_start": "start" for kind in ("chain", "llm", "tool", "retriever")},
@@ -129,10 +130,7 @@ def test_batch_in_threads_with_sync_parallel_tools_rebuilds_the_same_trees():
 def test_a_batch_item_inside_an_outer_run_is_its_child():
     recorder = EventRecorder()
 
-    class Outer(chains.Chain):
-        input_keys = ["input"]  # noqa: RUF012
-        output_keys = ["output"]  # noqa: RUF012
-
+    class Outer(InputOutputChain):
         def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
             inner, _ = executor_and_tools(parties=2)
             results = chains.batch(inner, [{"input": "a"}, {"input": "b"}])
