@@ -6,6 +6,9 @@ it, with waits between retries short enough for tests, and `openai_llm` is one s
 `arun(model, coroutine)` runs async work in a new event loop and closes the model's async
 connections before the loop ends, as an async program should.
 
+`mode` runs a test once sync and once async: `mode.run(chain, input)` (and `call`, `predict`,
+`batch`) is `chains.run(...)` or `await chains.arun(...)` (tests/support/modes.py).
+
 `events` is a fresh `EventRecorder` (tests/support/event_recorder.py), the handler that
 records every event.
 
@@ -31,6 +34,7 @@ from hypothesis import settings
 from chainkit.llms._retry import Backoff
 from chainkit.llms.openai import OpenAI
 from tests.support.event_recorder import EventRecorder
+from tests.support.modes import MODES, Mode
 from tests.support.named_errors import every_error_is_named  # noqa: F401 - an autouse fixture
 from tests.support.openai_server import TEST_API_KEY, OpenAIServer, server_threads
 
@@ -99,3 +103,8 @@ def arun() -> Callable[[_AsyncClosable, Coroutine[Any, Any, T]], T]:
 @pytest.fixture
 def events() -> EventRecorder:
     return EventRecorder()
+
+
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest) -> Mode:
+    return Mode(request.param)

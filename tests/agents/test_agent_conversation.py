@@ -217,29 +217,21 @@ def mrkl_with_history(prompt_kind):
 
 
 @pytest.mark.timeout(10)
-@pytest.mark.parametrize("use_async", [False, True])
-def test_message_history_in_a_text_mrkl_prompt_is_refused_not_pasted_as_a_repr(use_async):
+def test_message_history_in_a_text_mrkl_prompt_is_refused_not_pasted_as_a_repr(mode):
     agent = mrkl_with_history("text")
     executor = Executor(agent, memory=ConversationBuffer(return_messages=True))
     with pytest.raises(
         TypeError, match=r"OneShotAgent's prompt is text.*'history'.*MessagesPlaceholder"
     ):
-        if use_async:
-            asyncio.run(chains.arun(executor, "hi"))
-        else:
-            chains.run(executor, "hi")
+        mode.run(executor, "hi")
     assert agent.llm.calls == []
 
 
 @pytest.mark.timeout(10)
-@pytest.mark.parametrize("use_async", [False, True])
-def test_pairs_in_a_chat_mrkl_prompt_reach_the_model(use_async):
+def test_pairs_in_a_chat_mrkl_prompt_reach_the_model(mode):
     agent = mrkl_with_history("chat")
     inputs = {"input": "q", "history": [("human", "hi"), ("ai", "hello")]}
-    if use_async:
-        asyncio.run(chains.acall(Executor(agent), inputs))
-    else:
-        chains.call(Executor(agent), inputs)
+    mode.call(Executor(agent), inputs)
     sent = agent.llm.calls[0].messages
     assert sent[1:3] == [Message.user("hi"), Message.assistant("hello")]
 

@@ -9,7 +9,9 @@
   `mcp_serve_factories` (`chainkit mcp-serve`);
 - `event_recorder` (the handler that records every callback event), `tool_catalog`
   (generated catalogs for tool retrieval), `chat_templates/` (real models' chat templates);
-- `stub_tools` (tools with a fixed behaviour), `concurrency_peak` (how much runs at once);
+- `stub_tools` (tools with a fixed behaviour: one `Echo`), `stub_chains` (the base of the
+  tests' own chains), `concurrency_peak` (how much runs at once);
+- `modes`: the one sync/async parametrization, the `mode` fixture of tests/conftest.py;
 - checks: `named_errors` (every error chainkit raises is a ChainkitError, autouse) and
   `typecheck` (mypy --strict on a user's file).
 """

@@ -1,0 +1,58 @@
+"""One sync/async parametrization for behaviour tests.
+
+A test that takes the `mode` fixture (tests/conftest.py) runs twice: with `Mode("sync")` its
+`mode.run(chain, input)` is `chains.run(chain, input)`; with `Mode("async")` it is
+`await chains.arun(chain, input)` in an event loop of its own, as an async program would
+call it. So one test body checks that both drivers behave the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from chainkit import chains
+
+MODES: tuple[Literal["sync", "async"], ...] = ("sync", "async")
+
+
+class Mode:
+    """Calls chainkit's chain entry points synchronously, or their async twins in a fresh
+    event loop."""
+
+    def __init__(self, name: Literal["sync", "async"]) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Mode({self.name!r})"
+
+    @property
+    def is_async(self) -> bool:
+        return self.name == "async"
+
+    def drive(self, function: str, *args: Any, **options: Any) -> Any:
+        """`chains.<function>(*args, **options)`, or `chains.a<function>` awaited. Looked up
+        at each call, so the tests' checked `chains.batch` (tests/support/named_errors.py)
+        is the one called."""
+        if self.is_async:
+            return asyncio.run(getattr(chains, f"a{function}")(*args, **options))
+        return getattr(chains, function)(*args, **options)
+
+    def run(self, chain: chains.Chain, input: Any, **options: Any) -> str:
+        answer: str = self.drive("run", chain, input, **options)
+        return answer
+
+    def call(
+        self, chain: chains.Chain, inputs: Mapping[str, Any], **options: Any
+    ) -> dict[str, Any]:
+        outputs: dict[str, Any] = self.drive("call", chain, inputs, **options)
+        return outputs
+
+    def predict(self, chain: chains.Chain, inputs: Mapping[str, Any], **options: Any) -> str:
+        answer: str = self.drive("predict", chain, inputs, **options)
+        return answer
+
+    def batch(self, chain: chains.Chain, items: Iterable[Any], **options: Any) -> list[Any]:
+        results: list[Any] = self.drive("batch", chain, items, **options)
+        return results
