@@ -16,6 +16,7 @@ from chainkit.llms import BaseModel, FakeLLM, ModelRequest
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests.support.event_recorder import EventRecorder
+from tests.support.modes import Mode
 from tests.support.stub_chains import InputOutputChain
 
 LIFECYCLE = {
@@ -167,7 +168,6 @@ class Broken(tools.Tool):
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("use_async", [False, True])
 @pytest.mark.parametrize(
     "script",
     [
@@ -177,16 +177,13 @@ class Broken(tools.Tool):
     ],
     ids=["tool error", "unknown tool", "parse error"],
 )
-def test_every_run_is_closed_once_on_error_paths(script: list[str], use_async: bool):
+def test_every_run_is_closed_once_on_error_paths(script: list[str], mode: Mode):
     recorder = EventRecorder()
     executor = agents.Executor(
         agents.OneShotAgent(FakeLLM(script), [Broken()]),
         error_handler=agents.ParserErrorHandler(),
     )
-    if use_async:
-        answer = asyncio.run(chains.arun(executor, "q", callbacks=recorder))
-    else:
-        answer = chains.run(executor, "q", callbacks=recorder)
+    answer = mode.run(executor, "q", callbacks=recorder)
     assert answer == "ok"
     children = tree(recorder)
     [root] = children[None]
@@ -212,8 +209,7 @@ class Sleeper(tools.Tool):
 
 
 @pytest.mark.timeout(30, method="thread")
-@pytest.mark.parametrize("use_async", [False, True])
-def test_a_call_cut_by_the_deadline_reports_its_error_as_its_own_run(use_async: bool):
+def test_a_call_cut_by_the_deadline_reports_its_error_as_its_own_run(mode: Mode):
     recorder = EventRecorder()
     sleeper = Sleeper()
     executor = agents.Executor(
@@ -222,10 +218,7 @@ def test_a_call_cut_by_the_deadline_reports_its_error_as_its_own_run(use_async: 
     )
     try:
         with pytest.raises(agents.NotFinishedError):
-            if use_async:
-                asyncio.run(chains.arun(executor, "q", callbacks=recorder))
-            else:
-                chains.run(executor, "q", callbacks=recorder)
+            mode.run(executor, "q", callbacks=recorder)
     finally:
         sleeper.release.set()
     children = tree(recorder)

@@ -378,15 +378,11 @@ def test_memory_never_overwrites_an_input_the_caller_gave():
     assert fake.calls[0].messages[0].content == "given by caller|q"
 
 
-@pytest.mark.parametrize("use_async", [False, True])
-def test_an_interrupted_chain_still_reports_its_error(use_async, events):
+def test_an_interrupted_chain_still_reports_its_error(mode, events):
     chain = Interrupting()
     chain.callbacks = events
     with pytest.raises(KeyboardInterrupt):
-        if use_async:
-            asyncio.run(chains.acall(chain, {"x": 1}))
-        else:
-            chains.call(chain, {"x": 1})
+        mode.call(chain, {"x": 1})
     errors = [
         (name, chain, type(error).__name__) for name, chain, error in events.heard("chain_error")
     ]
