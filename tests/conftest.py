@@ -7,7 +7,8 @@ it, with waits between retries short enough for tests, and `openai_llm` is one s
 connections before the loop ends, as an async program should.
 
 `mode` runs a test once sync and once async: `mode.run(chain, input)` (and `call`, `predict`,
-`batch`) is `chains.run(...)` or `await chains.arun(...)` (tests/support/modes.py).
+`batch`) is `chains.run(...)` or `await chains.arun(...)`, and `mode.generate(model, messages)`
+is `model.generate(...)` or `await model.agenerate(...)` (tests/support/modes.py).
 
 `events` is a fresh `EventRecorder` (tests/support/event_recorder.py), the handler that
 records every event.
@@ -23,10 +24,9 @@ machine is no bug). `--hypothesis-profile NAME` picks either one.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable, Coroutine, Iterator
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import pytest
 from hypothesis import settings
@@ -34,7 +34,7 @@ from hypothesis import settings
 from chainkit.llms._retry import Backoff
 from chainkit.llms.openai import OpenAI
 from tests.support.event_recorder import EventRecorder
-from tests.support.modes import MODES, Mode
+from tests.support.modes import MODES, AsyncClosable, Mode, run_then_close
 from tests.support.named_errors import every_error_is_named  # noqa: F401 - an autouse fixture
 from tests.support.openai_server import TEST_API_KEY, OpenAIServer, server_threads
 
@@ -81,23 +81,9 @@ def openai_llm(make_openai: Callable[..., OpenAI]) -> OpenAI:
     return make_openai()
 
 
-class _AsyncClosable(Protocol):
-    async def aclose(self) -> None: ...
-
-
-def _arun(model: _AsyncClosable, work: Coroutine[Any, Any, T]) -> T:
-    async def main() -> T:
-        try:
-            return await work
-        finally:
-            await model.aclose()
-
-    return asyncio.run(main())
-
-
 @pytest.fixture
-def arun() -> Callable[[_AsyncClosable, Coroutine[Any, Any, T]], T]:
-    return _arun
+def arun() -> Callable[[AsyncClosable, Coroutine[Any, Any, T]], T]:
+    return run_then_close
 
 
 @pytest.fixture

@@ -182,7 +182,6 @@ def tool_calling_script(prefix):
     return [Message.assistant("", calls), "done"]
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("agent_kind", ["oneshot", "tool_calling"])
 def test_both_agents_run_mcp_tools_sync_and_async(served, agent_kind, mode):
     mcp_tools, prefix = served
@@ -196,10 +195,7 @@ def test_both_agents_run_mcp_tools_sync_and_async(served, agent_kind, mode):
         agent = agents.ToolCallingAgent(llm, list(mcp_tools))
         expected = ["你好, MCP", "5", "refused: no luck"]
     executor = agents.Executor(agent, return_intermediate_steps=True)
-    if mode == "sync":
-        outputs = chains.call(executor, {"input": "use the tools"})
-    else:
-        outputs = asyncio.run(chains.acall(executor, {"input": "use the tools"}))
+    outputs = mode.call(executor, {"input": "use the tools"})
     assert outputs["output"] == "done"
     observations = [step.observation for step in outputs["intermediate_steps"]]
     assert observations[:-1] == expected[:-1]
@@ -394,7 +390,6 @@ def test_a_tool_that_never_answers_times_out_sync_and_async():
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_server_killed_mid_session_ends_calls_with_a_clear_error(mode):
     mcp_tools = tools.MCPTools(command=SERVER, timeout=100)
     with mcp_tools:
@@ -406,7 +401,7 @@ def test_a_server_killed_mid_session_ends_calls_with_a_clear_error(mode):
             tools.MCPToolError,
             match=r"'chainkit-test' closed the connection \(the server exited\); hang got no",
         ):
-            if mode == "sync":
+            if not mode.is_async:
                 listed["hang"].call("")
             else:
                 asyncio.run(listed["hang"].acall(""))
@@ -463,7 +458,6 @@ def test_a_connection_the_server_may_be_closing_for_idleness_is_not_reused(http_
         assert proxy.resets == 0
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_server_that_exits_at_start_is_a_clear_connection_error(mode):
     command = [
         sys.executable,
@@ -475,7 +469,7 @@ def test_a_server_that_exits_at_start_is_a_clear_connection_error(mode):
     with pytest.raises(
         tools.MCPConnectionError, match=r"(?s)closed the connection while starting.*no config file"
     ):
-        if mode == "sync":
+        if not mode.is_async:
             mcp_tools.__enter__()
         else:
             asyncio.run(mcp_tools.__aenter__())
