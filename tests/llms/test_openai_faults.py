@@ -22,6 +22,7 @@ from chainkit.llms.errors import (
 from chainkit.llms.openai import OpenAI
 from chainkit.schema import Message
 from tests.support.event_recorder import EventRecorder
+from tests.support.modes import Mode
 from tests.support.openai_server import (
     EMBEDDING_DIMENSIONS,
     TEST_API_KEY,
@@ -139,9 +140,8 @@ def test_retried_stream_that_differs_stops_handing_over(
     assert len(openai_server.requests) == 2
 
 
-@pytest.mark.parametrize("run_async", [False, True], ids=["sync", "async"])
 def test_stream_that_stalls_partway_is_retried_without_repeating_text(
-    openai_server: OpenAIServer, make_openai, arun, run_async: bool
+    openai_server: OpenAIServer, make_openai, mode: Mode
 ) -> None:
     llm = make_openai(timeout=0.3)  # the stall lasts until the server stops: far past it
     openai_server.fail(Fault.stall(after_chunks=3))
@@ -149,10 +149,7 @@ def test_stream_that_stalls_partway_is_retried_without_repeating_text(
     pieces: list[str] = []
     retries = EventRecorder()
 
-    generate = llm.agenerate if run_async else llm.generate
-    reply = generate(ask(), streaming_func=pieces.append, callbacks=retries)
-    if run_async:
-        reply = arun(llm, reply)
+    reply = mode.generate(llm, ask(), streaming_func=pieces.append, callbacks=retries)
 
     assert reply.content == "abcdefghijklmnop"
     assert pieces == ["abcd", "efgh", "ijkl", "mnop"]
