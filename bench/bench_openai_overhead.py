@@ -1,6 +1,6 @@
 """Per-request overhead of chainkit's `OpenAI.generate` over a bare openai client call.
 
-Both send the same chat request to the same loopback server (tests/openai_server.py, started
+Both send the same chat request to the same loopback server (tests/support/openai_server.py, started
 here) over a kept-alive connection; the two kinds of request are interleaved, alternating
 which goes first, so drift in the machine's speed hits both alike. Reports the median time
 of each and the difference. Run from the repository root:
@@ -23,7 +23,7 @@ import openai
 
 from chainkit.llms.openai import OpenAI
 from chainkit.schema import Message
-from tests.openai_server import OpenAIServer, Reply
+from tests.support.openai_server import OpenAIServer, Reply
 
 KEY = "sk-bench-0123456789abcdef"
 MODEL = "bench-model"

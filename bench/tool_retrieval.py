@@ -1,7 +1,7 @@
 """Tool retrieval on a generated catalog of 1,000+ tools: recall, prompt size and speed.
 
 Run from the repository root: `python bench/tool_retrieval.py` (a few seconds). It builds the
-catalog of tests/tool_catalog.py with this file's wording (snake_case names; the tests use
+catalog of tests/support/tool_catalog.py with this file's wording (snake_case names; the tests use
 other templates, camelCase names and another seed), about half the tools described in
 English and half in Chinese, and asks three sets of questions, each about a known tool:
 
@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from chainkit.agents.mrkl import create_mrkl_prompt
 from chainkit.tools import Tool, ToolRetriever
 from chainkit.tools.retriever import Embedder
-from tests.tool_catalog import Question, QuestionKind, build, wording
+from tests.support.tool_catalog import Question, QuestionKind, build, wording
 
 SEED = 2024
 QUESTIONS: dict[QuestionKind, int] = {

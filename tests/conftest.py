@@ -1,15 +1,20 @@
 """Shared fixtures.
 
 OpenAI backend: `openai_server` runs the loopback OpenAI-compatible server of
-tests/openai_server.py; `make_openai(**overrides)` builds `OpenAI` models pointed at it, with
-waits between retries short enough for tests, and `openai_llm` is one such model.
+tests/support/openai_server.py; `make_openai(**overrides)` builds `OpenAI` models pointed at
+it, with waits between retries short enough for tests, and `openai_llm` is one such model.
 `arun(model, coroutine)` runs async work in a new event loop and closes the model's async
 connections before the loop ends, as an async program should.
 
-`events` is a fresh `EventRecorder` (tests/events.py), the handler that records every event.
+`mode` runs a test once sync and once async: `mode.run(chain, input)` (and `call`, `predict`,
+`batch`) is `chains.run(...)` or `await chains.arun(...)`, and `mode.generate(model, messages)`
+is `model.generate(...)` or `await model.agenerate(...)` (tests/support/modes.py).
+
+`events` is a fresh `EventRecorder` (tests/support/event_recorder.py), the handler that
+records every event.
 
 Every test checks that the errors chainkit raises are `chainkit.ChainkitError`s
-(`every_error_is_named`, in tests/named_errors.py).
+(`every_error_is_named`, in tests/support/named_errors.py).
 
 Hypothesis: with CI set (as .ci/run sets it) the "ci" profile draws the same examples on every
 run (derandomize), so a CI failure reproduces; elsewhere "dev" draws new ones each run. Both
@@ -19,19 +24,19 @@ machine is no bug). `--hypothesis-profile NAME` picks either one.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable, Coroutine, Iterator
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import pytest
 from hypothesis import settings
 
 from chainkit.llms._retry import Backoff
 from chainkit.llms.openai import OpenAI
-from tests.events import EventRecorder
-from tests.named_errors import every_error_is_named  # noqa: F401 - an autouse fixture
-from tests.openai_server import TEST_API_KEY, OpenAIServer, server_threads
+from tests.support.event_recorder import EventRecorder
+from tests.support.modes import MODES, AsyncClosable, Mode, run_then_close
+from tests.support.named_errors import every_error_is_named  # noqa: F401 - an autouse fixture
+from tests.support.openai_server import TEST_API_KEY, OpenAIServer, server_threads
 
 T = TypeVar("T")
 
@@ -76,25 +81,16 @@ def openai_llm(make_openai: Callable[..., OpenAI]) -> OpenAI:
     return make_openai()
 
 
-class _AsyncClosable(Protocol):
-    async def aclose(self) -> None: ...
-
-
-def _arun(model: _AsyncClosable, work: Coroutine[Any, Any, T]) -> T:
-    async def main() -> T:
-        try:
-            return await work
-        finally:
-            await model.aclose()
-
-    return asyncio.run(main())
-
-
 @pytest.fixture
-def arun() -> Callable[[_AsyncClosable, Coroutine[Any, Any, T]], T]:
-    return _arun
+def arun() -> Callable[[AsyncClosable, Coroutine[Any, Any, T]], T]:
+    return run_then_close
 
 
 @pytest.fixture
 def events() -> EventRecorder:
     return EventRecorder()
+
+
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest) -> Mode:
+    return Mode(request.param)

@@ -18,8 +18,8 @@ import pytest
 
 from chainkit import chains, cli
 from chainkit._batch.output import OutputFile, encode
-from tests.batch_factories import BASE_URL_VARIABLE, CALLS_VARIABLE, Echo
-from tests.openai_server import OpenAIServer, Reply
+from tests.support.batch_factories import BASE_URL_VARIABLE, CALLS_VARIABLE, Echo
+from tests.support.openai_server import OpenAIServer, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -99,7 +99,7 @@ def test_bad_lines_are_reported_by_number_and_written_as_errors(tmp_path):
         b'{"input": "2+2"}\n'
     )
     out = tmp_path / "out.jsonl"
-    result = batch(str(source), "-o", str(out), "--agent", "tests.batch_factories:echo")
+    result = batch(str(source), "-o", str(out), "--agent", "tests.support.batch_factories:echo")
     assert result.returncode == 1
     lines = by_id(results(out))
     assert lines[1]["output"] == "echo: 1+1" and lines[("line", 8)]["output"] == "echo: 2+2"
@@ -124,7 +124,7 @@ def test_a_failed_run_is_an_error_line_with_the_key_masked_and_nan_is_still_json
         tmp_path / "in.jsonl", [{"id": 1, "input": "fail"}, {"id": 2, "input": "nan"}]
     )
     out = tmp_path / "out.jsonl"
-    result = batch(str(source), "-o", str(out), "--agent", "tests.batch_factories:echo")
+    result = batch(str(source), "-o", str(out), "--agent", "tests.support.batch_factories:echo")
     assert result.returncode == 1
     assert "--retry-failed runs them again" in result.stderr
     lines = by_id(results(out))
@@ -141,7 +141,7 @@ def test_a_repeated_id_runs_once(tmp_path):
         [{"id": 1, "input": "a"}, {"id": 1, "input": "b"}, {"id": "1", "input": "c"}],
     )
     out = tmp_path / "out.jsonl"
-    result = batch(str(source), "-o", str(out), "--agent", "tests.batch_factories:echo")
+    result = batch(str(source), "-o", str(out), "--agent", "tests.support.batch_factories:echo")
     assert result.returncode == 0
     assert "line 2: id 1 was given before; this line is skipped" in result.stderr
     assert {line["id"]: line["output"] for line in results(out)} == {1: "echo: a", "1": "echo: c"}
@@ -152,7 +152,7 @@ def test_a_job_killed_mid_run_resumes_without_losing_or_repeating_a_line(tmp_pat
     count = 400
     source = write_lines(tmp_path / "in.jsonl", [{"id": i, "input": f"q{i}"} for i in range(count)])
     out = tmp_path / "out.jsonl"
-    args = [str(source), "-o", str(out), "--agent", "tests.batch_factories:slow_echo"]
+    args = [str(source), "-o", str(out), "--agent", "tests.support.batch_factories:slow_echo"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "chainkit", "batch", *args, "--concurrency", "20"]
     for _ in range(2):  # killed twice, at different points
@@ -189,7 +189,7 @@ def test_a_torn_last_line_is_repaired_and_its_run_done_again(tmp_path):
     whole = encode({"id": 0, "output": "echo: q0", "steps": 0, "usage": {}, "seconds": 0.1})
     torn = encode({"id": 1, "output": "echo: q1"})[:-9]
     out.write_bytes(whole + torn)
-    result = batch(str(source), "-o", str(out), "--agent", "tests.batch_factories:echo")
+    result = batch(str(source), "-o", str(out), "--agent", "tests.support.batch_factories:echo")
     assert result.returncode == 0
     assert "removed the torn last line" in result.stderr
     assert set(by_id(results(out))) == {0, 1, 2}
@@ -201,7 +201,7 @@ def test_a_last_line_whole_but_for_its_break_is_kept(tmp_path):
     source = write_lines(tmp_path / "in.jsonl", [{"id": 0, "input": "q0"}])
     out = tmp_path / "out.jsonl"
     out.write_bytes(encode({"id": 0, "output": "kept"})[:-1])
-    result = batch(str(source), "-o", str(out), "--agent", "tests.batch_factories:echo")
+    result = batch(str(source), "-o", str(out), "--agent", "tests.support.batch_factories:echo")
     assert result.returncode == 0
     assert results(out) == [{"id": 0, "output": "kept"}]
 
@@ -214,10 +214,15 @@ def test_retry_failed_runs_the_failed_ids_again_and_replaces_their_lines(tmp_pat
         encode({"id": 1, "output": "echo: a"})
         + encode({"id": 2, "error": {"type": "ModelTimeoutError", "message": "slow"}})
     )
-    result = batch(str(source), "-o", str(out), "--agent", "tests.batch_factories:echo")
+    result = batch(str(source), "-o", str(out), "--agent", "tests.support.batch_factories:echo")
     assert result.returncode == 1 and "1 failed" in result.stderr  # as it was
     result = batch(
-        str(source), "-o", str(out), "--agent", "tests.batch_factories:echo", "--retry-failed"
+        str(source),
+        "-o",
+        str(out),
+        "--agent",
+        "tests.support.batch_factories:echo",
+        "--retry-failed",
     )
     assert result.returncode == 0, result.stderr
     assert by_id(results(out))[2]["output"] == "echo: b"
@@ -242,7 +247,7 @@ def test_usage_sums_the_model_calls_of_each_run(tmp_path, monkeypatch, capsys):
                 "-o",
                 str(out),
                 "--agent",
-                "tests.batch_factories:loopback_agent",
+                "tests.support.batch_factories:loopback_agent",
             ]
         )
     assert status == 0, capsys.readouterr().err
@@ -254,7 +259,7 @@ def test_usage_sums_the_model_calls_of_each_run(tmp_path, monkeypatch, capsys):
 @pytest.mark.timeout(60)
 def test_progress_is_shown_when_asked_and_not_in_a_pipe_otherwise(tmp_path):
     source = write_lines(tmp_path / "in.jsonl", [{"id": i, "input": "x"} for i in range(5)])
-    echo = ["--agent", "tests.batch_factories:echo"]
+    echo = ["--agent", "tests.support.batch_factories:echo"]
     quiet = batch(str(source), "-o", str(tmp_path / "a.jsonl"), *echo)
     assert "[" not in quiet.stderr and "/s" not in quiet.stderr
     shown = batch(str(source), "-o", str(tmp_path / "b.jsonl"), *echo, "--progress")
@@ -286,8 +291,8 @@ def test_chains_abatch_shows_it_too(capsys):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--agent", "tests.batch_factories:not_a_chain"], "gave list, not a chain"),
-        (["--agent", "tests.batch_factories:nothing"], "has no attribute 'nothing'"),
+        (["--agent", "tests.support.batch_factories:not_a_chain"], "gave list, not a chain"),
+        (["--agent", "tests.support.batch_factories:nothing"], "has no attribute 'nothing'"),
         (["--agent", "no_such_module:f"], "cannot import no_such_module"),
         (["--agent", "nocolon"], "expected module:factory"),
     ],
@@ -301,7 +306,11 @@ def test_a_factory_that_gives_no_chain_is_named(tmp_path, args, message):
 def test_a_factory_that_fails_is_reported(tmp_path):
     source = write_lines(tmp_path / "in.jsonl", [{"input": "x"}])
     result = batch(
-        str(source), "-o", str(tmp_path / "o.jsonl"), "--agent", "tests.batch_factories:broken"
+        str(source),
+        "-o",
+        str(tmp_path / "o.jsonl"),
+        "--agent",
+        "tests.support.batch_factories:broken",
     )
     assert result.returncode == 1
     assert "failed to build the chain: RuntimeError: the factory could not start" in result.stderr
@@ -342,7 +351,9 @@ def test_a_directory_as_input_is_named(tmp_path):
 def test_a_chain_with_a_memory_is_warned_about(tmp_path):
     source = write_lines(tmp_path / "in.jsonl", [{"input": "hi"}, {"input": "again"}])
     out = tmp_path / "out.jsonl"
-    result = batch(str(source), "-o", str(out), "--agent", "tests.batch_factories:with_memory")
+    result = batch(
+        str(source), "-o", str(out), "--agent", "tests.support.batch_factories:with_memory"
+    )
     assert result.returncode == 0
     assert "has a memory, which every run reads and adds to" in result.stderr
     assert [line["output"] for line in results(out)] == ["hello", "hello"]
@@ -384,7 +395,7 @@ def counted_batch(
     """`batch` with the counting_echo agent; and the inputs of the runs it made."""
     calls = tmp_path / "calls.txt"
     calls.write_text("")
-    agent = ["--agent", "tests.batch_factories:counting_echo"]
+    agent = ["--agent", "tests.support.batch_factories:counting_echo"]
     done = batch(*args, *agent, timeout=timeout, env_extra={CALLS_VARIABLE: str(calls)})
     return done, calls.read_text().splitlines()
 
@@ -476,7 +487,9 @@ def test_a_line_without_an_id_never_takes_the_id_of_a_real_record(tmp_path):
 @pytest.mark.timeout(60)
 def test_the_output_can_be_a_pipe(tmp_path):
     source = write_lines(tmp_path / "in.jsonl", [{"id": i, "input": f"q{i}"} for i in range(5)])
-    result = batch(str(source), "-o", "/dev/stdout", "--agent", "tests.batch_factories:echo")
+    result = batch(
+        str(source), "-o", "/dev/stdout", "--agent", "tests.support.batch_factories:echo"
+    )
     assert result.returncode == 0, result.stderr
     lines = by_id([json.loads(line) for line in result.stdout.splitlines()])
     assert {key: line["output"] for key, line in lines.items()} == {
@@ -501,7 +514,12 @@ def test_retry_failed_writes_through_a_symlinked_output(tmp_path):
     link = tmp_path / "link.jsonl"
     link.symlink_to(target)
     result = batch(
-        str(source), "-o", str(link), "--agent", "tests.batch_factories:echo", "--retry-failed"
+        str(source),
+        "-o",
+        str(link),
+        "--agent",
+        "tests.support.batch_factories:echo",
+        "--retry-failed",
     )
     assert result.returncode == 0, result.stderr
     assert link.is_symlink()
@@ -531,7 +549,7 @@ def test_sigterm_stops_the_job_as_ctrl_c_does_and_says_how_to_go_on(tmp_path):
     count = 400
     source = write_lines(tmp_path / "in.jsonl", [{"id": i, "input": f"q{i}"} for i in range(count)])
     out = tmp_path / "out.jsonl"
-    args = [str(source), "-o", str(out), "--agent", "tests.batch_factories:slow_echo"]
+    args = [str(source), "-o", str(out), "--agent", "tests.support.batch_factories:slow_echo"]
     job = start_batch(*args, "--concurrency", "4")
     try:
         wait_for_lines(out, 10, job)
@@ -558,7 +576,7 @@ def test_a_second_job_is_refused_while_a_retry_failed_one_runs(tmp_path):
     source = write_lines(tmp_path / "in.jsonl", [{"id": i, "input": f"q{i}"} for i in range(count)])
     out = tmp_path / "out.jsonl"
     out.write_bytes(encode({"id": 0, "error": {"type": "E", "message": "m"}}))
-    args = [str(source), "-o", str(out), "--agent", "tests.batch_factories:slow_echo"]
+    args = [str(source), "-o", str(out), "--agent", "tests.support.batch_factories:slow_echo"]
     job = start_batch(*args, "--retry-failed", "--concurrency", "1")
     try:
         wait_for_lines(out, 3, job)
@@ -576,7 +594,11 @@ def test_a_second_job_is_refused_while_a_retry_failed_one_runs(tmp_path):
 def test_counts_of_one_are_singular(tmp_path):
     source = write_lines(tmp_path / "in.jsonl", [{"id": 1, "input": "a"}, {"id": 1, "input": "b"}])
     result = batch(
-        str(source), "-o", str(tmp_path / "out.jsonl"), "--agent", "tests.batch_factories:echo"
+        str(source),
+        "-o",
+        str(tmp_path / "out.jsonl"),
+        "--agent",
+        "tests.support.batch_factories:echo",
     )
     assert result.returncode == 0
     assert "chainkit batch: 1 run done, 1 line with a repeated id skipped, in " in result.stderr
@@ -628,7 +650,7 @@ def test_the_progress_total_counts_runs_done_before_and_not_repeated_ids(tmp_pat
     out = tmp_path / "out.jsonl"
     out.write_bytes(encode({"id": 1, "error": {"type": "E", "message": "m"}}))
     result = batch(
-        str(source), "-o", str(out), "--agent", "tests.batch_factories:echo", "--progress"
+        str(source), "-o", str(out), "--agent", "tests.support.batch_factories:echo", "--progress"
     )
     assert result.returncode == 1
     assert "chainkit batch: [####################] 2/2 " in result.stderr

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.openai_server import Fault, OpenAIServer
+from tests.support.openai_server import Fault, OpenAIServer
 
 TIMEOUT = 30
 _FROM_MAIN = "import sys; from chainkit.cli import main; sys.exit(main(sys.argv[1:]))"

@@ -24,7 +24,7 @@ import pytest
 import chainkit
 from chainkit import chains, llms, memory, prompts, tools
 from chainkit.memory import buffer
-from tests.named_errors import unnamed_chainkit_error
+from tests.support.named_errors import unnamed_chainkit_error
 
 # Each package's exported errors and the standard exception each one also is (Exception when
 # it is none of the more specific ones). A name added, dropped or rebased fails here.
@@ -216,7 +216,7 @@ def test_an_mcptools_not_open_raises_a_session_error_naming_it():
         server.refresh()
 
 
-# The check every test runs with (tests/named_errors.py), checked itself.
+# The check every test runs with (tests/support/named_errors.py), checked itself.
 
 
 def _raising_in(module: types.ModuleType, error: BaseException) -> Callable[..., NoReturn]:

@@ -14,7 +14,7 @@ from urllib.request import url2pathname
 
 import pytest
 
-from tests.typecheck import MYPY_SECONDS, ROOT, mypy_errors
+from tests.support.typecheck import MYPY_SECONDS, ROOT, mypy_errors
 
 USER_CODE = textwrap.dedent(
     """

@@ -18,8 +18,9 @@ from chainkit.llms import FakeLLM, ModelAttributeError
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import Message
 from chainkit.tools import ToolAttributeError
-from tests.agents.stub_tools import named
-from tests.typecheck import mypy_errors
+from tests.support.stub_chains import InputOutputChain
+from tests.support.stub_tools import named
+from tests.support.typecheck import mypy_errors
 
 
 class LangChainStyle(Handler):
@@ -141,15 +142,7 @@ def test_other_missing_attributes_fail_as_they_always_did() -> None:
 
 
 def test_a_chain_of_ones_own_may_define_run() -> None:
-    class Runs(chains.Chain):
-        @property
-        def input_keys(self) -> list[str]:
-            return ["input"]
-
-        @property
-        def output_keys(self) -> list[str]:
-            return ["output"]
-
+    class Runs(InputOutputChain):
         def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
             return {"output": inputs["input"]}
 

@@ -33,7 +33,8 @@ from chainkit._batch.records import Record
 from chainkit._batch.runner import offline_agent, run_all
 from chainkit.chains import OptionsError, OptionsTypeError
 from chainkit.distributed import ActorsLostError, RayRateLimiter, ray_batch
-from tests.openai_server import TEST_API_KEY, OpenAIServer
+from tests.support.openai_server import TEST_API_KEY, OpenAIServer
+from tests.support.stub_chains import InputOutputChain
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = [f"what is {a}*{b}+{a}?" for a in range(1, 7) for b in range(1, 5)] + [
@@ -79,21 +80,13 @@ def local_results(
 EXIT_ONCE, EXIT_ALWAYS = "end this process once", "end this process every time"
 
 
-class ExitingAgent(chains.Chain):
+class ExitingAgent(InputOutputChain):
     """The offline agent, in a process that ends (as a crashed or killed actor's does) on
     EXIT_ALWAYS, and on EXIT_ONCE the first time only: that run leaves a file in `marks`."""
 
     def __init__(self, marks: str) -> None:
         self.agent = offline_agent()
         self.marks = marks
-
-    @property
-    def input_keys(self) -> list[str]:
-        return ["input"]
-
-    @property
-    def output_keys(self) -> list[str]:
-        return ["output"]
 
     def _exit_on(self, text: str) -> None:
         if text == EXIT_ALWAYS:
@@ -155,7 +148,7 @@ def test_a_job_whose_every_actor_died_says_so(tmp_path):
 
 @pytest.mark.timeout(120, method="thread")
 def test_ray_batch_takes_a_factory_by_name_and_checks_its_inputs():
-    results = ray_batch("tests.batch_factories:echo", [{"input": "a"}, {"input": "b"}])
+    results = ray_batch("tests.support.batch_factories:echo", [{"input": "a"}, {"input": "b"}])
     assert [r["output"] for r in results] == ["echo: a", "echo: b"]
     with pytest.raises(TypeError, match="item 1 is 'b'"):
         ray_batch(offline_agent, [{"input": "a"}, "b"])  # type: ignore[list-item]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.mcp_process import http_server
-from tests.openai_server import OpenAIServer
+from tests.support.mcp_server_process import http_server
+from tests.support.openai_server import OpenAIServer
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 EXAMPLE_URL = "http://127.0.0.1:8000/v1"

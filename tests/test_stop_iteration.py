@@ -13,10 +13,10 @@ import pytest
 
 from chainkit import EscapedStopError, chains, llms, tools
 from chainkit.agents import Executor, OneShotAgent, ToolCallingAgent
-from chainkit.chains import Chain
 from chainkit.llms import FakeLLM
 from chainkit.llms.model import BaseModel, ModelRequest
 from chainkit.schema import FunctionCall, Message, ToolCall
+from tests.support.stub_chains import InputOutputChain
 
 STOPS = [StopIteration, StopAsyncIteration]
 
@@ -40,17 +40,9 @@ class Fine(tools.Tool):
         return "fine result"
 
 
-class RaisingChain(Chain):
+class RaisingChain(InputOutputChain):
     def __init__(self, error):
         self.error = error
-
-    @property
-    def input_keys(self):
-        return ["input"]
-
-    @property
-    def output_keys(self):
-        return ["output"]
 
     def _call(self, inputs, **options):
         raise self.error

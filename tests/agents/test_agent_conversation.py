@@ -6,7 +6,7 @@ from types import MappingProxyType
 
 import pytest
 
-from chainkit import chains, tools
+from chainkit import chains
 from chainkit.agents import Executor, OneShotAgent, ToolCallingAgent
 from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer
@@ -18,14 +18,7 @@ from chainkit.prompts import (
 )
 from chainkit.prompts.placeholder import to_messages
 from chainkit.schema import AgenticMessage, FunctionCall, Message, ToolCall
-
-
-class Echo(tools.Tool):
-    name = "echo"
-    description = "repeats its input"
-
-    def call(self, input):
-        return f"echo {input}"
+from tests.support.stub_tools import Echo
 
 
 def echo_call(call_id, text):
@@ -56,7 +49,7 @@ def test_the_same_reply_object_twice_is_sent_as_two_assistant_turns(calls_per_re
         return Executor(ToolCallingAgent(fake, [Echo()], system_prompt="")), fake
 
     for calls in run_both(make, {"input": "q"}):
-        tool_turn = [Message.tool(f"echo x{i}", f"c{i}", "echo") for i in range(calls_per_reply)]
+        tool_turn = [Message.tool(f"echo: x{i}", f"c{i}", "echo") for i in range(calls_per_reply)]
         assert calls[2].messages == [Message.user("q"), reply, *tool_turn, reply, *tool_turn]
 
 
@@ -224,29 +217,21 @@ def mrkl_with_history(prompt_kind):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("use_async", [False, True])
-def test_message_history_in_a_text_mrkl_prompt_is_refused_not_pasted_as_a_repr(use_async):
+def test_message_history_in_a_text_mrkl_prompt_is_refused_not_pasted_as_a_repr(mode):
     agent = mrkl_with_history("text")
     executor = Executor(agent, memory=ConversationBuffer(return_messages=True))
     with pytest.raises(
         TypeError, match=r"OneShotAgent's prompt is text.*'history'.*MessagesPlaceholder"
     ):
-        if use_async:
-            asyncio.run(chains.arun(executor, "hi"))
-        else:
-            chains.run(executor, "hi")
+        mode.run(executor, "hi")
     assert agent.llm.calls == []
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("use_async", [False, True])
-def test_pairs_in_a_chat_mrkl_prompt_reach_the_model(use_async):
+def test_pairs_in_a_chat_mrkl_prompt_reach_the_model(mode):
     agent = mrkl_with_history("chat")
     inputs = {"input": "q", "history": [("human", "hi"), ("ai", "hello")]}
-    if use_async:
-        asyncio.run(chains.acall(Executor(agent), inputs))
-    else:
-        chains.call(Executor(agent), inputs)
+    mode.call(Executor(agent), inputs)
     sent = agent.llm.calls[0].messages
     assert sent[1:3] == [Message.user("hi"), Message.assistant("hello")]
 

@@ -14,9 +14,9 @@ import pytest
 from chainkit import agents, chains, tools
 from chainkit.llms import FakeLLM, OfflineModel, OpenAIEmbeddings
 from chainkit.schema import FunctionCall, Message, ToolCall
-from tests.events import EventRecorder
-from tests.openai_server import TEST_API_KEY, OpenAIServer
-from tests.tool_catalog import TEST_SEED, TEST_WORDING, build
+from tests.support.event_recorder import EventRecorder
+from tests.support.openai_server import TEST_API_KEY, OpenAIServer
+from tests.support.tool_catalog import TEST_SEED, TEST_WORDING, build
 
 
 class Named(tools.Tool):
@@ -88,16 +88,12 @@ def offered_names(call) -> list[str]:
     return [info.name for info in call.options["tools"] or ()]
 
 
-@pytest.mark.parametrize("use_async", [False, True])
-def test_oneshot_prompt_lists_only_the_selected_tools(use_async):
+def test_oneshot_prompt_lists_only_the_selected_tools(mode):
     llm = FakeLLM([mrkl_action("get_weather", "Paris"), MRKL_FINAL])
     selections = EventRecorder()
     executor = agents.Executor(oneshot(llm), return_intermediate_steps=True)
     question = "what is the weather in Paris?"
-    if use_async:
-        outputs = asyncio.run(chains.acall(executor, {"input": question}, callbacks=selections))
-    else:
-        outputs = chains.call(executor, {"input": question}, callbacks=selections)
+    outputs = mode.call(executor, {"input": question}, callbacks=selections)
     first, second = (prompt_of(call) for call in llm.calls)
     assert listed_tools(first) == listed_tools(second) == ["get_weather"]
     assert "get_weather: Current weather for a city." in first
@@ -107,17 +103,13 @@ def test_oneshot_prompt_lists_only_the_selected_tools(use_async):
     assert selected(selections) == [("start", question, None), ("end", question, ["get_weather"])]
 
 
-@pytest.mark.parametrize("use_async", [False, True])
-def test_tool_calling_agent_sends_only_the_selected_tools(use_async):
+def test_tool_calling_agent_sends_only_the_selected_tools(mode):
     llm = FakeLLM([native_call("get_stock_quote"), Message.assistant("done")])
     selections = EventRecorder()
     agent = tool_calling(llm)
     executor = agents.Executor(agent)
     question = "share price of Tesla, and its ticker"
-    if use_async:
-        answer = asyncio.run(chains.arun(executor, question, callbacks=selections))
-    else:
-        answer = chains.run(executor, question, callbacks=selections)
+    answer = mode.run(executor, question, callbacks=selections)
     assert answer == "done"
     assert [offered_names(call) for call in llm.calls] == [["get_stock_quote"]] * 2
     assert selected(selections)[-1] == ("end", question, ["get_stock_quote"])

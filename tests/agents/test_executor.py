@@ -17,20 +17,8 @@ from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer
 from chainkit.prompts import ChatPromptTemplate
 from chainkit.schema import AgentStep, Message
-from tests.agents.stub_tools import named
-from tests.events import EventRecorder
-
-
-class Echo(tools.Tool):
-    name = "echo"
-    description = "repeats its input"
-
-    def __init__(self):
-        self.inputs = []
-
-    def call(self, input):
-        self.inputs.append(input)
-        return f"echo: {input}"
+from tests.support.event_recorder import EventRecorder
+from tests.support.stub_tools import Echo, named
 
 
 class Failing(tools.Tool):
@@ -109,16 +97,10 @@ def test_default_stop_and_a_callers_stop_replaces_them():
 OPTIONS = llms.CallOptions(temperature=0, max_tokens=50, top_p=0.5, seed=7, model="m-2")
 
 
-@pytest.mark.parametrize("use_async", [False, True])
-def test_call_options_reach_the_model_through_the_executor(use_async):
+def test_call_options_reach_the_model_through_the_executor(mode):
     executor, fake = run_agent([act("echo", "x"), final("a")])
     chunks: list[str] = []
-    if use_async:
-        asyncio.run(
-            chains.arun(executor, "q", **llms.CallOptions(**OPTIONS, streaming_func=chunks.append))
-        )
-    else:
-        chains.run(executor, "q", **llms.CallOptions(**OPTIONS, streaming_func=chunks.append))
+    mode.run(executor, "q", **llms.CallOptions(**OPTIONS, streaming_func=chunks.append))
     for call in fake.calls:
         assert {key: call.options[key] for key in OPTIONS} == OPTIONS
     assert "".join(chunks) == act("echo", "x") + final("a")
@@ -234,8 +216,7 @@ class FakeClock:
         return self.now
 
 
-@pytest.mark.parametrize("use_async", [False, True])
-def test_max_execution_time(monkeypatch, use_async):
+def test_max_execution_time(monkeypatch, mode):
     clock = FakeClock()
     # The executor's clock only: the event loop keeps the real one, so no step is cut short.
     monkeypatch.setattr("chainkit.agents.executor.time", types.SimpleNamespace(monotonic=clock))
@@ -252,10 +233,7 @@ def test_max_execution_time(monkeypatch, use_async):
         max_execution_time=25,
     )
     with pytest.raises(NotFinishedError, match="max_execution_time=25s") as info:
-        if use_async:
-            asyncio.run(chains.arun(executor, "q"))
-        else:
-            chains.run(executor, "q")
+        mode.run(executor, "q")
     assert len(info.value.steps) == 3 and len(fake.calls) == 3
 
 

@@ -39,10 +39,10 @@ from chainkit.llms.fake import FakeLLMExhaustedError
 from chainkit.llms.model import BaseModel
 from chainkit.memory import ConversationBuffer
 from chainkit.schema import FunctionCall, Message, ToolCall
-from tests.openai_server import Fault
+from tests.support.openai_server import Fault
+from tests.support.stub_tools import Echo
 
 KINDS = ["mrkl", "native"]
-DRIVERS = ["sync", "async"]
 GENEROUS = 8.0
 """Seconds a run cut by a 0.5 s deadline may take at most, on a loaded machine: still under
 the 10 s the slow tool and model take when nothing cuts them."""
@@ -72,33 +72,7 @@ def make_agent(kind, llm, tool_list, **options):
     return agent_class(llm, tool_list, **options)
 
 
-def run(executor, driver, question="q", **options):
-    if driver == "async":
-        return asyncio.run(chains.arun(executor, question, **options))
-    return chains.run(executor, question, **options)
-
-
-def call(executor, driver, inputs, **options):
-    if driver == "async":
-        return asyncio.run(chains.acall(executor, inputs, **options))
-    return chains.call(executor, inputs, **options)
-
-
-def predict(executor, driver, inputs, **options):
-    if driver == "async":
-        return asyncio.run(chains.apredict(executor, inputs, **options))
-    return chains.predict(executor, inputs, **options)
-
-
 # Tools.
-
-
-class Echo(tools.Tool):
-    name = "echo"
-    description = "repeats its input"
-
-    def call(self, input):
-        return f"echo: {input}"
 
 
 class Raises(tools.Tool):
@@ -226,9 +200,8 @@ class RaisingPairs(Pairs):
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("driver", DRIVERS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_tool_failures_become_observations_with_paired_events(kind, driver):
+def test_tool_failures_become_observations_with_paired_events(kind, mode):
     pairs = Pairs()
     script = [
         calls(kind, ("tool_error", "a")),
@@ -249,7 +222,7 @@ def test_tool_failures_become_observations_with_paired_events(kind, driver):
         return_intermediate_steps=True,
         callbacks=pairs,
     )
-    outputs = call(executor, driver, {"input": "q"})
+    outputs = mode.call(executor, {"input": "q"})
     observations = [step.observation for step in outputs["intermediate_steps"]]
     assert observations[:3] == ["city not found", "Tool error: RuntimeError: disk full", "42"]
     assert observations[3].startswith("nowhere is not a valid tool")
@@ -318,35 +291,33 @@ FAILURES = {
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("driver", DRIVERS)
 @pytest.mark.parametrize(
     ("kind", "case"), [(kind, case) for kind in KINDS for case in failing_runs(kind)]
 )
-def test_events_pair_up_when_a_run_fails(kind, case, driver):
+def test_events_pair_up_when_a_run_fails(kind, case, mode):
     tool_list, script, options = failing_runs(kind)[case]
     pairs = Pairs()
     executor = Executor(make_agent(kind, FakeLLM(script), tool_list), callbacks=pairs)
     expected = FAILURES[case]
     if expected is None:
-        assert run(executor, driver, **options) == "ok"
+        assert mode.run(executor, "q", **options) == "ok"
     else:
         with pytest.raises(expected):
-            run(executor, driver, **options)
+            mode.run(executor, "q", **options)
     pairs.assert_paired()
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("driver", DRIVERS)
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(
     "event", ["handle_tool_start", "handle_llm_start", "handle_chain_start", "handle_tool_end"]
 )
-def test_events_pair_up_when_a_handler_raises(kind, driver, event):
+def test_events_pair_up_when_a_handler_raises(kind, mode, event):
     strict, bystander = RaisingPairs(event), Pairs()
     script = [calls(kind, ("echo", "x")), answer(kind, "ok")]
     executor = Executor(make_agent(kind, FakeLLM(script), [Echo()]), callbacks=[strict, bystander])
     with pytest.raises(RuntimeError, match=f"handler failed at {event}"):
-        run(executor, driver)
+        mode.run(executor, "q")
     strict.assert_paired()
     bystander.assert_paired()
     assert strict.events == bystander.events  # the raising handler deprived no one
@@ -396,8 +367,7 @@ def test_events_pair_up_when_the_caller_cancels_an_async_run(kind, waiting_for):
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_a_memory_that_fails_to_load_starts_nothing(driver):
+def test_a_memory_that_fails_to_load_starts_nothing(mode):
     class Broken(ConversationBuffer):
         def load_memory_variables(self, inputs):
             raise OSError("history store unreachable")
@@ -409,7 +379,7 @@ def test_a_memory_that_fails_to_load_starts_nothing(driver):
         OneShotAgent(fake, [Echo()], suffix=suffix), memory=Broken(), callbacks=pairs
     )
     with pytest.raises(OSError, match="unreachable"):
-        run(executor, driver)
+        mode.run(executor, "q")
     assert pairs.events == [] and fake.calls == []
 
 
@@ -417,9 +387,8 @@ def test_a_memory_that_fails_to_load_starts_nothing(driver):
 
 
 @pytest.mark.timeout(20, method="thread")
-@pytest.mark.parametrize("driver", DRIVERS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_deadline_cuts_a_slow_tool_short(kind, driver):
+def test_deadline_cuts_a_slow_tool_short(kind, mode):
     slow, pairs = Blocks(), Pairs()
     script = [calls(kind, ("echo", "first")), calls(kind, ("slow", "x")), answer(kind, "never")]
     executor = Executor(
@@ -430,7 +399,7 @@ def test_deadline_cuts_a_slow_tool_short(kind, driver):
     began = time.monotonic()
     try:
         with pytest.raises(NotFinishedError) as info:
-            run(executor, driver)
+            mode.run(executor, "q")
         assert time.monotonic() - began < GENEROUS
     finally:
         slow.release.set()
@@ -441,7 +410,7 @@ def test_deadline_cuts_a_slow_tool_short(kind, driver):
     )
     assert [step.observation for step in error.steps] == ["echo: first"]
     [(name, cause)] = pairs.of("tool", "error")
-    expected = asyncio.CancelledError if driver == "async" else DeadlineExceededError
+    expected = asyncio.CancelledError if mode.is_async else DeadlineExceededError
     assert name == "slow" and isinstance(cause, expected)
     pairs.assert_paired()
     assert slow.finished.wait(5)
@@ -474,22 +443,21 @@ class SlowModel(BaseModel):
 
 
 @pytest.mark.timeout(20, method="thread")
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_deadline_cuts_a_slow_model_short(driver):
+def test_deadline_cuts_a_slow_model_short(mode):
     model, pairs = SlowModel(), Pairs()
     executor = Executor(OneShotAgent(model, [Echo()]), max_execution_time=0.5, callbacks=pairs)
     streamed: list[str] = []
     began = time.monotonic()
     try:
         with pytest.raises(NotFinishedError, match=r"max_execution_time=0\.5s while waiting for"):
-            run(executor, driver, streaming_func=streamed.append)
+            mode.run(executor, "q", streaming_func=streamed.append)
         assert time.monotonic() - began < GENEROUS
     finally:
         model.release.set()
     [(_, cause)] = pairs.of("llm", "error")
-    assert isinstance(cause, asyncio.CancelledError if driver == "async" else TimeoutError)
+    assert isinstance(cause, asyncio.CancelledError if mode.is_async else TimeoutError)
     pairs.assert_paired()
-    if driver == "sync":  # the model is told how long it has, to end its own call
+    if not mode.is_async:  # the model is told how long it has, to end its own call
         assert 0 < model.options[0]["timeout"] <= 0.5
         assert model.finished.wait(5)
         time.sleep(0.05)
@@ -498,10 +466,7 @@ def test_deadline_cuts_a_slow_model_short(driver):
 
 
 @pytest.mark.timeout(20, method="thread")
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_deadline_holds_against_a_stalled_server_and_its_retries(
-    driver, make_openai, openai_server
-):
+def test_deadline_holds_against_a_stalled_server_and_its_retries(mode, make_openai, openai_server):
     """Five attempts of 5 s each would take 25 s; the run must end at its 1 s deadline."""
     openai_server.fail(*[Fault.slow(10) for _ in range(5)])
     llm = make_openai(timeout=5, max_attempts=5)
@@ -511,13 +476,12 @@ def test_deadline_holds_against_a_stalled_server_and_its_retries(
     importlib.import_module("openai")
     began = time.monotonic()
     with pytest.raises(NotFinishedError, match="while waiting for the model"):
-        run(executor, driver)
+        mode.run(executor, "q")
     assert time.monotonic() - began < 1 + GENEROUS
 
 
 @pytest.mark.timeout(20, method="thread")
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_no_tool_starts_once_the_deadline_has_passed(driver, monkeypatch):
+def test_no_tool_starts_once_the_deadline_has_passed(mode, monkeypatch):
     clock = [1000.0]
     monkeypatch.setattr(
         "chainkit.agents.executor.time", types.SimpleNamespace(monotonic=lambda: clock[0])
@@ -544,15 +508,14 @@ def test_no_tool_starts_once_the_deadline_has_passed(driver, monkeypatch):
     with pytest.raises(
         NotFinishedError, match=r"reached max_execution_time=25s; no step was taken"
     ) as info:
-        run(executor, driver)
+        mode.run(executor, "q")
     assert sent == [] and pairs.of("tool", "start") == []
     assert info.value.limit == "max_execution_time"
 
 
 @pytest.mark.timeout(20, method="thread")
-@pytest.mark.parametrize("driver", DRIVERS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_generate_still_answers_after_the_deadline(kind, driver):
+def test_generate_still_answers_after_the_deadline(kind, mode):
     slow, pairs = Blocks(), Pairs()
     fake = FakeLLM([calls(kind, ("slow", "x")), answer(kind, "best effort")])
     executor = Executor(
@@ -562,7 +525,7 @@ def test_generate_still_answers_after_the_deadline(kind, driver):
         callbacks=pairs,
     )
     try:
-        assert run(executor, driver) == "best effort"
+        assert mode.run(executor, "q") == "best effort"
     finally:
         slow.release.set()
     assert len(fake.calls) == 2
@@ -571,8 +534,7 @@ def test_generate_still_answers_after_the_deadline(kind, driver):
 
 
 @pytest.mark.timeout(20, method="thread")
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_parallel_calls_under_a_deadline_keep_what_finished(driver):
+def test_parallel_calls_under_a_deadline_keep_what_finished(mode):
     stuck, never, pairs = Blocks("stuck"), Blocks("never"), Pairs()
     reply = calls("native", ("echo", "a"), ("stuck", "b"), ("never", "c"))
     agent = ToolCallingAgent(FakeLLM([reply]), [Echo(), stuck, never], max_parallel_tools=1)
@@ -581,7 +543,7 @@ def test_parallel_calls_under_a_deadline_keep_what_finished(driver):
         with pytest.raises(
             NotFinishedError, match=r"before tools 'stuck', 'never' finished"
         ) as info:
-            run(executor, driver)
+            mode.run(executor, "q")
     finally:
         stuck.release.set()
         never.release.set()
@@ -593,8 +555,7 @@ def test_parallel_calls_under_a_deadline_keep_what_finished(driver):
 
 
 @pytest.mark.timeout(20, method="thread")
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_a_deadline_that_is_not_reached_changes_nothing(driver):
+def test_a_deadline_that_is_not_reached_changes_nothing(mode):
     pairs = Pairs()
     reply = calls("native", ("echo", "a"), ("echo", "b"), ("number", "c"))
     agent = ToolCallingAgent(
@@ -603,7 +564,7 @@ def test_a_deadline_that_is_not_reached_changes_nothing(driver):
     executor = Executor(
         agent, max_execution_time=30, return_intermediate_steps=True, callbacks=pairs
     )
-    outputs = call(executor, driver, {"input": "q"})
+    outputs = mode.call(executor, {"input": "q"})
     assert outputs["output"] == "fine"
     assert [s.observation for s in outputs["intermediate_steps"]] == ["echo: a", "echo: b", "7"]
     pairs.assert_paired()
@@ -612,7 +573,7 @@ def test_a_deadline_that_is_not_reached_changes_nothing(driver):
         max_execution_time=30,
     )
     with pytest.raises(KeyError):  # a tool's own error is not a deadline
-        run(failing, driver)
+        mode.run(failing, "q")
 
 
 @pytest.mark.timeout(20, method="thread")
@@ -635,8 +596,7 @@ def test_steps_run_in_the_callers_thread_without_a_deadline():
 
 
 @pytest.mark.timeout(20, method="thread")
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_worker_threads_see_the_callers_context(driver):
+def test_worker_threads_see_the_callers_context(mode):
     request_id = contextvars.ContextVar("request_id", default="unset")
     seen = []
 
@@ -658,7 +618,7 @@ def test_worker_threads_see_the_callers_context(driver):
 
     def main():
         request_id.set("req-7")
-        return run(executor, driver)
+        return mode.run(executor, "q")
 
     assert contextvars.copy_context().run(main) == "ok"
     assert seen == ["req-7", "req-7"]
@@ -736,14 +696,13 @@ print(f"run took {time.monotonic() - began:.1f}s")
 
 
 @pytest.mark.timeout(90, method="thread")
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_a_tool_that_never_returns_holds_up_neither_the_run_nor_the_exit(driver, tmp_path):
+def test_a_tool_that_never_returns_holds_up_neither_the_run_nor_the_exit(mode, tmp_path):
     script = tmp_path / "never_returns.py"
     script.write_text(textwrap.dedent(NEVER_RETURNS))
     # A run or an exit held up by the tool never ends: the timeout fails it, however slow
     # the machine is.
     result = subprocess.run(
-        [sys.executable, str(script), driver], capture_output=True, text=True, timeout=60
+        [sys.executable, str(script), mode.name], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
     assert (
@@ -860,31 +819,28 @@ def test_a_handler_that_is_no_handler_is_refused_when_built(bad):
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_a_list_of_handlers_all_hear_the_run(driver):
+def test_a_list_of_handlers_all_hear_the_run(mode):
     first, second, third = Pairs(), Pairs(), Pairs()
     fake = FakeLLM([calls("mrkl", ("echo", "x")), answer("mrkl", "ok")])
     executor = Executor(OneShotAgent(fake, [Echo()]), callbacks=[first, second])
-    assert run(executor, driver, callbacks=(third,)) == "ok"
+    assert mode.run(executor, "q", callbacks=(third,)) == "ok"
     assert first.events == second.events == third.events
     first.assert_paired()
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("driver", DRIVERS)
 @pytest.mark.parametrize("bad", [print, [callbacks.LogHandler(), "x"], object()])
-def test_a_callbacks_option_that_is_no_handler_fails_before_any_work(driver, bad):
+def test_a_callbacks_option_that_is_no_handler_fails_before_any_work(mode, bad):
     tool = Returns("sent")
     fake = FakeLLM([calls("mrkl", ("returns", "mail")), answer("mrkl", "ok")])
     executor = Executor(OneShotAgent(fake, [tool]))
     with pytest.raises(TypeError, match=r"callbacks must be a chainkit\.callbacks\.Handler"):
-        run(executor, driver, callbacks=bad)
+        mode.run(executor, "q", callbacks=bad)
     assert fake.calls == []
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_run_refuses_intermediate_steps_before_the_tools_run(driver):
+def test_run_refuses_intermediate_steps_before_the_tools_run(mode):
     sent = []
 
     class SendMail(tools.Tool):
@@ -898,15 +854,14 @@ def test_run_refuses_intermediate_steps_before_the_tools_run(driver):
     fake = FakeLLM([calls("mrkl", ("send_mail", "hi boss")), answer("mrkl", "sent it")])
     executor = Executor(OneShotAgent(fake, [SendMail()]), return_intermediate_steps=True)
     with pytest.raises(chains.SingleKeyError, match=r"\['output', 'intermediate_steps'\]"):
-        run(executor, driver)
+        mode.run(executor, "q")
     with pytest.raises(chains.SingleKeyError, match="predict"):
-        predict(executor, driver, {"input": "q"})
+        mode.predict(executor, {"input": "q"})
     assert sent == [] and fake.calls == []
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_a_memory_that_could_not_save_the_answer_fails_before_the_tools_run(driver):
+def test_a_memory_that_could_not_save_the_answer_fails_before_the_tools_run(mode):
     sent = []
 
     class SendMail(Echo):
@@ -921,7 +876,7 @@ def test_a_memory_that_could_not_save_the_answer_fails_before_the_tools_run(driv
         memory=ConversationBuffer(output_key="answer"),
     )
     with pytest.raises(ValueError, match="output key 'answer' not found; got \\['output'\\]"):
-        run(executor, driver)
+        mode.run(executor, "q")
     assert sent == [] and fake.calls == []
 
 

@@ -22,7 +22,8 @@ from chainkit.agents import (
 from chainkit.agents import executor as executor_module
 from chainkit.llms import FakeLLM
 from chainkit.schema import FunctionCall, Message, ToolCall
-from tests.agents.stub_tools import named
+from tests.support.modes import Mode
+from tests.support.stub_tools import named
 
 
 def agent() -> OneShotAgent:
@@ -190,7 +191,7 @@ def tool_calls(*names: str) -> Message:
     return Message.assistant("", calls)
 
 
-def observations(driver: str, *names: str) -> list[str]:
+def observations(mode: Mode, *names: str) -> list[str]:
     llm = FakeLLM([tool_calls(*names), Message.assistant("done")])
     tool_list = [
         Raises("lookup", KeyError("42")),
@@ -202,21 +203,16 @@ def observations(driver: str, *names: str) -> list[str]:
         handle_tool_errors=True,
         return_intermediate_steps=True,
     )
-    if driver == "async":
-        outputs = asyncio.run(chains.acall(executor, {"input": "q"}))
-    else:
-        outputs = chains.call(executor, {"input": "q"})
+    outputs = mode.call(executor, {"input": "q"})
     return [step.observation for step in outputs["intermediate_steps"]]
 
 
-@pytest.mark.parametrize("driver", ["sync", "async"])
-def test_a_handled_tool_error_keeps_its_type_in_one_call(driver: str) -> None:
-    assert observations(driver, "lookup") == ["Tool error: KeyError: '42'"]
+def test_a_handled_tool_error_keeps_its_type_in_one_call(mode: Mode) -> None:
+    assert observations(mode, "lookup") == ["Tool error: KeyError: '42'"]
 
 
-@pytest.mark.parametrize("driver", ["sync", "async"])
-def test_handled_tool_errors_keep_their_types_in_parallel_calls(driver: str) -> None:
-    assert observations(driver, "lookup", "divide", "silent") == [
+def test_handled_tool_errors_keep_their_types_in_parallel_calls(mode: Mode) -> None:
+    assert observations(mode, "lookup", "divide", "silent") == [
         "Tool error: KeyError: '42'",
         "Tool error: ZeroDivisionError: division by zero",
         "Tool error: ValueError",

@@ -23,33 +23,18 @@ from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests.agents.test_executor_hostile import Pairs, SlowModel
+from tests.support.stub_tools import Echo
 
-DRIVERS = ["sync", "async"]
 ANSWER = " I now know\nFinal Answer: forty-two"
 
 
-class Echo(tools.Tool):
-    name = "echo"
-    description = "repeats its input"
-
-    def call(self, input):
-        return f"echo: {input}"
-
-
-def run(executor, driver, **options):
-    if driver == "async":
-        return asyncio.run(chains.arun(executor, "q", **options))
-    return chains.run(executor, "q", **options)
-
-
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_tokens_stream_while_planning_under_a_deadline(driver):
+def test_tokens_stream_while_planning_under_a_deadline(mode):
     executor = Executor(
         OneShotAgent(FakeLLM([ANSWER], chunk_size=5), [Echo()]), max_execution_time=60
     )
     streamed: list[str] = []
-    assert run(executor, driver, streaming_func=streamed.append) == "forty-two"
+    assert mode.run(executor, "q", streaming_func=streamed.append) == "forty-two"
     assert "".join(streamed) == ANSWER and len(streamed) > 1
 
 
@@ -59,7 +44,7 @@ def test_a_sync_plan_gets_the_time_left_or_the_shorter_timeout_given(given, most
     fake = FakeLLM([ANSWER])
     executor = Executor(OneShotAgent(fake, [Echo()]), max_execution_time=60)
     options = {} if given is None else {"timeout": given}
-    assert run(executor, "sync", **options) == "forty-two"
+    assert chains.run(executor, "q", **options) == "forty-two"
     timeout = fake.calls[0].options["timeout"]
     assert most - 10 < timeout <= most
 
@@ -73,12 +58,11 @@ class Stops(tools.Tool):
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_a_tool_raising_stop_iteration_ends_the_run_with_an_error_naming_the_tool(driver):
+def test_a_tool_raising_stop_iteration_ends_the_run_with_an_error_naming_the_tool(mode):
     reply = " I act\nAction: stops\nAction Input: x"
     executor = Executor(OneShotAgent(FakeLLM([reply]), [Stops()]))
     with pytest.raises(EscapedStopError) as raised:
-        run(executor, driver)
+        mode.run(executor, "q")
     assert str(raised.value) == "tool 'stops' raised StopIteration: early"
     assert isinstance(raised.value.__cause__, StopIteration)
 

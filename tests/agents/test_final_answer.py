@@ -6,11 +6,8 @@ a reply that still calls tools, or holds no text, raises NotFinishedError carryi
 a parse error, as an empty MRKL reply is: raised, or sent back with a ParserErrorHandler.
 """
 
-import asyncio
-
 import pytest
 
-from chainkit import chains, tools
 from chainkit.agents import (
     Executor,
     NotFinishedError,
@@ -22,24 +19,11 @@ from chainkit.agents import (
 from chainkit.agents.tool_calling import FINAL_ANSWER_REQUEST
 from chainkit.llms import FakeLLM
 from chainkit.schema import FunctionCall, Message, ResponseMeta, ToolCall
-
-
-class Echo(tools.Tool):
-    name = "echo"
-    description = "repeats its input"
-
-    def call(self, input):
-        return f"echo {input}"
+from tests.support.stub_tools import Echo
 
 
 def echo_reply(call_id="c1", text=""):
     return Message.assistant(text, [ToolCall(call_id, FunctionCall("echo", '{"input": "x"}'))])
-
-
-def run(executor, use_async, question="q"):
-    if use_async:
-        return asyncio.run(asyncio.wait_for(chains.arun(executor, question), 5))
-    return chains.run(executor, question)
 
 
 def tool_calling(replies, **options):
@@ -56,52 +40,45 @@ def mrkl(replies, **options):
     return executor, fake
 
 
-USE_ASYNC = pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
-
-
 # --- ToolCallingAgent at a limit ---------------------------------------------------------------
 
 
 @pytest.mark.timeout(60)
-@USE_ASYNC
 @pytest.mark.parametrize("text", ["", "Let me check once more."], ids=["no text", "with text"])
-def test_a_final_reply_that_calls_tools_is_not_an_answer(use_async, text):
+def test_a_final_reply_that_calls_tools_is_not_an_answer(mode, text):
     executor, fake = tool_calling([echo_reply("c1"), echo_reply("c2", text)])
     with pytest.raises(NotFinishedError, match="called echo instead") as caught:
-        run(executor, use_async)
-    assert [step.observation for step in caught.value.steps] == ["echo x"]
+        mode.run(executor, "q")
+    assert [step.observation for step in caught.value.steps] == ["echo: x"]
     final_request = fake.calls[1]
     assert final_request.options["tools"] is None  # no tools offered for the final answer
     assert final_request.messages[-1] == Message.user(FINAL_ANSWER_REQUEST)
 
 
 @pytest.mark.timeout(60)
-@USE_ASYNC
 @pytest.mark.parametrize("empty", ["", " \n\t"])
-def test_a_final_reply_without_text_is_not_an_answer(use_async, empty):
+def test_a_final_reply_without_text_is_not_an_answer(mode, empty):
     length_cut = Message.assistant(
         empty, reasoning_content="thinking…", response_meta=ResponseMeta("length")
     )
     executor, _ = tool_calling([echo_reply(), length_cut])
     with pytest.raises(NotFinishedError, match=r"no text \(finish_reason 'length'\)") as caught:
-        run(executor, use_async)
+        mode.run(executor, "q")
     assert len(caught.value.steps) == 1
 
 
 @pytest.mark.timeout(60)
-@USE_ASYNC
-def test_a_final_reply_with_text_is_the_answer(use_async):
+def test_a_final_reply_with_text_is_the_answer(mode):
     executor, _ = tool_calling([echo_reply(), "北京晴"])
-    assert run(executor, use_async) == "北京晴"
+    assert mode.run(executor, "q") == "北京晴"
 
 
 @pytest.mark.timeout(60)
-@USE_ASYNC
-def test_many_tool_names_in_a_final_reply_are_cut_in_the_error(use_async):
+def test_many_tool_names_in_a_final_reply_are_cut_in_the_error(mode):
     calls = [ToolCall(f"c{i}", FunctionCall("x" * 100 + str(i), "{}")) for i in range(50)]
     executor, _ = tool_calling([echo_reply(), Message.assistant("", calls)])
     with pytest.raises(NotFinishedError) as caught:
-        run(executor, use_async)
+        mode.run(executor, "q")
     assert len(str(caught.value)) < 400
 
 
@@ -109,21 +86,19 @@ def test_many_tool_names_in_a_final_reply_are_cut_in_the_error(use_async):
 
 
 @pytest.mark.timeout(60)
-@USE_ASYNC
 @pytest.mark.parametrize("empty", ["", "   "])
-def test_a_reply_with_neither_text_nor_calls_is_a_parse_error(use_async, empty):
+def test_a_reply_with_neither_text_nor_calls_is_a_parse_error(mode, empty):
     executor = Executor(ToolCallingAgent(FakeLLM([empty]), [Echo()]))
     with pytest.raises(OutputParserError, match="neither text nor a tool call"):
-        run(executor, use_async)
+        mode.run(executor, "q")
 
 
 @pytest.mark.timeout(60)
-@USE_ASYNC
-def test_an_empty_reply_is_sent_back_with_a_parser_error_handler(use_async):
+def test_an_empty_reply_is_sent_back_with_a_parser_error_handler(mode):
     fake = FakeLLM(["", "the answer"])
     agent = ToolCallingAgent(fake, [Echo()], system_prompt="")
     executor = Executor(agent, error_handler=ParserErrorHandler())
-    assert run(executor, use_async) == "the answer"
+    assert mode.run(executor, "q") == "the answer"
     [question, feedback] = fake.calls[1].messages
     assert question == Message.user("q")
     assert feedback.role == "user" and "neither text nor a tool call" in feedback.content
@@ -133,29 +108,26 @@ def test_an_empty_reply_is_sent_back_with_a_parser_error_handler(use_async):
 
 
 @pytest.mark.timeout(60)
-@USE_ASYNC
 @pytest.mark.parametrize(
     "final",
     [Message.assistant(""), Message.assistant("\n  "), echo_reply()],
     ids=["empty", "blank", "native tool call"],
 )
-def test_a_mrkl_final_reply_holding_no_answer_raises(use_async, final):
+def test_a_mrkl_final_reply_holding_no_answer_raises(mode, final):
     executor, _ = mrkl([" x\nAction: echo\nAction Input: a", final])
     with pytest.raises(NotFinishedError, match="asked for a final answer") as caught:
-        run(executor, use_async)
-    assert [step.observation for step in caught.value.steps] == ["echo a"]
+        mode.run(executor, "q")
+    assert [step.observation for step in caught.value.steps] == ["echo: a"]
 
 
 @pytest.mark.timeout(60)
-@USE_ASYNC
-def test_a_mrkl_final_reply_that_is_an_action_is_returned_whole_as_langchain_does(use_async):
+def test_a_mrkl_final_reply_that_is_an_action_is_returned_whole_as_langchain_does(mode):
     executor, _ = mrkl([" x\nAction: echo\nAction Input: a", "Action: echo\nAction Input: b"])
-    assert run(executor, use_async) == "Action: echo\nAction Input: b"
+    assert mode.run(executor, "q") == "Action: echo\nAction Input: b"
 
 
 @pytest.mark.timeout(60)
-@USE_ASYNC
-def test_an_empty_mrkl_reply_in_the_loop_stays_a_parse_error(use_async):
+def test_an_empty_mrkl_reply_in_the_loop_stays_a_parse_error(mode):
     executor = Executor(OneShotAgent(FakeLLM([""]), [Echo()]))
     with pytest.raises(OutputParserError):
-        run(executor, use_async)
+        mode.run(executor, "q")

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
 
-from chainkit import agents, chains, tools
+from chainkit import agents, tools
 from chainkit.agents import NotFinishedError
 from chainkit.agents.errors import PARSE_ERROR_TOOL, spent_on
 from chainkit.llms import FakeLLM
 from chainkit.schema import AgentAction, AgentStep, FunctionCall, Message, ToolCall
+from tests.support.modes import Mode
 
 
 def act(tool: str, tool_input: str) -> str:
@@ -26,7 +26,7 @@ class Search(tools.Tool):
         return f"nothing found for {input}"
 
 
-def not_finished(replies: list[str | Message], agent_type: str = "mrkl", *, use_async: bool):
+def not_finished(replies: list[str | Message], agent_type: str = "mrkl", *, mode: Mode):
     fake = FakeLLM(replies)
     tool_list = [tools.Calculator(), Search()]
     agent = (
@@ -38,16 +38,12 @@ def not_finished(replies: list[str | Message], agent_type: str = "mrkl", *, use_
         agent, max_iterations=len(replies), error_handler=agents.ParserErrorHandler()
     )
     with pytest.raises(NotFinishedError) as caught:
-        if use_async:
-            asyncio.run(chains.arun(executor, "q"))
-        else:
-            chains.run(executor, "q")
+        mode.run(executor, "q")
     return str(caught.value)
 
 
-@pytest.mark.parametrize("use_async", [False, True])
-def test_unparsable_replies_are_named_with_the_last_one(use_async: bool) -> None:
-    message = not_finished(["I think", "no idea", "still\nno format"], use_async=use_async)
+def test_unparsable_replies_are_named_with_the_last_one(mode: Mode) -> None:
+    message = not_finished(["I think", "no idea", "still\nno format"], mode=mode)
     assert message == (
         "agent not finished: reached max_iterations=3; all 3 replies of the model could not "
         "be parsed; the last was 'still\\nno format' (Invalid Format: Missing 'Action:' after "
@@ -55,9 +51,8 @@ def test_unparsable_replies_are_named_with_the_last_one(use_async: bool) -> None
     )
 
 
-@pytest.mark.parametrize("use_async", [False, True])
 def test_tool_calls_are_counted_by_tool_with_repeats_and_the_last_observation(
-    use_async: bool,
+    mode: Mode,
 ) -> None:
     replies: list[str | Message] = [
         act("search", "weather"),
@@ -66,15 +61,14 @@ def test_tool_calls_are_counted_by_tool_with_repeats_and_the_last_observation(
         act("search", "news"),
         act("calculator", "3*3"),
     ]
-    assert not_finished(replies, use_async=use_async) == (
+    assert not_finished(replies, mode=mode) == (
         "agent not finished: reached max_iterations=5; 5 tool calls: search ×3, calculator ×2 "
         "(1 repeating an earlier call with the same input); the last observation, from "
         "calculator, was '9'"
     )
 
 
-@pytest.mark.parametrize("use_async", [False, True])
-def test_parallel_tool_calls_count_each_call(use_async: bool) -> None:
+def test_parallel_tool_calls_count_each_call(mode: Mode) -> None:
     def calls(*names: str, first: int = 0) -> Message:
         return Message.assistant(
             "",
@@ -87,7 +81,7 @@ def test_parallel_tool_calls_count_each_call(use_async: bool) -> None:
     message = not_finished(
         [calls("search", "search", "calculator"), calls("search", first=3)],
         "tool_calling",
-        use_async=use_async,
+        mode=mode,
     )
     assert message == (
         "agent not finished: reached max_iterations=2; 4 tool calls: search ×3, calculator ×1; "
@@ -96,7 +90,7 @@ def test_parallel_tool_calls_count_each_call(use_async: bool) -> None:
 
 
 def test_mixed_steps_end_with_the_last_reply_when_it_was_unparsable() -> None:
-    message = not_finished([act("search", "x"), "garbage"], use_async=False)
+    message = not_finished([act("search", "x"), "garbage"], mode=Mode("sync"))
     assert message.endswith(
         "1 tool call: search ×1, and 1 reply that could not be parsed; the last reply was 'garbage'"
     )

@@ -9,8 +9,8 @@ from chainkit.agents import Executor, NotFinishedError, ToolCallingAgent
 from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer
 from chainkit.schema import FunctionCall, Message, ToolCall
-from tests.agents.stub_tools import named
-from tests.concurrency import Peak
+from tests.support.concurrency_peak import Peak
+from tests.support.stub_tools import named
 
 
 def call(name, arguments, call_id):
@@ -205,8 +205,7 @@ def calls_to(name, count):
     return [ToolCall(f"c{i}", FunctionCall(name, f'{{"input": "{i}"}}')) for i in range(count)]
 
 
-@pytest.mark.parametrize("use_async", [False, True])
-def test_agent_max_parallel_tools_caps_concurrency(use_async):
+def test_agent_max_parallel_tools_caps_concurrency(mode):
     peak = Peak()
 
     class Slow(tools.Tool):
@@ -227,10 +226,7 @@ def test_agent_max_parallel_tools_caps_concurrency(use_async):
 
     fake = FakeLLM([Message.assistant("", calls_to("slow", 6)), "done"])
     executor = Executor(ToolCallingAgent(fake, [Slow()], max_parallel_tools=2))
-    if use_async:
-        asyncio.run(chains.arun(executor, "q"))
-    else:
-        chains.run(executor, "q")
+    mode.run(executor, "q")
     assert peak.peak == 2
 
 

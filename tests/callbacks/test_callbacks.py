@@ -6,7 +6,7 @@ import pytest
 from chainkit.callbacks import CombiningHandler, Handler, LogHandler, guard, join
 from chainkit.callbacks.events import EVENTS
 from chainkit.schema import AgentAction, AgentFinish, FunctionCall, Message, ToolCall
-from tests.events import EventRecorder
+from tests.support.event_recorder import EventRecorder
 
 
 class Broken(Handler):

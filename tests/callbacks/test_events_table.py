@@ -22,7 +22,7 @@ from chainkit.callbacks.events import (
     ending,
 )
 from chainkit.callbacks.run import RunKind, enter
-from tests.events import EventRecorder
+from tests.support.event_recorder import EventRecorder
 
 BY_METHOD = {event.method: event for event in EVENTS}
 

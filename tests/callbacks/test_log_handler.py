@@ -15,6 +15,7 @@ from chainkit import agents, chains, tools
 from chainkit.callbacks import LogHandler
 from chainkit.llms import FakeLLM
 from chainkit.schema import FunctionCall, Message, ResponseMeta, Role, ToolCall
+from tests.support.modes import Mode
 
 
 def llm_starts(text: str) -> list[str]:
@@ -22,19 +23,13 @@ def llm_starts(text: str) -> list[str]:
     return [line[len(prefix) :] for line in text.splitlines() if line.startswith(prefix)]
 
 
-@pytest.mark.parametrize("use_async", [False, True])
-def test_a_mrkl_step_shows_only_the_scratchpad_it_adds(use_async: bool) -> None:
-    import asyncio
-
+def test_a_mrkl_step_shows_only_the_scratchpad_it_adds(mode: Mode) -> None:
     out = io.StringIO()
     fake = FakeLLM([" I should add.\nAction: calculator\nAction Input: 2+2", " Final Answer: 4"])
     executor = agents.Executor(
         agents.OneShotAgent(fake, [tools.Calculator()]), callbacks=LogHandler(out)
     )
-    if use_async:
-        asyncio.run(chains.arun(executor, "what is 2+2?"))
-    else:
-        chains.run(executor, "what is 2+2?")
+    mode.run(executor, "what is 2+2?")
 
     first_prompt = fake.calls[0].messages[0].content
     first, second = llm_starts(out.getvalue())

@@ -19,6 +19,7 @@ from chainkit.callbacks import OpenTelemetryHandler
 from chainkit.llms import FakeLLM
 from chainkit.schema import Message, ResponseMeta, TokenUsage
 from tests.callbacks.test_runs import Broken, executor_and_tools
+from tests.support.stub_chains import InputOutputChain
 
 KEY = "sk-abcdefghijklmnopqrstuvwxyz123456"
 CONTENT = {
@@ -191,10 +192,7 @@ def test_an_executor_of_another_name_is_an_agent_span_and_other_chains_are_chain
     [span] = exporter.get_finished_spans()[-1:]
     assert span.name == "invoke_agent Renamed"
 
-    class Plain(chains.Chain):
-        input_keys = ["input"]  # noqa: RUF012
-        output_keys = ["output"]  # noqa: RUF012
-
+    class Plain(InputOutputChain):
         def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
             return {"output": "x"}
 

@@ -17,7 +17,9 @@ from chainkit.callbacks.events import EVENTS
 from chainkit.llms import BaseModel, FakeLLM, ModelRequest
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import FunctionCall, Message, ToolCall
-from tests.events import EventRecorder
+from tests.support.event_recorder import EventRecorder
+from tests.support.modes import Mode
+from tests.support.stub_chains import InputOutputChain
 
 LIFECYCLE = {
     **{e.method.removeprefix("handle_"): e.phase for e in EVENTS if e.phase != "other"},
@@ -129,10 +131,7 @@ def test_batch_in_threads_with_sync_parallel_tools_rebuilds_the_same_trees():
 def test_a_batch_item_inside_an_outer_run_is_its_child():
     recorder = EventRecorder()
 
-    class Outer(chains.Chain):
-        input_keys = ["input"]  # noqa: RUF012
-        output_keys = ["output"]  # noqa: RUF012
-
+    class Outer(InputOutputChain):
         def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
             inner, _ = executor_and_tools(parties=2)
             results = chains.batch(inner, [{"input": "a"}, {"input": "b"}])
@@ -169,7 +168,6 @@ class Broken(tools.Tool):
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("use_async", [False, True])
 @pytest.mark.parametrize(
     "script",
     [
@@ -179,16 +177,13 @@ class Broken(tools.Tool):
     ],
     ids=["tool error", "unknown tool", "parse error"],
 )
-def test_every_run_is_closed_once_on_error_paths(script: list[str], use_async: bool):
+def test_every_run_is_closed_once_on_error_paths(script: list[str], mode: Mode):
     recorder = EventRecorder()
     executor = agents.Executor(
         agents.OneShotAgent(FakeLLM(script), [Broken()]),
         error_handler=agents.ParserErrorHandler(),
     )
-    if use_async:
-        answer = asyncio.run(chains.arun(executor, "q", callbacks=recorder))
-    else:
-        answer = chains.run(executor, "q", callbacks=recorder)
+    answer = mode.run(executor, "q", callbacks=recorder)
     assert answer == "ok"
     children = tree(recorder)
     [root] = children[None]
@@ -214,8 +209,7 @@ class Sleeper(tools.Tool):
 
 
 @pytest.mark.timeout(30, method="thread")
-@pytest.mark.parametrize("use_async", [False, True])
-def test_a_call_cut_by_the_deadline_reports_its_error_as_its_own_run(use_async: bool):
+def test_a_call_cut_by_the_deadline_reports_its_error_as_its_own_run(mode: Mode):
     recorder = EventRecorder()
     sleeper = Sleeper()
     executor = agents.Executor(
@@ -224,10 +218,7 @@ def test_a_call_cut_by_the_deadline_reports_its_error_as_its_own_run(use_async: 
     )
     try:
         with pytest.raises(agents.NotFinishedError):
-            if use_async:
-                asyncio.run(chains.arun(executor, "q", callbacks=recorder))
-            else:
-                chains.run(executor, "q", callbacks=recorder)
+            mode.run(executor, "q", callbacks=recorder)
     finally:
         sleeper.release.set()
     children = tree(recorder)

@@ -14,6 +14,7 @@ from chainkit.callbacks.trace_view import format_tree, read_trace
 from chainkit.cli import main
 from chainkit.llms import FakeLLM
 from chainkit.schema import Message, ResponseMeta, TokenUsage
+from tests.support.stub_chains import InputOutputChain
 
 KEY = "sk-abcdefghijklmnopqrstuvwxyz123456"
 
@@ -125,10 +126,7 @@ def test_a_value_json_cannot_hold_is_written_as_its_repr(tmp_path):
     assert start["kind"] == "chain_start" and "[[...]]" in start["data"]["repr"]
 
 
-class EchoChain(chains.Chain):
-    input_keys = ["input"]  # noqa: RUF012
-    output_keys = ["output"]  # noqa: RUF012
-
+class EchoChain(InputOutputChain):
     def _call(self, inputs, **options):
         return {"output": "echo"}
 

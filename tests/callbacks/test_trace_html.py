@@ -16,6 +16,7 @@ from chainkit import callbacks, chains
 from chainkit.callbacks.trace_view import TraceRun, read_trace
 from chainkit.cli import main
 from tests.callbacks.test_runs import executor_and_tools
+from tests.support.stub_chains import InputOutputChain
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(
@@ -33,11 +34,8 @@ FLAGS = (
 )
 
 
-class Outer(chains.Chain):
+class Outer(InputOutputChain):
     """Runs the executor of two parallel tools inside itself: a tree three runs deep."""
-
-    input_keys = ["input"]  # noqa: RUF012
-    output_keys = ["output"]  # noqa: RUF012
 
     def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         executor, _ = executor_and_tools(parties=2)

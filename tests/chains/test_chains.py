@@ -22,8 +22,8 @@ from chainkit.llms import CallOptions, FakeLLM
 from chainkit.memory import ConversationBuffer, MemoryKeyError
 from chainkit.prompts import ChatPromptTemplate, MessagesPlaceholder, PromptTemplate
 from chainkit.schema import Message
-from tests.concurrency import Peak
-from tests.events import EventRecorder
+from tests.support.concurrency_peak import Peak
+from tests.support.event_recorder import EventRecorder
 
 
 def seen(events: EventRecorder) -> list[tuple[Any, ...]]:
@@ -39,7 +39,7 @@ def seen(events: EventRecorder) -> list[tuple[Any, ...]]:
     )
 
 
-class Echo(Chain):
+class UpperCase(Chain):
     """Upper-cases `text`; fails on "boom"; sleeps on "slow" to test ordering."""
 
     def __init__(self, output_key="out", outputs=None):
@@ -98,7 +98,7 @@ def test_missing_input_key_is_named():
 
 def test_missing_output_key_is_named():
     with pytest.raises(MissingOutputKeysError, match=r"\['out'\]; it produced \['other'\]"):
-        chains.call(Echo(outputs={"other": 1}), {"text": "x"})
+        chains.call(UpperCase(outputs={"other": 1}), {"text": "x"})
 
 
 def test_run_needs_one_input_and_string_output():
@@ -106,9 +106,9 @@ def test_run_needs_one_input_and_string_output():
     with pytest.raises(SingleKeyError, match=r"exactly one input key; LLMChain has \['a', 'b'\]"):
         chains.run(chain, "x")
     with pytest.raises(OutputNotStringError, match="returned int under 'out'"):
-        chains.run(Echo(outputs={"out": 3}), "x")
-    assert chains.run(Echo(), "abc") == "ABC"
-    two_outputs = type("Two", (Echo,), {"output_keys": property(lambda self: ["out", "x"])})
+        chains.run(UpperCase(outputs={"out": 3}), "x")
+    assert chains.run(UpperCase(), "abc") == "ABC"
+    two_outputs = type("Two", (UpperCase,), {"output_keys": property(lambda self: ["out", "x"])})
     with pytest.raises(SingleKeyError, match=r"exactly one output key; Two has \['out', 'x'\]"):
         chains.predict(two_outputs(outputs={"out": "a", "x": "b"}), {"text": "a"})
 
@@ -162,11 +162,11 @@ def test_chain_callbacks_start_end_error(events):
         ("llm_end", "fine"),
         ("chain_end", "LLMChain", {"text": "fine"}),
     ]
-    failing = Echo()
+    failing = UpperCase()
     failing.callbacks = events
     with pytest.raises(RuntimeError, match="boom failed"):
         chains.call(failing, {"text": "boom"})
-    assert seen(events)[-1] == ("chain_error", "Echo", "RuntimeError")
+    assert seen(events)[-1] == ("chain_error", "UpperCase", "RuntimeError")
 
 
 def test_broken_callback_does_not_break_the_chain():
@@ -181,7 +181,7 @@ def test_broken_callback_does_not_break_the_chain():
 def test_batch_keeps_order_and_runs_concurrently():
     seen_threads = set()
 
-    class Tracking(Echo):
+    class Tracking(UpperCase):
         def _call(self, inputs, **options):
             seen_threads.add(threading.get_ident())
             return super()._call(inputs, **options)
@@ -199,7 +199,7 @@ def test_batch_keeps_order_and_runs_concurrently():
 def test_batch_raises_first_error_in_input_order():
     bad2_failed = threading.Event()
 
-    class Fails(Echo):
+    class Fails(UpperCase):
         def _call(self, inputs, **options):
             if inputs["text"] == "bad1":
                 bad2_failed.wait(timeout=5)  # fail only after the later input has failed
@@ -225,13 +225,13 @@ def test_async_twins():
     out = asyncio.run(chains.abatch(chain, [{"topic": "d"}, {"topic": "e"}], max_workers=1))
     assert out == [{"text": "r4"}, {"text": "r5"}]
     with pytest.raises(RuntimeError, match="boom failed"):
-        asyncio.run(chains.abatch(Echo(), [{"text": "x"}, {"text": "boom"}]))
-    results = asyncio.run(chains.abatch(Echo(), [{"text": "boom"}], return_exceptions=True))
+        asyncio.run(chains.abatch(UpperCase(), [{"text": "x"}, {"text": "boom"}]))
+    results = asyncio.run(chains.abatch(UpperCase(), [{"text": "boom"}], return_exceptions=True))
     assert isinstance(results[0], RuntimeError)
 
 
 def test_default_acall_runs_sync_call():
-    assert asyncio.run(chains.arun(Echo(), "abc")) == "ABC"
+    assert asyncio.run(chains.arun(UpperCase(), "abc")) == "ABC"
 
 
 def test_sequential_chain_flows_keys():
@@ -275,7 +275,7 @@ def test_simple_sequential_chain_and_async():
 def test_abatch_cancels_the_rest_after_a_failure():
     started: list[str] = []
 
-    class Slow(Echo):
+    class Slow(UpperCase):
         async def _acall(self, inputs, **options):
             started.append(inputs["text"])
             if inputs["text"] == "boom":
@@ -328,12 +328,12 @@ def test_sequence_handler_hears_the_inner_chains(events):
 
 
 def test_async_batch_of_nothing_is_nothing():
-    assert asyncio.run(chains.abatch(Echo(), [])) == []
-    assert chains.batch(Echo(), []) == []
+    assert asyncio.run(chains.abatch(UpperCase(), [])) == []
+    assert chains.batch(UpperCase(), []) == []
 
 
 def test_abatch_raises_a_cancellation_it_did_not_cause():
-    class Cancels(Echo):
+    class Cancels(UpperCase):
         async def _acall(self, inputs, **options):
             if inputs["text"] == "x":
                 raise asyncio.CancelledError
@@ -378,15 +378,11 @@ def test_memory_never_overwrites_an_input_the_caller_gave():
     assert fake.calls[0].messages[0].content == "given by caller|q"
 
 
-@pytest.mark.parametrize("use_async", [False, True])
-def test_an_interrupted_chain_still_reports_its_error(use_async, events):
+def test_an_interrupted_chain_still_reports_its_error(mode, events):
     chain = Interrupting()
     chain.callbacks = events
     with pytest.raises(KeyboardInterrupt):
-        if use_async:
-            asyncio.run(chains.acall(chain, {"x": 1}))
-        else:
-            chains.call(chain, {"x": 1})
+        mode.call(chain, {"x": 1})
     errors = [
         (name, chain, type(error).__name__) for name, chain, error in events.heard("chain_error")
     ]

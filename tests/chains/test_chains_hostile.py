@@ -26,10 +26,9 @@ from chainkit.llms import FakeLLM, OpenAIEmbeddings, UnknownOptionError
 from chainkit.memory import ConversationBuffer, MemoryKeyError
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import Message
-from tests.events import EventRecorder
-from tests.openai_server import TEST_API_KEY
+from tests.support.event_recorder import EventRecorder
+from tests.support.openai_server import TEST_API_KEY
 
-DRIVERS = ["sync", "async"]
 NOT_HANDLERS = [print, "LogHandler", 3, [callbacks.LogHandler(), print], (None, object())]
 NOT_A_HANDLER = r"callbacks must be a chainkit\.callbacks\.Handler, a list of them, or None; got"
 
@@ -75,21 +74,13 @@ def llm_chain(responses=("fine",), template="Tell me about {topic}", **options):
     return LLMChain(PromptTemplate.from_template(template), fake, **options), fake
 
 
-def drive(driver, function, *args, **options):
-    """Calls chains.<function> or its async twin."""
-    if driver == "async":
-        return asyncio.run(getattr(chains, f"a{function}")(*args, **options))
-    return getattr(chains, function)(*args, **options)
-
-
 # Handlers that are none are refused, before any work, everywhere handlers are taken.
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("driver", DRIVERS)
 @pytest.mark.parametrize("bad", NOT_HANDLERS)
 @pytest.mark.parametrize("function", ["call", "run", "predict", "batch"])
-def test_a_callbacks_option_that_is_no_handler_is_refused_before_any_work(function, bad, driver):
+def test_a_callbacks_option_that_is_no_handler_is_refused_before_any_work(function, bad, mode):
     chain, fake = llm_chain()
     inputs = {
         "call": {"topic": "t"},
@@ -98,7 +89,7 @@ def test_a_callbacks_option_that_is_no_handler_is_refused_before_any_work(functi
         "batch": [{"topic": "t"}],
     }[function]
     with pytest.raises(TypeError, match=NOT_A_HANDLER):
-        drive(driver, function, chain, inputs, callbacks=bad)
+        mode.drive(function, chain, inputs, callbacks=bad)
     assert fake.calls == []
 
 
@@ -145,11 +136,10 @@ def test_chains_refuse_a_handler_that_is_no_handler_when_built(bad):
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_lists_of_handlers_are_accepted_everywhere(driver):
+def test_lists_of_handlers_are_accepted_everywhere(mode):
     own, first, second = EventRecorder(), EventRecorder(), EventRecorder()
     chain, _ = llm_chain(("fine", "again"), callbacks=[own])
-    assert drive(driver, "run", chain, "t", callbacks=[first, second]) == "fine"
+    assert mode.run(chain, "t", callbacks=[first, second]) == "fine"
     assert names(own) == names(first) == names(second)
     assert names(own) == [
         ("start", "LLMChain"),
@@ -162,7 +152,7 @@ def test_lists_of_handlers_are_accepted_everywhere(driver):
     assert names(heard) == [("llm start", ""), ("llm end", "")]
     assert chain.callbacks == [own]
     assert chain.handler is not None and chain.handler.handlers == [own]
-    assert drive(driver, "run", chain, "t", callbacks=[]) == "again"  # an empty list: no one
+    assert mode.run(chain, "t", callbacks=[]) == "again"  # an empty list: no one
     assert len(names(own)) == 8
 
 
@@ -170,13 +160,12 @@ def test_lists_of_handlers_are_accepted_everywhere(driver):
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_run_and_predict_refuse_several_outputs_before_the_chain_runs(driver):
+def test_run_and_predict_refuse_several_outputs_before_the_chain_runs(mode):
     chain = Work(keys_out=("a", "b"))
     with pytest.raises(SingleKeyError, match=r"run\(\) needs a chain with exactly one output"):
-        drive(driver, "run", chain, "x")
+        mode.run(chain, "x")
     with pytest.raises(SingleKeyError, match=r"predict\(\) needs a chain with exactly one output"):
-        drive(driver, "predict", chain, {"text": "x"})
+        mode.predict(chain, {"text": "x"})
     assert chain.done == []
 
 
@@ -193,33 +182,31 @@ class Returns(Work):
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("driver", DRIVERS)
 @pytest.mark.parametrize("outputs", [None, "out", ["out"], 42], ids=repr)
-def test_a_chain_returning_no_dict_is_named_and_nothing_is_saved(driver, outputs, events):
+def test_a_chain_returning_no_dict_is_named_and_nothing_is_saved(mode, outputs, events):
     memory = ConversationBuffer(input_key="text", output_key="out")
     chain = Returns(outputs)
     chain.memory = memory
     got = type(outputs).__name__
     expected = rf"Returns\._call must return a dict of output key to value, got {got}"
     with pytest.raises(OutputsTypeError, match=expected):
-        drive(driver, "call", chain, {"text": "x"}, callbacks=events)
+        mode.call(chain, {"text": "x"}, callbacks=events)
     assert len(chain.done) == 1 and memory.load_memory_variables({}) == {"history": ""}
     assert [name for name, *_ in events.heard()] == ["chain_start", "chain_error"]
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_a_memory_that_could_not_save_fails_before_the_chain_runs(driver):
+def test_a_memory_that_could_not_save_fails_before_the_chain_runs(mode):
     named = Work(keys_out=("out",))
     named.memory = ConversationBuffer(memory_key="history", output_key="answer")
     named.keys_in = ["text", "history"]
     with pytest.raises(MemoryKeyError, match=r"output key 'answer' not found; got \['out'\]"):
-        drive(driver, "call", named, {"text": "x"})
+        mode.call(named, {"text": "x"})
     ambiguous = Work(keys_out=("a", "b"))
     ambiguous.memory = ConversationBuffer(memory_key="history")
     ambiguous.keys_in = ["text", "history"]
     with pytest.raises(MemoryKeyError, match=r"which output key to remember among \['a', 'b'\]"):
-        drive(driver, "call", ambiguous, {"text": "x"})
+        mode.call(ambiguous, {"text": "x"})
     assert named.done == ambiguous.done == []
 
 
@@ -233,18 +220,16 @@ def test_an_llm_chain_refuses_a_memory_its_prompt_does_not_read():
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_unknown_options_are_refused_before_the_first_chain_of_a_sequence(driver):
+def test_unknown_options_are_refused_before_the_first_chain_of_a_sequence(mode):
     first = Work(keys_in=("text",), keys_out=("topic",))
     second, fake = llm_chain(output_key="answer")
     sequence = SequentialChain([first, second], input_variables=["text"])
     with pytest.raises(UnknownOptionError, match="'stop_words'; use stop"):
-        drive(driver, "call", sequence, {"text": "x"}, stop_words=["a"], stop=["b"])
+        mode.call(sequence, {"text": "x"}, stop_words=["a"], stop=["b"])
     assert first.done == [] and fake.calls == []
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("driver", DRIVERS)
 @pytest.mark.parametrize(
     ("items", "error", "message"),
     [
@@ -260,33 +245,31 @@ def test_unknown_options_are_refused_before_the_first_chain_of_a_sequence(driver
         (42, TypeError, r"takes a list \(or any iterable\) of input dicts, got int"),
     ],
 )
-def test_batch_checks_every_item_before_the_first_call(driver, items, error, message):
+def test_batch_checks_every_item_before_the_first_call(mode, items, error, message):
     chain = Work()
     for function in ("batch",):
         with pytest.raises(error, match=message) as info:
-            drive(driver, function, chain, items)
+            mode.drive(function, chain, items)
         if error is MissingInputKeysError:
             assert (
-                f"(item 1 of the 2 given to chains.{'a' if driver == 'async' else ''}"
+                f"(item 1 of the 2 given to chains.{'a' if mode.is_async else ''}"
                 in (info.value.__notes__[0])
             )
     assert chain.done == []
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_batch_takes_any_iterable(driver):
+def test_batch_takes_any_iterable(mode):
     chain = Work()
-    results = drive(driver, "batch", chain, ({"text": str(n)} for n in range(4)))
+    results = mode.batch(chain, ({"text": str(n)} for n in range(4)))
     assert results == [{"out": str(n)} for n in range(4)]
-    assert drive(driver, "batch", chain, iter([])) == []
+    assert mode.batch(chain, iter([])) == []
     with pytest.raises(TypeError, match="max_workers must be an int, got str"):
-        drive(driver, "batch", chain, [{"text": "a"}], max_workers="4")
+        mode.batch(chain, [{"text": "a"}], max_workers="4")
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_a_handler_failing_at_chain_end_is_not_followed_by_a_chain_error(driver):
+def test_a_handler_failing_at_chain_end_is_not_followed_by_a_chain_error(mode):
     class Strict(EventRecorder):
         raise_error = True
 
@@ -296,13 +279,12 @@ def test_a_handler_failing_at_chain_end_is_not_followed_by_a_chain_error(driver)
 
     strict = Strict()
     with pytest.raises(RuntimeError, match="end handler failed"):
-        drive(driver, "call", Work(), {"text": "x"}, callbacks=strict)
+        mode.call(Work(), {"text": "x"}, callbacks=strict)
     assert names(strict) == [("start", "Work"), ("end", "Work")]
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_a_handler_failing_at_chain_start_still_hears_the_chain_end_as_an_error(driver):
+def test_a_handler_failing_at_chain_start_still_hears_the_chain_end_as_an_error(mode):
     class Strict(EventRecorder):
         raise_error = True
 
@@ -312,7 +294,7 @@ def test_a_handler_failing_at_chain_start_still_hears_the_chain_end_as_an_error(
 
     strict, bystander, chain = Strict(), EventRecorder(), Work()
     with pytest.raises(RuntimeError, match="start handler failed"):
-        drive(driver, "call", chain, {"text": "x"}, callbacks=[strict, bystander])
+        mode.call(chain, {"text": "x"}, callbacks=[strict, bystander])
     assert names(strict) == names(bystander) == [("start", "Work"), ("error", "Work")]
     assert chain.done == []
 

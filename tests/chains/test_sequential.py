@@ -21,7 +21,7 @@ from chainkit.chains import (
 from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer, MemoryKeyError
 from chainkit.prompts import PromptTemplate
-from tests.events import EventRecorder
+from tests.support.event_recorder import EventRecorder
 
 
 def llm_chain(template: str, responses: list[str], **kwargs: Any) -> tuple[LLMChain, FakeLLM]:
@@ -152,15 +152,11 @@ def test_a_sub_chain_memory_shadowed_by_a_known_value_is_refused():
 # --- chains.call, run and predict: checks before the chain runs or saves -------------------
 
 
-@pytest.mark.parametrize("use_async", [False, True])
-def test_a_memory_output_key_the_chain_does_not_return_fails_before_the_model(use_async):
+def test_a_memory_output_key_the_chain_does_not_return_fails_before_the_model(mode):
     memory = ConversationBuffer(output_key="answer")
     chain, fake = llm_chain("{history}{input}", ["never"], memory=memory)
     with pytest.raises(MemoryKeyError, match="output key 'answer' not found"):
-        if use_async:
-            asyncio.run(chains.arun(chain, "q"))
-        else:
-            chains.run(chain, "q")
+        mode.run(chain, "q")
     assert fake.calls == [] and memory.messages == []
 
 
@@ -237,17 +233,13 @@ def test_wrong_types_are_refused_when_built(build, message):
         build(chain)
 
 
-@pytest.mark.parametrize("use_async", [False, True])
-def test_a_sub_chain_returning_an_undeclared_key_may_not_overwrite_a_value(use_async):
+def test_a_sub_chain_returning_an_undeclared_key_may_not_overwrite_a_value(mode):
     sneaky = Recorder(["topic"], {"summary": "s"})
     reader = Recorder(["summary", "topic"], {"review": "r"})
     sequence = SequentialChain([sneaky, reader], input_variables=["topic"])
     sneaky.outputs = {"summary": "s", "topic": "overwritten"}  # "topic" is not declared
     with pytest.raises(ChainWiringError) as caught:
-        if use_async:
-            asyncio.run(chains.acall(sequence, {"topic": "cats"}))
-        else:
-            chains.call(sequence, {"topic": "cats"})
+        mode.call(sequence, {"topic": "cats"})
     assert "chain 0 (Recorder)" in str(caught.value) and "['topic']" in str(caught.value)
     assert reader.calls == []
 

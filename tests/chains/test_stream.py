@@ -15,6 +15,7 @@ from chainkit.llms import FakeLLM
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import Message
 from tests.callbacks.test_runs import TwoToolsThenAnswer
+from tests.support.stub_chains import InputOutputChain
 
 
 class WaitsForTheConsumer(tools.Tool):
@@ -175,10 +176,7 @@ def test_cancelling_the_consumer_cancels_the_run():
     assert len(llm.calls) < 50
 
 
-class Failing(chains.Chain):
-    input_keys = ["input"]  # noqa: RUF012
-    output_keys = ["output"]  # noqa: RUF012
-
+class Failing(InputOutputChain):
     def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         raise ValueError(f"cannot do {inputs['input']}")
 

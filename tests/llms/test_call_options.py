@@ -9,7 +9,7 @@ import pytest
 from chainkit import chains, llms
 from chainkit.llms import FakeLLM, UnknownOptionError
 from chainkit.prompts import PromptTemplate
-from tests.typecheck import mypy_errors
+from tests.support.typecheck import mypy_errors
 
 USER_CODE = textwrap.dedent(
     """

@@ -8,7 +8,7 @@ from chainkit import llms
 from chainkit.callbacks import Handler
 from chainkit.llms import FakeLLM, FakeLLMExhaustedError
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
-from tests.events import EventRecorder
+from tests.support.event_recorder import EventRecorder
 
 
 def seen(events: EventRecorder) -> list[tuple[Any, ...]]:

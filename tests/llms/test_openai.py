@@ -16,7 +16,7 @@ from chainkit.llms.embeddings import OpenAIEmbeddings
 from chainkit.llms.errors import ModelConfigError
 from chainkit.llms.openai import OpenAI
 from chainkit.schema import FunctionCall, Message, ResponseMeta, TokenUsage, ToolCall, ToolInfo
-from tests.openai_server import TEST_API_KEY, Call, OpenAIServer, Reply, embedding_of
+from tests.support.openai_server import TEST_API_KEY, Call, OpenAIServer, Reply, embedding_of
 
 USAGE = TokenUsage(
     prompt_tokens=11, completion_tokens=7, total_tokens=18, reasoning_tokens=3, cached_tokens=2

@@ -10,7 +10,8 @@ import pytest
 
 from chainkit.llms import Backoff, ModelConfigError, OpenAI, OpenAIEmbeddings
 from chainkit.llms.errors import ModelStatusError, ModelTimeoutError
-from tests.openai_server import TEST_API_KEY, Fault, OpenAIServer
+from tests.support.modes import Mode
+from tests.support.openai_server import TEST_API_KEY, Fault, OpenAIServer
 
 BACKENDS = [OpenAI, OpenAIEmbeddings]
 LOCAL = "http://127.0.0.1:9/v1"
@@ -198,18 +199,15 @@ def test_embeddings_batch_size_is_checked() -> None:
 FAST = Backoff(0.001, 0.001, retry_after_cap=0.001)
 
 
-@pytest.mark.parametrize("mode", ["sync", "sync_stream", "async", "async_stream"])
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 def test_giving_up_says_how_many_attempts_were_made(
-    openai_server: OpenAIServer, arun: Any, mode: str
+    openai_server: OpenAIServer, mode: Mode, streamed: bool
 ) -> None:
     llm = OpenAI("m", base_url=openai_server.base_url, max_attempts=3, backoff=FAST)
     openai_server.fail(*[Fault.http(503)] * 3)
-    streaming_func = (lambda _: None) if mode.endswith("stream") else None
+    streaming_func = (lambda _: None) if streamed else None
     with pytest.raises(ModelStatusError) as caught:
-        if mode.startswith("async"):
-            arun(llm, llm.agenerate([], streaming_func=streaming_func))
-        else:
-            llm.generate([], streaming_func=streaming_func)
+        mode.generate(llm, [], streaming_func=streaming_func)
     llm.close()
     assert str(caught.value).endswith(
         "answered 503 Service Unavailable: loopback fault 503 (gave up after 3 attempts)"

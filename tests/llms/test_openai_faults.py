@@ -21,8 +21,15 @@ from chainkit.llms.errors import (
 )
 from chainkit.llms.openai import OpenAI
 from chainkit.schema import Message
-from tests.events import EventRecorder
-from tests.openai_server import EMBEDDING_DIMENSIONS, TEST_API_KEY, Fault, OpenAIServer, Reply
+from tests.support.event_recorder import EventRecorder
+from tests.support.modes import Mode
+from tests.support.openai_server import (
+    EMBEDDING_DIMENSIONS,
+    TEST_API_KEY,
+    Fault,
+    OpenAIServer,
+    Reply,
+)
 
 ANSWER = "The answer, at last."
 
@@ -133,9 +140,8 @@ def test_retried_stream_that_differs_stops_handing_over(
     assert len(openai_server.requests) == 2
 
 
-@pytest.mark.parametrize("run_async", [False, True], ids=["sync", "async"])
 def test_stream_that_stalls_partway_is_retried_without_repeating_text(
-    openai_server: OpenAIServer, make_openai, arun, run_async: bool
+    openai_server: OpenAIServer, make_openai, mode: Mode
 ) -> None:
     llm = make_openai(timeout=0.3)  # the stall lasts until the server stops: far past it
     openai_server.fail(Fault.stall(after_chunks=3))
@@ -143,10 +149,7 @@ def test_stream_that_stalls_partway_is_retried_without_repeating_text(
     pieces: list[str] = []
     retries = EventRecorder()
 
-    generate = llm.agenerate if run_async else llm.generate
-    reply = generate(ask(), streaming_func=pieces.append, callbacks=retries)
-    if run_async:
-        reply = arun(llm, reply)
+    reply = mode.generate(llm, ask(), streaming_func=pieces.append, callbacks=retries)
 
     assert reply.content == "abcdefghijklmnop"
     assert pieces == ["abcd", "efgh", "ijkl", "mnop"]
@@ -361,23 +364,20 @@ CHAIN_FAULTS = {
 }
 
 
-@pytest.mark.parametrize("mode", ["sync", "sync_stream", "async", "async_stream"])
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 @pytest.mark.parametrize("name", sorted(CHAIN_FAULTS))
 def test_no_sdk_exception_is_chained_to_a_chainkit_error(
-    openai_server: OpenAIServer, make_openai, arun, name: str, mode: str
+    openai_server: OpenAIServer, make_openai, name: str, mode: Mode, streamed: bool
 ) -> None:
     # The SDK's exception quotes the key and holds the request with its Authorization header:
     # it must not be reachable from what chainkit raises, hidden or not.
     llm = make_openai(timeout=0.3, max_attempts=1)
     openai_server.fail(CHAIN_FAULTS[name])
     openai_server.push("never complete")
-    streaming_func = (lambda _: None) if mode.endswith("stream") else None
+    streaming_func = (lambda _: None) if streamed else None
 
     with pytest.raises(ModelError) as caught:
-        if mode.startswith("async"):
-            arun(llm, llm.agenerate(ask(), streaming_func=streaming_func))
-        else:
-            llm.generate(ask(), streaming_func=streaming_func)
+        mode.generate(llm, ask(), streaming_func=streaming_func)
 
     chain = error_chain(caught.value)
     assert [type(e) for e in chain if not isinstance(e, ModelError)] == []

@@ -27,7 +27,7 @@ from chainkit.llms.errors import ModelError
 from chainkit.llms.openai import OpenAI
 from chainkit.schema import Message, ToolInfo
 from tests.conftest import FAST_BACKOFF
-from tests.openai_server import (
+from tests.support.openai_server import (
     TEST_API_KEY,
     Call,
     OpenAIServer,

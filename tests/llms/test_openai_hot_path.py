@@ -17,7 +17,7 @@ from chainkit.llms._openai_connection import Connection
 from chainkit.llms._openai_request import build_request
 from chainkit.llms.openai import OpenAI
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
-from tests.openai_server import TEST_API_KEY, OpenAIServer, Recorded
+from tests.support.openai_server import TEST_API_KEY, OpenAIServer, Recorded
 
 MESSAGES = [
     Message.system("你是助手"),
@@ -44,24 +44,13 @@ def seen(request: Recorded) -> tuple[Any, dict[str, str], dict[str, str | None]]
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("run_async", [False, True])
-def test_a_plain_call_sends_what_the_sdk_create_sends(run_async):
+def test_a_plain_call_sends_what_the_sdk_create_sends(mode):
     with OpenAIServer() as server:
         server.push("ours", "the sdk's")
         llm = OpenAI("m", base_url=server.base_url, api_key=TEST_API_KEY, max_attempts=1)
         request = build_request("m", MESSAGES, ["\nObservation:"], TOOLS, OPTIONS, stream=False)
         client = openai.OpenAI(base_url=server.base_url, api_key=TEST_API_KEY, max_retries=0)
-        if run_async:
-
-            async def main() -> None:
-                try:
-                    await llm.agenerate(MESSAGES, stop=["\nObservation:"], tools=TOOLS, **OPTIONS)
-                finally:
-                    await llm.aclose()
-
-            asyncio.run(main())
-        else:
-            llm.generate(MESSAGES, stop=["\nObservation:"], tools=TOOLS, **OPTIONS)
+        mode.generate(llm, MESSAGES, stop=["\nObservation:"], tools=TOOLS, **OPTIONS)
         client.chat.completions.with_raw_response.create(**request)
         client.close()
         llm.close()

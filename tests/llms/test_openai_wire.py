@@ -22,10 +22,10 @@ from chainkit.llms.errors import (
 )
 from chainkit.llms.openai import OpenAI
 from chainkit.schema import FunctionCall, Message, ToolCall
-from tests.events import EventRecorder
-from tests.openai_server import Fault, OpenAIServer, Raw, Reply, raw_reply
+from tests.support.event_recorder import EventRecorder
+from tests.support.modes import Mode
+from tests.support.openai_server import Fault, OpenAIServer, Raw, Reply, raw_reply
 
-MODES = ["sync", "async"]
 USAGE = {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
 
 
@@ -67,17 +67,13 @@ def stream(*events: dict[str, Any] | str, done: bool = True) -> Raw:
     return raw_reply(sse(*events, done=done))
 
 
-def ask(
-    llm: OpenAI, arun, mode: str, *, streamed: bool, **options: Any
-) -> tuple[Message, list[str]]:
+def ask(llm: OpenAI, mode: Mode, *, streamed: bool, **options: Any) -> tuple[Message, list[str]]:
     """The reply to one question, and the pieces handed to streaming_func (when streamed)."""
     pieces: list[str] = []
     if streamed:
         options["streaming_func"] = pieces.append
     messages = [Message.user("question")]
-    if mode == "async":
-        return arun(llm, llm.agenerate(messages, **options)), pieces
-    return llm.generate(messages, **options), pieces
+    return mode.generate(llm, messages, **options), pieces
 
 
 @pytest.fixture
@@ -91,7 +87,6 @@ def llm(make_openai) -> OpenAI:
 ARGUMENTS = {"city": "Zürich", "days": 3}
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(
     "reply",
     [
@@ -130,11 +125,11 @@ ARGUMENTS = {"city": "Zürich", "days": 3}
     ids=["plain", "streamed"],
 )
 def test_arguments_sent_as_an_object_are_encoded_as_json_text(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, reply: Raw
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, reply: Raw
 ) -> None:
     openai_server.push(reply)
     streamed = b"text/event-stream" in reply.data
-    message, _ = ask(llm, arun, mode, streamed=streamed)
+    message, _ = ask(llm, mode, streamed=streamed)
     [call] = message.tool_calls
     assert (call.id, call.function.name) == ("c1", "weather")
     assert isinstance(call.function.arguments, str)
@@ -188,10 +183,9 @@ def test_an_agent_runs_a_tool_whose_arguments_came_as_an_object(
 # 2. Tool-call deltas numbered only in their first chunk.
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("later", ["id_only", "nothing", "interleaved_by_id", "fresh_ids"])
 def test_tool_call_deltas_merge_by_index_then_id_then_into_the_open_call(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, later: str
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, later: str
 ) -> None:
     def head(index: int, call_id: str, name: str) -> dict[str, Any]:
         function = {"name": name, "arguments": ""}
@@ -235,7 +229,7 @@ def test_tool_call_deltas_merge_by_index_then_id_then_into_the_open_call(
         stream(*[chunk({"tool_calls": d}) for d in deltas], chunk(finish="tool_calls"))
     )
 
-    message, _ = ask(llm, arun, mode, streamed=True)
+    message, _ = ask(llm, mode, streamed=True)
 
     assert message.tool_calls == [
         ToolCall("call_a", FunctionCall("weather", '{"city": "Paris"}')),
@@ -243,9 +237,8 @@ def test_tool_call_deltas_merge_by_index_then_id_then_into_the_open_call(
     ]
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_parallel_calls_all_numbered_zero_are_told_apart_by_their_ids(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode
 ) -> None:
     def delta(call_id: str | None, name: str | None, arguments: str) -> dict[str, Any]:
         function: dict[str, Any] = {"arguments": arguments}
@@ -262,16 +255,15 @@ def test_parallel_calls_all_numbered_zero_are_told_apart_by_their_ids(
             chunk(finish="tool_calls"),
         )
     )
-    message, _ = ask(llm, arun, mode, streamed=True)
+    message, _ = ask(llm, mode, streamed=True)
     assert message.tool_calls == [
         ToolCall("call_a", FunctionCall("weather", '{"city": "Oslo"}')),
         ToolCall("call_b", FunctionCall("clock", "{}")),
     ]
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_a_call_renamed_midway_is_a_shape_error_and_not_retried(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode
 ) -> None:
     function = {"name": "weather", "arguments": "{}"}
     renamed = {"name": "clock", "arguments": ""}
@@ -283,7 +275,7 @@ def test_a_call_renamed_midway_is_a_shape_error_and_not_retried(
         )
     )
     with pytest.raises(ModelReplyShapeError, match=r"'weather'.*'clock'"):
-        ask(llm, arun, mode, streamed=True)
+        ask(llm, mode, streamed=True)
     assert len(openai_server.requests) == 1
 
 
@@ -304,13 +296,12 @@ def after_finish(ending: str) -> Raw:
     return stream(*events, done=False)  # ends cleanly, without [DONE]
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("ending", ["broken_connection", "garbage", "error_event", "no_done"])
 def test_a_stream_cut_after_its_finish_reason_is_whole(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, ending: str
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, ending: str
 ) -> None:
     openai_server.push(after_finish(ending))
-    message, pieces = ask(llm, arun, mode, streamed=True)
+    message, pieces = ask(llm, mode, streamed=True)
     assert message.content == "".join(pieces) == WHOLE
     assert message.response_meta is not None
     assert message.response_meta.finish_reason == "stop"
@@ -318,15 +309,14 @@ def test_a_stream_cut_after_its_finish_reason_is_whole(
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("mode", MODES)
 def test_a_stream_that_stalls_after_its_finish_reason_is_whole(
-    openai_server: OpenAIServer, make_openai, arun, mode: str
+    openai_server: OpenAIServer, make_openai, mode: Mode
 ) -> None:
     llm = make_openai(timeout=0.3)
     # The empty first delta, three pieces and the finish chunk, then silence past the timeout.
     openai_server.fail(Fault.stall(after_chunks=5))
     openai_server.push(Reply(WHOLE, chunk_size=4), "a second reply, never wanted")
-    message, pieces = ask(llm, arun, mode, streamed=True)
+    message, pieces = ask(llm, mode, streamed=True)
     assert message.content == "".join(pieces) == WHOLE
     assert len(openai_server.requests) == 1
 
@@ -334,38 +324,35 @@ def test_a_stream_that_stalls_after_its_finish_reason_is_whole(
 # 4. A stream request answered with a plain JSON body.
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("content_type", ["application/json", "text/event-stream"])
 def test_a_json_error_body_to_a_stream_request_keeps_the_servers_message(
-    openai_server: OpenAIServer, make_openai, arun, mode: str, content_type: str
+    openai_server: OpenAIServer, make_openai, mode: Mode, content_type: str
 ) -> None:
     llm = make_openai(max_attempts=1)
     body = {"error": {"message": "The model `gpt-9` does not exist", "code": "model_not_found"}}
     openai_server.push(raw_reply(json.dumps(body).encode(), content_type))
     with pytest.raises(ModelResponseError, match="The model `gpt-9` does not exist"):
-        ask(llm, arun, mode, streamed=True)
+        ask(llm, mode, streamed=True)
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("content_type", ["application/json", "text/event-stream"])
 def test_a_server_that_ignores_stream_true_is_read_as_a_reply(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, content_type: str
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, content_type: str
 ) -> None:
     body = completion({"content": "Not streamed, but here."}, usage=USAGE)
     openai_server.push(raw_reply(json.dumps(body).encode(), content_type))
-    message, pieces = ask(llm, arun, mode, streamed=True)
+    message, pieces = ask(llm, mode, streamed=True)
     assert message.content == "Not streamed, but here."
     assert pieces == ["Not streamed, but here."]  # what the user saw is what came back
     assert message.response_meta is not None and message.response_meta.usage is not None
     assert len(openai_server.requests) == 1
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_a_server_that_streams_a_plain_request_is_read_all_the_same(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode
 ) -> None:
     openai_server.push(stream(*text_chunks("Streamed ", "anyway."), chunk(finish="stop")))
-    message, _ = ask(llm, arun, mode, streamed=False)
+    message, _ = ask(llm, mode, streamed=False)
     assert message.content == "Streamed anyway."
     assert len(openai_server.requests) == 1
 
@@ -375,7 +362,6 @@ def test_a_server_that_streams_a_plain_request_is_read_all_the_same(
 REFUSAL = "I can't help with that request."
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(
     "reply",
     [
@@ -390,19 +376,18 @@ REFUSAL = "I can't help with that request."
     ids=["plain", "plain_part", "streamed"],
 )
 def test_a_refusal_is_an_error_carrying_its_text(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, reply: Raw
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, reply: Raw
 ) -> None:
     openai_server.push(reply)
     streamed = b"text/event-stream" in reply.data
     with pytest.raises(ModelRefusalError) as caught:
-        ask(llm, arun, mode, streamed=streamed)
+        ask(llm, mode, streamed=streamed)
     assert caught.value.refusal == REFUSAL
     assert REFUSAL in str(caught.value)
     assert caught.value.reply.content == ""
     assert len(openai_server.requests) == 1  # the model's answer: not retried
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(
     "reply",
     [
@@ -431,10 +416,10 @@ def test_a_refusal_is_an_error_carrying_its_text(
     ids=["plain", "streamed"],
 )
 def test_a_legacy_function_call_becomes_a_tool_call(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, reply: Raw
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, reply: Raw
 ) -> None:
     openai_server.push(reply)
-    message, _ = ask(llm, arun, mode, streamed=b"text/event-stream" in reply.data)
+    message, _ = ask(llm, mode, streamed=b"text/event-stream" in reply.data)
     assert message.tool_calls == [ToolCall("", FunctionCall("weather", '{"city": "Rome"}'))]
     assert message.response_meta is not None
     assert message.response_meta.finish_reason == "function_call"
@@ -443,9 +428,8 @@ def test_a_legacy_function_call_becomes_a_tool_call(
 # 6. Several choices.
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_only_choice_zero_of_a_stream_is_the_reply(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode
 ) -> None:
     openai_server.push(
         stream(
@@ -459,40 +443,37 @@ def test_only_choice_zero_of_a_stream_is_the_reply(
             chunk(finish="stop", index=0),
         )
     )
-    message, pieces = ask(llm, arun, mode, streamed=True)
+    message, pieces = ask(llm, mode, streamed=True)
     assert message.content == "".join(pieces) == "Red apple."
     assert message.response_meta is not None
     assert message.response_meta.finish_reason == "stop"
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_only_choice_zero_of_a_plain_reply_is_the_reply(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode
 ) -> None:
     body = completion({"content": "Red apple."})
     second = {"index": 1, "message": {"role": "assistant", "content": "Blue sky."}}
     body["choices"].insert(0, {**second, "finish_reason": "length"})
     openai_server.push(plain(body))
-    message, _ = ask(llm, arun, mode, streamed=False)
+    message, _ = ask(llm, mode, streamed=False)
     assert message.content == "Red apple."
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 def test_asking_for_several_choices_is_refused_before_sending(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, streamed: bool
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, streamed: bool
 ) -> None:
     with pytest.raises(ModelConfigError, match="n=2"):
-        ask(llm, arun, mode, streamed=streamed, n=2)
+        ask(llm, mode, streamed=streamed, n=2)
     assert openai_server.requests == []
     openai_server.push("fine")
-    assert ask(llm, arun, mode, streamed=streamed, n=1)[0].content == "fine"
+    assert ask(llm, mode, streamed=streamed, n=1)[0].content == "fine"
 
 
 # 7. Content as a list of parts.
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(
     "reply",
     [
@@ -526,11 +507,11 @@ def test_asking_for_several_choices_is_refused_before_sending(
     ids=["plain", "streamed"],
 )
 def test_content_parts_are_joined_and_thinking_is_kept_as_reasoning(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, reply: Raw
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, reply: Raw
 ) -> None:
     openai_server.push(reply)
     streamed = b"text/event-stream" in reply.data
-    message, pieces = ask(llm, arun, mode, streamed=streamed)
+    message, pieces = ask(llm, mode, streamed=streamed)
     assert message.content == "Hello, world."
     assert message.reasoning_content == "Think. Then answer."
     assert message.parts == []
@@ -538,10 +519,9 @@ def test_content_parts_are_joined_and_thinking_is_kept_as_reasoning(
         assert pieces == ["Hello, ", "world."]
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 def test_a_content_part_of_an_unknown_type_is_a_shape_error_naming_it(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, streamed: bool
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, streamed: bool
 ) -> None:
     part = {"type": "hologram", "data": "..."}
     if streamed:
@@ -549,7 +529,7 @@ def test_a_content_part_of_an_unknown_type_is_a_shape_error_naming_it(
     else:
         openai_server.push(plain(completion({"content": [part]})))
     with pytest.raises(ModelReplyShapeError, match="'hologram'"):
-        ask(llm, arun, mode, streamed=streamed)
+        ask(llm, mode, streamed=streamed)
     assert len(openai_server.requests) == 1
 
 
@@ -589,26 +569,24 @@ SSE_BODIES = {
 }
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", sorted(SSE_BODIES))
 def test_sse_as_the_spec_defines_it(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, name: str
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, name: str
 ) -> None:
     openai_server.push(raw_reply(SSE_BODIES[name]))
-    message, pieces = ask(llm, arun, mode, streamed=True)
+    message, pieces = ask(llm, mode, streamed=True)
     assert message.content == "".join(pieces) == "Hi there."
     assert message.response_meta is not None
     assert message.response_meta.finish_reason == "stop"
     assert len(openai_server.requests) == 1
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_events_are_read_as_events_whatever_the_content_type_says(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode
 ) -> None:
     body = sse(*text_chunks("Hi ", "there."), chunk(finish="stop"))
     openai_server.push(raw_reply(body, "application/json"))
-    message, pieces = ask(llm, arun, mode, streamed=True)
+    message, pieces = ask(llm, mode, streamed=True)
     assert message.content == "".join(pieces) == "Hi there."
 
 
@@ -618,9 +596,8 @@ def escaped(event: dict[str, Any]) -> str:
     return f"data: {json.dumps(event, ensure_ascii=True)}\n\n"
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_a_surrogate_pair_split_across_events_is_one_character(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode
 ) -> None:
     # JSON text escapes: "\ud83d" in one event and "\ude00" in the next.
     high, low = "\\ud83d", "\\ude00"
@@ -639,7 +616,7 @@ def test_a_surrogate_pair_split_across_events_is_one_character(
     ]
     openai_server.push(stream(*events), "the next reply")
 
-    message, pieces = ask(llm, arun, mode, streamed=True)
+    message, pieces = ask(llm, mode, streamed=True)
 
     assert message.content == "".join(pieces) == "Hi 😀 there!\ufffd"
     assert pieces == ["Hi ", "😀 there", "!", "\ufffd"]  # the pair handed over whole
@@ -652,10 +629,9 @@ def test_a_surrogate_pair_split_across_events_is_one_character(
     assert sent["content"] == "Hi 😀 there!\ufffd"
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 def test_line_separators_inside_json_strings_do_not_split_events(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, streamed: bool
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, streamed: bool
 ) -> None:
     # U+2028, U+0085 and form feeds are line breaks to str.splitlines, not to SSE or JSON.
     text = "one\u2028two\x85three\x0cfour\x1cfive"
@@ -666,13 +642,12 @@ def test_line_separators_inside_json_strings_do_not_split_events(
     else:
         body = json.dumps(completion({"content": text}), ensure_ascii=False)
         openai_server.push(raw_reply(body.encode(), "application/json"))
-    message, _ = ask(llm, arun, mode, streamed=streamed)
+    message, _ = ask(llm, mode, streamed=streamed)
     assert message.content == text
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_an_error_event_is_reported_with_the_servers_message(
-    openai_server: OpenAIServer, make_openai, arun, mode: str
+    openai_server: OpenAIServer, make_openai, mode: Mode
 ) -> None:
     llm = make_openai(max_attempts=1)
     openai_server.push(
@@ -683,48 +658,44 @@ def test_an_error_event_is_reported_with_the_servers_message(
         )
     )
     with pytest.raises(ModelResponseError, match="overloaded, try again"):
-        ask(llm, arun, mode, streamed=True)
+        ask(llm, mode, streamed=True)
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_a_plain_body_with_a_bom_and_a_lone_surrogate_is_read(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode
 ) -> None:
     body = '{"choices": [{"index": 0, "message": {"role": "assistant", "content": "a\\ud83d"}}]}'
     openai_server.push(raw_reply(b"\xef\xbb\xbf" + body.encode(), "application/json"))
-    message, _ = ask(llm, arun, mode, streamed=False)
+    message, _ = ask(llm, mode, streamed=False)
     assert message.content == "a\ufffd"
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_a_lone_surrogate_in_a_tool_calls_type_is_read_as_valid_text(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode
 ) -> None:
     call = {"id": "c1", "type": "\\ud83dfunction", "function": {"name": "f", "arguments": "{}"}}
     body = json.dumps(completion({"content": None, "tool_calls": [call]}, "tool_calls"))
     openai_server.push(raw_reply(body.replace("\\\\", "\\").encode(), "application/json"))
-    message, _ = ask(llm, arun, mode, streamed=False)
+    message, _ = ask(llm, mode, streamed=False)
     assert message.tool_calls[0].type == "\ufffdfunction"
     json.dumps(message.to_dict()).encode("utf-8")  # sendable in the next request
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_a_body_that_is_no_stream_at_all_says_what_it_was(
-    openai_server: OpenAIServer, make_openai, arun, mode: str
+    openai_server: OpenAIServer, make_openai, mode: Mode
 ) -> None:
     llm = make_openai(max_attempts=1)
     openai_server.push(raw_reply(b"<html><body>Bad gateway</body></html>", "text/html"))
     with pytest.raises(ModelResponseError, match="Bad gateway"):
-        ask(llm, arun, mode, streamed=True)
+        ask(llm, mode, streamed=True)
 
 
 # 9. The rest of each class.
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 def test_reasoning_under_either_field_name(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, streamed: bool
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, streamed: bool
 ) -> None:
     if streamed:
         openai_server.push(
@@ -738,14 +709,13 @@ def test_reasoning_under_either_field_name(
         )
     else:
         openai_server.push(plain(completion({"content": "42", "reasoning": "Let me think."})))
-    message, _ = ask(llm, arun, mode, streamed=streamed)
+    message, _ = ask(llm, mode, streamed=streamed)
     assert (message.content, message.reasoning_content) == ("42", "Let me think.")
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 def test_tool_calls_with_null_content_null_id_and_empty_arguments(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, streamed: bool
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, streamed: bool
 ) -> None:
     call = {"id": None, "type": "function", "function": {"name": "clock", "arguments": ""}}
     if streamed:
@@ -758,30 +728,28 @@ def test_tool_calls_with_null_content_null_id_and_empty_arguments(
         )
     else:
         openai_server.push(plain(completion({"content": None, "tool_calls": [call]}, "tool_calls")))
-    message, _ = ask(llm, arun, mode, streamed=streamed)
+    message, _ = ask(llm, mode, streamed=streamed)
     assert message.content == ""
     assert message.tool_calls == [ToolCall("", FunctionCall("clock", "{}"))]
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("finish", ["length", "content_filter"])
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 def test_why_a_reply_stopped_is_visible(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, finish: str, streamed: bool
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, finish: str, streamed: bool
 ) -> None:
     if streamed:
         openai_server.push(stream(*text_chunks("The answer is"), chunk(finish=finish)))
     else:
         openai_server.push(plain(completion({"content": "The answer is"}, finish)))
-    message, _ = ask(llm, arun, mode, streamed=streamed)
+    message, _ = ask(llm, mode, streamed=streamed)
     assert message.content == "The answer is"
     assert message.response_meta is not None
     assert message.response_meta.finish_reason == finish
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_chunks_without_choices_carry_usage_or_nothing(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode
 ) -> None:
     openai_server.push(
         stream(
@@ -794,13 +762,12 @@ def test_chunks_without_choices_carry_usage_or_nothing(
             {"id": "x", "choices": [], "usage": dict.fromkeys(USAGE, 0)},
         )
     )
-    message, _ = ask(llm, arun, mode, streamed=True)
+    message, _ = ask(llm, mode, streamed=True)
     assert message.content == "ok"
     assert message.response_meta is not None and message.response_meta.usage is not None
     assert message.response_meta.usage.total_tokens == 8
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(
     "reply",
     [
@@ -811,11 +778,11 @@ def test_chunks_without_choices_carry_usage_or_nothing(
     ids=["plain_missing", "plain_empty", "streamed_empty"],
 )
 def test_a_reply_without_any_choice_is_a_shape_error(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, reply: Raw
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, reply: Raw
 ) -> None:
     openai_server.push(reply)
     with pytest.raises(ModelReplyShapeError, match="choice"):
-        ask(llm, arun, mode, streamed=b"text/event-stream" in reply.data)
+        ask(llm, mode, streamed=b"text/event-stream" in reply.data)
     assert len(openai_server.requests) == 1
 
 
@@ -827,11 +794,10 @@ WRONG_TYPES: dict[str, tuple[dict[str, Any], str]] = {
 }
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", sorted(WRONG_TYPES))
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 def test_a_field_of_the_wrong_type_is_a_shape_error_naming_it(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, name: str, streamed: bool
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, name: str, streamed: bool
 ) -> None:
     fields, field = WRONG_TYPES[name]
     if streamed:
@@ -839,14 +805,13 @@ def test_a_field_of_the_wrong_type_is_a_shape_error_naming_it(
     else:
         openai_server.push(plain(completion(fields)))
     with pytest.raises(ModelReplyShapeError, match=field):
-        ask(llm, arun, mode, streamed=streamed)
+        ask(llm, mode, streamed=streamed)
     assert len(openai_server.requests) == 1
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 def test_unreadable_metadata_is_left_out_rather_than_failing_the_reply(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, streamed: bool
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, streamed: bool
 ) -> None:
     usage = {"prompt_tokens": "many", "completion_tokens": 2.0, "completion_tokens_details": []}
     if streamed:
@@ -855,7 +820,7 @@ def test_unreadable_metadata_is_left_out_rather_than_failing_the_reply(
         )
     else:
         openai_server.push(plain(completion({"content": "ok"}, 7, usage=usage)))  # type: ignore[arg-type]
-    message, _ = ask(llm, arun, mode, streamed=streamed)
+    message, _ = ask(llm, mode, streamed=streamed)
     assert message.content == "ok"
     assert message.response_meta is not None
     assert message.response_meta.finish_reason is None
@@ -864,10 +829,9 @@ def test_unreadable_metadata_is_left_out_rather_than_failing_the_reply(
     assert message.response_meta.usage.completion_tokens == 2
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 def test_json_nested_deeper_than_the_parser_goes_is_a_chainkit_error(
-    openai_server: OpenAIServer, make_openai, arun, mode: str, streamed: bool
+    openai_server: OpenAIServer, make_openai, mode: Mode, streamed: bool
 ) -> None:
     llm = make_openai(max_attempts=1)
     deep = "[" * 100_000 + "]" * 100_000
@@ -878,50 +842,43 @@ def test_json_nested_deeper_than_the_parser_goes_is_a_chainkit_error(
         body = f'{{"choices": [{{"index": 0, "message": {{"content": {deep}}}}}]}}'
         openai_server.push(raw_reply(body.encode(), "application/json"))
     with pytest.raises(ModelResponseError, match="not valid JSON"):
-        ask(llm, arun, mode, streamed=streamed)
+        ask(llm, mode, streamed=streamed)
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 def test_a_body_whose_content_encoding_is_wrong_is_a_chainkit_error(
-    openai_server: OpenAIServer, make_openai, arun, mode: str, streamed: bool
+    openai_server: OpenAIServer, make_openai, mode: Mode, streamed: bool
 ) -> None:
     llm = make_openai(max_attempts=1)
     body = sse(*text_chunks("Hi"), chunk(finish="stop")) if streamed else b'{"choices": []}'
     openai_server.push(raw_reply(body, headers={"Content-Encoding": "gzip"}))
     with pytest.raises(ModelError, match=r"(?i)decod|decompress"):
-        ask(llm, arun, mode, streamed=streamed)
+        ask(llm, mode, streamed=streamed)
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("header", ["retry-after-ms", "Retry-After"])
 def test_a_retry_after_that_is_not_a_number_waits_nothing(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, header: str
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, header: str
 ) -> None:
     openai_server.fail(Fault.http(429, headers={header: "nan"}))
     openai_server.push("after the wait")
-    assert ask(llm, arun, mode, streamed=False)[0].content == "after the wait"
+    assert ask(llm, mode, streamed=False)[0].content == "after the wait"
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
 def test_a_message_that_is_not_valid_unicode_is_refused_with_a_chainkit_error(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str, streamed: bool
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode, streamed: bool
 ) -> None:
     messages = [Message.user("broken \ud83d text")]
     options: dict[str, Any] = {"streaming_func": lambda _: None} if streamed else {}
     with pytest.raises(ModelRequestError, match=r"'\\ud83d'.*lone surrogate"):
-        if mode == "async":
-            arun(llm, llm.agenerate(messages, **options))
-        else:
-            llm.generate(messages, **options)
+        mode.generate(llm, messages, **options)
     assert openai_server.requests == []
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_several_choices_asked_for_through_extra_body_are_refused_too(
-    openai_server: OpenAIServer, llm: OpenAI, arun, mode: str
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode
 ) -> None:
     with pytest.raises(ModelConfigError, match="n=3"):
-        ask(llm, arun, mode, streamed=False, extra_body={"n": 3})
+        ask(llm, mode, streamed=False, extra_body={"n": 3})
     assert openai_server.requests == []

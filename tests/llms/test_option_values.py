@@ -12,7 +12,7 @@ from chainkit import ChainkitError, chains, llms
 from chainkit.llms import FakeLLM, ModelConfigError, ModelTypeError
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import Message
-from tests.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer
 
 BAD_VALUES: list[tuple[str, Any, type[Exception], str]] = [
     (

@@ -42,7 +42,7 @@ from chainkit.llms._tokens import (
 from chainkit.llms.errors import ModelConfigError, ModelStatusError
 from chainkit.llms.rate_limit import LocalBucket, RateLimiter
 from chainkit.schema import Message
-from tests.openai_server import TEST_API_KEY, Fault, OpenAIServer, Reply
+from tests.support.openai_server import TEST_API_KEY, Fault, OpenAIServer, Reply
 
 T = TypeVar("T")
 SECOND = 10**9

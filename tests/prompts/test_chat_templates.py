@@ -1,4 +1,4 @@
-"""Real models' chat templates, kept in tests/data, rendered by render_chat.
+"""Real models' chat templates, kept in tests/support/chat_templates, rendered by render_chat.
 
 - "chatml" writes what Qwen2.5's own template writes, byte for byte, for any conversation;
   the one difference, Qwen's default system prompt, is added to the conversation first.
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from chainkit.prompts import PromptError, render_chat
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[1] / "support" / "chat_templates"
 
 
 def template(name: str) -> str:

@@ -23,17 +23,17 @@ pytest.importorskip("mcp")
 from chainkit import agents, chains, tools
 from chainkit.llms import FakeLLM
 from chainkit.schema import FunctionCall, Message, ToolCall
-from tests import mcp_chainkit_tools as originals
-from tests.idle_reset_proxy import idle_reset_proxy
-from tests.mcp_http_status import status_server
-from tests.mcp_process import start_http_server, stop
-from tests.mcp_server import PICTURE, SERVER_NAME
+from tests.support import mcp_serve_factories as originals
+from tests.support.idle_reset_proxy import idle_reset_proxy
+from tests.support.mcp_server import PICTURE, SERVER_NAME
+from tests.support.mcp_server_process import start_http_server, stop
+from tests.support.mcp_status_server import status_server
 
 pytestmark = pytest.mark.timeout(30)
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVER = [sys.executable, str(ROOT / "tests" / "mcp_server.py")]
-LEGACY_SERVER = [sys.executable, str(ROOT / "tests" / "mcp_legacy_server.py")]
+SERVER = [sys.executable, str(ROOT / "tests" / "support" / "mcp_server.py")]
+LEGACY_SERVER = [sys.executable, str(ROOT / "tests" / "support" / "mcp_legacy_server.py")]
 # The stdio server process gets only a few safe variables of ours; it needs the repo to import
 # chainkit and the tests package.
 REPO_ENV = {"PYTHONPATH": str(ROOT)}
@@ -182,7 +182,6 @@ def tool_calling_script(prefix):
     return [Message.assistant("", calls), "done"]
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("agent_kind", ["oneshot", "tool_calling"])
 def test_both_agents_run_mcp_tools_sync_and_async(served, agent_kind, mode):
     mcp_tools, prefix = served
@@ -196,10 +195,7 @@ def test_both_agents_run_mcp_tools_sync_and_async(served, agent_kind, mode):
         agent = agents.ToolCallingAgent(llm, list(mcp_tools))
         expected = ["你好, MCP", "5", "refused: no luck"]
     executor = agents.Executor(agent, return_intermediate_steps=True)
-    if mode == "sync":
-        outputs = chains.call(executor, {"input": "use the tools"})
-    else:
-        outputs = asyncio.run(chains.acall(executor, {"input": "use the tools"}))
+    outputs = mode.call(executor, {"input": "use the tools"})
     assert outputs["output"] == "done"
     observations = [step.observation for step in outputs["intermediate_steps"]]
     assert observations[:-1] == expected[:-1]
@@ -394,7 +390,6 @@ def test_a_tool_that_never_answers_times_out_sync_and_async():
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_server_killed_mid_session_ends_calls_with_a_clear_error(mode):
     mcp_tools = tools.MCPTools(command=SERVER, timeout=100)
     with mcp_tools:
@@ -406,7 +401,7 @@ def test_a_server_killed_mid_session_ends_calls_with_a_clear_error(mode):
             tools.MCPToolError,
             match=r"'chainkit-test' closed the connection \(the server exited\); hang got no",
         ):
-            if mode == "sync":
+            if not mode.is_async:
                 listed["hang"].call("")
             else:
                 asyncio.run(listed["hang"].acall(""))
@@ -463,7 +458,6 @@ def test_a_connection_the_server_may_be_closing_for_idleness_is_not_reused(http_
         assert proxy.resets == 0
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_server_that_exits_at_start_is_a_clear_connection_error(mode):
     command = [
         sys.executable,
@@ -475,7 +469,7 @@ def test_a_server_that_exits_at_start_is_a_clear_connection_error(mode):
     with pytest.raises(
         tools.MCPConnectionError, match=r"(?s)closed the connection while starting.*no config file"
     ):
-        if mode == "sync":
+        if not mode.is_async:
             mcp_tools.__enter__()
         else:
             asyncio.run(mcp_tools.__aenter__())
@@ -587,7 +581,7 @@ def test_keys_in_a_failing_servers_stderr_are_masked():
 def test_env_and_cwd_reach_the_server_process(tmp_path):
     script = tmp_path / "server.py"
     script.write_text(
-        (ROOT / "tests" / "mcp_legacy_server.py")
+        (ROOT / "tests" / "support" / "mcp_legacy_server.py")
         .read_text()
         .replace('"name": "legacy"', '"name": __import__("os").environ["SERVER_LABEL"]')
     )
@@ -675,7 +669,7 @@ def test_reprs_and_errors_never_show_headers_env_or_url_credentials():
 
 @pytest.fixture(scope="module", params=["stdio", "http"])
 def round_trip(request):
-    factory = "tests.mcp_chainkit_tools:make_tools"
+    factory = "tests.support.mcp_serve_factories:make_tools"
     if request.param == "stdio":
         command = [sys.executable, "-m", "chainkit", "mcp-serve", factory]
         with tools.MCPTools(command=command, env=REPO_ENV, cwd=ROOT, timeout=10) as mcp_tools:
@@ -720,7 +714,7 @@ def test_served_chainkit_tools_keep_names_descriptions_and_schemas(round_trip):
         copy = served[original.name]
         assert copy.description == original.description
         assert copy.parameters == original.parameters
-    assert round_trip.server == "tests.mcp_chainkit_tools:make_tools"
+    assert round_trip.server == "tests.support.mcp_serve_factories:make_tools"
 
 
 @pytest.mark.parametrize(("name", "text"), ROUND_TRIP_CALLS)
@@ -738,7 +732,13 @@ def test_a_served_tool_that_crashes_reports_the_exception(round_trip):
 
 
 def test_mcp_serve_serves_an_agents_tools():
-    command = [sys.executable, "-m", "chainkit", "mcp-serve", "tests.mcp_chainkit_tools:make_agent"]
+    command = [
+        sys.executable,
+        "-m",
+        "chainkit",
+        "mcp-serve",
+        "tests.support.mcp_serve_factories:make_agent",
+    ]
     with tools.MCPTools(command=command, env=REPO_ENV, cwd=ROOT) as mcp_tools:
         assert [tool.name for tool in mcp_tools] == ["reverse", "add"]
         assert by_name(mcp_tools)["reverse"].call("ab") == "ba"
@@ -747,7 +747,7 @@ def test_mcp_serve_serves_an_agents_tools():
 def test_mcp_serve_keeps_what_the_factory_prints_off_the_protocols_stdout():
     command = [sys.executable, "-m", "chainkit", "mcp-serve"]
     served = subprocess.run(
-        [*command, "tests.mcp_chainkit_tools:make_noisy"],
+        [*command, "tests.support.mcp_serve_factories:make_noisy"],
         input="",  # the client hangs up at once: the server exits
         capture_output=True,
         text=True,
@@ -763,11 +763,11 @@ def test_mcp_serve_keeps_what_the_factory_prints_off_the_protocols_stdout():
 @pytest.mark.parametrize(
     ("factory", "message"),
     [
-        ("tests.mcp_chainkit_tools", "expected module:factory"),
+        ("tests.support.mcp_serve_factories", "expected module:factory"),
         ("tests.no_such_module:make", "cannot import tests.no_such_module"),
-        ("tests.mcp_chainkit_tools:nothing", "has no attribute 'nothing'"),
-        ("tests.mcp_chainkit_tools:make_number", "gave int; expected a list of Tools"),
-        ("tests.mcp_chainkit_tools:make_duplicates", "two tools are named 'reverse'"),
+        ("tests.support.mcp_serve_factories:nothing", "has no attribute 'nothing'"),
+        ("tests.support.mcp_serve_factories:make_number", "gave int; expected a list of Tools"),
+        ("tests.support.mcp_serve_factories:make_duplicates", "two tools are named 'reverse'"),
     ],
 )
 def test_mcp_serve_refuses_a_factory_that_gives_no_tools(factory, message, capsys):

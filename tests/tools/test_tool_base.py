@@ -5,14 +5,7 @@ from chainkit.agents import Executor, ToolCallingAgent
 from chainkit.llms import FakeLLM
 from chainkit.schema import FunctionCall, Message, ToolCall
 from chainkit.tools import Tool, ToolError
-
-
-class Echo(Tool):
-    name = "echo"
-    description = "repeats its input"
-
-    def call(self, input: str) -> str:
-        return input
+from tests.support.stub_tools import Echo
 
 
 def arguments_error(arguments):

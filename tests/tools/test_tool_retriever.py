@@ -12,8 +12,8 @@ import pytest
 
 from chainkit import tools
 from chainkit.llms import OpenAIEmbeddings
-from tests.openai_server import TEST_API_KEY, OpenAIServer
-from tests.tool_catalog import TEST_SEED, TEST_WORDING, build
+from tests.support.openai_server import TEST_API_KEY, OpenAIServer
+from tests.support.tool_catalog import TEST_SEED, TEST_WORDING, build
 
 
 @pytest.fixture(scope="module")

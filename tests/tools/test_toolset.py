@@ -12,7 +12,7 @@ import pytest
 from chainkit import agents, chains, cli, tools
 from chainkit.llms import FakeLLM
 from chainkit.tools.toolset import observation
-from tests.mcp_chainkit_tools import Reverse, Shouted, Tally
+from tests.support.mcp_serve_factories import Reverse, Shouted, Tally
 
 from .test_mcp import REPO_ENV, ROOT
 
@@ -89,7 +89,7 @@ def test_join_tools_output_is_what_an_agent_takes():
 
 
 def test_mcp_serve_refuses_names_equal_ignoring_case_in_the_same_words(capsys):
-    assert cli.main(["mcp-serve", "tests.mcp_chainkit_tools:make_case_clash"]) == 2
+    assert cli.main(["mcp-serve", "tests.support.mcp_serve_factories:make_case_clash"]) == 2
     expected = refusal("Toolset", [Reverse(), Shouted()])
     assert expected in capsys.readouterr().err
 
@@ -155,6 +155,12 @@ def test_a_served_tool_returning_no_text_answers_what_an_agent_run_observes():
     )
     observed = chains.call(executor, {"input": "q"})["intermediate_steps"][0].observation
     assert observed == '{"words": 2, "单位": "个"}'
-    command = [sys.executable, "-m", "chainkit", "mcp-serve", "tests.mcp_chainkit_tools:make_tally"]
+    command = [
+        sys.executable,
+        "-m",
+        "chainkit",
+        "mcp-serve",
+        "tests.support.mcp_serve_factories:make_tally",
+    ]
     with tools.MCPTools(command=command, env=REPO_ENV, cwd=ROOT, timeout=20) as served:
         assert served.tools[0].call("a b") == observed

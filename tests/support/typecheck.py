@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # Generous: mypy type-checks chainkit from scratch (no cache), seconds alone, a minute or more
 # on a loaded 2-core machine. The tests that use this carry a pytest timeout above it.

@@ -1,8 +1,8 @@
 """A small MCP server built with the mcp package, for the MCP tests.
 
-`python tests/mcp_server.py` serves over stdio; `python tests/mcp_server.py --http` serves
-streamable HTTP on 127.0.0.1 at a free port and prints `url: http://127.0.0.1:PORT/mcp` on
-stderr once it accepts connections.
+`python tests/support/mcp_server.py` serves over stdio; `python tests/support/mcp_server.py
+--http` serves streamable HTTP on 127.0.0.1 at a free port and prints
+`url: http://127.0.0.1:PORT/mcp` on stderr once it accepts connections.
 """
 
 from __future__ import annotations

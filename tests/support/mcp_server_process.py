@@ -1,5 +1,6 @@
 """MCP servers over HTTP in a process of their own, for the tests: each prints its URL on stderr
-once it accepts connections (tests/mcp_server.py --http, and `chainkit mcp-serve --http 0`)."""
+once it accepts connections (tests/support/mcp_server.py --http, and
+`chainkit mcp-serve --http 0`)."""
 
 from __future__ import annotations
 

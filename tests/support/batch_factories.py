@@ -1,4 +1,5 @@
-"""Chains for `chainkit batch --agent tests.batch_factories:...` in the batch and Ray tests."""
+"""Chains for `chainkit batch --agent tests.support.batch_factories:...` in the batch and
+Ray tests."""
 
 from __future__ import annotations
 
@@ -8,25 +9,18 @@ from typing import Any
 
 from chainkit import agents, chains, llms, prompts
 from chainkit.llms import OpenAI
+from tests.support.stub_chains import InputOutputChain
 
 BASE_URL_VARIABLE = "CHAINKIT_TEST_BASE_URL"
 """Where `loopback_agent` finds the loopback OpenAI server of the test that runs it."""
 
 
-class Echo(chains.Chain):
+class Echo(InputOutputChain):
     """Answers "echo: <input>", after `delay` seconds of awaiting (so runs overlap); an
     input of "fail" raises, and "nan" answers a float that JSON has no form for."""
 
     def __init__(self, delay: float = 0.0) -> None:
         self.delay = delay
-
-    @property
-    def input_keys(self) -> list[str]:
-        return ["input"]
-
-    @property
-    def output_keys(self) -> list[str]:
-        return ["output"]
 
     def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         if inputs["input"] == "fail":

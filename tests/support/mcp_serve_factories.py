@@ -1,5 +1,6 @@
-"""chainkit tools for the MCP round trip: served by `chainkit mcp-serve tests.mcp_chainkit_tools:…`
-and loaded back with MCPTools, they must behave like these originals."""
+"""chainkit tools for the MCP round trip: served by
+`chainkit mcp-serve tests.support.mcp_serve_factories:…` and loaded back with MCPTools, they
+must behave like these originals."""
 
 from __future__ import annotations
 

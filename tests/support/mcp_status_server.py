@@ -1,7 +1,7 @@
 """A tiny MCP server over HTTP, in a thread of the test process, that answers with an HTTP error
 status on request: like a server behind a gateway that wants a token, or a wrong path.
 
-It serves `tests/mcp_legacy_server.py`'s tools as JSON responses at /mcp; any other path is
+It serves `tests/support/mcp_legacy_server.py`'s tools as JSON responses at /mcp; any other path is
 404. While `refuse_with` is set, every request gets that status instead.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.mcp_legacy_server import answer
+from tests.support.mcp_legacy_server import answer
 
 PATH = "/mcp"
 
