@@ -52,23 +52,25 @@ class Deadline:
 
 
 class Interrupted(Exception):
-    """The deadline cut a step short: when ("while waiting for the model"), and the
-    observations of the step's actions that finished before it (None for the others)."""
+    """The deadline cut a step short: when ("while waiting for the model"), and the steps of
+    its actions that finished before it."""
 
-    def __init__(self, during: str, observations: Sequence[str | None] = ()) -> None:
+    def __init__(self, during: str, finished: Sequence[AgentStep] = ()) -> None:
         super().__init__(during)
         self.during = during
-        self.observations = observations
+        self.finished = finished
 
 
 def tools_interrupted(
     actions: Sequence[AgentAction], observations: Sequence[str | None]
 ) -> Interrupted:
     """The interruption of a step whose actions with no observation yet were cut short."""
-    unfinished = [a.tool for a, o in zip(actions, observations, strict=True) if o is None]
+    pairs = list(zip(actions, observations, strict=True))
+    unfinished = [action.tool for action, observation in pairs if observation is None]
     listed = ", ".join(repr(name) for name in unfinished)
     named = f"tool {listed}" if len(unfinished) == 1 else f"tools {listed}"
-    return Interrupted(f"before {named} finished", observations)
+    finished = [AgentStep(a, o) for a, o in pairs if o is not None]
+    return Interrupted(f"before {named} finished", finished)
 
 
 def model_interrupted() -> Interrupted:

@@ -233,29 +233,23 @@ class Executor(Chain):
                 actions = self._checked(decision)
                 if run.out_of_time():  # planned in time, but no tool starts after the deadline
                     return self._out_of_time()
-                direct = yield from self._act(actions, run)
+                if run.callbacks is not None:
+                    self._report(actions, run.callbacks)
+                direct = self._record(actions, (yield _Act(actions)), run)
                 if direct is not None:
                     return self._finish(AgentFinish({self.agent.output_keys[0]: direct}), run)
         except Interrupted as cut:
+            run.steps.extend(cut.finished)  # they did their work: the caller gets to see it
             return self._out_of_time(cut.during)
         return _Stopped("max_iterations", f"reached max_iterations={limit}")
 
-    def _act(self, actions: list[AgentAction], run: _Run) -> Generator[_Request, Any, str | None]:
-        """Runs the actions and records their steps; returns the observation of the first
-        action whose tool returns directly, if any."""
-        if run.callbacks is not None:
-            for action in actions:
-                run.callbacks.handle_agent_action(action)
-        try:
-            observations = yield _Act(actions)
-        except Interrupted as cut:
-            # The calls that finished did their work: the caller gets to see it.
-            run.steps.extend(
-                AgentStep(action, observation)
-                for action, observation in zip(actions, cut.observations, strict=True)
-                if observation is not None
-            )
-            raise
+    def _report(self, actions: list[AgentAction], callbacks: CombiningHandler) -> None:
+        for action in actions:
+            callbacks.handle_agent_action(action)
+
+    def _record(self, actions: list[AgentAction], observations: list[str], run: _Run) -> str | None:
+        """Records the actions' steps; returns the observation of the first action whose tool
+        returns directly, if any."""
         direct: str | None = None
         for action, observation in zip(actions, observations, strict=True):
             run.steps.append(AgentStep(action, observation))
