@@ -132,7 +132,7 @@ _ONE_LINE_TAGS = frozenset(
 # A reply in the prompt's own shape, read in one match: lines with no colon (so no keyword
 # among them), then `Action: tool` and `Action Input:` on the next line, or `Final Answer:`,
 # the input or answer on that line to the end, and no fence or full-width colon anywhere.
-# The grammar reads such a reply just as `_plain_step` does; any other takes the full path.
+# The grammar reads such a reply as `parse_mrkl_output` does; any other takes the full path.
 # The lines before the keyword are found by one greedy run and one step back to its last
 # newline, so a reply is read once.
 _PLAIN_REPLY = re.compile(
@@ -182,17 +182,12 @@ def parse_mrkl_output(text: str) -> AgentAction | AgentFinish:
             f"parse_mrkl_output expects the reply as str, got {type(text).__name__}"
         )
     plain = _PLAIN_REPLY.fullmatch(text)
-    if plain is not None:
-        return _plain_step(text, plain)
-    return _parsed(text)
-
-
-def _plain_step(text: str, plain: re.Match[str]) -> AgentAction | AgentFinish:
-    """The step of a reply `_PLAIN_REPLY` matched: what the grammar reads from it."""
+    if plain is None:
+        return _parsed(text)
     tool, after = plain.groups()
     if tool is None:
         return AgentFinish({"output": after.strip()}, log=text)
-    return AgentAction(tool, _clean_input(after), text.rstrip())
+    return AgentAction(tool, _unquote(after.strip()), text.rstrip())  # no fence to drop
 
 
 def _parsed(text: str) -> AgentAction | AgentFinish:
