@@ -79,7 +79,7 @@ _Loop = Generator[_Request, Any, None]
 
 
 @dataclass(slots=True)
-class _Run:
+class _RunState:
     """One run of the executor: its inputs and options, the steps taken so far, the handler
     of its events, and when it must end."""
 
@@ -200,20 +200,20 @@ class Executor(Chain):
         loop.close()
         return request.outputs
 
-    def _start(self, inputs: dict[str, Any], options: dict[str, Any]) -> _Run:
+    def _start(self, inputs: dict[str, Any], options: dict[str, Any]) -> _RunState:
         limit = self.max_execution_time
         deadline = None if limit is None else Deadline(limit)
-        return _Run(inputs, options, active_handler(), deadline, [])
+        return _RunState(inputs, options, active_handler(), deadline, [])
 
     # The loop: every decision of a run.
 
-    def _loop(self, run: _Run) -> _Loop:
+    def _loop(self, run: _RunState) -> _Loop:
         ended = yield from self._steps(run)
         if isinstance(ended, _Stopped):
             ended = yield from self._stop_early(ended, run)
         yield _Done(ended)
 
-    def _steps(self, run: _Run) -> _Steps:
+    def _steps(self, run: _RunState) -> _Steps:
         """Plan, act, observe, until the agent finishes, a tool returns directly, or a limit
         is reached."""
         limit = self.max_iterations
@@ -247,7 +247,9 @@ class Executor(Chain):
         for action in actions:
             callbacks.handle_agent_action(action)
 
-    def _record(self, actions: list[AgentAction], observations: list[str], run: _Run) -> str | None:
+    def _record(
+        self, actions: list[AgentAction], observations: list[str], run: _RunState
+    ) -> str | None:
         """Records the actions' steps; returns the observation of the first action whose tool
         returns directly, if any."""
         direct: str | None = None
@@ -257,7 +259,7 @@ class Executor(Chain):
                 direct = observation
         return direct
 
-    def _stop_early(self, stopped: _Stopped, run: _Run) -> Generator[_Request, Any, Any]:
+    def _stop_early(self, stopped: _Stopped, run: _RunState) -> Generator[_Request, Any, Any]:
         """Raises NotFinishedError, or with `early_stopping_method="generate"` returns the
         outputs of the final answer the agent is asked for."""
         if self.early_stopping_method == "force":
@@ -265,7 +267,7 @@ class Executor(Chain):
         final = yield _PLAN_FINAL
         return self._finish(final, run)
 
-    def _send_back(self, error: OutputParserError, run: _Run) -> None:
+    def _send_back(self, error: OutputParserError, run: _RunState) -> None:
         """Records an unparsable reply as a step whose observation tells the model what to
         fix; re-raises `error` without an error handler."""
         if self.error_handler is None:
@@ -287,7 +289,7 @@ class Executor(Chain):
         reason = f"reached max_execution_time={self.max_execution_time}s"
         return _Stopped("max_execution_time", f"{reason} {during}" if during else reason)
 
-    def _finish(self, finish: AgentFinish, run: _Run) -> dict[str, Any]:
+    def _finish(self, finish: AgentFinish, run: _RunState) -> dict[str, Any]:
         if run.callbacks is not None:
             run.callbacks.handle_agent_finish(finish)
         if self.return_intermediate_steps:
@@ -306,7 +308,7 @@ class Executor(Chain):
 
     # The drivers: each carries out the loop's requests.
 
-    def _perform(self, request: _Request, run: _Run) -> Any:
+    def _perform(self, request: _Request, run: _RunState) -> Any:
         match request:
             case _Plan() if run.deadline is None:
                 return self.agent.plan(run.steps, run.inputs, **run.options)
@@ -325,7 +327,7 @@ class Executor(Chain):
                 return self.agent.plan_final(run.steps, run.inputs, **run.options)
         raise AssertionError(f"the loop asked for {request!r}")
 
-    async def _aperform(self, request: _Request, run: _Run) -> Any:
+    async def _aperform(self, request: _Request, run: _RunState) -> Any:
         match request:
             case _Plan() if run.deadline is None:
                 return await self.agent.aplan(run.steps, run.inputs, **run.options)
