@@ -129,6 +129,15 @@ _ONE_LINE_TAGS = frozenset(
     ("json", "python", "py", "sql", "sh", "bash", "text", "yaml", "js", "xml")
 )
 
+# A reply in the prompt's own shape, read in one match: lines with no colon (so no keyword
+# among them), then `Action: tool` and `Action Input:` on the next line, or `Final Answer:`,
+# the input or answer on that line to the end, and no fence or full-width colon anywhere.
+# The grammar reads such a reply as `parse_mrkl_output` does; any other takes the full path.
+# Each line before the keyword is read once, possessively: none is given back.
+_PLAIN_REPLY = re.compile(
+    r"(?:[^:：`~\n]*+\n)*+(?:Action: ([\w.-]++)\nAction Input:|Final Answer:)([^\n`~]*+)"
+)
+
 _DECORATION = " \t>#*_-"
 _QUOTE_PAIRS = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’", "「": "」"}
 
@@ -171,6 +180,24 @@ def parse_mrkl_output(text: str) -> AgentAction | AgentFinish:
         raise AgentTypeError(
             f"parse_mrkl_output expects the reply as str, got {type(text).__name__}"
         )
+    plain = _PLAIN_REPLY.fullmatch(text) if _plain_keyword_first(text) else None
+    if plain is None:
+        return _parsed(text)
+    tool, after = plain.groups()
+    if tool is None:
+        return AgentFinish({"output": after.strip()}, log=text)
+    return AgentAction(tool, _unquote(after.strip()), text.rstrip())  # no fence to drop
+
+
+def _plain_keyword_first(text: str) -> bool:
+    """Whether the reply's first colon ends `Action:` or `Final Answer:`, as in the plain
+    shape: found by memchr, so a long reply of another shape is not read twice."""
+    colon = text.find(":")
+    return text[max(colon - 12, 0) : colon + 1].endswith(("Action:", "Final Answer:"))
+
+
+def _parsed(text: str) -> AgentAction | AgentFinish:
+    """The step the grammar reads from `text`."""
     probe = _lowered(text)
     step = _first_step(text, probe)
     if step is None:

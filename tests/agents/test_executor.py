@@ -219,7 +219,7 @@ class FakeClock:
 def test_max_execution_time(monkeypatch, mode):
     clock = FakeClock()
     # The executor's clock only: the event loop keeps the real one, so no step is cut short.
-    monkeypatch.setattr("chainkit.agents.executor.time", types.SimpleNamespace(monotonic=clock))
+    monkeypatch.setattr("chainkit.agents._deadline.time", types.SimpleNamespace(monotonic=clock))
 
     class Slow(Echo):
         def call(self, input):

@@ -484,7 +484,7 @@ def test_deadline_holds_against_a_stalled_server_and_its_retries(mode, make_open
 def test_no_tool_starts_once_the_deadline_has_passed(mode, monkeypatch):
     clock = [1000.0]
     monkeypatch.setattr(
-        "chainkit.agents.executor.time", types.SimpleNamespace(monotonic=lambda: clock[0])
+        "chainkit.agents._deadline.time", types.SimpleNamespace(monotonic=lambda: clock[0])
     )
 
     class Late(BaseModel):

@@ -18,8 +18,8 @@ from chainkit.agents import (
     Executor,
     NotFinishedError,
     OneShotAgent,
+    _deadline,
 )
-from chainkit.agents import executor as executor_module
 from chainkit.llms import FakeLLM
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests.support.modes import Mode
@@ -235,7 +235,7 @@ def test_a_deadline_passing_just_before_a_plan_ends_the_run_as_a_limit(
 ) -> None:
     # Readings: 1 sets the deadline at 2.5, 2 lets the loop plan, 3 is past it: the model
     # would get timeout=-0.5, which it refuses.
-    monkeypatch.setattr(executor_module, "time", SteppingClock())
+    monkeypatch.setattr(_deadline, "time", SteppingClock())
     llm = FakeLLM([" done\nFinal Answer: ok"])
     executor = Executor(OneShotAgent(llm, [named("echo", "x")]), max_execution_time=1.5)
     with pytest.raises(NotFinishedError, match=r"max_execution_time=1\.5s while waiting") as got:

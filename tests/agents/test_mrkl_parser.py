@@ -7,10 +7,13 @@ Where chainkit deliberately differs, the test says how and why.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chainkit.agents import mrkl_parser
 from chainkit.agents.errors import OutputParserError
 from chainkit.agents.mrkl_parser import (
     MISSING_ACTION,
@@ -636,6 +639,73 @@ def test_any_reply_parses_or_raises_the_parser_error(text):
         assert text.startswith(step.log)
         assert step.tool and step.tool == step.tool.strip()
         assert step.tool_input in text or step.tool_input.strip("`\"'") in text
+
+
+def outcome(read: Callable[[str], object], text: str) -> object:
+    """What `read` gives for `text`: its step, or the observation of its parse error."""
+    try:
+        return read(text)
+    except OutputParserError as error:
+        return ("error", error.observation)
+
+
+_PLAIN_PIECES = st.lists(
+    st.sampled_from(
+        [
+            "Action: ",
+            "\nAction Input:",
+            "Final Answer:",
+            "\n",
+            " ",
+            "\t",
+            "\r",
+            ":",
+            "：",
+            "`",
+            "~",
+            "*",
+            "_",
+            '"',
+            "「",
+            "」",
+            "İ",
+            "search",
+            "is",
+            "x-1.2",
+            "Observation",
+        ]
+    )
+    | st.text(max_size=4),
+    max_size=8,
+).map("".join)
+# Mostly replies around the keywords of the plain shape, so both readings are compared often.
+_KEYWORDS = st.sampled_from(
+    ["\nAction: search\nAction Input:", "Action: a_b\nAction Input:", "\nFinal Answer:"]
+)
+_REPLIES = _PLAIN_PIECES | st.tuples(_PLAIN_PIECES, _KEYWORDS, _PLAIN_PIECES).map("".join)
+
+
+@settings(max_examples=500)
+@given(_REPLIES)
+def test_a_reply_read_in_one_match_reads_as_the_grammar_reads_it(text):
+    # parse_mrkl_output reads a reply in the prompt's plain shape in one match and leaves
+    # every other reply to the grammar: both must agree on any reply.
+    assert outcome(parse_mrkl_output, text) == outcome(mrkl_parser._parsed, text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        " I should search.\nAction: search\nAction Input: what: is it",
+        'Action: stock_price\nAction Input:  "ACME" ',
+        "thinking\nstill thinking\nFinal Answer:  a: b Observation: c ",
+        "Final Answer:",
+        "İ think\nAction: İstanbul\nAction Input: 1",
+    ],
+)
+def test_plain_replies_read_in_one_match_as_the_grammar_reads_them(text):
+    assert mrkl_parser._PLAIN_REPLY.fullmatch(text) is not None  # the case is the plain shape
+    assert parse_mrkl_output(text) == mrkl_parser._parsed(text)
 
 
 _LINE = (

@@ -1,0 +1,278 @@
+"""A run's deadline, and how the drivers keep it: worker threads, step events, waiting.
+
+Under `max_execution_time` each step is bounded by the time left. The async driver cancels
+the step at the deadline (`within`). The sync driver cannot cancel a call: it runs the step
+in daemon worker threads and stops waiting. The step is abandoned, runs on until it returns,
+and its events after the deadline are dropped (`StepEvents`); a model call there gets the
+time left as its `timeout`. Parallel tool calls run in worker threads with or without a
+deadline.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from typing import Any, TypeVar
+
+from chainkit import _threads
+from chainkit.agents.agent import Agent
+from chainkit.agents.errors import DeadlineExceededError
+from chainkit.callbacks import CombiningHandler, Observed, RunInfo, current_run, guard
+from chainkit.callbacks.events import ending, handler_methods
+from chainkit.callbacks.run import handled_by, reporting_for
+from chainkit.schema import AgentAction, AgentFinish, AgentStep
+
+T = TypeVar("T")
+
+
+class Deadline:
+    """When a run must end: `seconds` (its max_execution_time) from when it started, on the
+    `time.monotonic()` clock."""
+
+    __slots__ = ("at", "seconds")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.at = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self.at - time.monotonic()
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self.at
+
+    def exceeded(self) -> DeadlineExceededError:
+        """The error reported for a call still open when the step was abandoned."""
+        return DeadlineExceededError(
+            f"max_execution_time={self.seconds}s reached before the call returned; it was abandoned"
+        )
+
+
+class Interrupted(Exception):
+    """The deadline cut a step short: when ("while waiting for the model"), and the steps of
+    its actions that finished before it."""
+
+    def __init__(self, during: str, finished: Sequence[AgentStep] = ()) -> None:
+        super().__init__(during)
+        self.during = during
+        self.finished = finished
+
+
+def tools_interrupted(
+    actions: Sequence[AgentAction], observations: Sequence[str | None]
+) -> Interrupted:
+    """The interruption of a step whose actions with no observation yet were cut short."""
+    pairs = list(zip(actions, observations, strict=True))
+    unfinished = [action.tool for action, observation in pairs if observation is None]
+    listed = ", ".join(repr(name) for name in unfinished)
+    named = f"tool {listed}" if len(unfinished) == 1 else f"tools {listed}"
+    finished = [AgentStep(a, o) for a, o in pairs if o is not None]
+    return Interrupted(f"before {named} finished", finished)
+
+
+def model_interrupted() -> Interrupted:
+    return Interrupted("while waiting for the model")
+
+
+async def within(
+    deadline: Deadline | None, step: Awaitable[T], interrupted: Callable[[], Interrupted]
+) -> T:
+    """What `step` returns, unless `deadline` comes first: then the step is cancelled and
+    `interrupted()` raised."""
+    if deadline is None:
+        return await step
+    import asyncio  # loaded already by the running event loop, not at import
+
+    try:
+        async with asyncio.timeout(deadline.left()) as scope:
+            return await step
+    except TimeoutError:
+        if not scope.expired():
+            raise  # raised by the model or a tool, not by the deadline
+    raise interrupted()
+
+
+def plan_in_thread(
+    agent: Agent,
+    deadline: Deadline,
+    steps: list[AgentStep],
+    inputs: Mapping[str, Any],
+    options: Mapping[str, Any],
+    callbacks: CombiningHandler | None,
+) -> list[AgentAction] | AgentFinish:
+    """The agent's plan, made in a worker thread and waited for no longer than `deadline`."""
+    # The agent's own handler hears the model too: it is silenced along with the rest.
+    own = agent.handler if isinstance(agent, Observed) else None
+    events = StepEvents(callbacks, own)
+    left = deadline.left()
+    if left <= 0:  # passed since the loop looked: a model refuses a timeout of 0 or less
+        raise model_interrupted()
+    given = options.get("timeout")
+    plan_options = {**options, "timeout": left if given is None else min(given, left)}
+    streaming_func = options.get("streaming_func")
+    if streaming_func is not None:
+        plan_options["streaming_func"] = events.relay(streaming_func)
+    plan = functools.partial(agent.plan, list(steps), inputs, **plan_options)
+    with handled_by(events if events.handlers else None):
+        future = _threads.submit(plan)
+    if not _wait_for({future}, events, deadline):
+        events.abandon(deadline.exceeded())
+        raise model_interrupted()
+    result: list[AgentAction] | AgentFinish = future.result()
+    return result
+
+
+def act_in_threads(
+    run_tool: Callable[[AgentAction], str],
+    actions: list[AgentAction],
+    max_parallel: int,
+    callbacks: CombiningHandler | None,
+    deadline: Deadline | None,
+) -> list[str]:
+    """Runs the actions' tools in worker threads, at most `max_parallel` at once, until all
+    are done or `deadline` passes; the observations keep the order of `actions`."""
+    events = StepEvents(callbacks)
+    try:
+        return _ToolThreads(run_tool, actions, events, deadline).run(max_parallel)
+    except BaseException as error:  # an interrupt may land anywhere, not only in a wait
+        events.abandon(error)
+        raise
+
+
+class _ToolThreads:
+    """One step's tool calls in worker threads: those waiting, those running, and what the
+    finished ones gave."""
+
+    def __init__(
+        self,
+        run_tool: Callable[[AgentAction], str],
+        actions: list[AgentAction],
+        events: StepEvents,
+        deadline: Deadline | None,
+    ) -> None:
+        self.run_tool = run_tool
+        self.actions = actions
+        self.events = events
+        self.deadline = deadline
+        self.observations: list[str | None] = [None] * len(actions)
+        self.failures: dict[int, BaseException] = {}
+        self.waiting = deque(enumerate(actions))
+        self.running: dict[Future[str | None], int] = {}
+
+    def run(self, max_parallel: int) -> list[str]:
+        while self.waiting or self.running:
+            while self.waiting and len(self.running) < max_parallel:
+                self._start(*self.waiting.popleft())
+            done = _wait_for(set(self.running), self.events, self.deadline)
+            if not done:
+                self._time_up()
+            for future in done:
+                self._collect(future)
+        if self.failures:
+            raise self.failures[min(self.failures)]
+        return [observation for observation in self.observations if observation is not None]
+
+    def _start(self, index: int, action: AgentAction) -> None:
+        with handled_by(self.events if self.events.handlers else None):
+            self.running[_threads.submit(self._run_admitted, action)] = index
+
+    def _run_admitted(self, action: AgentAction) -> str | None:
+        """Runs the action's tool unless its step was abandoned before it could start."""
+        if self.events.abandoned:
+            return None
+        return self.run_tool(action)
+
+    def _collect(self, future: Future[str | None]) -> None:
+        index = self.running.pop(future)
+        error = future.exception()
+        if error is None:
+            self.observations[index] = future.result()
+        elif isinstance(error, Exception):
+            self.failures[index] = error
+        else:  # an interrupt does not wait for the other calls
+            raise error
+
+    def _time_up(self) -> None:
+        assert self.deadline is not None  # without one, the wait returns only when done
+        self.events.abandon(self.deadline.exceeded())
+        if self.failures:
+            raise self.failures[min(self.failures)]
+        raise tools_interrupted(self.actions, self.observations)
+
+
+class StepEvents(CombiningHandler):
+    """The handlers of one step run in worker threads, until the step is abandoned.
+
+    Then each run whose start was reported and whose end was not (a model or tool call, or a
+    chain or retrieval inside one) gets an error event at once (reported as that run's, so
+    `current_run()` is right), and whatever the abandoned threads report later is dropped:
+    every start is answered exactly once, and nothing is heard from a run after it ended.
+    """
+
+    def __init__(self, *handlers: CombiningHandler | None) -> None:
+        combined = guard(*handlers)
+        super().__init__(combined.handlers if combined is not None else [])
+        self._lock = threading.Lock()
+        self.abandoned = False
+        self._open: dict[str, RunInfo] = {}
+
+    def _dispatch(self, event: str, *args: Any) -> None:
+        run = current_run()
+        if event in _START_EVENTS:
+            # Reported under the lock, so an error for an open run never comes before it.
+            with self._lock:
+                if self.abandoned:
+                    return
+                if run is not None:
+                    self._open[run.id] = run
+                super()._dispatch(event, *args)
+            return
+        with self._lock:
+            if self.abandoned:
+                return
+            if event in _END_EVENTS and run is not None:
+                self._open.pop(run.id, None)
+        super()._dispatch(event, *args)
+
+    def abandon(self, error: BaseException) -> None:
+        """Reports `error` for each run still open, then drops every later event."""
+        with self._lock:
+            if self.abandoned:
+                return
+            self.abandoned = True
+            still_open = list(self._open.values())
+        for run in reversed(still_open):  # the innermost first: a run starts after its parent
+            failure = ending(run.kind, "error")
+            with reporting_for(run):
+                super()._dispatch(failure.method, *failure.reported(run.name, error))
+
+    def relay(self, streaming_func: Callable[[str], None]) -> Callable[[str], None]:
+        """`streaming_func`, silenced once the step is abandoned."""
+
+        def relayed(chunk: str) -> None:
+            if not self.abandoned:
+                streaming_func(chunk)
+
+        return relayed
+
+
+_START_EVENTS = handler_methods("start")
+_END_EVENTS = handler_methods("end", "error")
+
+
+def _wait_for(
+    futures: set[Future[Any]], events: StepEvents, deadline: Deadline | None
+) -> set[Future[Any]]:
+    """The first of `futures` to be done, or none if `deadline` comes first; an interrupt
+    while waiting abandons the step before it propagates."""
+    timeout = None if deadline is None else max(deadline.left(), 0.0)
+    try:
+        done, _ = wait(futures, timeout, FIRST_COMPLETED)
+    except BaseException as error:
+        events.abandon(error)
+        raise
+    return done
