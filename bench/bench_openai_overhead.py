@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import openai
 
-from chainkit.llms.openai import OpenAI
+from chainkit.llms.openai.chat import OpenAI
 from chainkit.schema import Message
 from tests.support.openai_server import OpenAIServer, Reply
 

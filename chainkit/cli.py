@@ -156,7 +156,7 @@ def _endpoint_configured(args: argparse.Namespace) -> bool:
 def _model(args: argparse.Namespace) -> Model:
     """An OpenAI-compatible endpoint when one is configured, else the offline model."""
     if _endpoint_configured(args):
-        from chainkit.llms.openai import OpenAI
+        from chainkit.llms.openai.chat import OpenAI
 
         settings = {
             name: value

@@ -31,13 +31,13 @@ def test_core_imports_load_no_heavy_dependency(statement):
 def test_chains_prompts_callbacks_load_no_backend_module():
     loaded = loaded_after("import chainkit.chains, chainkit.prompts, chainkit.callbacks")
     backends = {
-        "chainkit.llms.openai",
-        "chainkit.llms.offline",
-        "chainkit.llms._openai_connection",
-        "chainkit.llms._openai_request",
-        "chainkit.llms._openai_reply",
-        "chainkit.llms._openai_stream",
-        "chainkit.llms._sse",
+        "chainkit.llms.openai.chat",
+        "chainkit.llms.offline.model",
+        "chainkit.llms.openai._connection",
+        "chainkit.llms.openai._request",
+        "chainkit.llms.openai._reply",
+        "chainkit.llms.openai._stream",
+        "chainkit.llms.openai._sse",
     }
     assert not backends & loaded
 

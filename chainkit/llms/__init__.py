@@ -25,18 +25,18 @@ from chainkit.llms.options import CallOptions, DefaultOptions, StreamingFunc
 
 if TYPE_CHECKING:
     from chainkit.llms._retry import Backoff
-    from chainkit.llms.embeddings import OpenAIEmbeddings
-    from chainkit.llms.offline import OfflineModel
-    from chainkit.llms.openai import OpenAI
+    from chainkit.llms.offline.model import OfflineModel
+    from chainkit.llms.openai.chat import OpenAI
+    from chainkit.llms.openai.embeddings import OpenAIEmbeddings
     from chainkit.llms.rate_limit import RateLimiter
 
 # Loaded on first use, so that chains, prompts and callbacks, which import the model
 # contract from here, do not pay for the backends at import time.
 _LAZY = {
     "Backoff": "chainkit.llms._retry",
-    "OpenAIEmbeddings": "chainkit.llms.embeddings",
-    "OfflineModel": "chainkit.llms.offline",
-    "OpenAI": "chainkit.llms.openai",
+    "OpenAIEmbeddings": "chainkit.llms.openai.embeddings",
+    "OfflineModel": "chainkit.llms.offline.model",
+    "OpenAI": "chainkit.llms.openai.chat",
     "RateLimiter": "chainkit.llms.rate_limit",
 }
 

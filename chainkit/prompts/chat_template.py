@@ -21,7 +21,7 @@ template sees the variables transformers gives it:
   `ensure_ascii`, `indent`, `separators`, `sort_keys`), `raise_exception(message)`,
   `strftime_now(format)` and the `{% generation %}` block.
 
-Templates render in chainkit's jinja2 sandbox (chainkit/prompts/_jinja.py) with HF's settings
+Templates render in chainkit's jinja2 sandbox (chainkit/prompts/_sandbox/) with HF's settings
 (trim_blocks, lstrip_blocks, loop controls), each rendering within `limits` (TemplateLimits).
 Any failure, a blocked access, a spent budget or a template's own raise_exception included,
 raises PromptError. Built-in templates are plain Python, linear in the conversation, so
@@ -219,7 +219,7 @@ def render_chat(
     tool_dicts = None if tools is None else [_tool_dict(tool) for tool in tools]
     if builtin is not None:
         return builtin(wire, tool_dicts, add_generation_prompt)
-    from chainkit.prompts._jinja import render_error, render_within
+    from chainkit.prompts._sandbox.environment import render_error, render_within
 
     compiled = _compile(template)
     values = {
@@ -317,7 +317,7 @@ def _json_object_or_text(text: str) -> Any:
 
 @functools.lru_cache(maxsize=64)
 def _compile(source: str) -> jinja2.Template:
-    from chainkit.prompts._jinja import chat_environment, compile_error
+    from chainkit.prompts._sandbox.environment import chat_environment, compile_error
 
     try:
         return chat_environment().from_string(source)

@@ -11,7 +11,7 @@ from chainkit.prompts.limits import TemplateLimits, checked_limits
 from chainkit.schema import Message
 
 if TYPE_CHECKING:
-    from chainkit.prompts._jinja import JinjaTemplate
+    from chainkit.prompts._sandbox.environment import JinjaTemplate
 
 TemplateFormat = Literal["f-string", "jinja2"]
 
@@ -161,7 +161,7 @@ class PromptTemplate:
             compiled = FStringTemplate(source)
         elif template_format == "jinja2":
             # Imported here so that jinja2 loads only once a jinja2 template is built.
-            from chainkit.prompts._jinja import JinjaTemplate
+            from chainkit.prompts._sandbox.environment import JinjaTemplate
 
             compiled = JinjaTemplate(source)
         else:

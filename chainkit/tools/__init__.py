@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 from chainkit._lazy import lazy_exports
 from chainkit.tools.base import Tool
-from chainkit.tools.calculator import Calculator
-from chainkit.tools.current_time import CurrentTime
+from chainkit.tools.builtin.calculator import Calculator
+from chainkit.tools.builtin.current_time import CurrentTime
+from chainkit.tools.builtin.random_number import RandomNumber
 from chainkit.tools.errors import (
     ArgumentProblem,
     InvalidArgumentsError,
@@ -25,7 +26,6 @@ from chainkit.tools.errors import (
     ToolTypeError,
 )
 from chainkit.tools.join import join_tools
-from chainkit.tools.random_number import RandomNumber
 from chainkit.tools.retriever import ToolRetriever
 from chainkit.tools.structured import StructuredTool, tool
 from chainkit.tools.toolset import Toolset

@@ -2,7 +2,7 @@
 tools is shown only those.
 
 By default it ranks tools by BM25 over their name, description and argument names
-(`chainkit._retrieval`, with the tokenizer of `chainkit._lexical`: English words, camelCase
+(`chainkit._search.bm25`, with the tokenizer of `chainkit._search.terms`: English words, camelCase
 and snake_case names, Chinese as character bigrams), with no dependency. Given an `embedder`
 it also ranks them by the cosine similarity of embeddings, and fuses the two rankings by
 reciprocal rank fusion: each tool scores the sum of 1 / (60 + its rank) over both rankings
@@ -21,8 +21,8 @@ from itertools import islice
 from numbers import Real
 from typing import Any, Protocol, runtime_checkable
 
-from chainkit._lexical import terms, tokens
-from chainkit._retrieval import LexicalIndex
+from chainkit._search.bm25 import LexicalIndex
+from chainkit._search.terms import terms, tokens
 from chainkit._stop import to_thread
 from chainkit.tools.base import Tool
 from chainkit.tools.errors import ToolConfigError, ToolTypeError

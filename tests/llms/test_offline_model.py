@@ -4,10 +4,10 @@ from typing import Literal
 import pytest
 
 from chainkit import agents, chains, tools
-from chainkit._lexical import tokens
+from chainkit._search.terms import tokens
 from chainkit.llms import OfflineModel
-from chainkit.llms._question import find_expression
-from chainkit.llms.offline import _choose
+from chainkit.llms.offline._question import find_expression
+from chainkit.llms.offline.model import _choose
 from chainkit.schema import Message, ToolInfo
 
 

@@ -12,9 +12,9 @@ import warnings
 import pytest
 
 from chainkit.callbacks import Handler
-from chainkit.llms.embeddings import OpenAIEmbeddings
 from chainkit.llms.errors import ModelConfigError
-from chainkit.llms.openai import OpenAI
+from chainkit.llms.openai.chat import OpenAI
+from chainkit.llms.openai.embeddings import OpenAIEmbeddings
 from chainkit.schema import FunctionCall, Message, ResponseMeta, TokenUsage, ToolCall, ToolInfo
 from tests.support.openai_server import TEST_API_KEY, Call, OpenAIServer, Reply, embedding_of
 
@@ -416,8 +416,8 @@ def test_importing_and_constructing_loads_no_heavy_dependency() -> None:
     code = textwrap.dedent(
         """
         import sys
-        import chainkit.llms, chainkit.llms.openai, chainkit.llms.embeddings
-        chainkit.llms.openai.OpenAI(base_url="http://127.0.0.1:9/v1")
+        import chainkit.llms, chainkit.llms.openai.chat, chainkit.llms.openai.embeddings
+        chainkit.llms.openai.chat.OpenAI(base_url="http://127.0.0.1:9/v1")
         print(sorted(m for m in ("openai", "tenacity", "httpx2", "asyncio") if m in sys.modules))
         """
     )

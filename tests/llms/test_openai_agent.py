@@ -7,7 +7,7 @@ import pytest
 
 from chainkit import agents, chains, tools
 from chainkit.llms import CallOptions
-from chainkit.llms.openai import OpenAI
+from chainkit.llms.openai.chat import OpenAI
 from tests.support.openai_server import Call, Fault, OpenAIServer, Reply
 
 STOP = ["\nObservation:", "\n\tObservation:"]

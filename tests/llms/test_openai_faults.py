@@ -19,7 +19,7 @@ from chainkit.llms.errors import (
     ModelStatusError,
     ModelTimeoutError,
 )
-from chainkit.llms.openai import OpenAI
+from chainkit.llms.openai.chat import OpenAI
 from chainkit.schema import Message
 from tests.support.event_recorder import EventRecorder
 from tests.support.modes import Mode
@@ -453,7 +453,7 @@ def test_async_max_attempts_is_respected(openai_server: OpenAIServer, make_opena
 
 
 def test_embeddings_retry_and_fail_fast(openai_server: OpenAIServer, arun) -> None:
-    from chainkit.llms.embeddings import OpenAIEmbeddings
+    from chainkit.llms.openai.embeddings import OpenAIEmbeddings
 
     embeddings = OpenAIEmbeddings(
         base_url=openai_server.base_url, api_key=TEST_API_KEY, backoff=Backoff(0.001, 0.001)
@@ -472,7 +472,7 @@ def test_embeddings_retry_and_fail_fast(openai_server: OpenAIServer, arun) -> No
 
 
 def test_embedding_retries_reach_the_callbacks(openai_server: OpenAIServer, arun) -> None:
-    from chainkit.llms.embeddings import OpenAIEmbeddings
+    from chainkit.llms.openai.embeddings import OpenAIEmbeddings
 
     class Broken(Handler):
         def handle_retry(self, attempt: int, error: BaseException, wait_seconds: float) -> None:

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chainkit.llms.errors import ModelError
-from chainkit.llms.openai import OpenAI
+from chainkit.llms.openai.chat import OpenAI
 from chainkit.schema import Message, ToolInfo
 from tests.conftest import FAST_BACKOFF
 from tests.support.openai_server import (

@@ -13,9 +13,9 @@ from typing import Any
 import openai
 import pytest
 
-from chainkit.llms._openai_connection import Connection
-from chainkit.llms._openai_request import build_request
-from chainkit.llms.openai import OpenAI
+from chainkit.llms.openai._connection import Connection
+from chainkit.llms.openai._request import build_request
+from chainkit.llms.openai.chat import OpenAI
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
 from tests.support.openai_server import TEST_API_KEY, OpenAIServer, Recorded
 

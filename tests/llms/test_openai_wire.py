@@ -20,7 +20,7 @@ from chainkit.llms.errors import (
     ModelRequestError,
     ModelResponseError,
 )
-from chainkit.llms.openai import OpenAI
+from chainkit.llms.openai.chat import OpenAI
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests.support.event_recorder import EventRecorder
 from tests.support.modes import Mode

@@ -7,7 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chainkit.llms._sse import ServerEvent, SSEDecoder
+from chainkit.llms.openai._sse import ServerEvent, SSEDecoder
 
 
 def decode(*chunks: bytes) -> list[ServerEvent]:

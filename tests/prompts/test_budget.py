@@ -1,6 +1,6 @@
-"""The budget of a jinja2 rendering (chainkit/prompts/_budget.py): each counter, each refusal
-and each rule of the size walk, checked on its own with the other limits set out of reach, and
-the walk's time on values that share one list or string a million times."""
+"""The budget of a jinja2 rendering (chainkit/prompts/_sandbox/budget.py): each counter, each
+refusal and each rule of the size walk, checked on its own with the other limits set out of
+reach, and the walk's time on values that share one list or string a million times."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from markupsafe import Markup
 
 from chainkit.prompts import PromptError, PromptTemplate, TemplateLimits
-from chainkit.prompts._budget import (
+from chainkit.prompts._sandbox.budget import (
     ITEM_CHARS,
     Budget,
     Size,

@@ -348,7 +348,7 @@ def test_jinja2_environment_is_shared_sandboxed_and_strict() -> None:
     import jinja2
     import jinja2.sandbox
 
-    from chainkit.prompts._jinja import environment
+    from chainkit.prompts._sandbox.environment import environment
 
     env = environment()
     assert env is environment()
@@ -359,7 +359,7 @@ def test_jinja2_environment_is_shared_sandboxed_and_strict() -> None:
 
 
 def test_text_and_chat_templates_share_one_sandbox_policy() -> None:
-    from chainkit.prompts._jinja import Sandbox, chat_environment, environment
+    from chainkit.prompts._sandbox.environment import Sandbox, chat_environment, environment
 
     assert type(environment()) is type(chat_environment()) is Sandbox
 

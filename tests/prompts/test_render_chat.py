@@ -374,7 +374,7 @@ def test_malicious_templates_raise_instead_of_running(template, tmp_path):
 
 
 def test_a_template_string_is_compiled_once(monkeypatch):
-    from chainkit.prompts._jinja import chat_environment
+    from chainkit.prompts._sandbox.environment import chat_environment
 
     env = chat_environment()
     compiled: list[str] = []
@@ -477,7 +477,7 @@ CHATML_ORACLE = """\
 @settings(deadline=None, max_examples=200)
 @given(conversations, st.sampled_from([None, [], TOOLS[:1], TOOLS[:3]]), st.booleans())
 def test_chatml_matches_its_jinja2_original_byte_for_byte(conversation, tools, generation):
-    from chainkit.prompts._jinja import chat_environment
+    from chainkit.prompts._sandbox.environment import chat_environment
 
     oracle = chat_environment().from_string(CHATML_ORACLE)
     wire = [message.to_dict(request=True) for message in conversation]

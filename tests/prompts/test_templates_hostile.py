@@ -439,7 +439,7 @@ def test_a_hostile_template_ends_in_a_prompt_error_quickly_and_in_little_memory(
 
 
 def test_nothing_is_computed_when_a_template_is_compiled() -> None:
-    from chainkit.prompts._jinja import chat_environment, environment
+    from chainkit.prompts._sandbox.environment import chat_environment, environment
 
     for env in (environment(), chat_environment()):
         for source in (

@@ -7,9 +7,9 @@ from fractions import Fraction
 import pytest
 
 from chainkit.tools import ToolError
-from chainkit.tools.calculator import MAX_DEPTH, MAX_LENGTH, Calculator
-from chainkit.tools.current_time import CurrentTime
-from chainkit.tools.random_number import RandomNumber
+from chainkit.tools.builtin.calculator import MAX_DEPTH, MAX_LENGTH, Calculator
+from chainkit.tools.builtin.current_time import CurrentTime
+from chainkit.tools.builtin.random_number import RandomNumber
 
 # --- Calculator ----------------------------------------------------------------------------
 

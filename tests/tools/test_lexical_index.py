@@ -1,4 +1,4 @@
-"""The shared tokenizer (chainkit._lexical) and the BM25 index (chainkit._retrieval)."""
+"""The shared tokenizer (chainkit._search.terms) and the BM25 index (chainkit._search.bm25)."""
 
 import copy
 import math
@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from chainkit._lexical import stem, terms, tokens
-from chainkit._retrieval import LexicalIndex
+from chainkit._search.bm25 import LexicalIndex
+from chainkit._search.terms import stem, terms, tokens
 
 
 @pytest.mark.parametrize(
@@ -175,6 +175,6 @@ def test_tokens_cjk_extension_a_is_cjk():
 
 
 def test_plurals_in_ss_stem_to_their_singular() -> None:
-    from chainkit._lexical import tokens as words
+    from chainkit._search.terms import tokens as words
 
     assert "class" in words("classes") and "class" in words("class")

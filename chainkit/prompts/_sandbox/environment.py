@@ -6,7 +6,7 @@ used. Templates may come from outside, so one sandbox policy holds for all of th
 - attribute access the sandbox deems unsafe (`{{ x.__class__ }}`) raises instead of rendering
   as empty text, and the values a template is given cannot be changed (`messages.append`);
 - every rendering runs within a budget (TemplateLimits): loops, calls, operators, filters,
-  comparisons and output are charged as they run (see _bounded and _instrument), results
+  comparisons and output are charged as they run (see bounded.py and instrument.py), results
   that would be too long or too large are refused before they are computed, and no filter,
   call or operator runs at compile time (constant folding would run it outside any budget);
 - whatever a template raises while it renders reaches the caller as a PromptError, and a
@@ -33,15 +33,15 @@ import jinja2.runtime
 import jinja2.sandbox
 import markupsafe
 
-from chainkit.prompts import _bounded, _bounded_filters
-from chainkit.prompts._budget import (
+from chainkit.prompts._sandbox import bounded, bounded_filters
+from chainkit.prompts._sandbox.budget import (
     active_budget,
     charge_result,
     current_budget,
     rendering,
     text_size,
 )
-from chainkit.prompts._instrument import instrument
+from chainkit.prompts._sandbox.instrument import instrument
 from chainkit.prompts.errors import PromptError
 from chainkit.prompts.limits import DEFAULT_LIMITS, TemplateLimits
 
@@ -51,12 +51,12 @@ class _Hooks(jinja2.ext.Extension):
 
     def __init__(self, environment: jinja2.Environment) -> None:
         super().__init__(environment)
-        self.iterate = _bounded.Counted
-        self.charge_body = _bounded.charge_body
-        self.concatenate = _bounded.concatenate
-        self.compare = _bounded.compare
-        self.take_slice = _bounded.take_slice
-        self.hashed = _bounded.hashed
+        self.iterate = bounded.Counted
+        self.charge_body = bounded.charge_body
+        self.concatenate = bounded.concatenate
+        self.compare = bounded.compare
+        self.take_slice = bounded.take_slice
+        self.hashed = bounded.hashed
 
 
 class _CodeGenerator(jinja2.compiler.CodeGenerator):
@@ -109,14 +109,14 @@ class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset({"+", "-", "*", "/", "//", "%", "**"})
     code_generator_class = _CodeGenerator
     template_class = BudgetedTemplate
-    concat = staticmethod(_bounded.join_output)
+    concat = staticmethod(bounded.join_output)
 
     def __init__(self, **options: Any) -> None:
         extensions = [*options.pop("extensions", ()), _Hooks]
         super().__init__(
-            optimized=False, finalize=_bounded.finalize, extensions=extensions, **options
+            optimized=False, finalize=bounded.finalize, extensions=extensions, **options
         )
-        checks = _bounded_filters
+        checks = bounded_filters
         self.filters.update(
             checks.guard_all("filter", self.filters, checks.FILTER_CHECKS, checks.text_check)
         )
@@ -149,7 +149,7 @@ class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
             # Joining text, the commonest operation in chat templates, is charged in one go.
             budget.build(len(left) + len(right), "'+'")
             return left + right
-        _bounded.check_binop(budget, operator, left, right)
+        bounded.check_binop(budget, operator, left, right)
         result = super().call_binop(context, operator, left, right)
         charge_result(budget, result, repr(operator))
         return result
@@ -167,11 +167,11 @@ class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
         text = getattr(value, "__self__", None)
         if value.__name__ not in ("format", "format_map") or not isinstance(text, str):
             return None
-        formatter: _bounded.BoundedFormatter
+        formatter: bounded.BoundedFormatter
         if isinstance(text, markupsafe.Markup):
-            formatter = _bounded.BoundedEscapeFormatter(self, escape=text.escape)
+            formatter = bounded.BoundedEscapeFormatter(self, escape=text.escape)
         else:
-            formatter = _bounded.BoundedFormatter(self)
+            formatter = bounded.BoundedFormatter(self)
         by_mapping = value.__name__ == "format_map"
 
         def formatted(*args: Any, **kwargs: Any) -> str:
@@ -193,10 +193,10 @@ class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
     ) -> Any:
         budget = current_budget()
         if isinstance(__obj, jinja2.runtime.LoopContext) and args:
-            args = (_bounded.recursive_loop_items(__obj, args[0]), *args[1:])
-        args = _bounded.check_call(budget, __obj, args, kwargs)
+            args = (bounded.recursive_loop_items(__obj, args[0]), *args[1:])
+        args = bounded.check_call(budget, __obj, args, kwargs)
         result = super().call(__context, __obj, *args, **kwargs)
-        _bounded.charge_call_result(budget, result, __obj)
+        bounded.charge_call_result(budget, result, __obj)
         return result
 
 
@@ -228,8 +228,8 @@ def chat_environment() -> Sandbox:
         lstrip_blocks=True,
         extensions=[jinja2.ext.loopcontrols, _GenerationTag],
     )
-    env.filters["tojson"] = _bounded_filters.guarded(
-        "the tojson filter", _tojson, _bounded_filters.hf_tojson_check
+    env.filters["tojson"] = bounded_filters.guarded(
+        "the tojson filter", _tojson, bounded_filters.hf_tojson_check
     )
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now

@@ -8,14 +8,14 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Unpack
 
-from chainkit.llms._endpoint import OpenAIEndpoint, check_model_name
-from chainkit.llms._openai_reply import parse_completion
-from chainkit.llms._openai_request import CHAT_PATH, build_request, post_arguments
-from chainkit.llms._openai_stream import StreamRelay
 from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff
 from chainkit.llms._tokens import reply_tokens
 from chainkit.llms.errors import ModelError
 from chainkit.llms.model import BaseModel, ModelRequest
+from chainkit.llms.openai._endpoint import OpenAIEndpoint, check_model_name
+from chainkit.llms.openai._reply import parse_completion
+from chainkit.llms.openai._request import CHAT_PATH, build_request, post_arguments
+from chainkit.llms.openai._stream import StreamRelay
 from chainkit.llms.options import DefaultOptions, check_options
 from chainkit.schema import Message
 

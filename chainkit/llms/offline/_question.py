@@ -8,7 +8,7 @@ import re
 import unicodedata
 from collections.abc import Mapping
 
-from chainkit._lexical import CJK_RUN, STOP_CHARS, STOP_WORDS, stem
+from chainkit._search.terms import CJK_RUN, STOP_CHARS, STOP_WORDS, stem
 
 _ARITHMETIC_CHARS = frozenset("0123456789.,+-*/()^×÷% ")
 _FUNCTIONS = frozenset(("sqrt", "abs", "round", "min", "max", "floor", "ceil", "exp", "log", "pi"))

@@ -22,17 +22,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from chainkit._lexical import terms, tokens
-from chainkit._retrieval import LexicalIndex
-from chainkit.llms._question import (
+from chainkit._search.bm25 import LexicalIndex
+from chainkit._search.terms import terms, tokens
+from chainkit.llms._streaming import stream_text
+from chainkit.llms.model import BaseModel, ModelRequest
+from chainkit.llms.offline._question import (
     EXPRESSION_TERM,
     EXPRESSION_WEIGHT,
     MATH_TOKENS,
     find_expression,
     residual,
 )
-from chainkit.llms._streaming import stream_text
-from chainkit.llms.model import BaseModel, ModelRequest
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
 
 # Words a question about each built-in tool may use, which its description (written for real

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chainkit.llms._openai_reply import Masker, StreamAccumulator
+from chainkit.llms.openai._reply import Masker, StreamAccumulator
 from chainkit.llms.options import StreamingFunc
 
 

@@ -1,7 +1,7 @@
 """LexicalIndex: Okapi BM25 over documents given as terms, updated one document at a time.
 
 Shared by the tool retriever (chainkit.tools) and the offline model (chainkit.llms), which
-both choose tools with it. The terms come from `chainkit._lexical`; the index only counts them.
+both choose tools with it. The terms come from `chainkit._search.terms`; the index only counts them.
 
 Scoring, for each query term t with weight w that a document d holds tf times:
     w · idf(t) · tf · (k1 + 1) / (tf + k1 · (1 - b + b · |d| / avgdl))

@@ -27,7 +27,6 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from chainkit._text import shorten
-from chainkit.llms._sse import DONE, ServerEvent, SSEDecoder
 from chainkit.llms._tokens import reported_count
 from chainkit.llms.errors import (
     ModelError,
@@ -35,6 +34,7 @@ from chainkit.llms.errors import (
     ModelReplyShapeError,
     ModelResponseError,
 )
+from chainkit.llms.openai._sse import DONE, ServerEvent, SSEDecoder
 from chainkit.llms.options import StreamingFunc
 from chainkit.schema import FunctionCall, Message, ResponseMeta, TokenUsage, ToolCall
 

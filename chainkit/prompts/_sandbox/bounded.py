@@ -20,7 +20,7 @@ import jinja2.runtime
 import jinja2.sandbox
 from markupsafe import EscapeFormatter
 
-from chainkit.prompts._budget import (
+from chainkit.prompts._sandbox.budget import (
     Budget,
     charge_result,
     current_budget,

@@ -17,13 +17,13 @@ from typing import Any
 
 from jinja2.utils import generate_lorem_ipsum
 
-from chainkit.prompts._bounded import (
+from chainkit.prompts._sandbox.bounded import (
     as_text,
     charge_comparison,
     percent_format_size,
     replaced_size,
 )
-from chainkit.prompts._budget import (
+from chainkit.prompts._sandbox.budget import (
     Budget,
     charge_result,
     current_budget,
