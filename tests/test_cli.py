@@ -5,8 +5,10 @@ import sys
 
 import pytest
 
-import chainkit.cli
-from chainkit.cli import _model, _parser
+import chainkit._cli.run
+from chainkit._cli import main
+from chainkit._cli.entry_point import parser
+from chainkit._cli.run import _model
 from chainkit.llms import FakeLLM, Model, OfflineModel, OpenAI
 
 
@@ -81,7 +83,7 @@ def test_openai_settings_select_the_openai_backend(monkeypatch, env, argv):
         monkeypatch.delenv(variable, raising=False)
     for variable, value in env.items():
         monkeypatch.setenv(variable, value)
-    args = _parser().parse_args(["run", *argv, "--model", "m-1", "hi"])
+    args = parser().parse_args(["run", *argv, "--model", "m-1", "hi"])
     model = _model(args)
     assert isinstance(model, OpenAI) and model.model == "m-1"
     assert "sk-secret-test-key-0123456789abcdef" not in repr(model)
@@ -90,7 +92,7 @@ def test_openai_settings_select_the_openai_backend(monkeypatch, env, argv):
 def test_without_settings_the_offline_model_is_used(monkeypatch):
     for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(variable, raising=False)
-    assert isinstance(_model(_parser().parse_args(["run", "hi"])), OfflineModel)
+    assert isinstance(_model(parser().parse_args(["run", "hi"])), OfflineModel)
 
 
 def test_unreachable_endpoint_fails_with_a_clear_error_and_no_key():
@@ -134,8 +136,8 @@ def test_cli_returns_130_on_keyboard_interrupt(monkeypatch: pytest.MonkeyPatch):
     def interrupted(args: argparse.Namespace, model: Model) -> str:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(chainkit.cli, "_run", interrupted)
-    assert chainkit.cli.main(["run", "q"]) == 130
+    monkeypatch.setattr(chainkit._cli.run, "_answer", interrupted)
+    assert main(["run", "q"]) == 130
 
 
 @pytest.mark.usefixtures("no_endpoint")
@@ -147,8 +149,8 @@ def test_cli_masks_keys_in_errors(
     def failing(args: argparse.Namespace, model: Model) -> str:
         raise RuntimeError(f"rejected key {key}")
 
-    monkeypatch.setattr(chainkit.cli, "_run", failing)
-    assert chainkit.cli.main(["run", "q"]) == 1
+    monkeypatch.setattr(chainkit._cli.run, "_answer", failing)
+    assert main(["run", "q"]) == 1
     captured = capsys.readouterr()
     assert key not in captured.err
     assert "chainkit: error: RuntimeError: rejected key sk-abcd***" in captured.err
@@ -164,7 +166,7 @@ def test_cli_sends_parse_errors_back_to_the_model(
     def scripted(args: argparse.Namespace) -> Model:
         return fake
 
-    monkeypatch.setattr(chainkit.cli, "_model", scripted)
-    assert chainkit.cli.main(["run", "q"]) == 0
+    monkeypatch.setattr(chainkit._cli.run, "_model", scripted)
+    assert main(["run", "q"]) == 0
     assert capsys.readouterr().out == "done\n"
     assert len(fake.calls) == 2

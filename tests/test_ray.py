@@ -21,7 +21,8 @@ ray = pytest.importorskip("ray")
 
 from chainkit import chains, llms, prompts  # noqa: E402
 from chainkit._batch.records import Record  # noqa: E402
-from chainkit._batch.runner import offline_agent, run_all  # noqa: E402
+from chainkit._batch.runner import run_all  # noqa: E402
+from chainkit._cli.agent import builtin_agent as offline_agent  # noqa: E402
 from chainkit.chains import OptionsError, OptionsTypeError  # noqa: E402
 from chainkit.distributed import ActorsLostError, RayRateLimiter, ray_batch  # noqa: E402
 from tests.openai_server import TEST_API_KEY, OpenAIServer  # noqa: E402

@@ -771,18 +771,18 @@ def test_mcp_serve_keeps_what_the_factory_prints_off_the_protocols_stdout():
     ],
 )
 def test_mcp_serve_refuses_a_factory_that_gives_no_tools(factory, message, capsys):
-    from chainkit import cli
+    from chainkit._cli import main
 
-    assert cli.main(["mcp-serve", factory]) == 2
+    assert main(["mcp-serve", factory]) == 2
     assert message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("port", ["http", "-1", "65536"])
 def test_mcp_serve_refuses_a_bad_port(port, capsys):
-    from chainkit import cli
+    from chainkit._cli import main
 
     with pytest.raises(SystemExit) as exited:
-        cli.main(["mcp-serve", "chainkit.tools:builtin_tools", "--http", port])
+        main(["mcp-serve", "chainkit.tools:builtin_tools", "--http", port])
     assert exited.value.code == 2
     assert "--http" in capsys.readouterr().err
 
