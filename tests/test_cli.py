@@ -1,7 +1,10 @@
 import argparse
+import importlib
 import os
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -60,6 +63,13 @@ def test_bad_arguments_are_named():
     result = run_cli("run", "--model", "gpt-4o", "2+2")
     assert result.returncode == 2
     assert "--model gpt-4o needs an OpenAI-compatible endpoint" in result.stderr
+
+
+def test_the_console_script_is_the_command_python_m_chainkit_runs():
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    scripts = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["scripts"]
+    module, _, name = scripts["chainkit"].partition(":")
+    assert getattr(importlib.import_module(module), name) is main
 
 
 def test_usage_errors():
