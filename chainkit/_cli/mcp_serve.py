@@ -61,7 +61,16 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
                 raise
             stderr.error(COMMAND, "it needs the mcp package: pip install 'chainkit[mcp]'")
             return exit_status.FAILED
-        asyncio.run(serve(tools, name=args.factory, host=HOST, path=PATH, http_port=args.http))
+        asyncio.run(
+            serve(
+                tools,
+                name=args.factory,
+                host=HOST,
+                path=PATH,
+                http_port=args.http,
+                listening=lambda url: stderr.tell(COMMAND, f"{len(tools)} tools at {url}"),
+            )
+        )
     except FactoryError as refused:
         stderr.error(COMMAND, str(refused))
         return exit_status.USAGE
