@@ -18,7 +18,7 @@ import pytest
 
 from chainkit import chains
 from chainkit._batch.output import OutputFile, encode
-from chainkit._cli import main
+from chainkit._cli.entry_point import main
 from tests.batch_factories import BASE_URL_VARIABLE, CALLS_VARIABLE, Echo
 from tests.openai_server import OpenAIServer, Reply
 
@@ -365,7 +365,7 @@ def test_engine_ray_without_ray_says_how_to_get_it(tmp_path):
     source = write_lines(tmp_path / "in.jsonl", [{"input": "x"}])
     code = (
         "import sys; sys.modules['ray'] = None\n"
-        "from chainkit._cli import main\n"
+        "from chainkit._cli.entry_point import main\n"
         f"sys.exit(main(['batch', {str(source)!r}, '-o', {str(tmp_path / 'o.jsonl')!r}, "
         "'--engine', 'ray']))"
     )

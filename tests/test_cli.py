@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 import chainkit._cli.run
-from chainkit._cli import main
-from chainkit._cli.entry_point import parser
+from chainkit._cli.entry_point import main, parser
 from chainkit._cli.run import _model
 from chainkit.llms import FakeLLM, Model, OfflineModel, OpenAI
 

@@ -16,7 +16,7 @@ import pytest
 from tests.openai_server import Fault, OpenAIServer
 
 TIMEOUT = 30
-_FROM_MAIN = "import sys; from chainkit._cli import main; sys.exit(main(sys.argv[1:]))"
+_FROM_MAIN = "import sys; from chainkit._cli.entry_point import main; sys.exit(main(sys.argv[1:]))"
 
 
 def environment(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -77,6 +77,12 @@ def test_the_cli_loads_neither_mcp_nor_asyncio_until_a_command_needs_them():
     assert not {"mcp", "asyncio"} & loaded
 
 
+def test_the_built_in_agent_loads_no_command():
+    # Ray actors of `chainkit batch` import it by name: the command line stays in the driver.
+    loaded = loaded_after("from chainkit._cli.agent import builtin_agent\nbuiltin_agent()")
+    assert not {"argparse", "chainkit._cli.entry_point", "chainkit._cli.batch"} & loaded
+
+
 def test_nothing_but_chainkit_distributed_imports_ray():
     loaded = loaded_after(
         "import chainkit, chainkit.llms.rate_limit, chainkit._batch.job\n"

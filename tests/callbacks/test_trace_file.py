@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from chainkit import agents, callbacks, chains, tools
-from chainkit._cli import main
+from chainkit._cli.entry_point import main
 from chainkit.callbacks.errors import TraceFormatError
 from chainkit.callbacks.trace_view import format_tree, read_trace
 from chainkit.llms import FakeLLM

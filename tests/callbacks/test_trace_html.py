@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from chainkit import callbacks, chains
-from chainkit._cli import main
+from chainkit._cli.entry_point import main
 from chainkit.callbacks.trace_view import TraceRun, read_trace
 from tests.callbacks.test_runs import executor_and_tools
 

@@ -809,7 +809,7 @@ def served_names(process: subprocess.Popen[str], url: str) -> list[str]:
     ],
 )
 def test_mcp_serve_refuses_a_factory_that_gives_no_tools(factory, message, capsys):
-    from chainkit._cli import main
+    from chainkit._cli.entry_point import main
 
     assert main(["mcp-serve", factory]) == 2
     assert message in capsys.readouterr().err
@@ -817,7 +817,7 @@ def test_mcp_serve_refuses_a_factory_that_gives_no_tools(factory, message, capsy
 
 @pytest.mark.parametrize("port", ["http", "-1", "65536"])
 def test_mcp_serve_refuses_a_bad_port(port, capsys):
-    from chainkit._cli import main
+    from chainkit._cli.entry_point import main
 
     with pytest.raises(SystemExit) as exited:
         main(["mcp-serve", "chainkit.tools:builtin_tools", "--http", port])
