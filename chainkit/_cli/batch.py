@@ -113,16 +113,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     from chainkit._factory import FactoryError, load
     from chainkit._progress import stderr_is_terminal
 
-    if args.engine != "ray":
-        for flag in ("ray_address", "ray_runtime_env", "actors"):
-            if getattr(args, flag) is not None:
-                parser.error(f"--{flag.replace('_', '-')} needs --engine ray")
-    if not os.path.exists(args.input):
-        parser.error(f"{args.input}: no such file")
-    if not os.path.isfile(args.input):
-        parser.error(f"{args.input} is not a file")
-    if os.path.exists(args.output) and os.path.samefile(args.input, args.output):
-        parser.error("the output file must not be the input file")
+    _check_usage(args, parser)
     spec = args.agent or agent.SPEC
     distributed: ModuleType | None = None
     if args.engine == "ray":
@@ -169,6 +160,20 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         stderr.error(COMMAND, str(unopened))
         return exit_status.FAILED
     return _run(job, chain, spec, distributed, args)
+
+
+def _check_usage(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Usage error for Ray flags without Ray, and for an input or output file that cannot be."""
+    if args.engine != "ray":
+        for flag in ("ray_address", "ray_runtime_env", "actors"):
+            if getattr(args, flag) is not None:
+                parser.error(f"--{flag.replace('_', '-')} needs --engine ray")
+    if not os.path.exists(args.input):
+        parser.error(f"{args.input}: no such file")
+    if not os.path.isfile(args.input):
+        parser.error(f"{args.input} is not a file")
+    if os.path.exists(args.output) and os.path.samefile(args.input, args.output):
+        parser.error("the output file must not be the input file")
 
 
 def _run(
