@@ -2,7 +2,7 @@
 
 import sys
 
-from chainkit.cli import main
+from chainkit._cli.entry_point import main
 
 if __name__ == "__main__":
     sys.exit(main())

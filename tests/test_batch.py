@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from chainkit import chains, cli
+from chainkit import chains
 from chainkit._batch.output import OutputFile, encode
+from chainkit._cli.entry_point import main
 from tests.support.batch_factories import BASE_URL_VARIABLE, CALLS_VARIABLE, Echo
 from tests.support.openai_server import OpenAIServer, Reply
 
@@ -240,7 +241,7 @@ def test_usage_sums_the_model_calls_of_each_run(tmp_path, monkeypatch, capsys):
             Reply(" I now know the final answer.\nFinal Answer: 42", usage=usage),
         )
         monkeypatch.setenv(BASE_URL_VARIABLE, server.base_url)
-        status = cli.main(
+        status = main(
             [
                 "batch",
                 str(source),
@@ -375,7 +376,7 @@ def test_engine_ray_without_ray_says_how_to_get_it(tmp_path):
     source = write_lines(tmp_path / "in.jsonl", [{"input": "x"}])
     code = (
         "import sys; sys.modules['ray'] = None\n"
-        "from chainkit.cli import main\n"
+        "from chainkit._cli.entry_point import main\n"
         f"sys.exit(main(['batch', {str(source)!r}, '-o', {str(tmp_path / 'o.jsonl')!r}, "
         "'--engine', 'ray']))"
     )

@@ -1,12 +1,16 @@
 import argparse
+import importlib
 import os
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
-import chainkit.cli
-from chainkit.cli import _model, _parser
+import chainkit._cli.run
+from chainkit._cli.entry_point import main, parser
+from chainkit._cli.run import _model
 from chainkit.llms import FakeLLM, Model, OfflineModel, OpenAI
 
 
@@ -60,6 +64,13 @@ def test_bad_arguments_are_named():
     assert "--model gpt-4o needs an OpenAI-compatible endpoint" in result.stderr
 
 
+def test_the_console_script_is_the_command_python_m_chainkit_runs():
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    scripts = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["scripts"]
+    module, _, name = scripts["chainkit"].partition(":")
+    assert getattr(importlib.import_module(module), name) is main
+
+
 def test_usage_errors():
     result = run_cli()
     assert result.returncode == 2 and "usage: chainkit" in result.stderr
@@ -81,7 +92,7 @@ def test_openai_settings_select_the_openai_backend(monkeypatch, env, argv):
         monkeypatch.delenv(variable, raising=False)
     for variable, value in env.items():
         monkeypatch.setenv(variable, value)
-    args = _parser().parse_args(["run", *argv, "--model", "m-1", "hi"])
+    args = parser().parse_args(["run", *argv, "--model", "m-1", "hi"])
     model = _model(args)
     assert isinstance(model, OpenAI) and model.model == "m-1"
     assert "sk-secret-test-key-0123456789abcdef" not in repr(model)
@@ -90,7 +101,7 @@ def test_openai_settings_select_the_openai_backend(monkeypatch, env, argv):
 def test_without_settings_the_offline_model_is_used(monkeypatch):
     for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(variable, raising=False)
-    assert isinstance(_model(_parser().parse_args(["run", "hi"])), OfflineModel)
+    assert isinstance(_model(parser().parse_args(["run", "hi"])), OfflineModel)
 
 
 def test_unreachable_endpoint_fails_with_a_clear_error_and_no_key():
@@ -134,8 +145,8 @@ def test_cli_returns_130_on_keyboard_interrupt(monkeypatch: pytest.MonkeyPatch):
     def interrupted(args: argparse.Namespace, model: Model) -> str:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(chainkit.cli, "_run", interrupted)
-    assert chainkit.cli.main(["run", "q"]) == 130
+    monkeypatch.setattr(chainkit._cli.run, "_answer", interrupted)
+    assert main(["run", "q"]) == 130
 
 
 @pytest.mark.usefixtures("no_endpoint")
@@ -147,8 +158,8 @@ def test_cli_masks_keys_in_errors(
     def failing(args: argparse.Namespace, model: Model) -> str:
         raise RuntimeError(f"rejected key {key}")
 
-    monkeypatch.setattr(chainkit.cli, "_run", failing)
-    assert chainkit.cli.main(["run", "q"]) == 1
+    monkeypatch.setattr(chainkit._cli.run, "_answer", failing)
+    assert main(["run", "q"]) == 1
     captured = capsys.readouterr()
     assert key not in captured.err
     assert "chainkit: error: RuntimeError: rejected key sk-abcd***" in captured.err
@@ -164,7 +175,7 @@ def test_cli_sends_parse_errors_back_to_the_model(
     def scripted(args: argparse.Namespace) -> Model:
         return fake
 
-    monkeypatch.setattr(chainkit.cli, "_model", scripted)
-    assert chainkit.cli.main(["run", "q"]) == 0
+    monkeypatch.setattr(chainkit._cli.run, "_model", scripted)
+    assert main(["run", "q"]) == 0
     assert capsys.readouterr().out == "done\n"
     assert len(fake.calls) == 2

@@ -5,6 +5,7 @@ ends with an exit code and a message, never a traceback."""
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 from tests.support.openai_server import Fault, OpenAIServer
 
 TIMEOUT = 30
-_FROM_MAIN = "import sys; from chainkit.cli import main; sys.exit(main(sys.argv[1:]))"
+_FROM_MAIN = "import sys; from chainkit._cli.entry_point import main; sys.exit(main(sys.argv[1:]))"
 
 
 def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -187,6 +188,48 @@ def test_a_broken_or_closed_stderr_still_gives_the_answer(verbose: list[str]) ->
         ["sh", "-c", command], capture_output=True, text=True, env=environment(), timeout=TIMEOUT
     )
     assert (result.returncode, result.stdout) == (0, "4\n")  # and no notice on stdout
+
+
+# Every command's error, with stderr closed or broken: the command's own exit status, and
+# nothing on stdout, which holds the answer, the trace tree or the MCP protocol.
+
+COMMAND_ERRORS = [
+    (["run", "--max-iterations", "1", "2+2"], 1),
+    (["batch", "in.jsonl", "-o", "out.jsonl", "--agent", "no_such_module:make"], 2),
+    (["trace", "no-such-trace.jsonl"], 1),
+    (["mcp-serve", "no_such_module:make"], 2),
+]
+COMMAND_NAMES = [args[0] for args, _ in COMMAND_ERRORS]
+
+
+@pytest.mark.parametrize(("args", "status"), COMMAND_ERRORS, ids=COMMAND_NAMES)
+def test_an_error_with_stderr_closed_stays_off_stdout(
+    tmp_path, args: list[str], status: int
+) -> None:
+    (tmp_path / "in.jsonl").write_text('{"input": "2+2"}\n')
+    command = " ".join(shlex.quote(word) for word in (sys.executable, "-m", "chainkit", *args))
+    result = subprocess.run(
+        ["sh", "-c", f"{command} 2>&-"],
+        capture_output=True,
+        text=True,
+        env=environment(),
+        cwd=tmp_path,
+        timeout=TIMEOUT,
+    )
+    assert (result.returncode, result.stdout) == (status, "")
+
+
+@pytest.mark.parametrize(("args", "status"), COMMAND_ERRORS, ids=COMMAND_NAMES)
+def test_an_error_with_stderr_broken_keeps_its_exit_status(
+    tmp_path, args: list[str], status: int
+) -> None:
+    (tmp_path / "in.jsonl").write_text('{"input": "2+2"}\n')
+    broken = closed_pipe()
+    try:
+        result = run_cli(*args, stdout=subprocess.PIPE, stderr=broken, cwd=tmp_path)
+    finally:
+        os.close(broken)
+    assert (result.returncode, result.stdout) == (status, "")
 
 
 # A stalled or rate-limited server.

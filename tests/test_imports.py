@@ -73,15 +73,22 @@ def test_mcp_is_imported_only_when_a_session_starts():
 
 
 def test_the_cli_loads_neither_mcp_nor_asyncio_until_a_command_needs_them():
-    loaded = loaded_after("import chainkit.cli\nchainkit.cli._parser()")
+    loaded = loaded_after("from chainkit._cli import entry_point\nentry_point.parser()")
     assert not {"mcp", "asyncio"} & loaded
+
+
+def test_the_built_in_agent_loads_no_command():
+    # Ray actors of `chainkit batch` import it by name: the command line stays in the driver.
+    loaded = loaded_after("from chainkit._cli.agent import builtin_agent\nbuiltin_agent()")
+    assert not {"argparse", "chainkit._cli.entry_point", "chainkit._cli.batch"} & loaded
 
 
 def test_nothing_but_chainkit_distributed_imports_ray():
     loaded = loaded_after(
-        "import chainkit, chainkit.cli, chainkit.llms.rate_limit, chainkit._batch.job\n"
+        "import chainkit, chainkit.llms.rate_limit, chainkit._batch.job\n"
+        "from chainkit._cli import entry_point\n"
         "from chainkit import agents, chains, llms, tools\n"
-        "chainkit.cli._parser().parse_args(['batch', 'in.jsonl', '-o', 'out.jsonl'])\n"
+        "entry_point.parser().parse_args(['batch', 'in.jsonl', '-o', 'out.jsonl'])\n"
         "llms.RateLimiter(requests_per_minute=60)"
     )
     assert not {"ray", "chainkit.distributed", "asyncio"} & loaded

@@ -272,3 +272,17 @@ def test_importing_a_package_loads_nothing_above_it(package):
     assert result.returncode == 0, result.stderr
     loaded = set(result.stdout.split()) - {package}
     assert loaded <= ALLOWED[package], f"chainkit.{package} loads {loaded - ALLOWED[package]}"
+
+
+def test_only_the_cli_parses_a_command_line():
+    parsing = [
+        module
+        for module, path in modules().items()
+        if unit(module) != "_cli"
+        and any(
+            (isinstance(node, ast.Import) and any(a.name == "argparse" for a in node.names))
+            or (isinstance(node, ast.ImportFrom) and node.module == "argparse")
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        )
+    ]
+    assert parsing == []

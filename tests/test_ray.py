@@ -30,7 +30,8 @@ import ray
 
 from chainkit import chains, llms, prompts
 from chainkit._batch.records import Record
-from chainkit._batch.runner import offline_agent, run_all
+from chainkit._batch.runner import run_all
+from chainkit._cli.agent import builtin_agent as offline_agent
 from chainkit.chains import OptionsError, OptionsTypeError
 from chainkit.distributed import ActorsLostError, RayRateLimiter, ray_batch
 from tests.support.openai_server import TEST_API_KEY, OpenAIServer

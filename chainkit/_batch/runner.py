@@ -22,16 +22,6 @@ from chainkit.chains import Chain, acall
 from chainkit.schema import AgentAction, Message, TokenUsage
 
 Result = dict[str, Any]
-OFFLINE_AGENT = "chainkit._batch.runner:offline_agent"
-
-
-def offline_agent() -> Chain:
-    """The agent of `chainkit run` on the built-in offline model: a MRKL agent over the
-    calculator, random number and clock tools, parse errors sent back to the model."""
-    from chainkit import agents, llms, tools
-
-    agent = agents.OneShotAgent(llms.OfflineModel(), tools.builtin_tools())
-    return agents.Executor(agent, error_handler=agents.ParserErrorHandler())
 
 
 def chain_of(made: object, spec: str) -> Chain:

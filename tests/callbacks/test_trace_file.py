@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from chainkit import agents, callbacks, chains, tools
+from chainkit._cli.entry_point import main
 from chainkit.callbacks.errors import TraceFormatError
 from chainkit.callbacks.trace_view import format_tree, read_trace
-from chainkit.cli import main
 from chainkit.llms import FakeLLM
 from chainkit.schema import Message, ResponseMeta, TokenUsage
 from tests.support.stub_chains import InputOutputChain

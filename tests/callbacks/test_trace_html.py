@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from chainkit import callbacks, chains
+from chainkit._cli.entry_point import main
 from chainkit.callbacks.trace_view import TraceRun, read_trace
-from chainkit.cli import main
 from tests.callbacks.test_runs import executor_and_tools
 from tests.support.stub_chains import InputOutputChain
 

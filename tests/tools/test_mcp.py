@@ -9,6 +9,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -760,6 +761,43 @@ def test_mcp_serve_keeps_what_the_factory_prints_off_the_protocols_stdout():
     assert "building the tools" in served.stderr
 
 
+@pytest.mark.timeout(60)
+def test_mcp_serve_over_http_serves_with_stderr_broken():
+    # Its address is said on stderr; a stderr whose reader went away loses the line, not
+    # the server. The port is picked here, as the line cannot be read.
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    read_end, broken = os.pipe()
+    os.close(read_end)
+    command = [sys.executable, "-m", "chainkit", "mcp-serve", "chainkit.tools:builtin_tools"]
+    process = subprocess.Popen(
+        [*command, "--http", str(port)],
+        stdin=subprocess.DEVNULL,
+        stderr=broken,
+        env={**os.environ, **REPO_ENV},
+        text=True,
+    )
+    os.close(broken)
+    try:
+        served = served_names(process, f"http://127.0.0.1:{port}/mcp")
+    finally:
+        stop(process)
+    assert served == ["calculator", "random_number", "current_time"]
+
+
+def served_names(process: subprocess.Popen[str], url: str) -> list[str]:
+    """The tools the server at `url` offers, once it accepts connections."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"the server exited with {process.returncode}"
+        try:
+            with tools.MCPTools(url=url, timeout=10) as mcp_tools:
+                return [tool.name for tool in mcp_tools]
+        except tools.MCPConnectionError:
+            time.sleep(0.1)
+    raise AssertionError(f"the server did not answer at {url}")
+
+
 @pytest.mark.parametrize(
     ("factory", "message"),
     [
@@ -771,18 +809,18 @@ def test_mcp_serve_keeps_what_the_factory_prints_off_the_protocols_stdout():
     ],
 )
 def test_mcp_serve_refuses_a_factory_that_gives_no_tools(factory, message, capsys):
-    from chainkit import cli
+    from chainkit._cli.entry_point import main
 
-    assert cli.main(["mcp-serve", factory]) == 2
+    assert main(["mcp-serve", factory]) == 2
     assert message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("port", ["http", "-1", "65536"])
 def test_mcp_serve_refuses_a_bad_port(port, capsys):
-    from chainkit import cli
+    from chainkit._cli.entry_point import main
 
     with pytest.raises(SystemExit) as exited:
-        cli.main(["mcp-serve", "chainkit.tools:builtin_tools", "--http", port])
+        main(["mcp-serve", "chainkit.tools:builtin_tools", "--http", port])
     assert exited.value.code == 2
     assert "--http" in capsys.readouterr().err
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import sys
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
@@ -87,10 +87,17 @@ def _parameters(tool: Tool | None) -> dict[str, Any] | None:
 
 
 async def serve(
-    tools: Toolset, *, name: str, host: str, path: str, http_port: int | None = None
+    tools: Toolset,
+    *,
+    name: str,
+    host: str,
+    path: str,
+    http_port: int | None = None,
+    listening: Callable[[str], None],
 ) -> None:
     """Serves `tools` over stdio until stdin closes, or with `http_port` over streamable HTTP
-    at http://host:port/path until stopped."""
+    at http://host:port/path until stopped, calling `listening` with that URL once a client
+    may connect."""
     server = build_server(tools, name)
     if http_port is None:
         async with stdio_server() as (read_stream, write_stream):
@@ -101,9 +108,5 @@ async def serve(
     port = listener.getsockname()[1]
     app = server.streamable_http_app(streamable_http_path=path, host=host)
     http = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    print(
-        f"chainkit mcp-serve: {len(tools)} tools at http://{host}:{port}{path}",
-        file=sys.stderr,
-        flush=True,
-    )
+    listening(f"http://{host}:{port}{path}")
     await http.serve(sockets=[listener])

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
+from chainkit._cli import exit_status, stderr
 from chainkit.callbacks.errors import TraceFormatError
 from chainkit.callbacks.trace_html import render_html
 from chainkit.callbacks.trace_view import format_tree, read_trace
+
+COMMAND = "trace"
 
 
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,20 +31,20 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
 
 
-def run_command(args: argparse.Namespace) -> int:
+def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Runs `chainkit trace`; the exit status."""
     try:
         roots = read_trace(args.file)
         if args.html is not None:
             with open(args.html, "w", encoding="utf-8") as page:
                 page.write(render_html(roots, title=f"chainkit trace {args.file}"))
-            print(f"chainkit trace: wrote {args.html}", file=sys.stderr)
-            return 0
-    except (OSError, TraceFormatError) as error:
-        print(f"chainkit trace: error: {error}", file=sys.stderr)
-        return 1
+            stderr.tell(COMMAND, f"wrote {args.html}")
+            return exit_status.SUCCESS
+    except (OSError, TraceFormatError) as unread:
+        stderr.error(COMMAND, str(unread))
+        return exit_status.FAILED
     if roots:
         print(format_tree(roots))
     else:
-        print(f"chainkit trace: {args.file} holds no runs", file=sys.stderr)
-    return 0
+        stderr.tell(COMMAND, f"{args.file} holds no runs")
+    return exit_status.SUCCESS

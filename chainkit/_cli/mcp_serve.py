@@ -13,16 +13,17 @@ import contextlib
 import sys
 from collections.abc import Iterable
 
+from chainkit._cli import exit_status, stderr
+from chainkit._cli.arguments import port
 from chainkit._factory import FactoryError, load
-from chainkit._redact import redact
 from chainkit.tools.base import Tool
 from chainkit.tools.errors import ToolConfigError, ToolTypeError
 from chainkit.tools.toolset import Toolset
 
+COMMAND = "mcp-serve"
 HOST = "127.0.0.1"
 PATH = "/mcp"
 _EXAMPLE = "chainkit.tools:builtin_tools"
-_NEEDS_MCP = "chainkit mcp-serve: error: it needs the mcp package: pip install 'chainkit[mcp]'"
 
 
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,12 +43,12 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     command.add_argument(
         "--http",
         metavar="PORT",
-        type=_port,
+        type=port,
         help=f"serve streamable HTTP at http://{HOST}:PORT{PATH} instead of stdio (0: any port)",
     )
 
 
-def run_command(args: argparse.Namespace) -> int:
+def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Runs `chainkit mcp-serve`; the exit status."""
     try:
         # Stdout is the protocol's over stdio: what the factory's module prints goes to stderr.
@@ -60,19 +61,27 @@ def run_command(args: argparse.Namespace) -> int:
         except ModuleNotFoundError as error:
             if (error.name or "").partition(".")[0] != "mcp":
                 raise
-            print(_NEEDS_MCP, file=sys.stderr)
-            return 1
-        asyncio.run(serve(tools, name=args.factory, host=HOST, path=PATH, http_port=args.http))
-    except FactoryError as error:
-        print(f"chainkit mcp-serve: error: {error}", file=sys.stderr)
-        return 2
+            stderr.error(COMMAND, "it needs the mcp package: pip install 'chainkit[mcp]'")
+            return exit_status.FAILED
+        asyncio.run(
+            serve(
+                tools,
+                name=args.factory,
+                host=HOST,
+                path=PATH,
+                http_port=args.http,
+                listening=lambda url: stderr.tell(COMMAND, f"{len(tools)} tools at {url}"),
+            )
+        )
+    except FactoryError as refused:
+        stderr.error(COMMAND, str(refused))
+        return exit_status.USAGE
     except KeyboardInterrupt:
-        return 130
-    except Exception as error:
-        message = f"chainkit mcp-serve: error: {type(error).__name__}: {error}"
-        print(redact(message), file=sys.stderr)
-        return 1
-    return 0
+        return exit_status.INTERRUPTED
+    except Exception as failed:
+        stderr.failure(COMMAND, failed)
+        return exit_status.FAILED
+    return exit_status.SUCCESS
 
 
 def load_tools(spec: str) -> Toolset:
@@ -101,13 +110,3 @@ def _checked(spec: str, tools: object) -> Toolset:
     if not len(toolset):
         raise FactoryError(f"{spec} gave no tools")
     return toolset
-
-
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is from 0 to 65535, got {port}")
-    return port

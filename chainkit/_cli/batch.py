@@ -13,28 +13,22 @@ interrupted (Ctrl-C); 143 terminated (SIGTERM).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from chainkit._redact import redact
+from chainkit._cli import agent, exit_status, stderr
+from chainkit._cli.arguments import json_object, positive
 
 if TYPE_CHECKING:
     from chainkit._batch.job import BatchJob
     from chainkit.chains import Chain
 
-_NEEDS_RAY = (
-    "chainkit batch: error: --engine ray needs the ray package: pip install 'chainkit[ray]'"
-)
+COMMAND = "batch"
 DEFAULT_CONCURRENCY = 8
-WRITE_FAILED = 74
-INTERRUPTED = 128 + signal.SIGINT
-TERMINATED = 128 + signal.SIGTERM
 
 
 class _Terminated(Exception):
@@ -43,8 +37,6 @@ class _Terminated(Exception):
 
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds `batch` to the `chainkit` command's subcommands."""
-    from chainkit.cli import _positive  # the cli is loaded by now: it calls this
-
     command = commands.add_parser(
         "batch",
         help="run a chain over each line of a JSONL file, resumably",
@@ -69,7 +61,7 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     command.add_argument(
         "--concurrency",
-        type=_positive,
+        type=positive,
         default=DEFAULT_CONCURRENCY,
         metavar="N",
         help=f"runs at once (per Ray actor with --engine ray; default {DEFAULT_CONCURRENCY})",
@@ -92,13 +84,13 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     command.add_argument(
         "--ray-runtime-env",
-        type=_runtime_env,
+        type=json_object,
         metavar="JSON",
         help='what Ray workers need, e.g. \'{"pip": ["chainkit"], "working_dir": "."}\'',
     )
     command.add_argument(
         "--actors",
-        type=_positive,
+        type=positive,
         metavar="N",
         help="Ray actors, each building its own chain (default: one per CPU of the cluster)",
     )
@@ -117,21 +109,12 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Runs `chainkit batch`; its exit status (see the module's)."""
     from chainkit._batch.job import BatchJob
-    from chainkit._batch.runner import OFFLINE_AGENT, chain_of, inputs_needed
+    from chainkit._batch.runner import chain_of, inputs_needed
     from chainkit._factory import FactoryError, load
     from chainkit._progress import stderr_is_terminal
 
-    if args.engine != "ray":
-        for flag in ("ray_address", "ray_runtime_env", "actors"):
-            if getattr(args, flag) is not None:
-                parser.error(f"--{flag.replace('_', '-')} needs --engine ray")
-    if not os.path.exists(args.input):
-        parser.error(f"{args.input}: no such file")
-    if not os.path.isfile(args.input):
-        parser.error(f"{args.input} is not a file")
-    if os.path.exists(args.output) and os.path.samefile(args.input, args.output):
-        parser.error("the output file must not be the input file")
-    spec = args.agent or OFFLINE_AGENT
+    _check_usage(args, parser)
+    spec = args.agent or agent.SPEC
     distributed: ModuleType | None = None
     if args.engine == "ray":
         try:
@@ -139,25 +122,30 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         except ModuleNotFoundError as error:
             if (error.name or "").partition(".")[0] != "ray":
                 raise
-            print(_NEEDS_RAY, file=sys.stderr)
-            return 1
+            stderr.error(COMMAND, "--engine ray needs the ray package: pip install 'chainkit[ray]'")
+            return exit_status.FAILED
         # Before the factory runs: a rate limiter it makes belongs to this cluster.
         ray_engine.connect(args.ray_address, args.ray_runtime_env)
         distributed = ray_engine
     try:
         if args.agent is None:
-            _tell("using the built-in offline agent; --agent module:factory runs yours")
+            stderr.tell(
+                COMMAND, "using the built-in offline agent; --agent module:factory runs yours"
+            )
         chain = chain_of(load(spec, "mypackage.agents:make_agent"), spec)
-    except FactoryError as error:
-        _tell(f"error: {error}")
-        return 2
-    except Exception as error:
-        _tell(redact(f"error: {spec} failed to build the chain: {type(error).__name__}: {error}"))
-        return 1
+    except FactoryError as refused:
+        stderr.error(COMMAND, str(refused))
+        return exit_status.USAGE
+    except Exception as failed:
+        stderr.error(
+            COMMAND, f"{spec} failed to build the chain: {type(failed).__name__}: {failed}"
+        )
+        return exit_status.FAILED
     if chain.memory is not None:
-        _tell(
+        stderr.tell(
+            COMMAND,
             f"warning: the chain of {spec} has a memory, which every run reads and adds to: "
-            "runs are not independent"
+            "runs are not independent",
         )
     progress = args.progress or stderr_is_terminal()
     try:
@@ -168,10 +156,24 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             progress=progress,
             retry_failed=args.retry_failed,
         )
-    except OSError as error:  # an output that cannot be opened, or is locked by another job
-        _tell(f"error: {error}")
-        return 1
+    except OSError as unopened:  # an output that cannot be opened, or locked by another job
+        stderr.error(COMMAND, str(unopened))
+        return exit_status.FAILED
     return _run(job, chain, spec, distributed, args)
+
+
+def _check_usage(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Usage error for Ray flags without Ray, and for an input or output file that cannot be."""
+    if args.engine != "ray":
+        for flag in ("ray_address", "ray_runtime_env", "actors"):
+            if getattr(args, flag) is not None:
+                parser.error(f"--{flag.replace('_', '-')} needs --engine ray")
+    if not os.path.exists(args.input):
+        parser.error(f"{args.input}: no such file")
+    if not os.path.isfile(args.input):
+        parser.error(f"{args.input} is not a file")
+    if os.path.exists(args.output) and os.path.samefile(args.input, args.output):
+        parser.error("the output file must not be the input file")
 
 
 def _run(
@@ -193,22 +195,25 @@ def _run(
 
             asyncio.run(_run_here(job, chain, args.concurrency))
         job.close()
-    except OutputWriteError as error:
+    except OutputWriteError as unwritten:
         job.close(summary=False)
-        _tell(f"error: {error}")
-        return WRITE_FAILED
+        stderr.error(COMMAND, str(unwritten))
+        return exit_status.WRITE_FAILED
     except KeyboardInterrupt:
-        return _stopped(job, "interrupted", INTERRUPTED)
+        return _stopped(job, "interrupted", exit_status.INTERRUPTED)
     except _Terminated:
-        return _stopped(job, "terminated (SIGTERM)", TERMINATED)
-    except Exception as error:
-        _stopped(job, "stopped", 1)
-        _tell(redact(f"error: {type(error).__name__}: {error}"))
-        return 1
+        return _stopped(job, "terminated (SIGTERM)", exit_status.TERMINATED)
+    except Exception as failed:
+        _stopped(job, "stopped", exit_status.FAILED)
+        stderr.failure(COMMAND, failed)
+        return exit_status.FAILED
     if job.failed or job.failed_before:
-        _tell("some runs failed: their errors are in the output; --retry-failed runs them again")
-        return 1
-    return 0
+        stderr.tell(
+            COMMAND,
+            "some runs failed: their errors are in the output; --retry-failed runs them again",
+        )
+        return exit_status.FAILED
+    return exit_status.SUCCESS
 
 
 async def _run_here(job: BatchJob, chain: Chain, concurrency: int) -> None:
@@ -268,21 +273,7 @@ def _stopped(job: BatchJob, how: str, status: int) -> int:
 
     try:
         job.close(stopped=how)
-    except OutputWriteError as error:
-        _tell(f"error: {error}")
-        return WRITE_FAILED
+    except OutputWriteError as unwritten:
+        stderr.error(COMMAND, str(unwritten))
+        return exit_status.WRITE_FAILED
     return status
-
-
-def _runtime_env(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"not JSON: {error}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError('expected a JSON object, e.g. {"pip": ["chainkit"]}')
-    return value
-
-
-def _tell(text: str) -> None:
-    print(f"chainkit batch: {text}", file=sys.stderr, flush=True)

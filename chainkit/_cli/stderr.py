@@ -1,0 +1,34 @@
+"""The one writer of the `chainkit` command's lines for the user: `chainkit <command>: …` on
+stderr, keys masked.
+
+A closed or broken stderr loses the line, never the command's result (with stderr closed at
+start, `print` would send the line to stdout, which holds the answer, or the MCP protocol).
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import suppress
+
+from chainkit._redact import redact
+
+
+def tell(command: str, text: str) -> None:
+    """Writes `chainkit <command>: text` on stderr (`chainkit: text` for the command as a
+    whole, `command=""`)."""
+    if sys.stderr is None:
+        return
+    prefix = f"chainkit {command}" if command else "chainkit"
+    with suppress(OSError, ValueError):  # broken, or closed under us
+        sys.stderr.write(redact(f"{prefix}: {text}") + "\n")
+        sys.stderr.flush()
+
+
+def error(command: str, text: str) -> None:
+    """Writes `chainkit <command>: error: text` on stderr."""
+    tell(command, f"error: {text}")
+
+
+def failure(command: str, failed: BaseException) -> None:
+    """Writes `chainkit <command>: error: Type: message` for an exception nothing foresaw."""
+    error(command, f"{type(failed).__name__}: {failed}")
