@@ -31,8 +31,8 @@ from typing import Any, TypeVar
 import pytest
 from hypothesis import settings
 
-from chainkit.llms._retry import Backoff
 from chainkit.llms.openai.chat import OpenAI
+from chainkit.llms.retry import Backoff
 from tests.support.event_recorder import EventRecorder
 from tests.support.modes import MODES, AsyncClosable, Mode, run_then_close
 from tests.support.named_errors import every_error_is_named  # noqa: F401 - an autouse fixture

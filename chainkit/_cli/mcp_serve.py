@@ -3,7 +3,7 @@
 The factory (a function, a class, or a value) gives a list of Tools, one Tool, or an agent (its
 tools are served). Over stdio by default; `--http PORT` serves streamable HTTP at
 http://127.0.0.1:PORT/mcp (port 0 picks a free one) and says where on stderr. The server itself
-(chainkit.tools._mcp.serve, which imports mcp) is loaded only when the command runs.
+(chainkit._cli.mcp_server, which imports mcp) is loaded only when the command runs.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         import asyncio
 
         try:
-            from chainkit.tools._mcp.serve import serve
+            from chainkit._cli.mcp_server import serve
         except ModuleNotFoundError as error:
             if (error.name or "").partition(".")[0] != "mcp":
                 raise

@@ -17,8 +17,8 @@ from chainkit._cli.arguments import not_empty, positive, seconds
 from chainkit._redact import redact
 from chainkit._text import shorten
 from chainkit.callbacks import Handler
-from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT
 from chainkit.llms.errors import ModelStatusError
+from chainkit.llms.retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from chainkit.llms import Model

@@ -24,16 +24,16 @@ from chainkit.llms.model import BaseModel, Model, ModelRequest, acall, call
 from chainkit.llms.options import CallOptions, DefaultOptions, StreamingFunc
 
 if TYPE_CHECKING:
-    from chainkit.llms._retry import Backoff
     from chainkit.llms.offline.model import OfflineModel
     from chainkit.llms.openai.chat import OpenAI
     from chainkit.llms.openai.embeddings import OpenAIEmbeddings
     from chainkit.llms.rate_limit import RateLimiter
+    from chainkit.llms.retry import Backoff
 
 # Loaded on first use, so that chains, prompts and callbacks, which import the model
 # contract from here, do not pay for the backends at import time.
 _LAZY = {
-    "Backoff": "chainkit.llms._retry",
+    "Backoff": "chainkit.llms.retry",
     "OpenAIEmbeddings": "chainkit.llms.openai.embeddings",
     "OfflineModel": "chainkit.llms.offline.model",
     "OpenAI": "chainkit.llms.openai.chat",

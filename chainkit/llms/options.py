@@ -186,7 +186,7 @@ def _stop(name: str, value: Any) -> None:
 
 
 def _timeout(name: str, value: Any) -> None:
-    from chainkit.llms._retry import check_seconds  # loaded with a backend, not at import
+    from chainkit.llms.retry import check_seconds  # loaded with a backend, not at import
 
     check_seconds(name, value)
 

@@ -11,7 +11,6 @@ from email.utils import format_datetime
 import pytest
 
 from chainkit.callbacks import Handler, LogHandler
-from chainkit.llms._retry import Backoff, retry_after_seconds
 from chainkit.llms.errors import (
     ModelConnectionError,
     ModelError,
@@ -20,6 +19,7 @@ from chainkit.llms.errors import (
     ModelTimeoutError,
 )
 from chainkit.llms.openai.chat import OpenAI
+from chainkit.llms.retry import Backoff, retry_after_seconds
 from chainkit.schema import Message
 from tests.support.event_recorder import EventRecorder
 from tests.support.modes import Mode

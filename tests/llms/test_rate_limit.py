@@ -30,7 +30,6 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from chainkit import chains, llms, prompts
-from chainkit.llms._retry import Backoff
 from chainkit.llms._tokens import (
     AUDIO_OR_FILE_TOKENS,
     IMAGE_MOST_TOKENS,
@@ -41,6 +40,7 @@ from chainkit.llms._tokens import (
 )
 from chainkit.llms.errors import ModelConfigError, ModelStatusError
 from chainkit.llms.rate_limit import LocalBucket, RateLimiter
+from chainkit.llms.retry import Backoff
 from chainkit.schema import Message
 from tests.support.openai_server import TEST_API_KEY, Fault, OpenAIServer, Reply
 

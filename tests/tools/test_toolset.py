@@ -9,7 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
-from chainkit import agents, chains, cli, tools
+from chainkit import agents, chains, tools
+from chainkit._cli.entry_point import main
 from chainkit.llms import FakeLLM
 from chainkit.tools.toolset import observation
 from tests.support.mcp_serve_factories import Reverse, Shouted, Tally
@@ -89,7 +90,7 @@ def test_join_tools_output_is_what_an_agent_takes():
 
 
 def test_mcp_serve_refuses_names_equal_ignoring_case_in_the_same_words(capsys):
-    assert cli.main(["mcp-serve", "tests.support.mcp_serve_factories:make_case_clash"]) == 2
+    assert main(["mcp-serve", "tests.support.mcp_serve_factories:make_case_clash"]) == 2
     expected = refusal("Toolset", [Reverse(), Shouted()])
     assert expected in capsys.readouterr().err
 

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from chainkit._redact import mask_key, redact
 from chainkit._text import shorten
-from chainkit.llms._retry import retry_after_seconds
 from chainkit.llms.errors import (
     ModelConfigError,
     ModelConnectionError,
@@ -26,6 +25,7 @@ from chainkit.llms.errors import (
     ModelStatusError,
     ModelTimeoutError,
 )
+from chainkit.llms.retry import retry_after_seconds
 
 if TYPE_CHECKING:
     import asyncio

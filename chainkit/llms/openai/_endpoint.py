@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from chainkit._redact import mask_url
-from chainkit.llms._retry import Backoff, RetryPolicy, check_seconds
 from chainkit.llms.errors import ModelConfigError, ModelTypeError
 from chainkit.llms.openai._connection import Connection
+from chainkit.llms.retry import Backoff, RetryPolicy, check_seconds
 
 if TYPE_CHECKING:
     from chainkit.llms.rate_limit import RateLimiter

@@ -8,7 +8,6 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Unpack
 
-from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff
 from chainkit.llms._tokens import reply_tokens
 from chainkit.llms.errors import ModelError
 from chainkit.llms.model import BaseModel, ModelRequest
@@ -17,6 +16,7 @@ from chainkit.llms.openai._reply import parse_completion
 from chainkit.llms.openai._request import CHAT_PATH, build_request, post_arguments
 from chainkit.llms.openai._stream import StreamRelay
 from chainkit.llms.options import DefaultOptions, check_options
+from chainkit.llms.retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff
 from chainkit.schema import Message
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class OpenAI(OpenAIEndpoint, BaseModel):
 
     A call makes up to `max_attempts` attempts, `timeout` seconds each, waiting between them as
     `backoff` (an `llms.Backoff`) says, and reports each retry to `handle_retry` of its
-    callbacks; which errors are retried is the retry policy of `chainkit.llms._retry`. The
+    callbacks; which errors are retried is the retry policy of `chainkit.llms.retry`. The
     error a call ends with says how many attempts it made (`ModelError.attempts`).
 
     With a `rate_limiter` (an `llms.RateLimiter`, which many models may share), each attempt

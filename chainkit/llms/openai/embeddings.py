@@ -8,11 +8,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from chainkit.callbacks import Handler, guard
-from chainkit.llms._retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff, check_count
 from chainkit.llms._tokens import reported_count
 from chainkit.llms.errors import ModelReplyShapeError, ModelTypeError
 from chainkit.llms.openai._endpoint import OpenAIEndpoint, check_model_name
 from chainkit.llms.openai._reply import Masker, json_object, snippet
+from chainkit.llms.retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff, check_count
 
 if TYPE_CHECKING:
     from chainkit.llms.rate_limit import RateLimiter
