@@ -79,6 +79,8 @@ def local_results(
 
 
 EXIT_ONCE, EXIT_ALWAYS = "end this process once", "end this process every time"
+# A run still going when its process ends, whichever of the two the actor starts first.
+OUTLIVED = "wait until this process ends"
 
 
 class ExitingAgent(InputOutputChain):
@@ -105,6 +107,8 @@ class ExitingAgent(InputOutputChain):
 
     async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         self._exit_on(inputs["input"])
+        if inputs["input"] == OUTLIVED:
+            await asyncio.sleep(3600)
         return {"output": (await chains.acall(self.agent, inputs))["output"]}
 
 
@@ -140,7 +144,7 @@ def test_the_runs_of_a_dead_actor_run_again_on_the_others(tmp_path):
 @pytest.mark.timeout(120, method="thread")
 def test_a_job_whose_every_actor_died_says_so(tmp_path):
     marks = str(tmp_path)
-    inputs = [{"input": EXIT_ALWAYS}, {"input": "what is 1+1?"}]
+    inputs = [{"input": EXIT_ALWAYS}, {"input": OUTLIVED}]
     with pytest.raises(ActorsLostError, match=r"every Ray actor of the job died \(1\)") as caught:
         ray_batch(lambda: ExitingAgent(marks), inputs, concurrency=2, actors=1)
     assert isinstance(caught.value, RuntimeError)
