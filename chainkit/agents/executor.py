@@ -252,8 +252,10 @@ class Executor(Chain):
         direct: str | None = None
         for action, observation in zip(actions, observations, strict=True):
             run.steps.append(AgentStep(action, observation))
-            if direct is None and self._returns_direct(action.tool):
-                direct = observation
+            if direct is None:
+                tool = self._toolset.find(action.tool)
+                if tool is not None and tool.return_direct:
+                    direct = observation
         return direct
 
     def _stop_early(self, stopped: _Stopped, run: _RunState) -> Generator[_Request, Any, Any]:
@@ -292,10 +294,6 @@ class Executor(Chain):
         if self.return_intermediate_steps:
             return {**finish.return_values, INTERMEDIATE_STEPS_KEY: run.steps}
         return finish.return_values
-
-    def _returns_direct(self, name: str) -> bool:
-        tool = self._toolset.find(name)
-        return tool is not None and tool.return_direct
 
     # The drivers: each carries out the loop's requests.
 
