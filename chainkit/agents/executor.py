@@ -89,9 +89,6 @@ class _RunState:
     deadline: Deadline | None
     steps: list[AgentStep]
 
-    def out_of_time(self) -> bool:
-        return self.deadline is not None and self.deadline.passed()
-
 
 @dataclass(frozen=True, slots=True)
 class _Stopped:
@@ -214,10 +211,11 @@ class Executor(Chain):
         """Plan, act, observe, until the agent finishes, a tool returns directly, or a limit
         is reached."""
         limit = self.max_iterations
+        deadline = run.deadline  # checked twice a step, in line: a call each is measurable
         iteration = 0
         try:
             while limit is None or iteration < limit:
-                if run.out_of_time():
+                if deadline is not None and deadline.passed():
                     return self._out_of_time()
                 iteration += 1
                 try:
@@ -227,12 +225,14 @@ class Executor(Chain):
                     continue
                 if isinstance(decision, AgentFinish):
                     return self._finish(decision, run)
-                actions = self._checked(decision)
-                if run.out_of_time():  # planned in time, but no tool starts after the deadline
+                if not decision:
+                    raise self._no_decision()
+                # Planned in time, but no tool starts after the deadline.
+                if deadline is not None and deadline.passed():
                     return self._out_of_time()
                 if run.callbacks is not None:
-                    self._report(actions, run.callbacks)
-                direct = self._record(actions, (yield _Act(actions)), run)
+                    self._report(decision, run.callbacks)
+                direct = self._record(decision, (yield _Act(decision)), run)
                 if direct is not None:
                     return self._finish(AgentFinish({self.agent.output_keys[0]: direct}), run)
         except Interrupted as cut:
@@ -277,12 +277,10 @@ class Executor(Chain):
         action = AgentAction(PARSE_ERROR_TOOL, error.observation, error.llm_output)
         run.steps.append(AgentStep(action, observation))
 
-    def _checked(self, decision: list[AgentAction]) -> list[AgentAction]:
-        if not decision:
-            raise NoReturnError(
-                f"{type(self.agent).__name__}.plan returned neither actions nor a final answer"
-            )
-        return decision
+    def _no_decision(self) -> NoReturnError:
+        return NoReturnError(
+            f"{type(self.agent).__name__}.plan returned neither actions nor a final answer"
+        )
 
     def _out_of_time(self, during: str = "") -> _Stopped:
         reason = f"reached max_execution_time={self.max_execution_time}s"
