@@ -183,8 +183,7 @@ def parse_mrkl_output(text: str) -> AgentAction | AgentFinish:
     # The plain shape is tried only when the reply's first colon ends `Action:` or `Final
     # Answer:`: found by memchr, so a long reply of another shape is not read twice. Written
     # here rather than as a helper, as this runs on every step of every MRKL run.
-    colon = text.find(":")
-    keyword_first = text[max(colon - 12, 0) : colon + 1].endswith(("Action:", "Final Answer:"))
+    keyword_first = text.endswith(("Action:", "Final Answer:"), 0, text.find(":") + 1)
     plain = _PLAIN_REPLY.fullmatch(text) if keyword_first else None
     if plain is None:
         return _parsed(text)
