@@ -296,13 +296,16 @@ class Executor(Chain):
     # The drivers: each carries out the loop's requests.
 
     def _perform(self, request: _Request, run: _RunState) -> Any:
-        match request:
-            case _Plan() if run.deadline is None:
+        # Every step of a run without a deadline comes here first: `is` tests, as a class
+        # pattern of the match below costs twice as much.
+        if run.deadline is None:
+            if type(request) is _Plan:
                 return self.agent.plan(run.steps, run.inputs, **run.options)
-            case _Act(actions=[action]) if run.deadline is None:
-                return [self._run_tool(action)]
+            if type(request) is _Act and len(request.actions) == 1:
+                return [self._run_tool(request.actions[0])]
+        match request:
             case _Plan():
-                assert run.deadline is not None  # the first case takes the others
+                assert run.deadline is not None  # taken above otherwise
                 return plan_in_thread(
                     self.agent, run.deadline, run.steps, run.inputs, run.options, run.callbacks
                 )
@@ -315,11 +318,12 @@ class Executor(Chain):
         raise AssertionError(f"the loop asked for {request!r}")
 
     async def _aperform(self, request: _Request, run: _RunState) -> Any:
-        match request:
-            case _Plan() if run.deadline is None:
+        if run.deadline is None:  # as in _perform
+            if type(request) is _Plan:
                 return await self.agent.aplan(run.steps, run.inputs, **run.options)
-            case _Act(actions=[action]) if run.deadline is None:
-                return [await self._arun_tool(action)]
+            if type(request) is _Act and len(request.actions) == 1:
+                return [await self._arun_tool(request.actions[0])]
+        match request:
             case _Plan():
                 plan = self.agent.aplan(run.steps, run.inputs, **run.options)
                 return await within(run.deadline, plan, model_interrupted)
