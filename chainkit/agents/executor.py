@@ -89,9 +89,6 @@ class _RunState:
     deadline: Deadline | None
     steps: list[AgentStep]
 
-    def out_of_time(self) -> bool:
-        return self.deadline is not None and self.deadline.passed()
-
 
 @dataclass(frozen=True, slots=True)
 class _Stopped:
@@ -214,10 +211,11 @@ class Executor(Chain):
         """Plan, act, observe, until the agent finishes, a tool returns directly, or a limit
         is reached."""
         limit = self.max_iterations
+        deadline = run.deadline  # checked twice a step, in line: a call each is measurable
         iteration = 0
         try:
             while limit is None or iteration < limit:
-                if run.out_of_time():
+                if deadline is not None and deadline.passed():
                     return self._out_of_time()
                 iteration += 1
                 try:
@@ -227,12 +225,14 @@ class Executor(Chain):
                     continue
                 if isinstance(decision, AgentFinish):
                     return self._finish(decision, run)
-                actions = self._checked(decision)
-                if run.out_of_time():  # planned in time, but no tool starts after the deadline
+                if not decision:
+                    raise self._no_decision()
+                # Planned in time, but no tool starts after the deadline.
+                if deadline is not None and deadline.passed():
                     return self._out_of_time()
                 if run.callbacks is not None:
-                    self._report(actions, run.callbacks)
-                direct = self._record(actions, (yield _Act(actions)), run)
+                    self._report(decision, run.callbacks)
+                direct = self._record(decision, (yield _Act(decision)), run)
                 if direct is not None:
                     return self._finish(AgentFinish({self.agent.output_keys[0]: direct}), run)
         except Interrupted as cut:
@@ -252,8 +252,10 @@ class Executor(Chain):
         direct: str | None = None
         for action, observation in zip(actions, observations, strict=True):
             run.steps.append(AgentStep(action, observation))
-            if direct is None and self._returns_direct(action.tool):
-                direct = observation
+            if direct is None:
+                tool = self._toolset.find(action.tool)
+                if tool is not None and tool.return_direct:
+                    direct = observation
         return direct
 
     def _stop_early(self, stopped: _Stopped, run: _RunState) -> Generator[_Request, Any, Any]:
@@ -275,12 +277,10 @@ class Executor(Chain):
         action = AgentAction(PARSE_ERROR_TOOL, error.observation, error.llm_output)
         run.steps.append(AgentStep(action, observation))
 
-    def _checked(self, decision: list[AgentAction]) -> list[AgentAction]:
-        if not decision:
-            raise NoReturnError(
-                f"{type(self.agent).__name__}.plan returned neither actions nor a final answer"
-            )
-        return decision
+    def _no_decision(self) -> NoReturnError:
+        return NoReturnError(
+            f"{type(self.agent).__name__}.plan returned neither actions nor a final answer"
+        )
 
     def _out_of_time(self, during: str = "") -> _Stopped:
         reason = f"reached max_execution_time={self.max_execution_time}s"
@@ -293,20 +293,19 @@ class Executor(Chain):
             return {**finish.return_values, INTERMEDIATE_STEPS_KEY: run.steps}
         return finish.return_values
 
-    def _returns_direct(self, name: str) -> bool:
-        tool = self._toolset.find(name)
-        return tool is not None and tool.return_direct
-
     # The drivers: each carries out the loop's requests.
 
     def _perform(self, request: _Request, run: _RunState) -> Any:
-        match request:
-            case _Plan() if run.deadline is None:
+        # Every step of a run without a deadline comes here first: `is` tests, as a class
+        # pattern of the match below costs twice as much.
+        if run.deadline is None:
+            if type(request) is _Plan:
                 return self.agent.plan(run.steps, run.inputs, **run.options)
-            case _Act(actions=[action]) if run.deadline is None:
-                return [self._run_tool(action)]
+            if type(request) is _Act and len(request.actions) == 1:
+                return [self._run_tool(request.actions[0])]
+        match request:
             case _Plan():
-                assert run.deadline is not None  # the first case takes the others
+                assert run.deadline is not None  # taken above otherwise
                 return plan_in_thread(
                     self.agent, run.deadline, run.steps, run.inputs, run.options, run.callbacks
                 )
@@ -319,11 +318,12 @@ class Executor(Chain):
         raise AssertionError(f"the loop asked for {request!r}")
 
     async def _aperform(self, request: _Request, run: _RunState) -> Any:
-        match request:
-            case _Plan() if run.deadline is None:
+        if run.deadline is None:  # as in _perform
+            if type(request) is _Plan:
                 return await self.agent.aplan(run.steps, run.inputs, **run.options)
-            case _Act(actions=[action]) if run.deadline is None:
-                return [await self._arun_tool(action)]
+            if type(request) is _Act and len(request.actions) == 1:
+                return [await self._arun_tool(request.actions[0])]
+        match request:
             case _Plan():
                 plan = self.agent.aplan(run.steps, run.inputs, **run.options)
                 return await within(run.deadline, plan, model_interrupted)

@@ -180,20 +180,17 @@ def parse_mrkl_output(text: str) -> AgentAction | AgentFinish:
         raise AgentTypeError(
             f"parse_mrkl_output expects the reply as str, got {type(text).__name__}"
         )
-    plain = _PLAIN_REPLY.fullmatch(text) if _plain_keyword_first(text) else None
+    # The plain shape is tried only when the reply's first colon ends `Action:` or `Final
+    # Answer:`: found by memchr, so a long reply of another shape is not read twice. Written
+    # here rather than as a helper, as this runs on every step of every MRKL run.
+    keyword_first = text.endswith(("Action:", "Final Answer:"), 0, text.find(":") + 1)
+    plain = _PLAIN_REPLY.fullmatch(text) if keyword_first else None
     if plain is None:
         return _parsed(text)
     tool, after = plain.groups()
     if tool is None:
         return AgentFinish({"output": after.strip()}, log=text)
     return AgentAction(tool, _unquote(after.strip()), text.rstrip())  # no fence to drop
-
-
-def _plain_keyword_first(text: str) -> bool:
-    """Whether the reply's first colon ends `Action:` or `Final Answer:`, as in the plain
-    shape: found by memchr, so a long reply of another shape is not read twice."""
-    colon = text.find(":")
-    return text[max(colon - 12, 0) : colon + 1].endswith(("Action:", "Final Answer:"))
 
 
 def _parsed(text: str) -> AgentAction | AgentFinish:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, Unpack, runtime_checkable
 
 from chainkit._elsewhere import Elsewhere
+from chainkit._errors import EscapedStopError
 from chainkit._stop import stop_escaped
 from chainkit.callbacks import CombiningHandler, Handler, guard
 from chainkit.callbacks.handler import ModelOptions
@@ -107,7 +108,12 @@ class BaseModel:
         with enter("llm", request.options.get("model") or self.name, own) as run:
             if run.handler is not None:
                 _start(run.handler, request, self.provider)
-            reply = self._sync_reply(request)
+            # The backend is called here, not through _sync_reply: one call less per model
+            # call, on the agent loop's path.
+            try:
+                reply = self._generate(request)
+            except (StopIteration, StopAsyncIteration) as error:
+                raise self._stop_escaped(error) from error
             run.end(reply)
             return reply
 
@@ -137,8 +143,12 @@ class BaseModel:
         try:
             return self._generate(request)
         except (StopIteration, StopAsyncIteration) as error:
-            # A scripted model reading its replies with next() must not end the caller's loop.
-            raise stop_escaped(error, f"model {type(self).__name__}") from error
+            raise self._stop_escaped(error) from error
+
+    def _stop_escaped(self, error: StopIteration | StopAsyncIteration) -> EscapedStopError:
+        """The error for a StopIteration out of `_generate`: a scripted model reading its
+        replies with next() must not end the caller's loop."""
+        return stop_escaped(error, f"model {type(self).__name__}")
 
 
 def _request(
