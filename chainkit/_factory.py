@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from chainkit._errors import FactoryError as FactoryError  # where the commands import it from
+from chainkit._errors import FactoryError
 
 
 def load(spec: str, example: str, made: tuple[type, ...] = ()) -> Any:

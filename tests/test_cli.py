@@ -179,3 +179,23 @@ def test_cli_sends_parse_errors_back_to_the_model(
     assert main(["run", "q"]) == 0
     assert capsys.readouterr().out == "done\n"
     assert len(fake.calls) == 2
+
+
+def test_version_is_the_installed_one_and_read_only_when_asked():
+    code = (
+        "import sys, chainkit\n"
+        "from chainkit._cli.entry_point import parser\n"
+        "parser().parse_args(['trace', 'x'])\n"
+        "print('__version__' in vars(chainkit))\n"
+        "parser().parse_args(['--version'])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
+    import importlib.metadata
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "False",
+        f"chainkit {importlib.metadata.version('chainkit')}",
+    ]

@@ -24,10 +24,7 @@ from contextlib import suppress
 from typing import Any, Protocol
 
 from chainkit._batch.records import run_key
-from chainkit._errors import OutputBusyError
-from chainkit._errors import (
-    OutputWriteError as OutputWriteError,  # where `chainkit batch` imports it
-)
+from chainkit._errors import OutputBusyError, OutputWriteError
 from chainkit._text import counted
 
 _HEAD = b'{"id": '

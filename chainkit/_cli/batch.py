@@ -110,7 +110,8 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     """Runs `chainkit batch`; its exit status (see the module's)."""
     from chainkit._batch.job import BatchJob
     from chainkit._batch.runner import chain_of, inputs_needed
-    from chainkit._factory import FactoryError, load
+    from chainkit._errors import FactoryError
+    from chainkit._factory import load
     from chainkit._progress import stderr_is_terminal
 
     _check_usage(args, parser)
@@ -184,7 +185,7 @@ def _run(
     args: argparse.Namespace,
 ) -> int:
     """Runs the job, sums it up and gives the exit status."""
-    from chainkit._batch.output import OutputWriteError
+    from chainkit._errors import OutputWriteError
 
     try:
         if distributed is not None:
@@ -269,7 +270,7 @@ def _sigterm_raises() -> Iterator[None]:
 def _stopped(job: BatchJob, how: str, status: int) -> int:
     """Closes a job stopped early, saying how to go on; `status`, or WRITE_FAILED if its last
     lines cannot be made durable."""
-    from chainkit._batch.output import OutputWriteError
+    from chainkit._errors import OutputWriteError
 
     try:
         job.close(stopped=how)

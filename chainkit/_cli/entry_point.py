@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from contextlib import suppress
 from typing import Protocol
 
-from chainkit import __version__
 from chainkit._cli import batch, exit_status, mcp_serve, run, stderr, trace
 
 
@@ -33,12 +32,34 @@ _COMMANDS: dict[str, _Command] = {
 }
 
 
+class _Version(argparse.Action):
+    """`--version`, read from the installed metadata only when asked: reading it costs every
+    command about 25 ms of start-up otherwise."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS) -> None:
+        super().__init__(
+            option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version"
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        from chainkit import __version__
+
+        print(f"chainkit {__version__}")
+        parser.exit()
+
+
 def parser() -> argparse.ArgumentParser:
     """The parser of `chainkit` and its commands."""
     main_parser = argparse.ArgumentParser(
         prog="chainkit", description="Run a chainkit agent from the command line."
     )
-    main_parser.add_argument("--version", action="version", version=f"chainkit {__version__}")
+    main_parser.add_argument("--version", action=_Version)
     commands = main_parser.add_subparsers(dest="command", required=True)
     for command in _COMMANDS.values():
         command.add_command(commands)

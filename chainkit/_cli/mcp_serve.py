@@ -15,7 +15,8 @@ from collections.abc import Iterable
 
 from chainkit._cli import exit_status, stderr
 from chainkit._cli.arguments import port
-from chainkit._factory import FactoryError, load
+from chainkit._errors import FactoryError
+from chainkit._factory import load
 from chainkit.tools.base import Tool
 from chainkit.tools.errors import ToolConfigError, ToolTypeError
 from chainkit.tools.toolset import Toolset

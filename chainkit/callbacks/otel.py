@@ -13,7 +13,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from chainkit import __version__
+import chainkit
 from chainkit._redact import mask_secret_fields, redact
 from chainkit.callbacks.errors import HandlerDependencyError
 from chainkit.callbacks.events import END_KINDS, ERROR_KINDS, START_KINDS, Event, EventHandler
@@ -62,7 +62,9 @@ class OpenTelemetryHandler(EventHandler):
                 "OpenTelemetryHandler needs the OpenTelemetry API: pip install 'chainkit[otel]'"
             ) from error
         self._trace = trace
-        self._tracer = trace.get_tracer("chainkit", __version__, tracer_provider=tracer_provider)
+        self._tracer = trace.get_tracer(
+            "chainkit", chainkit.__version__, tracer_provider=tracer_provider
+        )
         self.capture_content = bool(capture_content) or (
             os.environ.get(CAPTURE_ENV, "").strip().lower() == "true"
         )

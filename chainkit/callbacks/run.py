@@ -21,6 +21,7 @@ from typing import Any, get_args
 from chainkit.callbacks._events_table import CallbackEvent, ending
 from chainkit.callbacks._events_table import RunKind as RunKind  # public here, where runs are
 from chainkit.callbacks.combining import CombiningHandler, join
+from chainkit.callbacks.errors import HandlerTypeError
 
 
 class RunInfo:
@@ -217,7 +218,7 @@ def reporting_for(run: RunInfo) -> Iterator[None]:
     """Makes `run` the current run while an event of that run is reported from elsewhere, so
     that `current_run()` is right in the handler (an abandoned call's error, say)."""
     if not isinstance(run, Run):
-        raise TypeError(f"reporting_for takes a run current_run() gave, got {run!r}")
+        raise HandlerTypeError(f"reporting_for takes a run current_run() gave, got {run!r}")
     token = _current.set(run)
     try:
         yield

@@ -347,3 +347,12 @@ def test_a_tool_retrieval_is_a_retriever_run_inside_the_agents_run():
     [root] = children[None]
     kinds = [(run.kind, run.name) for run in children[root.id]]
     assert kinds == [("retriever", "which one fails"), ("llm", "FakeLLM")]
+
+
+def test_reporting_for_what_is_no_run_is_a_handler_type_error():
+    from chainkit.callbacks import HandlerTypeError
+    from chainkit.callbacks.run import reporting_for
+
+    with pytest.raises(HandlerTypeError, match="reporting_for takes a run"):  # noqa: SIM117
+        with reporting_for(object()):  # type: ignore[arg-type]
+            pass
