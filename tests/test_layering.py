@@ -82,6 +82,11 @@ def modules() -> dict[str, Path]:
     return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
+@cache
+def syntax(module: str) -> ast.Module:
+    return ast.parse(modules()[module].read_text(encoding="utf-8"))
+
+
 def _absolute(importer: str, node: ast.ImportFrom) -> str:
     if not node.level:
         return node.module or ""
@@ -94,7 +99,7 @@ def _absolute(importer: str, node: ast.ImportFrom) -> str:
 
 def _imports_of(importer: str) -> list[Import]:
     found = []
-    for node in ast.walk(ast.parse(modules()[importer].read_text(encoding="utf-8"))):
+    for node in ast.walk(syntax(importer)):
         if isinstance(node, ast.Import):
             found += [Import(importer, alias.name, (), node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -277,12 +282,12 @@ def test_importing_a_package_loads_nothing_above_it(package):
 def test_only_the_cli_parses_a_command_line():
     parsing = [
         module
-        for module, path in modules().items()
+        for module in modules()
         if unit(module) != "_cli"
         and any(
             (isinstance(node, ast.Import) and any(a.name == "argparse" for a in node.names))
             or (isinstance(node, ast.ImportFrom) and node.module == "argparse")
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            for node in ast.walk(syntax(module))
         )
     ]
     assert parsing == []
