@@ -38,7 +38,7 @@ class _Terminated(Exception):
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds `batch` to the `chainkit` command's subcommands."""
     command = commands.add_parser(
-        "batch",
+        COMMAND,
         help="run a chain over each line of a JSONL file, resumably",
         usage=(
             "chainkit batch [-h] -o OUTPUT.jsonl [--concurrency N] [--agent module:factory] "

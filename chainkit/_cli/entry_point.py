@@ -16,6 +16,8 @@ from chainkit._cli import batch, exit_status, mcp_serve, run, stderr, trace
 class _Command(Protocol):
     """A command's module: it adds its parser, and runs what was parsed."""
 
+    COMMAND: str  # its name on the command line
+
     def add_command(self, commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         """Adds the command to `chainkit`'s subcommands."""
 
@@ -25,10 +27,7 @@ class _Command(Protocol):
 
 # In the order `chainkit -h` lists them.
 _COMMANDS: dict[str, _Command] = {
-    "run": run,
-    "mcp-serve": mcp_serve,
-    "batch": batch,
-    "trace": trace,
+    command.COMMAND: command for command in (run, mcp_serve, batch, trace)
 }
 
 

@@ -30,7 +30,7 @@ _EXAMPLE = "chainkit.tools:builtin_tools"
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds `mcp-serve` to the `chainkit` command's subcommands."""
     command = commands.add_parser(
-        "mcp-serve",
+        COMMAND,
         help="serve chainkit tools over MCP (stdio, or streamable HTTP with --http)",
         description=(
             "Serve the tools a factory returns (a list of Tools, a Tool, or an agent) as an MCP "

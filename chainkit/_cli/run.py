@@ -28,13 +28,14 @@ OFFLINE_NOTICE = (
     "model, set OPENAI_API_KEY (and optionally OPENAI_MODEL), or OPENAI_BASE_URL for a local "
     "OpenAI-compatible server such as vLLM, Ollama or llama.cpp."
 )
+COMMAND = "run"
 _ENDPOINT_OPTIONS = ("model", "timeout", "max_attempts")
 
 
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds `run` to the `chainkit` command's subcommands."""
     run = commands.add_parser(
-        "run",
+        COMMAND,
         help="answer a question with a MRKL agent over the built-in tools",
         usage=(
             "chainkit run [-h] [-v] [--max-iterations N] [--model MODEL] [--base-url URL] "

@@ -15,7 +15,7 @@ COMMAND = "trace"
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds `trace` to the `chainkit` command's subcommands."""
     command = commands.add_parser(
-        "trace",
+        COMMAND,
         help="show the runs of a trace file (from chainkit run --trace) as a tree",
         description=(
             "Print the runs of FILE, a trace written by `chainkit run --trace FILE` or "
