@@ -27,11 +27,31 @@ class TraceRun:
     error: dict[str, Any] | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    model: str | None = None
+    options: dict[str, Any] | None = None
+    first_token: float | None = None
+    retries: list[dict[str, Any]] = field(default_factory=list)
     children: list[TraceRun] = field(default_factory=list)
 
     @property
     def duration(self) -> float | None:
         return None if self.end is None else max(self.end - self.start, 0.0)
+
+    @property
+    def time_to_first_token(self) -> float | None:
+        """Seconds from the model run's start to its first streamed token, if it streamed."""
+        return None if self.first_token is None else max(self.first_token - self.start, 0.0)
+
+
+@dataclass(frozen=True)
+class PromptDiff:
+    """How a model run's prompt extends the one before it: the first `shared_messages`
+    messages are the same, and so are the first `shared_chars` characters of the next one's
+    content (cut at a line start); `added` is the rest."""
+
+    shared_messages: int
+    shared_chars: int
+    added: list[dict[str, Any]]
 
 
 _INPUT = {"chain_start": "inputs", "llm_start": "messages", "tool_start": "input"}
@@ -91,6 +111,12 @@ def _apply(runs: dict[str, TraceRun], event: dict[str, Any]) -> None:
     if kind in _INPUT:
         run.start = float(event["time"])
         run.inputs = data.get(_INPUT[kind])
+        if kind == "llm_start":
+            _take_model_request(run, data)
+    elif kind == "token":
+        run.first_token = float(event["time"]) if run.first_token is None else run.first_token
+    elif kind == "retry":
+        run.retries.append(data)
     elif kind in _OUTPUT:
         run.end = float(event["time"])
         run.outputs = data.get(_OUTPUT[kind])
@@ -102,6 +128,13 @@ def _apply(runs: dict[str, TraceRun], event: dict[str, Any]) -> None:
         run.error = error if isinstance(error, dict) else {"type": "Error", "message": error}
 
 
+def _take_model_request(run: TraceRun, data: dict[str, Any]) -> None:
+    options = data.get("options")
+    run.options = options if isinstance(options, dict) else None
+    model = data.get("model")
+    run.model = model if isinstance(model, str) and model else None
+
+
 def _take_token_usage(run: TraceRun, message: Any) -> None:
     meta = message.get("response_meta") if isinstance(message, dict) else None
     usage = meta.get("usage") if isinstance(meta, dict) else None
@@ -110,10 +143,61 @@ def _take_token_usage(run: TraceRun, message: Any) -> None:
         run.output_tokens = usage.get("completion_tokens")
 
 
+def prompt_diffs(roots: list[TraceRun]) -> dict[str, PromptDiff]:
+    """Each model run's prompt against that of the model run before it under the same parent
+    (the previous step of the same agent or chain), by run id; a parent's first model run, or
+    one whose prompt shares nothing with the one before, has none."""
+    diffs: dict[str, PromptDiff] = {}
+
+    def visit(runs: list[TraceRun]) -> None:
+        previous: TraceRun | None = None
+        for run in runs:
+            if run.kind == "llm":
+                diff = None if previous is None else prompt_diff(previous.inputs, run.inputs)
+                if diff is not None:
+                    diffs[run.id] = diff
+                previous = run
+            visit(run.children)
+
+    for root in roots:
+        visit(root.children)
+    return diffs
+
+
+def prompt_diff(previous: Any, current: Any) -> PromptDiff | None:
+    """What the messages `current` add to the messages `previous`; None when either is no
+    list of messages or they share nothing."""
+    if not (_is_messages(previous) and _is_messages(current)):
+        return None
+    shared = 0
+    while shared < min(len(previous), len(current)) and previous[shared] == current[shared]:
+        shared += 1
+    added = list(current[shared:])
+    chars = 0
+    if added and shared < len(previous) and previous[shared].get("role") == added[0]["role"]:
+        before, now = previous[shared].get("content"), added[0].get("content")
+        if isinstance(before, str) and isinstance(now, str):
+            common = len(os.path.commonprefix([before, now]))
+            chars = now.rfind("\n", 0, common) + 1  # from the start of the line that differs
+            added[0] = {**added[0], "content": now[chars:]}
+    return None if shared == chars == 0 else PromptDiff(shared, chars, added)
+
+
+def added_text(diff: PromptDiff) -> str:
+    """The messages a prompt added, as text: each as `role: text`, but for the rest of a
+    message whose start was already there."""
+    parts = [f"{message['role']}: {_text(message)}" for message in diff.added]
+    if diff.shared_chars:
+        parts[0] = _text(diff.added[0])
+    return "\n".join(parts)
+
+
 def format_tree(roots: list[TraceRun], width: int = 80) -> str:
     """The runs as indented lines: kind, name, duration, tokens, and the first line of the
-    inputs and outputs, each cut to `width` characters; a failed run says ERROR and why."""
+    inputs and outputs, each cut to `width` characters; a failed run says ERROR and why. A
+    model run after another under the same parent shows what its prompt added instead."""
     lines: list[str] = []
+    diffs = prompt_diffs(roots)
 
     def add(run: TraceRun, depth: int) -> None:
         head = f"{'  ' * depth}{run.kind} {one_line(run.name, width)}"
@@ -121,7 +205,9 @@ def format_tree(roots: list[TraceRun], width: int = 80) -> str:
         if run.input_tokens is not None or run.output_tokens is not None:
             facts.append(f"{run.input_tokens or 0}+{run.output_tokens or 0} tokens")
         line = f"{head} ({', '.join(facts)})"
-        if run.inputs is not None:
+        if run.id in diffs:
+            line += f"  added: {one_line(added_text(diffs[run.id]), width) or '(nothing)'}"
+        elif run.inputs is not None:
             line += f"  in: {first_line(run.inputs, width)}"
         if run.error is not None:
             why = f"{run.error.get('type')}: {run.error.get('message')}"
@@ -153,7 +239,7 @@ def first_line(value: Any, width: int) -> str:
 def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
-    if isinstance(value, list) and value and all(_is_message(v) for v in value):
+    if value and _is_messages(value):
         return _text(value[-1])
     if _is_message(value):
         calls = value.get("tool_calls") or []
@@ -167,3 +253,7 @@ def _text(value: Any) -> str:
 
 def _is_message(value: Any) -> bool:
     return isinstance(value, dict) and "role" in value and "content" in value
+
+
+def _is_messages(value: Any) -> bool:
+    return isinstance(value, list) and all(_is_message(v) for v in value)
