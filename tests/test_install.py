@@ -6,6 +6,7 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+import tomllib
 import venv
 from importlib import metadata
 from pathlib import Path
@@ -77,3 +78,14 @@ def test_mypy_finds_chainkit_for_a_script_outside_the_checkout(tmp_path: Path) -
     errors, output = mypy_errors(project, USER_CODE, installed_in=python)
     assert len(errors) == 1, output
     assert ':8: error: Unexpected keyword argument "temprature" for "OpenAI"' in errors[0]
+
+
+def test_the_trace_pages_files_are_package_data() -> None:
+    # A built wheel holds the files under chainkit that pyproject's package-data names.
+    with open(ROOT / "pyproject.toml", "rb") as file:
+        globs = tomllib.load(file)["tool"]["setuptools"]["package-data"]["chainkit"]
+    package = ROOT / "chainkit"
+    assets = sorted((package / "callbacks" / "trace_page").iterdir())
+    assert {path.suffix for path in assets} == {".html", ".css", ".js"}
+    for path in assets:
+        assert any(path.relative_to(package).match(glob) for glob in globs), path
