@@ -177,7 +177,8 @@ def prompt_diff(previous: Any, current: Any) -> PromptDiff | None:
     if added and shared < len(previous) and previous[shared].get("role") == added[0]["role"]:
         before, now = previous[shared].get("content"), added[0].get("content")
         if isinstance(before, str) and isinstance(now, str):
-            common = len(os.path.commonprefix([before, now]))
+            # Of two texts, not paths: the characters both start with.
+            common = len(os.path.commonprefix([before, now]))  # noqa: RUF071
             chars = now.rfind("\n", 0, common) + 1  # from the start of the line that differs
             added[0] = {**added[0], "content": now[chars:]}
     return None if shared == chars == 0 else PromptDiff(shared, chars, added)

@@ -74,7 +74,8 @@ def tool_calling_agent(
             trace.event("tool_start", tool, at, input=f'{{"key": "k{step}"}}')
             at += 0.05
             trace.event("tool_end", tool, at, output=f"value {step}")
-            messages.append({"role": "tool", "content": f"value {step}", "tool_call_id": f"c{step}"})
+            result = {"role": "tool", "content": f"value {step}", "tool_call_id": f"c{step}"}
+            messages.append(result)
     trace.event("chain_end", root, at + 0.01, outputs={"output": "done"})
     return root[0]
 
