@@ -4,16 +4,24 @@ cut, control characters escaped, counts with their nouns."""
 from __future__ import annotations
 
 import re
+import unicodedata
 
-# Control characters (and the Unicode line breaks and bidirectional overrides) escaped, so a
-# model's or a tool's text can neither break a line in two nor restyle the terminal.
+# Control characters (and the Unicode line breaks, bidirectional marks and overrides, and
+# zero-width characters) escaped, so a model's or a tool's text can neither break a line in
+# two, restyle the terminal, nor hide or reorder what it says.
 _ESCAPES: dict[int, str] = {
     code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if code != 0x09
 }
 _ESCAPES.update(
     {
         code: f"\\u{code:04x}"
-        for code in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+        for code in (
+            *(0x061C, 0x2028, 0x2029, 0xFEFF),
+            *range(0x200B, 0x2010),
+            *range(0x202A, 0x202F),
+            *range(0x2060, 0x2065),
+            *range(0x2066, 0x206A),
+        )
     }
 )
 # Searched for before any is escaped: translate() looks up every character, far slower.
@@ -57,3 +65,22 @@ def one_line(text: str, limit: int) -> str:
     if _RARE_CONTROL.search(escaped) is None:
         return escaped
     return text.translate(_ESCAPES)
+
+
+# What a browser would not show, or would use to reorder the text around it.
+_INVISIBLE_CATEGORIES = frozenset(("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"))
+
+
+def visible(text: str) -> str:
+    """`text` with each character a reader would not see, or that would reorder the text
+    around it (controls, bidirectional marks and overrides, zero-width characters, lone
+    surrogates, unassigned code points), written as its escape: `\\u202e`, `\\u{e0001}`."""
+    return "".join(
+        _escape(char) if unicodedata.category(char) in _INVISIBLE_CATEGORIES else char
+        for char in text
+    )
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\u{{{code:x}}}"

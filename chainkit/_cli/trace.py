@@ -19,8 +19,9 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="show the runs of a trace file (from chainkit run --trace) as a tree",
         description=(
             "Print the runs of FILE, a trace written by `chainkit run --trace FILE` or "
-            "callbacks.TraceFile, as an indented tree: kind, name, duration, tokens and the "
-            "first line of inputs and outputs. With --html, write a timeline page instead."
+            "callbacks.TraceFile, as an indented tree: kind, name, duration, tokens, the "
+            "first line of inputs and outputs, and what each model call's prompt added to the "
+            "one before. With --html, write a timeline page instead."
         ),
     )
     command.add_argument("file", metavar="FILE", help="the trace file (JSON lines)")

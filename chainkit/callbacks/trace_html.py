@@ -15,15 +15,13 @@ from __future__ import annotations
 import html
 import json
 import re
-import unicodedata
 from importlib import resources
 from typing import Any
 
+from chainkit._text import visible
 from chainkit.callbacks.trace_view import PromptDiff, TraceRun, prompt_diffs
 
 _PLACEHOLDER = re.compile(r"__(TITLE|STYLE|SCRIPT|DATA)__")
-# What a browser would not show, or would use to reorder the text around it.
-_INVISIBLE_CATEGORIES = frozenset(("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"))
 
 
 def render_html(roots: list[TraceRun], title: str = "chainkit trace") -> str:
@@ -43,23 +41,13 @@ def render_html(roots: list[TraceRun], title: str = "chainkit trace") -> str:
     text = json.dumps(data, ensure_ascii=True, default=str).replace("<", "\\u003c")
     page = _asset("page.html")
     values = {
-        "TITLE": html.escape(visible_text(title)),
+        "TITLE": html.escape(visible(title)),  # no markup in a <title>: escapes instead
         "STYLE": _asset("page.css"),
         "SCRIPT": _asset("page.js"),
         "DATA": text,
     }
     # One pass: a value that holds a placeholder's name is never replaced in turn.
     return _PLACEHOLDER.sub(lambda match: values[match[1]], page)
-
-
-def visible_text(text: str) -> str:
-    """`text` with each character a browser would not show, or would use to reorder the text
-    around it (controls, bidirectional marks and overrides, zero-width characters), written as
-    its `\\uXXXX` escape: for the page's <title>, which holds no markup."""
-    return "".join(
-        f"\\u{ord(char):04x}" if unicodedata.category(char) in _INVISIBLE_CATEGORIES else char
-        for char in text
-    )
 
 
 def _asset(name: str) -> str:
