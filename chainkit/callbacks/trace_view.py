@@ -113,8 +113,8 @@ def _apply(runs: dict[str, TraceRun], event: dict[str, Any]) -> None:
         run.inputs = data.get(_INPUT[kind])
         if kind == "llm_start":
             _take_model_request(run, data)
-    elif kind == "token":
-        run.first_token = float(event["time"]) if run.first_token is None else run.first_token
+    elif kind == "token" and run.first_token is None:
+        run.first_token = float(event["time"])
     elif kind == "retry":
         run.retries.append(data)
     elif kind in _OUTPUT:
@@ -139,8 +139,13 @@ def _take_token_usage(run: TraceRun, message: Any) -> None:
     meta = message.get("response_meta") if isinstance(message, dict) else None
     usage = meta.get("usage") if isinstance(meta, dict) else None
     if isinstance(usage, dict):
-        run.input_tokens = usage.get("prompt_tokens")
-        run.output_tokens = usage.get("completion_tokens")
+        run.input_tokens = _count(usage.get("prompt_tokens"))
+        run.output_tokens = _count(usage.get("completion_tokens"))
+
+
+def _count(value: Any) -> int | None:
+    """A token count, if `value` is one: a file may hold anything, to be added up or shown."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def prompt_diffs(roots: list[TraceRun]) -> dict[str, PromptDiff]:
@@ -201,7 +206,7 @@ def format_tree(roots: list[TraceRun], width: int = 80) -> str:
     diffs = prompt_diffs(roots)
 
     def add(run: TraceRun, depth: int) -> None:
-        head = f"{'  ' * depth}{run.kind} {one_line(run.name, width)}"
+        head = f"{'  ' * depth}{one_line(run.kind, width)} {one_line(run.name, width)}"
         facts = [_seconds(run.duration)]
         if run.input_tokens is not None or run.output_tokens is not None:
             facts.append(f"{run.input_tokens or 0}+{run.output_tokens or 0} tokens")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from chainkit import callbacks
+from chainkit.callbacks.trace_html import render_html
 from chainkit.callbacks.trace_view import PromptDiff, format_tree, prompt_diff, read_trace
 from tests.callbacks.test_trace_file import mrkl_run
 from tests.support.trace_events import TraceWriter, tool_calling_agent
@@ -56,3 +57,16 @@ def test_the_tree_shows_the_messages_a_tool_calling_step_added(tmp_path):
     assert "added: assistant: [calls lookup]\\ntool: value 1  out: Done with find k" in tree[5]
     # Each root's first model run shows its prompt: a diff never crosses from one root to the next.
     assert tree[6].startswith("chain Executor") and "in: again  out: [calls lookup]" in tree[7]
+
+
+def test_a_hostile_trace_cannot_restyle_the_terminal_through_kinds_or_token_counts(tmp_path):
+    trace = TraceWriter()
+    run = trace.new_run(None, "llm\x1b[2J", "model")
+    trace.event("llm_start", run, 1.0, messages=[QUESTION], options={}, model="m")
+    usage = {"prompt_tokens": "\x1b[31m", "completion_tokens": 7}
+    trace.event("llm_end", run, 2.0, message={"role": "assistant", "content": "42",
+                                              "response_meta": {"usage": usage}})  # fmt: skip
+    roots = read_trace(trace.write(tmp_path / "run.jsonl"))
+    tree = format_tree(roots)
+    assert "\x1b" not in tree and tree.startswith("llm\\x1b[2J model (1.00 s, 0+7 tokens)")
+    assert "\x1b" not in render_html(roots)  # and the page's totals add up what is a count
