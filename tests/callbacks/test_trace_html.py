@@ -17,6 +17,7 @@ from chainkit import callbacks, chains
 from chainkit._cli.entry_point import main
 from chainkit.callbacks.trace_view import TraceRun, read_trace
 from tests.callbacks.test_runs import executor_and_tools
+from tests.callbacks.test_trace_file import mrkl_run
 from tests.support.chromium import CHROMIUM, FLAGS, Chromium
 from tests.support.stub_chains import InputOutputChain
 from tests.support.trace_events import TraceWriter, tool_calling_agent
@@ -324,3 +325,33 @@ def test_ten_thousand_runs_open_and_stay_responsive(tmp_path):
     assert painted["laid_out"] == "10000" and painted["painted_ms"] < 60_000
     assert searched["shown"] == 11 and searched["ms"] < 10_000  # the root and its 10 model calls
     assert struct.unpack(">II", png[16:24]) == (1200, 800)
+
+
+GREW = """(() => {
+  const details = document.getElementById("details");
+  return {
+    shared: details.querySelector("details.shared").textContent,
+    added: [...details.querySelectorAll("section > .msg")].map((message) => message.innerText),
+  };
+})()"""
+
+
+@pytest.mark.timeout(240, method="thread")
+def test_a_prompt_that_grew_in_place_shows_its_new_lines(tmp_path):
+    trace_path = tmp_path / "run.jsonl"
+    with callbacks.TraceFile(trace_path) as trace:
+        mrkl_run(trace)
+    page = tmp_path / "run.html"
+    assert main(["trace", str(trace_path), "--html", str(page)]) == 0
+    second_model_run = [run for run in all_runs(read_trace(trace_path)) if run.kind == "llm"][1]
+    with Chromium(tmp_path / "profile") as browser:
+        browser.open(f"{page.as_uri()}#{second_model_run.id}")
+        seen = browser.evaluate(GREW)
+    # The one user message grew by the last step: its old lines are folded away.
+    [added] = seen["added"]
+    head, cut, *lines = added.split("\n")
+    assert head == "USER" and cut.startswith("… ") and cut.endswith(" characters as before")
+    assert lines[:5] == ["Thought:Thought: use it", "Action: calculator", "Action Input: 6*7",
+                         "Observation: 42", "Thought:"]  # fmt: skip
+    assert "Answer the following questions" in seen["shared"]
+    assert "Answer the following questions" not in added

@@ -62,7 +62,7 @@ function plural(count, noun) {
 
 function traceHead(root) {
   const facts = [
-    new Date(root.start * 1000).toISOString().replace("T", " ").slice(0, 19),
+    new Date(root.start * 1000).toISOString().replace("T", " ").slice(0, 19) + " UTC",
     root.duration_ms === null ? "unfinished" : ms(root.duration_ms),
     plural(root.runs, "run"),
     root.input_tokens + " in / " + root.output_tokens + " out tokens",
