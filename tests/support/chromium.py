@@ -65,10 +65,19 @@ class Chromium:
         self.close()
 
     def close(self) -> None:
-        self._process.kill()
-        self._process.wait(WAIT_SECONDS)
-        os.close(self._commands)
-        os.close(self._replies)
+        """Asks the browser to close (its pages and helper processes with it); kills it if it
+        has not within the wait."""
+        try:
+            os.write(
+                self._commands, json.dumps({"id": 0, "method": "Browser.close"}).encode() + b"\0"
+            )
+            self._process.wait(WAIT_SECONDS)
+        except (OSError, subprocess.TimeoutExpired):
+            self._process.kill()
+            self._process.wait(WAIT_SECONDS)
+        finally:
+            os.close(self._commands)
+            os.close(self._replies)
 
     def open(self, url: str) -> None:
         """Opens `url` in a new page and waits for its load event."""
