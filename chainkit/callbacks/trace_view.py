@@ -1,4 +1,5 @@
-"""Reading a trace file back as runs, and showing them as an indented tree of text."""
+"""Reading a trace file back as runs, showing them as an indented tree of text, and what each
+model run's prompt added to the one before it."""
 
 from __future__ import annotations
 
