@@ -21,6 +21,7 @@ _ESCAPES.update(
             *range(0x202A, 0x202F),
             *range(0x2060, 0x2065),
             *range(0x2066, 0x206A),
+            *range(0xD800, 0xE000),  # lone surrogates: no terminal or file can write one
         )
     }
 )

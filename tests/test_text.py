@@ -25,6 +25,7 @@ def test_one_line_escapes_what_would_hide_or_reorder_text():
     assert one_line("a\u200bb\u200fc\ufeffd\u2066e\u061cf", 0) == (
         "a\\u200bb\\u200fc\\ufeffd\\u2066e\\u061cf"
     )
+    assert one_line("\ud800 \udcff", 0) == "\\ud800 \\udcff"
 
 
 def test_visible_escapes_invisible_characters_and_keeps_the_rest():
