@@ -16,6 +16,8 @@ _ESCAPES.update(
         for code in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
     }
 )
+# Half of a surrogate pair (text decoded with "surrogateescape"): no stream can encode it.
+_ESCAPES.update({code: f"\\u{code:04x}" for code in range(0xD800, 0xE000)})
 # Searched for before any is escaped: translate() looks up every character, far slower.
 _RARE_CONTROL = re.compile(
     "[" + "".join(chr(code) for code in _ESCAPES if code not in (10, 13)) + "]"

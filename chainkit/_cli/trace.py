@@ -35,16 +35,17 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     """Runs `chainkit trace`; the exit status."""
     try:
         roots = read_trace(args.file)
+        if not roots:
+            stderr.error(COMMAND, f"{args.file} holds no trace events (is it empty?)")
+            return exit_status.FAILED
         if args.html is not None:
-            with open(args.html, "w", encoding="utf-8") as page:
+            # A lone surrogate (from a name that was not UTF-8) as its escape, valid in the script.
+            with open(args.html, "w", encoding="utf-8", errors="backslashreplace") as page:
                 page.write(render_html(roots, title=f"chainkit trace {args.file}"))
             stderr.tell(COMMAND, f"wrote {args.html}")
             return exit_status.SUCCESS
     except (OSError, TraceFormatError) as unread:
         stderr.error(COMMAND, str(unread))
         return exit_status.FAILED
-    if roots:
-        print(format_tree(roots))
-    else:
-        stderr.tell(COMMAND, f"{args.file} holds no runs")
+    print(format_tree(roots))
     return exit_status.SUCCESS
