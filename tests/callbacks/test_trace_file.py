@@ -281,6 +281,9 @@ def test_lone_surrogates_and_bytes_are_written_escaped_and_read_back(tmp_path, c
     assert "\\udcff" in path.read_text(encoding="utf-8")
     assert main(["trace", str(path)]) == 0
     assert "in: report\\udcff.pdf" in capsys.readouterr().out
+    page = tmp_path / "run.html"
+    assert main(["trace", str(path), "--html", str(page)]) == 0
+    assert "report\\udcff.pdf" in page.read_text(encoding="utf-8")  # as the script's escape
 
 
 class BytesChain(InputOutputChain):
