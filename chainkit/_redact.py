@@ -184,7 +184,8 @@ class PieceMasker:
         """What can be shown now of the text so far, masked."""
         text = self._held + piece
         cut = max(text.rfind(space) for space in (" ", "\n", "\t", "\r")) + 1
-        started = _CREDENTIAL_STARTED.search(text, 0, cut) if cut else None
+        # A credential's name, separator and scheme take fewer than 100 characters.
+        started = _CREDENTIAL_STARTED.search(text, max(cut - 100, 0), cut) if cut else None
         if started is not None:
             cut = started.start()
         if len(text) - cut > _HELD_CHARS_LIMIT:

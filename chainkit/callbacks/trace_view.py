@@ -76,7 +76,7 @@ def _event(line: bytes, number: int, path: str) -> dict[str, Any] | None:
     except ValueError as error:  # not UTF-8, or not JSON
         # Only the last line can lack its end: the start of an event whose writer died.
         if not line.endswith(b"\n") and line.lstrip().startswith(b"{"):
-            logger.warning("warning: %s line %d is cut short: skipped it", path, number)
+            logger.warning("%s line %d is cut short: skipped it", path, number)
             return None
         raise TraceFormatError(f"{path} line {number} is not JSON ({_why(error)})") from None
     return _checked(event, number, path)

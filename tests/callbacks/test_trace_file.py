@@ -264,10 +264,13 @@ def test_a_torn_last_line_is_skipped_with_a_warning(tmp_path, caplog, capsys):
     with caplog.at_level(logging.WARNING, logger="chainkit"):
         assert format_tree(read_trace(path)) == whole
     assert [r.getMessage() for r in caplog.records] == [
-        f"warning: {path} line {torn_line} is cut short: skipped it"
+        f"{path} line {torn_line} is cut short: skipped it"
     ]
     assert main(["trace", str(path)]) == 0
-    assert capsys.readouterr().out == whole + "\n"
+    assert capsys.readouterr() == (
+        whole + "\n",
+        f"chainkit trace: warning: {path} line {torn_line} is cut short: skipped it\n",
+    )
 
 
 def test_lone_surrogates_and_bytes_are_written_escaped_and_read_back(tmp_path, capsys):
