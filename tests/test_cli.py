@@ -42,8 +42,9 @@ def test_run_calculator_and_time():
 def test_verbose_streams_the_trace():
     result = run_cli("run", "-v", "what is 2+2?")
     assert result.stdout == "4\n"
-    assert "[chainkit] agent action: tool='calculator' input='2+2'" in result.stderr
-    assert "[chainkit] tool end: calculator output='4'" in result.stderr
+    # Each line names its run; a run inside another (the tool, in the executor) is indented.
+    assert "[chainkit] 000001 agent action: tool='calculator' input='2+2'" in result.stderr
+    assert "[chainkit] 000003   tool end: calculator output='4'" in result.stderr
 
 
 def test_max_iterations_is_honoured():
@@ -127,7 +128,7 @@ def test_run_through_an_openai_compatible_server(openai_server):
     assert result.returncode == 0, result.stderr
     assert result.stdout == "42\n"
     assert "offline model" not in result.stderr
-    assert "[chainkit] tool end: calculator output='42'" in result.stderr
+    assert "   tool end: calculator output='42'\n" in result.stderr
     first, second = openai_server.chat_requests()
     assert first.body["model"] == "served-model"
     assert first.body["stop"] == ["\nObservation:", "\n\tObservation:"]

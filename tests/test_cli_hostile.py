@@ -285,7 +285,7 @@ def test_with_verbose_the_trace_reports_the_retries(openai_server: OpenAIServer)
     openai_server.push(" I know.\nFinal Answer: 4")
     result = run_cli("run", "-v", "what is 2+2?", env={"OPENAI_BASE_URL": openai_server.base_url})
     assert result.stdout == "4\n"
-    assert "[chainkit] retry: attempt 1 failed (ModelStatusError:" in result.stderr
+    assert "[chainkit] 000002   retry: attempt 1 failed (ModelStatusError:" in result.stderr
     assert "chainkit: attempt" not in result.stderr  # one report per retry, not two
 
 

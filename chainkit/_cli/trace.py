@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from chainkit._cli import exit_status, stderr
 from chainkit.callbacks.errors import TraceFormatError
@@ -35,17 +38,41 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Runs `chainkit trace`; the exit status."""
     try:
-        roots = read_trace(args.file)
+        with _warnings_told():
+            roots = read_trace(args.file)
+        if not roots:
+            stderr.error(COMMAND, f"{args.file} holds no trace events (is it empty?)")
+            return exit_status.FAILED
         if args.html is not None:
-            with open(args.html, "w", encoding="utf-8") as page:
+            # A lone surrogate (from a name that was not UTF-8) as its escape, valid in the script.
+            with open(args.html, "w", encoding="utf-8", errors="backslashreplace") as page:
                 page.write(render_html(roots, title=f"chainkit trace {args.file}"))
             stderr.tell(COMMAND, f"wrote {args.html}")
             return exit_status.SUCCESS
     except (OSError, TraceFormatError) as unread:
         stderr.error(COMMAND, str(unread))
         return exit_status.FAILED
-    if roots:
-        print(format_tree(roots))
-    else:
-        stderr.tell(COMMAND, f"{args.file} holds no runs")
+    print(format_tree(roots))
     return exit_status.SUCCESS
+
+
+class _Told(logging.Handler):
+    """A warning of the `chainkit` logger as one of the command's lines."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        stderr.tell(COMMAND, f"warning: {record.getMessage()}")
+
+
+@contextmanager
+def _warnings_told() -> Iterator[None]:
+    """The warnings of reading a trace (a line cut short) on stderr as the command's lines,
+    not as whatever logging would make of them."""
+    logger = logging.getLogger("chainkit")
+    told, propagates = _Told(logging.WARNING), logger.propagate
+    logger.addHandler(told)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(told)
+        logger.propagate = propagates

@@ -1,4 +1,5 @@
-"""LogHandler: one readable line per event, so a person can follow what an agent did."""
+"""LogHandler: one readable line per event, so a person can follow what an agent did, and
+tell nested and concurrent runs apart."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from chainkit._redact import mask_secret_fields, redact
 from chainkit._text import counted, one_line
 from chainkit.callbacks.errors import HandlerConfigError, HandlerTypeError
 from chainkit.callbacks.handler import Handler
+from chainkit.callbacks.run import RunInfo, current_run
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message
 
 _NOT_SHOWN = frozenset(("streaming_func", "callbacks"))
@@ -71,9 +73,23 @@ def _shared(previous: tuple[Message, ...], current: Sequence[Message]) -> tuple[
     return 0, 0
 
 
+def _run_column(run: RunInfo | None) -> str:
+    """Which run a line is of: the end of its id that tells it from the other runs of the
+    process (`0000a3`), then two spaces per run it is nested in."""
+    if run is None:
+        return ""
+    depth = 0
+    parent = run.parent
+    while parent is not None:
+        depth += 1
+        parent = parent.parent
+    return f"{run.id.rpartition('-')[2]} {'  ' * depth}"
+
+
 class LogHandler(Handler):
-    """Writes each event as one line to `stream`; API keys are masked, texts longer than
-    `max_chars` cut in the middle (0 keeps them whole).
+    """Writes each event as one line to `stream`: `[chainkit] 0000a3   tool end: …`, the
+    short id of the run it is of, indented by how deep that run is nested. API keys are
+    masked, texts longer than `max_chars` cut in the middle (0 keeps them whole).
 
     A prompt that starts with one shown before (the next step of a run) is shown as what it
     adds: `[first 2 messages as before] | tool: …`, or `[first 1,234 characters as before]…`
@@ -99,7 +115,8 @@ class LogHandler(Handler):
 
     def _write(self, event: str, detail: str) -> None:
         # Redact before cutting: a key cut in two would no longer look like one.
-        line = f"[chainkit] {event}: {one_line(redact(detail), self.max_chars)}"
+        where = _run_column(current_run())
+        line = f"[chainkit] {where}{event}: {one_line(redact(detail), self.max_chars)}"
         self.stream.write(line + "\n")
         self.stream.flush()
 

@@ -2,6 +2,11 @@
 
 A line is `{"kind", "run_id", "parent_id", "run_kind", "name", "time", "data"}`, `data` as
 `Event.data` with messages, actions and errors turned into plain JSON; API keys masked.
+
+A key a model streams in pieces is masked too: a `token` line holds the reply's text up to its
+last whitespace, and the word after it waits for the next token, or for the reply's end, to
+show whether it is a key (see `PieceMasker`). So a token line may hold the text of several
+tokens, and a last one may come just before the reply's `llm_end` or `llm_error` line.
 """
 
 from __future__ import annotations
@@ -9,11 +14,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import threading
+import time
 from types import TracebackType
 from typing import Any, TextIO
 
-from chainkit._redact import mask_secret_fields, redact
+from chainkit._redact import PieceMasker, mask_secret_fields, redact
 from chainkit._text import shorten
 from chainkit.callbacks.errors import HandlerTypeError
 from chainkit.callbacks.events import Event, EventHandler
@@ -37,6 +44,8 @@ class TraceFile(EventHandler):
         self.path = os.fspath(path)
         self._file: TextIO = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
         self._lock = threading.Lock()
+        # By run: each reply being streamed, and its first token, whose run the rest is of.
+        self._held: dict[str, tuple[PieceMasker, Event]] = {}
 
     def __repr__(self) -> str:
         return f"TraceFile({self.path!r})"
@@ -53,16 +62,52 @@ class TraceFile(EventHandler):
         self.close()
 
     def close(self) -> None:
-        """Closes the file; later events are dropped."""
+        """Writes the text still held back of replies that never ended, and closes the file;
+        later events are dropped."""
         with self._lock:
+            if not self._file.closed:
+                now = time.time()
+                for masker, token in self._held.values():
+                    self._write(_rest_of_reply(masker, token, now))
+            self._held.clear()
             self._file.close()
 
     def on_event(self, event: Event) -> None:
+        if event.kind == "token":
+            self._on_token(event)
+            return
         line = event_line(event)
         with self._lock:
-            if not self._file.closed:
-                self._file.write(line)
-                self._file.flush()
+            held = self._held.pop(event.run_id, None)
+            if held is not None:
+                self._write(_rest_of_reply(*held, event.time))
+            self._write(line)
+
+    def _on_token(self, event: Event) -> None:
+        with self._lock:
+            if self._file.closed:
+                return
+            held = self._held.get(event.run_id)
+            if held is None:
+                held = self._held[event.run_id] = (PieceMasker(), event)
+            text = held[0].feed(event.data["text"])
+            if text:
+                self._write(event_line(dataclasses.replace(event, data={"text": text})))
+
+    def _write(self, line: str) -> None:
+        """Writes `line` whole, under the lock."""
+        if line and not self._file.closed:
+            self._file.write(line)
+            self._file.flush()
+
+
+def _rest_of_reply(masker: PieceMasker, token: Event, at: float) -> str:
+    """A line like `token`, at time `at`, with the text `masker` still held back of a reply
+    that ended (or never will); "" when none was."""
+    text = masker.flush()
+    if not text:
+        return ""
+    return event_line(dataclasses.replace(token, data={"text": text}, time=at))
 
 
 def event_line(event: Event) -> str:
@@ -86,7 +131,17 @@ def event_line(event: Event) -> str:
         # A value JSON cannot hold (a cycle, a NaN, a key that is no string): its repr instead.
         record["data"] = {"repr": shorten(repr(event.data), 10_000)}
         text = json.dumps(record, default=plain_json, ensure_ascii=False)
-    return redact(text) + "\n"
+    return _LONE_SURROGATE.sub(_escaped, redact(text)) + "\n"
+
+
+# What UTF-8 cannot encode: half of a pair (from text decoded with "surrogateescape", such as
+# a file name or an argument that was not UTF-8). Only inside JSON strings, where its escape
+# reads back as the same character.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 def plain_json(value: Any) -> Any:

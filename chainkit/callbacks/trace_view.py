@@ -4,6 +4,8 @@ model run's prompt added to the one before it."""
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +13,8 @@ from typing import Any
 from chainkit._text import one_line
 from chainkit.callbacks.errors import TraceFormatError
 from chainkit.callbacks.events import ERROR_KINDS
+
+logger = logging.getLogger("chainkit")
 
 
 @dataclass
@@ -65,14 +69,18 @@ _FIELDS = ("kind", "run_id", "parent_id", "run_kind", "name", "time", "data")
 def read_trace(path: str | os.PathLike[str]) -> list[TraceRun]:
     """The root runs of the trace at `path`, in order of start, each with its children.
 
-    A run whose parent is not in the file (a trace started inside a run) is a root too.
-    Raises TraceFormatError naming the first line that is not an event.
+    A run whose parent is not in the file (a trace started inside a run) is a root too. A
+    last line cut short (the process writing it died mid-line) is skipped with a warning on
+    the `chainkit` logger. Raises TraceFormatError naming the first other line that is not
+    an event.
     """
     runs: dict[str, TraceRun] = {}
-    with open(path, encoding="utf-8") as file:
+    name = os.fspath(path)
+    with open(path, "rb") as file:
         for number, line in enumerate(file, 1):
-            if line.strip():
-                _apply(runs, _event(line, number, os.fspath(path)))
+            event = _event(line, number, name)
+            if event is not None:
+                _apply(runs, event)
     roots: list[TraceRun] = []
     for run in sorted(runs.values(), key=lambda r: r.start):
         parent = runs.get(run.parent_id) if run.parent_id is not None else None
@@ -80,21 +88,47 @@ def read_trace(path: str | os.PathLike[str]) -> list[TraceRun]:
     return roots
 
 
-def _event(line: str, number: int, path: str) -> dict[str, Any]:
+def _event(line: bytes, number: int, path: str) -> dict[str, Any] | None:
+    """The event a line holds; None for a blank line or a torn last one."""
+    if not line.strip():
+        return None
     try:
-        event = json.loads(line)
-    except ValueError as error:
-        raise TraceFormatError(f"{path} line {number} is not JSON ({error})") from None
+        event = json.loads(line.decode("utf-8"))
+    except ValueError as error:  # not UTF-8, or not JSON
+        # Only the last line can lack its end: the start of an event whose writer died.
+        if not line.endswith(b"\n") and line.lstrip().startswith(b"{"):
+            logger.warning("%s line %d is cut short: skipped it", path, number)
+            return None
+        raise TraceFormatError(f"{path} line {number} is not JSON ({_why(error)})") from None
+    return _checked(event, number, path)
+
+
+def _why(error: ValueError) -> str:
+    if isinstance(error, UnicodeDecodeError):
+        return f"byte {error.start + 1} is not UTF-8"
+    return str(error)
+
+
+def _checked(event: Any, number: int, path: str) -> dict[str, Any]:
+    """`event`, when it has the fields of one, each of its type; else TraceFormatError."""
     if not isinstance(event, dict) or any(name not in event for name in _FIELDS):
         raise TraceFormatError(
             f"{path} line {number} is not a trace event: expected a JSON object with "
             f"{', '.join(_FIELDS)}"
         )
-    if not isinstance(event["run_id"], str) or not isinstance(event["time"], int | float):
-        raise TraceFormatError(f"{path} line {number}: run_id must be a string and time a number")
+    if not isinstance(event["run_id"], str) or not isinstance(event["parent_id"], str | None):
+        raise TraceFormatError(f"{path} line {number}: run_id and parent_id must be strings")
+    if not _is_time(event["time"]) or not isinstance(event["kind"], str):
+        raise TraceFormatError(
+            f"{path} line {number}: time must be a finite number and kind a string"
+        )
     if not isinstance(event["data"], dict):
         raise TraceFormatError(f"{path} line {number}: data must be a JSON object")
     return event
+
+
+def _is_time(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _apply(runs: dict[str, TraceRun], event: dict[str, Any]) -> None:

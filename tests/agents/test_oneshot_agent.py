@@ -52,7 +52,7 @@ def test_card_example_verbatim_prints_answer(capsys):
     print(chains.run(executor, "告诉我一个随机数"))
     captured = capsys.readouterr()
     assert captured.out == "1024\n"
-    assert "[chainkit] tool end: 随机数计算工具 output='1024'" in captured.err
+    assert "   tool end: 随机数计算工具 output='1024'\n" in captured.err
 
 
 def test_default_prompt_lists_tools_in_mrkl_format():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import re
 import threading
 
 import pytest
@@ -16,11 +17,12 @@ from chainkit.callbacks import LogHandler
 from chainkit.llms import FakeLLM
 from chainkit.schema import FunctionCall, Message, ResponseMeta, Role, ToolCall
 from tests.support.modes import Mode
+from tests.support.stub_chains import InputOutputChain
 
 
 def llm_starts(text: str) -> list[str]:
-    prefix = "[chainkit] llm start: "
-    return [line[len(prefix) :] for line in text.splitlines() if line.startswith(prefix)]
+    """What each `llm start` line says, after its run's id and indent."""
+    return re.findall(r"^\[chainkit\] (?:[0-9a-f]+ +)?llm start: (.*)$", text, re.MULTILINE)
 
 
 def test_a_mrkl_step_shows_only_the_scratchpad_it_adds(mode: Mode) -> None:
@@ -246,3 +248,65 @@ def test_log_retry_shows_wait_with_two_decimals(wait, shown):
     assert stream.getvalue() == (
         f"[chainkit] retry: attempt 2 failed (RuntimeError: busy); retrying in {shown}\n"
     )
+
+
+LOG_LINE = re.compile(r"\[chainkit\] ([0-9a-f]{6,}) ((?:  )*)([a-z ]+): (.*)")
+
+
+class Meeting(tools.Tool):
+    """Returns once both runs are inside it, after running a chain of its own."""
+
+    name = "meet"
+    description = "waits for the other run"
+
+    def __init__(self, barrier: threading.Barrier) -> None:
+        self.barrier = barrier
+
+    def call(self, input: str) -> str:
+        self.barrier.wait(30)
+        return chains.run(Echo(), input)
+
+
+class Echo(InputOutputChain):
+    def _call(self, inputs, **options):
+        return {"output": inputs["input"].upper()}
+
+
+@pytest.mark.timeout(60)
+def test_each_line_names_its_run_and_is_indented_by_its_depth_under_concurrent_runs():
+    out = io.StringIO()
+    log = LogHandler(out)
+    barrier = threading.Barrier(2)
+
+    def ask(word: str) -> None:
+        fake = FakeLLM([f"Action: meet\nAction Input: {word}", f"Final Answer: {word}!"])
+        executor = agents.Executor(agents.OneShotAgent(fake, [Meeting(barrier)]), callbacks=log)
+        chains.run(executor, word)
+
+    threads = [threading.Thread(target=ask, args=(word,)) for word in ("alpha", "beta")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    parsed = [LOG_LINE.fullmatch(line) for line in out.getvalue().splitlines()]
+    assert all(parsed), out.getvalue()
+    runs: dict[str, list[tuple[int, str, str]]] = {}
+    for match in parsed:
+        assert match is not None
+        run_id, indent, event, detail = match.groups()
+        runs.setdefault(run_id, []).append((len(indent) // 2, event, detail))
+    roots = {run_id: said for run_id, said in runs.items() if said[0][:2] == (0, "chain start")}
+    assert len(roots) == 2
+    for said in roots.values():
+        word = "alpha" if "'alpha'" in said[0][2] else "beta"
+        assert [event for _, event, _ in said] == [
+            *("chain start", "agent action", "agent finish", "chain end")
+        ]
+        assert said[-1][2] == f"Executor outputs={{'output': '{word}!'}}"
+    depths = {event: depth for said in runs.values() for depth, event, _ in said}
+    assert depths["llm start"] == depths["tool start"] == 1
+    nested = [said for said in runs.values() if said[0][1] == "chain start" and said[0][0] == 2]
+    assert sorted(said[-1][2] for said in nested) == [
+        "Echo outputs={'output': 'ALPHA'}",
+        "Echo outputs={'output': 'BETA'}",
+    ]

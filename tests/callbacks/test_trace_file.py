@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import threading
 from typing import Any
 
 import pytest
 
-from chainkit import agents, callbacks, chains, tools
+from chainkit import agents, callbacks, chains, llms, tools
 from chainkit._cli.entry_point import main
 from chainkit.callbacks.errors import TraceFormatError
 from chainkit.callbacks.trace_view import format_tree, read_trace
 from chainkit.llms import FakeLLM
 from chainkit.schema import Message, ResponseMeta, TokenUsage
+from tests.support.openai_server import TEST_API_KEY, Reply
 from tests.support.stub_chains import InputOutputChain
 
 KEY = "sk-abcdefghijklmnopqrstuvwxyz123456"
@@ -214,3 +217,117 @@ def test_events_after_close_are_dropped(tmp_path):
     trace.close()
     chains.call(EchoChain(), {"input": "x"}, callbacks=trace)
     assert path.read_text() == ""
+
+
+@pytest.mark.timeout(60)
+def test_a_key_the_model_streams_in_pieces_is_masked_in_the_joined_token_lines(
+    tmp_path, openai_server, make_openai
+):
+    configured = "azure-1c4e7a9f2b5d8e0a3c6f"  # a key that looks like none
+    reply = (
+        f"Keys: {TEST_API_KEY} and {configured}, then Authorization: Bearer {configured}\n"
+        f"and one at the very end {TEST_API_KEY}"
+    )
+    openai_server.push(Reply(reply, chunk_size=3))
+    path, log = tmp_path / "run.jsonl", io.StringIO()
+    streamed: list[str] = []
+    with callbacks.TraceFile(path) as trace:
+        answer = llms.call(
+            make_openai(api_key=configured),
+            "q",
+            streaming_func=streamed.append,
+            callbacks=[trace, callbacks.LogHandler(log)],
+        )
+    assert answer == reply and len(streamed) > 50  # the caller's own text is whole
+    events = lines(path)
+    tokens = [e for e in events if e["kind"] == "token"]
+    joined = "".join(e["data"]["text"] for e in tokens)
+    assert 1 < len(tokens) <= len(streamed) and events[-1]["kind"] == "llm_end"
+    for written in (joined, path.read_text(), log.getvalue()):
+        assert configured[5:] not in written and TEST_API_KEY[8:] not in written
+    assert joined == (
+        "Keys: sk-loop*** and azur***, then Authorization: ***\nand one at the very end sk-loop***"
+    )
+
+
+def test_a_torn_last_line_is_skipped_with_a_warning(tmp_path, caplog, capsys):
+    path = tmp_path / "run.jsonl"
+    with callbacks.TraceFile(path) as trace:
+        mrkl_run(trace)
+    whole = format_tree(read_trace(path))
+    cut_at = len(path.read_bytes())
+    with callbacks.TraceFile(path) as trace:
+        chains.run(EchoChain(), "€uro", callbacks=trace)
+    torn = path.read_bytes()
+    torn_line = len(torn[:cut_at].splitlines()) + 1
+    path.write_bytes(torn[: torn.index("€".encode(), cut_at) + 1])  # a crash amid a "€"
+    with caplog.at_level(logging.WARNING, logger="chainkit"):
+        assert format_tree(read_trace(path)) == whole
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path} line {torn_line} is cut short: skipped it"
+    ]
+    assert main(["trace", str(path)]) == 0
+    assert capsys.readouterr() == (
+        whole + "\n",
+        f"chainkit trace: warning: {path} line {torn_line} is cut short: skipped it\n",
+    )
+
+
+def test_lone_surrogates_and_bytes_are_written_escaped_and_read_back(tmp_path, capsys):
+    path = tmp_path / "run.jsonl"
+    name = "report\udcff.pdf"  # a file name that was not UTF-8, as os.listdir gives it
+    with callbacks.TraceFile(path) as trace:
+        chains.call(BytesChain(), {"input": name}, callbacks=trace)
+    start, end = lines(path)
+    assert start["data"]["inputs"] == {"input": name}
+    assert end["data"]["outputs"] == {"output": repr(b"\xff\xfe")}
+    assert "\\udcff" in path.read_text(encoding="utf-8")
+    assert main(["trace", str(path)]) == 0
+    assert "in: report\\udcff.pdf" in capsys.readouterr().out
+    page = tmp_path / "run.html"
+    assert main(["trace", str(path), "--html", str(page)]) == 0
+    assert "report\\udcff.pdf" in page.read_text(encoding="utf-8")  # as the script's escape
+
+
+class BytesChain(InputOutputChain):
+    def _call(self, inputs, **options):
+        return {"output": b"\xff\xfe"}
+
+
+def test_a_log_file_gets_lone_surrogates_escaped(tmp_path):
+    path = tmp_path / "log.txt"
+    with open(path, "w", encoding="utf-8") as stream:
+        callbacks.LogHandler(stream).handle_text("report\udcff.pdf")
+    assert path.read_text(encoding="utf-8") == "[chainkit] text: report\\udcff.pdf\n"
+
+
+NOT_TRACES = {
+    "empty": b"",
+    "blank": b"\n\n",
+    "png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+    "text": b"hello world\n",
+    "json_list": b"[1, 2]\n",
+    "torn_in_the_middle": b'{"kind": "chain_st\n{"kind": 1}\n',
+    "bad_parent": b'{"kind": "chain_start", "run_id": "a", "parent_id": [], "run_kind": "chain",'
+    b' "name": "n", "time": 1, "data": {}}\n',
+    "nan_time": b'{"kind": "chain_start", "run_id": "a", "parent_id": null, "run_kind": "chain",'
+    b' "name": "n", "time": NaN, "data": {}}\n',
+}
+
+
+@pytest.mark.parametrize("content", NOT_TRACES.values(), ids=NOT_TRACES.keys())
+@pytest.mark.parametrize("html", [False, True])
+def test_what_is_no_trace_gets_one_line_of_error(tmp_path, capsys, content, html):
+    path = tmp_path / "file.jsonl"
+    path.write_bytes(content)
+    page = tmp_path / "page.html"
+    assert main(["trace", str(path), *(["--html", str(page)] if html else [])]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and not page.exists()
+    assert err.count("\n") == 1 and err.startswith(f"chainkit trace: error: {path}")
+
+
+def test_a_directory_gets_one_line_of_error(tmp_path, capsys):
+    assert main(["trace", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith("chainkit trace: error: ")

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from chainkit._redact import mask_key, redact
+from chainkit._redact import mask_key, redact, remember_key
 from chainkit._text import shorten
 from chainkit.llms.errors import (
     ModelConfigError,
@@ -58,6 +58,7 @@ class Connection:
     def __init__(self, base_url: str | None, api_key: str | None, timeout: float) -> None:
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+        remember_key(self._api_key)  # masked in every log and trace, not only in our errors
         if self._api_key is None and self.base_url is None:
             raise ModelConfigError(
                 "no API key and no base URL: pass api_key= or base_url=, or set "
@@ -79,6 +80,7 @@ class Connection:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        remember_key(self._api_key)  # in the process the copy lands in
         self._client = self._async_loop = None
         self._async_clients, self._in_flight = [], []
         self._lock = threading.Lock()
