@@ -108,6 +108,7 @@ __all__ = [
     "MISSING_ACTION",
     "MISSING_ACTION_INPUT",
     "UnreadableReplyError",
+    "final_answer",
     "read_reply",
     "settled_answer",
 ]
@@ -219,6 +220,15 @@ def read_reply(text: str) -> AgentAction | AgentFinish:
     return AgentAction(tool, _unquote(after.strip()), text.rstrip())  # no fence to drop
 
 
+def final_answer(text: str) -> str | None:
+    """The final answer of a whole reply; None when it decides on an action or on nothing."""
+    try:
+        step = read_reply(text)
+    except UnreadableReplyError:
+        return None
+    return step.return_values["output"] if isinstance(step, AgentFinish) else None
+
+
 def settled_answer(text: str) -> str | None:
     """The beginning of the final answer of a reply that is still being written, as far as no
     text added to `text` can change it: the answer `read_reply` gives for the whole reply
@@ -251,7 +261,8 @@ def _may_become(line: str, decoration: str, words: tuple[str, ...]) -> bool:
     """Whether `line`, the beginning of a line still being written, past `decoration`, may
     turn out to begin with one of `words` (spaces between them counting as one) once the
     rest of it comes."""
-    begins = " ".join(line.lstrip(decoration).lower().split())
+    # The words are one or two (`the final`): the line's first two are all that can match.
+    begins = " ".join(line.lstrip(decoration).split(None, 2)[:2]).lower()
     return any(word.startswith(begins[: len(word)]) for word in words)
 
 

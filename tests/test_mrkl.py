@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chainkit._mrkl import UnreadableReplyError, read_reply, settled_answer
-from chainkit.schema import AgentFinish
+from chainkit._mrkl import final_answer, settled_answer
 
 # Pieces of replies: every form of keyword the grammar knows, near misses, markdown, fences,
 # and the text around them, so that replies cut anywhere stop inside each of them.
@@ -57,18 +56,10 @@ _PIECES = st.sampled_from(
 _REPLIES = st.lists(_PIECES, max_size=14).map("".join)
 
 
-def answer_of(reply: str) -> str | None:
-    try:
-        step = read_reply(reply)
-    except UnreadableReplyError:
-        return None
-    return step.return_values["output"] if isinstance(step, AgentFinish) else None
-
-
 @settings(max_examples=400, deadline=None)
 @given(_REPLIES)
 def test_what_is_settled_of_a_reply_begins_its_answer_however_it_goes_on(reply):
-    answer = answer_of(reply)
+    answer = final_answer(reply)
     for end in range(len(reply) + 1):
         settled = settled_answer(reply[:end])
         if settled is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import socket
 import traceback
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -153,12 +154,11 @@ def test_callbacks_hear_each_attempt_and_the_retry_says_what_it_discarded(
     reply = mode.generate(openai_llm, ask(), streaming_func=pieces.append, callbacks=heard)
 
     assert pieces == ["The ", "cat "]
-    stream = heard.described(
-        {
-            "streaming_func": lambda chunk: chunk,
-            "retry": lambda attempt, error, wait, discarded: (attempt, type(error), discarded),
-        }
-    )
+    described: dict[str, Callable[..., object]] = {
+        "streaming_func": lambda chunk: chunk,
+        "retry": lambda attempt, error, wait, discarded: (attempt, type(error), discarded),
+    }
+    stream = heard.described(described)
     assert stream == [
         "The ",
         "cat ",
