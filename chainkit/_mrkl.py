@@ -107,10 +107,12 @@ __all__ = [
     "MAX_FENCE_LINES",
     "MISSING_ACTION",
     "MISSING_ACTION_INPUT",
+    "PLAIN_REPLY",
     "UnreadableReplyError",
     "final_answer",
-    "read_reply",
+    "read_step",
     "settled_answer",
+    "unquote",
 ]
 
 MISSING_ACTION = "Invalid Format: Missing 'Action:' after 'Thought:'"
@@ -154,9 +156,9 @@ _ONE_LINE_TAGS = frozenset(
 # A reply in the prompt's own shape, read in one match: lines with no colon (so no keyword
 # among them), then `Action: tool` and `Action Input:` on the next line, or `Final Answer:`,
 # the input or answer on that line to the end, and no fence or full-width colon anywhere.
-# The grammar reads such a reply as `read_reply` does; any other takes the full path.
+# The grammar (`read_step`) reads such a reply as this one match does.
 # Each line before the keyword is read once, possessively: none is given back.
-_PLAIN_REPLY = re.compile(
+PLAIN_REPLY = re.compile(
     r"(?:[^:：`~\n]*+\n)*+(?:Action: ([\w.-]++)\nAction Input:|Final Answer:)([^\n`~]*+)"
 )
 
@@ -205,25 +207,10 @@ _Step = tuple[bool, int, int]
 text after it starts. A plain tuple: one is made on every parse."""
 
 
-def read_reply(text: str) -> AgentAction | AgentFinish:
-    """The step a whole MRKL / ReAct reply decides on; raises `UnreadableReplyError`."""
-    # The plain shape is tried only when the reply's first colon ends `Action:` or `Final
-    # Answer:`: found by memchr, so a long reply of another shape is not read twice. Written
-    # here rather than as a helper, as this runs on every step of every MRKL run.
-    keyword_first = text.endswith(("Action:", "Final Answer:"), 0, text.find(":") + 1)
-    plain = _PLAIN_REPLY.fullmatch(text) if keyword_first else None
-    if plain is None:
-        return _parsed(text)
-    tool, after = plain.groups()
-    if tool is None:
-        return AgentFinish({"output": after.strip()}, log=text)
-    return AgentAction(tool, _unquote(after.strip()), text.rstrip())  # no fence to drop
-
-
 def final_answer(text: str) -> str | None:
     """The final answer of a whole reply; None when it decides on an action or on nothing."""
     try:
-        step = read_reply(text)
+        step = read_step(text)
     except UnreadableReplyError:
         return None
     return step.return_values["output"] if isinstance(step, AgentFinish) else None
@@ -231,7 +218,7 @@ def final_answer(text: str) -> str | None:
 
 def settled_answer(text: str) -> str | None:
     """The beginning of the final answer of a reply that is still being written, as far as no
-    text added to `text` can change it: the answer `read_reply` gives for the whole reply
+    text added to `text` can change it: the answer `read_step` gives for the whole reply
     starts with it. None while `text` decides on no final answer (an action, or nothing yet).
     """
     probe = _lowered(text)
@@ -266,8 +253,8 @@ def _may_become(line: str, decoration: str, words: tuple[str, ...]) -> bool:
     return any(word.startswith(begins[: len(word)]) for word in words)
 
 
-def _parsed(text: str) -> AgentAction | AgentFinish:
-    """The step the grammar reads from `text`."""
+def read_step(text: str) -> AgentAction | AgentFinish:
+    """The step a whole reply decides on; raises `UnreadableReplyError`."""
     probe = _lowered(text)
     decided = _decision(text, probe)
     if isinstance(decided, AgentAction):
@@ -484,7 +471,7 @@ def _open_fence(text: str, probe: str, position: int) -> _Fence | None:
 def _tool_name(between: str) -> str:
     """The tool named by the text between `Action:` and `Action Input:`: its first line."""
     first_line = between.strip().partition("\n")[0]
-    return _unquote(first_line.strip().strip("*").strip())
+    return unquote(first_line.strip().strip("*").strip())
 
 
 def _clean_input(raw: str) -> str:
@@ -492,7 +479,7 @@ def _clean_input(raw: str) -> str:
     value = raw.strip()
     if value[:3] in ("```", "~~~") and value.endswith(value[0] * 3):
         return _unfence(value)
-    return _unquote(value)
+    return unquote(value)
 
 
 def _unfence(value: str) -> str:
@@ -538,7 +525,7 @@ def _unfence_one_line(value: str) -> str:
     return inner.strip()
 
 
-def _unquote(value: str) -> str:
+def unquote(value: str) -> str:
     """`value` without one pair of quotes around it, when that quote does not occur inside."""
     if len(value) < 2:
         return value

@@ -11,8 +11,10 @@ from chainkit._mrkl import (
     MAX_FENCE_LINES,
     MISSING_ACTION,
     MISSING_ACTION_INPUT,
+    PLAIN_REPLY,
     UnreadableReplyError,
-    read_reply,
+    read_step,
+    unquote,
 )
 from chainkit.agents.errors import AgentTypeError, OutputParserError
 from chainkit.schema import AgentAction, AgentFinish
@@ -30,7 +32,17 @@ def parse_mrkl_output(text: str) -> AgentAction | AgentFinish:
         raise AgentTypeError(
             f"parse_mrkl_output expects the reply as str, got {type(text).__name__}"
         )
-    try:
-        return read_reply(text)
-    except UnreadableReplyError as error:
-        raise OutputParserError(error.observation, llm_output=text) from None
+    # The plain shape is tried only when the reply's first colon ends `Action:` or `Final
+    # Answer:`: found by memchr, so a long reply of another shape is not read twice. Written
+    # here rather than as a helper, as this runs on every step of every MRKL run.
+    keyword_first = text.endswith(("Action:", "Final Answer:"), 0, text.find(":") + 1)
+    plain = PLAIN_REPLY.fullmatch(text) if keyword_first else None
+    if plain is None:
+        try:
+            return read_step(text)
+        except UnreadableReplyError as error:
+            raise OutputParserError(error.observation, llm_output=text) from None
+    tool, after = plain.groups()
+    if tool is None:
+        return AgentFinish({"output": after.strip()}, log=text)
+    return AgentAction(tool, unquote(after.strip()), text.rstrip())  # no fence to drop

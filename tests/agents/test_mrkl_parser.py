@@ -690,7 +690,7 @@ _REPLIES = _PLAIN_PIECES | st.tuples(_PLAIN_PIECES, _KEYWORDS, _PLAIN_PIECES).ma
 def test_a_reply_read_in_one_match_reads_as_the_grammar_reads_it(text):
     # parse_mrkl_output reads a reply in the prompt's plain shape in one match and leaves
     # every other reply to the grammar: both must agree on any reply.
-    assert outcome(parse_mrkl_output, text) == outcome(_mrkl._parsed, text)
+    assert outcome(parse_mrkl_output, text) == outcome(_mrkl.read_step, text)
 
 
 @pytest.mark.parametrize(
@@ -704,8 +704,8 @@ def test_a_reply_read_in_one_match_reads_as_the_grammar_reads_it(text):
     ],
 )
 def test_plain_replies_read_in_one_match_as_the_grammar_reads_them(text):
-    assert _mrkl._PLAIN_REPLY.fullmatch(text) is not None  # the case is the plain shape
-    assert parse_mrkl_output(text) == _mrkl._parsed(text)
+    assert _mrkl.PLAIN_REPLY.fullmatch(text) is not None  # the case is the plain shape
+    assert parse_mrkl_output(text) == _mrkl.read_step(text)
 
 
 _LINE = (
