@@ -36,10 +36,11 @@ class FinalAnswerStream:
     an async stream.
 
     It yields only text the rest of the reply cannot take back, so the pieces add up to the
-    answer the run returns. One thing can still take text back: a model call whose stream
-    broke and was retried (a `retry` event) starts the reply over, and when the retry writes
+    answer the run returns. What can still take text back is a model call whose stream broke
+    and was retried (a `retry` event): it starts the reply over, and when the retry writes
     something else than what was yielded, an `AnswerRestart` comes first, then the answer
-    from its start. Join the pieces after the last `AnswerRestart`:
+    from its start (as it does whenever the answer the agent finishes with is not what was
+    yielded). Show the pieces after the last `AnswerRestart`:
 
         for piece in FinalAnswerStream(events):
             if isinstance(piece, AnswerRestart):
@@ -48,6 +49,8 @@ class FinalAnswerStream:
                 print(piece, end="")
 
     Agents run by tools inside the run are not followed: their answers are not the run's.
+    Each token of a MRKL reply costs a read of the reply so far (about 20 µs per token for a
+    16 KB answer in pieces of 4 characters).
     """
 
     def __init__(self, events: Iterable[Event] | AsyncIterable[Event]) -> None:
