@@ -1,6 +1,6 @@
 """Mutation testing of one module against its own tests, with mutmut 3. Run from the checkout:
 
-    python bench/mutation.py chainkit/agents/mrkl_parser.py \\
+    python bench/mutation.py chainkit/_mrkl.py \\
         tests/agents/test_mrkl_parser.py tests/agents/test_parser_hostile.py
 
 mutmut copies `chainkit/` and `tests/` into `mutants/` (removed first, so every run starts

@@ -30,6 +30,7 @@ BASE = {
     "_factory",
     "_progress",
     "_search",
+    "_mrkl",
 }
 PARTS = {"callbacks", "memory", "prompts", "tools"}
 # What each unit (a package, or a module at the root) may import from chainkit besides itself.
@@ -45,6 +46,7 @@ ALLOWED: dict[str, set[str]] = {
     "_factory": {"_errors"},
     "_progress": {"_text"},
     "_search": {"_errors"},
+    "_mrkl": {"schema"},
     **{part: BASE for part in PARTS},
     "llms": BASE | {"callbacks"},
     "chains": BASE | {"callbacks", "prompts", "llms"},

@@ -188,7 +188,9 @@ class _RetryNotice(Handler):
     def __init__(self, max_attempts: int) -> None:
         self.max_attempts = max_attempts
 
-    def handle_retry(self, attempt: int, error: BaseException, wait_seconds: float) -> None:
+    def handle_retry(
+        self, attempt: int, error: BaseException, wait_seconds: float, discarded: str
+    ) -> None:
         why = shorten(" ".join(f"{type(error).__name__}: {error}".split()), 300)
         line = (
             f"attempt {attempt} of {self.max_attempts} failed ({why}); "

@@ -13,7 +13,7 @@ from chainkit.callbacks.errors import (
     TraceFormatError,
 )
 from chainkit.callbacks.events import Event, EventHandler
-from chainkit.callbacks.final_answer import FinalAnswerStream
+from chainkit.callbacks.final_answer import AnswerRestart, FinalAnswerStream
 from chainkit.callbacks.handler import Handler
 from chainkit.callbacks.log import LogHandler
 from chainkit.callbacks.observed import Observed
@@ -22,6 +22,7 @@ from chainkit.callbacks.run import Run, RunInfo, RunKind, current_run
 from chainkit.callbacks.trace_file import TraceFile
 
 __all__ = [
+    "AnswerRestart",
     "CombiningHandler",
     "Event",
     "EventHandler",

@@ -32,6 +32,7 @@ EventKind = Literal[
     "retriever_start",
     "retriever_end",
     "retriever_error",
+    "retry",
 ]
 """The kinds of `Event` record; each is the `kind` of one row of `EVENTS`."""
 
@@ -180,7 +181,19 @@ EVENTS: tuple[CallbackEvent, ...] = (
     CallbackEvent(
         "handle_streaming_func", "llm", "other", ("chunk",), kind="token", data={"text": "chunk"}
     ),
-    CallbackEvent("handle_retry", None, "other", ("attempt", "error", "wait_seconds")),
+    CallbackEvent(
+        "handle_retry",
+        None,
+        "other",
+        ("attempt", "error", "wait_seconds", "discarded"),
+        kind="retry",
+        data={
+            "attempt": "attempt",
+            "error": "error",
+            "wait": "wait_seconds",
+            "discarded": "discarded",
+        },
+    ),
 )
 
 

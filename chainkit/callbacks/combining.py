@@ -98,8 +98,10 @@ class CombiningHandler(Handler):
     def handle_streaming_func(self, chunk: str) -> None:
         self._dispatch("handle_streaming_func", chunk)
 
-    def handle_retry(self, attempt: int, error: BaseException, wait_seconds: float) -> None:
-        self._dispatch("handle_retry", attempt, error, wait_seconds)
+    def handle_retry(
+        self, attempt: int, error: BaseException, wait_seconds: float, discarded: str
+    ) -> None:
+        self._dispatch("handle_retry", attempt, error, wait_seconds, discarded)
 
 
 def join(outer: CombiningHandler | None, extra: CombiningHandler | None) -> CombiningHandler | None:

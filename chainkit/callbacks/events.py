@@ -59,6 +59,10 @@ class Event:
     - retriever_start `{"query"}`, retriever_end `{"query", "documents"}`
     - agent_action `{"action"}`, agent_finish `{"finish"}`
     - every *_error `{"error"}`: the exception
+    - retry `{"attempt", "error", "wait", "discarded"}`: attempt number `attempt` of the model
+      call failed with the exception `error`, the next starts in `wait` seconds, and the
+      `token`s this run streamed before (their text is `discarded`) are no part of its reply:
+      the next attempt streams it again from its start
     """
 
     kind: EventKind

@@ -92,8 +92,14 @@ class Handler:
     def handle_streaming_func(self, chunk: str) -> None:
         """A chunk of a streamed model reply arrived."""
 
-    def handle_retry(self, attempt: int, error: BaseException, wait_seconds: float) -> None:
-        """Attempt number `attempt` failed with `error`; the next starts in `wait_seconds`."""
+    def handle_retry(
+        self, attempt: int, error: BaseException, wait_seconds: float, discarded: str
+    ) -> None:
+        """Attempt number `attempt` failed with `error`; the next starts in `wait_seconds`.
+
+        `discarded` is the text the failed attempt had streamed (`handle_streaming_func`
+        heard it): it is no part of the reply, which the next attempt streams from its start.
+        """
 
 
 _LANGCHAIN_METHODS = {

@@ -191,9 +191,14 @@ class LogHandler(Handler):
     def handle_retriever_error(self, query: str, error: BaseException) -> None:
         self._write("retriever error", f"{query!r} {type(error).__name__}: {error}")
 
-    def handle_retry(self, attempt: int, error: BaseException, wait_seconds: float) -> None:
+    def handle_retry(
+        self, attempt: int, error: BaseException, wait_seconds: float, discarded: str
+    ) -> None:
+        dropped = ""
+        if discarded:
+            dropped = f", {counted(len(discarded), 'streamed character')} discarded"
         self._write(
             "retry",
-            f"attempt {attempt} failed ({type(error).__name__}: {error}); "
+            f"attempt {attempt} failed ({type(error).__name__}: {error}){dropped}; "
             f"retrying in {wait_seconds:.2f}s",
         )

@@ -46,6 +46,10 @@ class OpenTelemetryHandler(EventHandler):
     gen_ai.request.model, token usage, finish reasons, tool name and call id, request
     parameters); a failed run's span has status ERROR and `error.type`.
 
+    A retried model call adds a `retry` event to its span: `chainkit.retry.attempt` (the one
+    that failed), `error.type` and `chainkit.retry.wait` (seconds before the next attempt);
+    with content captured, `chainkit.retry.discarded` (the text the attempt had streamed).
+
     Messages, tool arguments and results, and chain inputs and outputs are recorded only with
     `capture_content=True` or the environment variable
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, with API keys masked.
@@ -96,6 +100,13 @@ class OpenTelemetryHandler(EventHandler):
                         self._actions.setdefault(event.run_id, []).append(action)
             if span is not None:
                 _mark_agent(span, event.name)
+        elif kind == "retry":
+            with self._lock:
+                span = self._spans.get(event.run_id)
+            if span is not None:
+                span.add_event(
+                    "retry", _retry_attributes(event, self.capture_content), int(event.time * 1e9)
+                )
 
     def _start(self, event: Event) -> None:
         data = event.data
@@ -192,6 +203,20 @@ def _mark_agent(span: Span, name: str) -> None:
     span.update_name(f"invoke_agent {name}")
     span.set_attribute("gen_ai.operation.name", "invoke_agent")
     span.set_attribute("gen_ai.agent.name", name)
+
+
+def _retry_attributes(event: Event, capture_content: bool) -> dict[str, Any]:
+    """The attempt that failed, its error's type and the wait before the next; the text it
+    had streamed only when content is captured."""
+    data = event.data
+    attributes = {
+        "chainkit.retry.attempt": data["attempt"],
+        "error.type": _qualified(type(data["error"])),
+        "chainkit.retry.wait": float(data["wait"]),
+    }
+    if capture_content:
+        attributes["chainkit.retry.discarded"] = redact(data["discarded"])
+    return attributes
 
 
 def _request_params(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -159,8 +159,11 @@ def _apply(runs: dict[str, TraceRun], event: dict[str, Any]) -> None:
             _take_token_usage(run, run.outputs)
     elif kind in ERROR_KINDS:
         run.end = float(event["time"])
-        error = data.get("error")
-        run.error = error if isinstance(error, dict) else {"type": "Error", "message": error}
+        run.error = _error(data.get("error"))
+
+
+def _error(error: Any) -> dict[str, Any]:
+    return error if isinstance(error, dict) else {"type": "Error", "message": error}
 
 
 def _take_model_request(run: TraceRun, data: dict[str, Any]) -> None:
@@ -256,12 +259,28 @@ def format_tree(roots: list[TraceRun], width: int = 80) -> str:
         elif run.outputs is not None:
             line += f"  out: {first_line(run.outputs, width)}"
         lines.append(line)
+        lines.extend(_retry_line(retry, depth + 1, width) for retry in run.retries)
         for child in run.children:
             add(child, depth + 1)
 
     for root in roots:
         add(root, 0)
     return "\n".join(lines)
+
+
+def _retry_line(retry: dict[str, Any], depth: int, width: int) -> str:
+    """The marker of a retry within its run: the attempt that failed and why, the wait, and
+    the text it had streamed, which the next attempt replaced."""
+    error = _error(retry.get("error"))
+    line = f"{'  ' * depth}RETRY after attempt {retry.get('attempt')}: "
+    line += first_line(f"{error.get('type')}: {error.get('message')}", width)
+    wait = retry.get("wait")
+    if isinstance(wait, int | float):
+        line += f", next in {_seconds(wait)}"
+    discarded = retry.get("discarded")
+    if discarded:
+        line += f"  discarded: {first_line(discarded, width)}"
+    return line
 
 
 def _seconds(duration: float | None) -> str:

@@ -49,7 +49,12 @@ class Model(Protocol):
 @dataclass(slots=True)
 class ModelRequest:
     """One call as a backend sees it: what `generate` was given, with `callbacks` the handler
-    of the call's run (for retry events)."""
+    of the call's run (for retry events).
+
+    `streaming_func` is what a backend hands each chunk to: the caller's own function
+    (`caller_streaming_func`) made to report the chunk to the callbacks too. A backend that
+    retries a stream reports every attempt's chunks but hands the caller's function each
+    piece of text once (see `llms.openai._stream.StreamRelay`)."""
 
     messages: Sequence[Message]
     stop: Sequence[str] | None = None
@@ -57,6 +62,7 @@ class ModelRequest:
     streaming_func: StreamingFunc | None = None
     callbacks: Handler | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    caller_streaming_func: StreamingFunc | None = None
 
 
 class BaseModel:
@@ -167,7 +173,7 @@ def _request(
             "streaming_func must be a plain function: it is called once per chunk and never "
             "awaited, so an async one would lose every chunk"
         )
-    return ModelRequest(messages, stop, tools, streaming_func, None, options), own
+    return ModelRequest(messages, stop, tools, streaming_func, None, options, streaming_func), own
 
 
 def _start(handler: CombiningHandler, request: ModelRequest, provider: str) -> None:

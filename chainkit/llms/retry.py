@@ -23,7 +23,7 @@ import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from chainkit.callbacks import Handler
 from chainkit.llms.errors import (
@@ -44,7 +44,6 @@ DEFAULT_TIMEOUT: float = 60
 """Seconds one attempt may take."""
 DEFAULT_MAX_ATTEMPTS = 5
 
-P = ParamSpec("P")
 T = TypeVar("T")
 
 
@@ -148,15 +147,20 @@ class RetryPolicy:
             )
 
     def call(
-        self, callbacks: Handler | None, attempt: Callable[P, T], *args: P.args, **kwargs: P.kwargs
+        self,
+        callbacks: Handler | None,
+        attempt: Callable[[], T],
+        streamed: Callable[[], str] | None = None,
     ) -> T:
         """Calls `attempt` (which makes one attempt) until it succeeds or the policy gives up;
-        each retry is reported to `callbacks`."""
+        each retry is reported to `callbacks`, with the text the failed attempt had streamed
+        (`streamed()`, asked when it failed)."""
         import tenacity
 
         made: list[int] = [0]
+        settings = self._settings(callbacks, made, streamed)
         try:
-            return tenacity.Retrying(**self._settings(callbacks, made))(attempt, *args, **kwargs)
+            return tenacity.Retrying(**settings)(attempt)
         except ModelError as error:
             self._record_attempts(error, made[0])
             raise
@@ -164,17 +168,16 @@ class RetryPolicy:
     async def acall(
         self,
         callbacks: Handler | None,
-        attempt: Callable[P, Awaitable[T]],
-        *args: P.args,
-        **kwargs: P.kwargs,
+        attempt: Callable[[], Awaitable[T]],
+        streamed: Callable[[], str] | None = None,
     ) -> T:
         """Async twin of `call`."""
         import tenacity
 
         made: list[int] = [0]
-        retrying = tenacity.AsyncRetrying(**self._settings(callbacks, made))
+        retrying = tenacity.AsyncRetrying(**self._settings(callbacks, made, streamed))
         try:
-            return await retrying(attempt, *args, **kwargs)
+            return await retrying(attempt)
         except ModelError as error:
             self._record_attempts(error, made[0])
             raise
@@ -183,7 +186,9 @@ class RetryPolicy:
         error.attempts = attempts
         error.retries_exhausted = attempts >= self.max_attempts and is_retryable(error)
 
-    def _settings(self, callbacks: Handler | None, made: list[int]) -> dict[str, Any]:
+    def _settings(
+        self, callbacks: Handler | None, made: list[int], streamed: Callable[[], str] | None
+    ) -> dict[str, Any]:
         import tenacity
 
         backoff = self.backoff
@@ -201,7 +206,8 @@ class RetryPolicy:
             assert callbacks is not None and state.outcome is not None
             error = state.outcome.exception()
             assert error is not None
-            callbacks.handle_retry(state.attempt_number, error, state.upcoming_sleep)
+            discarded = "" if streamed is None else streamed()
+            callbacks.handle_retry(state.attempt_number, error, state.upcoming_sleep, discarded)
 
         return {
             "stop": tenacity.stop_after_attempt(self.max_attempts),

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chainkit.agents import mrkl_parser
+from chainkit import _mrkl
 from chainkit.agents.errors import OutputParserError
 from chainkit.agents.mrkl_parser import (
     MISSING_ACTION,
@@ -645,7 +645,7 @@ def outcome(read: Callable[[str], object], text: str) -> object:
     """What `read` gives for `text`: its step, or the observation of its parse error."""
     try:
         return read(text)
-    except OutputParserError as error:
+    except (OutputParserError, _mrkl.UnreadableReplyError) as error:
         return ("error", error.observation)
 
 
@@ -690,7 +690,7 @@ _REPLIES = _PLAIN_PIECES | st.tuples(_PLAIN_PIECES, _KEYWORDS, _PLAIN_PIECES).ma
 def test_a_reply_read_in_one_match_reads_as_the_grammar_reads_it(text):
     # parse_mrkl_output reads a reply in the prompt's plain shape in one match and leaves
     # every other reply to the grammar: both must agree on any reply.
-    assert outcome(parse_mrkl_output, text) == outcome(mrkl_parser._parsed, text)
+    assert outcome(parse_mrkl_output, text) == outcome(_mrkl.read_step, text)
 
 
 @pytest.mark.parametrize(
@@ -704,8 +704,8 @@ def test_a_reply_read_in_one_match_reads_as_the_grammar_reads_it(text):
     ],
 )
 def test_plain_replies_read_in_one_match_as_the_grammar_reads_them(text):
-    assert mrkl_parser._PLAIN_REPLY.fullmatch(text) is not None  # the case is the plain shape
-    assert parse_mrkl_output(text) == mrkl_parser._parsed(text)
+    assert _mrkl.PLAIN_REPLY.fullmatch(text) is not None  # the case is the plain shape
+    assert parse_mrkl_output(text) == _mrkl.read_step(text)
 
 
 _LINE = (

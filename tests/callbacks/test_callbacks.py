@@ -22,7 +22,7 @@ def test_handler_has_every_event_as_a_noop():
     handler = Handler()
     for event in EVENTS:
         assert callable(getattr(handler, event.method))
-    handler.handle_retry(1, RuntimeError("x"), 0.5)  # no-op, no error
+    handler.handle_retry(1, RuntimeError("x"), 0.5, "")  # no-op, no error
 
 
 def test_combining_handler_fans_out_in_order():
@@ -65,7 +65,7 @@ def test_log_handler_writes_one_line_per_event():
     log.handle_tool_end("calc", "2")
     log.handle_tool_error("calc", ValueError("bad"))
     log.handle_agent_finish(AgentFinish({"output": "2"}))
-    log.handle_retry(2, RuntimeError("503"), 0.25)
+    log.handle_retry(2, RuntimeError("503"), 0.25, "")
     lines = out.getvalue().splitlines()
     assert len(lines) == 9
     assert "告诉我一个随机数" in lines[0]

@@ -244,7 +244,7 @@ def test_log_llm_end_shows_finish_reason():
 @pytest.mark.parametrize(("wait", "shown"), [(0.25, "0.25s"), (1.5, "1.50s")])
 def test_log_retry_shows_wait_with_two_decimals(wait, shown):
     handler, stream = log_lines()
-    handler.handle_retry(2, RuntimeError("busy"), wait)
+    handler.handle_retry(2, RuntimeError("busy"), wait, "")
     assert stream.getvalue() == (
         f"[chainkit] retry: attempt 2 failed (RuntimeError: busy); retrying in {shown}\n"
     )
@@ -310,3 +310,12 @@ def test_each_line_names_its_run_and_is_indented_by_its_depth_under_concurrent_r
         "Echo outputs={'output': 'ALPHA'}",
         "Echo outputs={'output': 'BETA'}",
     ]
+
+
+def test_log_retry_says_how_much_streamed_text_was_discarded():
+    handler, stream = log_lines()
+    handler.handle_retry(1, RuntimeError("cut"), 0.5, "The answer is 85,")
+    assert stream.getvalue() == (
+        "[chainkit] retry: attempt 1 failed (RuntimeError: cut), 17 streamed characters "
+        "discarded; retrying in 0.50s\n"
+    )

@@ -16,9 +16,16 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from chainkit import agents, callbacks, chains, tools
 from chainkit.callbacks import OpenTelemetryHandler
-from chainkit.llms import FakeLLM
+from chainkit.llms import FakeLLM, OpenAI
 from chainkit.schema import Message, ResponseMeta, TokenUsage
 from tests.callbacks.test_runs import Broken, executor_and_tools
+from tests.support.openai_server import OpenAIServer
+from tests.support.retried_stream import (
+    ANSWER,
+    STREAMED_BEFORE_THE_BREAK,
+    break_then_answer,
+    mrkl_executor,
+)
 from tests.support.stub_chains import InputOutputChain
 
 KEY = "sk-abcdefghijklmnopqrstuvwxyz123456"
@@ -216,3 +223,29 @@ def test_importing_chainkit_callbacks_loads_no_opentelemetry():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.strip() == "False", result.stderr
     assert isinstance(callbacks.OpenTelemetryHandler, type)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("capture_content", [False, True])
+def test_a_retry_is_an_event_of_the_model_span(
+    openai_server: OpenAIServer, openai_llm: OpenAI, capture_content: bool
+):
+    exporter, provider = exporter_and_provider()
+    handler = OpenTelemetryHandler(provider, capture_content=capture_content)
+    break_then_answer(openai_server)
+    streamed: list[str] = []  # the model streams only when asked to
+    executor = mrkl_executor(openai_llm)
+    assert chains.run(executor, "q", callbacks=handler, streaming_func=streamed.append) == ANSWER
+    [chat] = [span for span in exporter.get_finished_spans() if span.name.startswith("chat ")]
+    [retry] = chat.events
+    assert retry.name == "retry"
+    expected = {
+        "chainkit.retry.attempt": 1,
+        "error.type": "chainkit.llms.errors.ModelConnectionError",
+        "chainkit.retry.wait": pytest.approx(0.001, abs=0.01),  # the tests' fast backoff
+    }
+    if capture_content:
+        expected["chainkit.retry.discarded"] = STREAMED_BEFORE_THE_BREAK
+    assert dict(retry.attributes or {}) == expected
+    assert chat.start_time is not None and chat.end_time is not None
+    assert chat.start_time <= retry.timestamp <= chat.end_time

@@ -14,10 +14,18 @@ from chainkit import agents, callbacks, chains, llms, tools
 from chainkit._cli.entry_point import main
 from chainkit.callbacks.errors import TraceFormatError
 from chainkit.callbacks.trace_view import format_tree, read_trace
-from chainkit.llms import FakeLLM
+from chainkit.llms import FakeLLM, OpenAI
 from chainkit.schema import Message, ResponseMeta, TokenUsage
-from tests.support.openai_server import TEST_API_KEY, Reply
+from tests.support.openai_server import TEST_API_KEY, OpenAIServer, Reply
+from tests.support.retried_stream import (
+    ANSWER,
+    STREAMED_BEFORE_THE_BREAK,
+    break_then_answer,
+    mrkl_executor,
+)
 from tests.support.stub_chains import InputOutputChain
+
+FINAL = f"Final Answer: {ANSWER}"
 
 KEY = "sk-abcdefghijklmnopqrstuvwxyz123456"
 
@@ -331,3 +339,25 @@ def test_a_directory_gets_one_line_of_error(tmp_path, capsys):
     assert main(["trace", str(tmp_path)]) == 1
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and err.startswith("chainkit trace: error: ")
+
+
+def test_a_retry_is_a_line_of_the_trace_and_a_marker_in_the_tree(
+    tmp_path, openai_server: OpenAIServer, openai_llm: OpenAI
+):
+    path = tmp_path / "run.jsonl"
+    break_then_answer(openai_server)
+    with callbacks.TraceFile(path) as trace:
+        for _ in chains.stream(mrkl_executor(openai_llm), "q", callbacks=trace):
+            pass
+    [llm_run] = {e["run_id"] for e in lines(path) if e["run_kind"] == "llm"}
+    [retry] = [e for e in lines(path) if e["kind"] == "retry"]
+    assert retry["run_id"] == llm_run
+    assert retry["data"]["attempt"] == 1
+    assert retry["data"]["error"]["type"] == "ModelConnectionError"
+    assert retry["data"]["wait"] == pytest.approx(0.001, abs=0.01)  # the tests' fast backoff
+    assert retry["data"]["discarded"] == STREAMED_BEFORE_THE_BREAK
+    tree = format_tree(read_trace(path)).splitlines()
+    assert tree[1].startswith("  llm loopback-model (") and tree[1].endswith(f"out: {FINAL}")
+    assert tree[2].startswith("    RETRY after attempt 1: ModelConnectionError: ")
+    assert tree[2].endswith(f"  discarded: {STREAMED_BEFORE_THE_BREAK.strip()}")
+    assert len(tree) == 3

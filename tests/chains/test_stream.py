@@ -11,10 +11,19 @@ import pytest
 
 from chainkit import agents, callbacks, chains, tools
 from chainkit.callbacks import Event, FinalAnswerStream
-from chainkit.llms import FakeLLM
+from chainkit.callbacks.final_answer import Piece
+from chainkit.llms import FakeLLM, OpenAI
+from chainkit.llms.errors import ModelConnectionError
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import Message
 from tests.callbacks.test_runs import TwoToolsThenAnswer
+from tests.support.openai_server import OpenAIServer
+from tests.support.retried_stream import (
+    ANSWER,
+    STREAMED_BEFORE_THE_BREAK,
+    break_then_answer,
+)
+from tests.support.retried_stream import mrkl_executor as openai_mrkl_executor
 from tests.support.stub_chains import InputOutputChain
 
 
@@ -233,17 +242,8 @@ def token_events(chunks: list[str], run_id: str = "r1") -> list[Event]:
 )
 def test_final_answer_stream_finds_a_keyword_split_across_tokens(chunks):
     pieces = list(FinalAnswerStream(token_events(chunks)))
-    assert "".join(pieces) == "42 is it"
+    assert "".join(map(str, pieces)) == "42 is it"
     assert all(pieces)
-
-
-def test_final_answer_streams_keep_their_own_keywords():
-    events = token_events(["Answer: a", " then ANSWER= b"])
-    first = FinalAnswerStream(events, keyword="ANSWER=")
-    second = FinalAnswerStream(events, keyword="Answer:")
-    assert "".join(first) == "b"
-    assert "".join(second) == "a then ANSWER= b"
-    assert "".join(FinalAnswerStream(events)) == ""  # neither changed the default
 
 
 def test_final_answer_stream_keeps_each_reply_apart():
@@ -251,22 +251,44 @@ def test_final_answer_stream_keeps_each_reply_apart():
     assert list(FinalAnswerStream(events)) == []
 
 
-@pytest.mark.parametrize("keyword", ["", None, 3])
-def test_final_answer_stream_refuses_a_keyword_that_is_no_text(keyword):
-    with pytest.raises(callbacks.HandlerConfigError, match="keyword"):
-        FinalAnswerStream([], keyword=keyword)
-
-
 @pytest.mark.timeout(30)
 def test_final_answer_stream_over_a_real_run_sync_and_async():
     executor, _ = mrkl_executor(2)
-    assert "".join(FinalAnswerStream(chains.stream(executor, "q"))) == "2"
+    assert list(FinalAnswerStream(chains.stream(executor, "q"))) == ["2"]
     executor, _ = mrkl_executor(2)
 
-    async def consume() -> str:
-        return "".join([t async for t in FinalAnswerStream(chains.astream(executor, "q"))])
+    async def consume() -> list[Piece]:
+        return [t async for t in FinalAnswerStream(chains.astream(executor, "q"))]
 
-    assert asyncio.run(consume()) == "2"
+    assert asyncio.run(consume()) == ["2"]
+
+
+@pytest.mark.timeout(60)
+def test_a_retried_model_call_is_a_retry_event_of_its_model_run_sync_and_async(
+    openai_server: OpenAIServer, openai_llm: OpenAI, arun
+):
+    def check(events: list[Event]) -> None:
+        [retry] = [e for e in events if e.kind == "retry"]
+        [llm_start] = [e for e in events if e.kind == "llm_start"]
+        assert retry.run_id == llm_start.run_id and retry.run_kind == "llm"
+        assert retry.data["attempt"] == 1 and type(retry.data["error"]) is ModelConnectionError
+        assert retry.data["wait"] == pytest.approx(0.001, abs=0.01)  # the tests' fast backoff
+        assert retry.data["discarded"] == STREAMED_BEFORE_THE_BREAK
+        tokens = [e.data["text"] for e in events if e.kind == "token"]
+        before = events.index(retry) - events.index(llm_start) - 1
+        assert "".join(tokens[:before]) == STREAMED_BEFORE_THE_BREAK
+        assert "".join(tokens[before:]) == f"Final Answer: {ANSWER}"
+        assert events[-1].data["outputs"]["output"] == ANSWER
+
+    executor = openai_mrkl_executor(openai_llm)
+    break_then_answer(openai_server)
+    check(list(chains.stream(executor, "q")))
+
+    async def consume() -> list[Event]:
+        return [event async for event in chains.astream(executor, "q")]
+
+    break_then_answer(openai_server)
+    check(arun(openai_llm, consume()))
 
 
 @pytest.mark.timeout(30)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import socket
 import traceback
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -36,7 +37,7 @@ ANSWER = "The answer, at last."
 
 def retried(events: EventRecorder) -> list[tuple[int, BaseException, float]]:
     """Each retry heard, as (attempt, error, wait)."""
-    return events.described({"retry": lambda attempt, error, wait: (attempt, error, wait)})
+    return events.described({"retry": lambda attempt, error, wait, _: (attempt, error, wait)})
 
 
 def ask() -> list[Message]:
@@ -138,6 +139,44 @@ def test_retried_stream_that_differs_stops_handing_over(
     assert pieces == ["The ", "cat "]
     assert reply.content == "The dog ran off."
     assert len(openai_server.requests) == 2
+
+
+def test_callbacks_hear_each_attempt_and_the_retry_says_what_it_discarded(
+    openai_server: OpenAIServer, openai_llm: OpenAI, mode: Mode
+) -> None:
+    # The caller's function gets each piece once; the callbacks hear the stream as it was:
+    # the failed attempt's tokens, the retry that discards them, then the new reply whole.
+    openai_server.fail(Fault.cut(after_chunks=3, reply=Reply("The cat sat down.", chunk_size=4)))
+    openai_server.push(Reply("The dog ran off.", chunk_size=4))
+    pieces: list[str] = []
+    heard = EventRecorder()
+
+    reply = mode.generate(openai_llm, ask(), streaming_func=pieces.append, callbacks=heard)
+
+    assert pieces == ["The ", "cat "]
+    described: dict[str, Callable[..., object]] = {
+        "streaming_func": lambda chunk: chunk,
+        "retry": lambda attempt, error, wait, discarded: (attempt, type(error), discarded),
+    }
+    stream = heard.described(described)
+    assert stream == [
+        "The ",
+        "cat ",
+        (1, ModelConnectionError, "The cat "),
+        *["The ", "dog ", "ran ", "off."],
+    ]
+    assert reply.content == "The dog ran off."
+
+
+def test_a_retry_of_a_call_that_does_not_stream_discards_nothing(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.fail(Fault.http(503))
+    openai_server.push(ANSWER)
+    heard = EventRecorder()
+    openai_llm.generate(ask(), callbacks=heard)
+    [(_, _, _, _, discarded)] = heard.heard("retry")
+    assert discarded == ""
 
 
 def test_stream_that_stalls_partway_is_retried_without_repeating_text(
@@ -475,7 +514,9 @@ def test_embedding_retries_reach_the_callbacks(openai_server: OpenAIServer, arun
     from chainkit.llms.openai.embeddings import OpenAIEmbeddings
 
     class Broken(Handler):
-        def handle_retry(self, attempt: int, error: BaseException, wait_seconds: float) -> None:
+        def handle_retry(
+            self, attempt: int, error: BaseException, wait_seconds: float, discarded: str
+        ) -> None:
             raise RuntimeError("a broken handler must not break the call")
 
     embeddings = OpenAIEmbeddings(

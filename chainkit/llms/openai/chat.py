@@ -58,12 +58,14 @@ class OpenAI(OpenAIEndpoint, BaseModel):
 
     With a `streaming_func`, each content delta is handed over as it arrives. When a stream
     breaks and is retried, text already handed over is not handed over again, and if the
-    retry's text differs from it, nothing more is. The returned Message is always the whole
-    reply, equal to what a plain call returns. A stream is whole once its finish_reason has
-    arrived: if the connection breaks after it, the reply stands (without the usage that
-    would have followed) rather than being paid for again. A stream request answered with
-    one JSON body (an error, or a server that ignores `stream`) is read as a plain reply, and
-    a plain request answered with events is read as a stream.
+    retry's text differs from it, nothing more is. The callbacks hear each attempt as it
+    streamed instead: the retry event carries the text the failed attempt had streamed as
+    `discarded`, and the next attempt's tokens start the reply over. The returned Message is
+    always the whole reply, equal to what a plain call returns. A stream is whole once its
+    finish_reason has arrived: if the connection breaks after it, the reply stands (without
+    the usage that would have followed) rather than being paid for again. A stream request
+    answered with one JSON body (an error, or a server that ignores `stream`) is read as a
+    plain reply, and a plain request answered with events is read as a stream.
     Only choice 0 is the reply, and `n` other than 1 is refused.
 
     Clients are made on first use and kept: `close()` (and `aclose()` in async code, before
@@ -122,20 +124,23 @@ class OpenAI(OpenAIEndpoint, BaseModel):
         body = self._request(request)
         attempt: Callable[[], Message]
         if request.streaming_func is None:
-            attempt = functools.partial(self._complete, body)
+            attempt, streamed = functools.partial(self._complete, body), None
         else:
-            attempt = functools.partial(self._stream, body, StreamRelay(request.streaming_func))
-        return self.retry_policy.call(request.callbacks, self._limited(body, attempt, reply_tokens))
+            relay = StreamRelay(request.caller_streaming_func, request.callbacks)
+            attempt, streamed = functools.partial(self._stream, body, relay), relay.streamed
+        limited = self._limited(body, attempt, reply_tokens)
+        return self.retry_policy.call(request.callbacks, limited, streamed)
 
     async def _agenerate(self, request: ModelRequest) -> Message:
         body = self._request(request)
         attempt: Callable[[], Awaitable[Message]]
         if request.streaming_func is None:
-            attempt = functools.partial(self._acomplete, body)
+            attempt, streamed = functools.partial(self._acomplete, body), None
         else:
-            attempt = functools.partial(self._astream, body, StreamRelay(request.streaming_func))
+            relay = StreamRelay(request.caller_streaming_func, request.callbacks)
+            attempt, streamed = functools.partial(self._astream, body, relay), relay.streamed
         limited = self._alimited(body, attempt, reply_tokens)
-        return await self.retry_policy.acall(request.callbacks, limited)
+        return await self.retry_policy.acall(request.callbacks, limited, streamed)
 
     # One attempt each.
 
