@@ -19,7 +19,7 @@ _CREDENTIAL_NAMES = (
 )
 _CREDENTIAL_VALUE = r"(?i:(?:bearer|basic|token|digest) {1,5})?[^\s\"'\\,;&]{1,400}"
 # Bounded quantifiers over disjoint character classes: linear time on any input.
-_KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_-]{4})[A-Za-z0-9_-]{4,200}|(Bearer )[^\s\"']{1,400}")
+_KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_-]{8,204}|(Bearer )[^\s\"']{1,400}")
 _CREDENTIAL_PATTERN = re.compile(
     rf"((?i:(?<![a-z0-9])(?:{_CREDENTIAL_NAMES})\\?[\"']?[ \t]{{0,20}}[:=][ \t]{{0,20}}"
     rf"\\?[\"']?)){_CREDENTIAL_VALUE}"
@@ -62,7 +62,7 @@ def redact(text: str, *secrets: str | None) -> str:
         if secret in text:
             text = text.replace(secret, mask_key(secret))
     if "sk-" in text or "Bearer " in text:
-        text = _KEY_PATTERN.sub(_masked, text)
+        text = _KEY_PATTERN.sub(_masked_key, text)
     if _may_name_a_credential(text.lower()):
         text = _CREDENTIAL_PATTERN.sub(_masked, text)
     return text
@@ -81,7 +81,13 @@ def _may_name_a_credential(lowered: str) -> bool:
 
 
 def _masked(match: re.Match[str]) -> str:
-    return f"{match.group(1) or match.group(2)}{MASK}"
+    return f"{match.group(1)}{MASK}"
+
+
+def _masked_key(match: re.Match[str]) -> str:
+    # A key is shown as mask_key shows it, however it was found: the same key reads the same
+    # in every line, whether or not a model was configured with it.
+    return f"{match.group(1)}{MASK}" if match.group(1) else mask_key(match.group(0))
 
 
 # A name holds a credential when one of its words says so anywhere ("db_password"), or when it

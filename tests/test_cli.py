@@ -163,7 +163,7 @@ def test_cli_masks_keys_in_errors(
     assert main(["run", "q"]) == 1
     captured = capsys.readouterr()
     assert key not in captured.err
-    assert "chainkit: error: RuntimeError: rejected key sk-abcd***" in captured.err
+    assert "chainkit: error: RuntimeError: rejected key sk-a***" in captured.err
     assert captured.out == ""
 
 

@@ -254,7 +254,7 @@ def test_a_key_the_model_streams_in_pieces_is_masked_in_the_joined_token_lines(
     for written in (joined, path.read_text(), log.getvalue()):
         assert configured[5:] not in written and TEST_API_KEY[8:] not in written
     assert joined == (
-        "Keys: sk-loop*** and azur***, then Authorization: ***\nand one at the very end sk-loop***"
+        "Keys: sk-l*** and azur***, then Authorization: ***\nand one at the very end sk-l***"
     )
 
 
