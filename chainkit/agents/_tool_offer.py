@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
 
 from chainkit._text import shorten
@@ -83,7 +83,9 @@ class ToolOffer:
                     offer.append(tool)
         return decision
 
-    def _reporting(self, own: CombiningHandler | None, query: str) -> Iterator[list[Tool]]:
+    def _reporting(
+        self, own: CombiningHandler | None, query: str
+    ) -> AbstractContextManager[list[Tool]]:
         """`_reporting_retrieval` for this offer's retriever."""
         return _reporting_retrieval(own, type(self.retriever).__name__, query)
 

@@ -294,7 +294,9 @@ def test_a_server_url_without_a_port_has_its_schemes_port():
 
 
 @pytest.mark.timeout(60)
-def test_a_failed_model_call_has_an_exception_event_besides_status_error(make_openai, openai_server):
+def test_a_failed_model_call_has_an_exception_event_besides_status_error(
+    make_openai, openai_server
+):
     exporter, provider = exporter_and_provider()
     openai_server.fail(Fault.http(400, "bad request"))
     llm = make_openai(max_attempts=1)

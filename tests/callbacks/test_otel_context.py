@@ -92,9 +92,7 @@ def test_parallel_tools_in_worker_threads_each_hold_their_own_child(mode: Mode, 
     calls = [ToolCall(f"call_{n}", FunctionCall(n, '{"input": "x"}')) for n in ("alpha", "beta")]
     llm = FakeLLM([Message.assistant("", calls), Message.assistant("ok")])
     tool_list = [Traced("alpha", provider), Traced("beta", provider)]
-    executor = agents.Executor(
-        agents.ToolCallingAgent(llm, tool_list), max_execution_time=deadline
-    )
+    executor = agents.Executor(agents.ToolCallingAgent(llm, tool_list), max_execution_time=deadline)
     assert mode.run(executor, "q", callbacks=OpenTelemetryHandler(provider)) == "ok"
     spans = exporter.get_finished_spans()
     for name in ("alpha", "beta"):
