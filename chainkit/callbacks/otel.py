@@ -194,11 +194,13 @@ class OpenTelemetryHandler(EventHandler):
             parent = self._spans.get(event.parent_id) if event.parent_id is not None else None
         if parent is None:
             return None
+        if self._context.get_current() is parent.current:  # the usual case, and the cheapest
+            return None
         current = self._trace.get_current_span()
         trace_id = current.get_span_context().trace_id
         if current.is_recording() and trace_id == parent.span.get_span_context().trace_id:
             return None
-        return self._trace.set_span_in_context(parent.span)
+        return parent.current
 
     def _call_id(self, event: Event) -> str | None:
         """The id of the native call this tool run makes: the first one the agent chose for

@@ -189,8 +189,12 @@ def _start(handler: CombiningHandler, request: ModelRequest, model: BaseModel) -
     stop = request.stop or defaults.get("stop")
     shown = ModelOptions(model.provider, defaults, model.server_url)
     shown["stop"] = list(stop) if stop else None
-    # A call's option set to None leaves the default in place, as the backends read them.
-    shown.update((k, v) for k, v in request.options.items() if v is not None or k not in defaults)
+    if defaults:
+        # A call's option set to None leaves the default in place, as the backends read it.
+        given = request.options.items()
+        shown.update((k, v) for k, v in given if v is not None or k not in defaults)
+    else:
+        shown.update(request.options)
     if request.tools:
         shown["tools"] = [t.name for t in request.tools]
     handler.handle_llm_start(request.messages, shown)
