@@ -64,8 +64,9 @@ def run_every_kind(handler: OpenTelemetryHandler, openai: OpenAI, server: OpenAI
     # A failing chain.
     with pytest.raises(ValueError):
         chains.run(Refusing(), SECRET, callbacks=handler)
-    # A MRKL agent with a tool retriever: tools that answer and fail, an unknown-free script.
+    # A MRKL agent with a tool retriever: tools that answer, fail, and do not exist.
     script = [
+        f"Action: {SECRET}\nAction Input: x",  # a tool the model made up, with the user's words
         f"Action: echo\nAction Input: {SECRET}",
         f"Action: failing\nAction Input: {SECRET}",
         f"Final Answer: {SECRET}",
@@ -115,6 +116,7 @@ def test_without_capture_no_span_holds_what_the_user_wrote(make_openai, openai_s
     failed = [span for span in spans if span.events]
     assert {span.name for span in failed} >= {
         "chain Refusing",
+        "execute_tool (unknown tool)",
         "execute_tool failing",
         "chat loopback-model",
     }
