@@ -4,7 +4,6 @@ async and in the sync executor's worker threads; the caller's context comes back
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from chainkit.callbacks import OpenTelemetryHandler
 from chainkit.llms import FakeLLM
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests.callbacks.test_otel import exporter_and_provider
+from tests.callbacks.test_runs import Sleeper
 from tests.support.modes import Mode
 from tests.support.stub_chains import InputOutputChain
 
@@ -113,22 +113,10 @@ def test_a_run_started_inside_a_tools_own_span_is_that_spans_child(mode: Mode):
     assert_child(work, named(spans, "execute_tool alpha")[0])
 
 
-class Stuck(tools.Tool):
-    name = "stuck"
-    description = "returns once released"
-
-    def __init__(self) -> None:
-        self.release = threading.Event()
-
-    def call(self, input: str) -> str:
-        self.release.wait(30)
-        return "late"
-
-
 @pytest.mark.timeout(60, method="thread")
 def test_a_tool_abandoned_at_the_deadline_leaves_the_callers_context_as_it_was():
     exporter, provider = exporter_and_provider()
-    stuck = Stuck()
+    stuck = Sleeper()  # returns once released
     executor = mrkl(provider, stuck, max_execution_time=0.3)
     outer = trace.get_tracer("app", tracer_provider=provider)
     try:
@@ -138,5 +126,5 @@ def test_a_tool_abandoned_at_the_deadline_leaves_the_callers_context_as_it_was()
             assert trace.get_current_span() is request
     finally:
         stuck.release.set()
-    [tool] = named(exporter.get_finished_spans(), "execute_tool stuck")
+    [tool] = named(exporter.get_finished_spans(), "execute_tool sleeper")
     assert tool.status.status_code is trace.StatusCode.ERROR
