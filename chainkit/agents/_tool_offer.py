@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
 
 from chainkit._text import shorten
@@ -47,7 +47,7 @@ class ToolOffer:
         query = self._query(inputs)
         offer = self._runs.get(inputs, query) if steps else None
         if offer is None:
-            with _reporting_retrieval(own, query) as found:
+            with self._reporting(own, query) as found:
                 found.extend(self._registered(self.retriever.select(query)))
             offer = self._runs.start(inputs, query, found)
         return offer
@@ -59,7 +59,7 @@ class ToolOffer:
         query = self._query(inputs)
         offer = self._runs.get(inputs, query) if steps else None
         if offer is None:
-            with _reporting_retrieval(own, query) as found:
+            with self._reporting(own, query) as found:
                 found.extend(self._registered(await self.retriever.aselect(query)))
             offer = self._runs.start(inputs, query, found)
         return offer
@@ -78,10 +78,16 @@ class ToolOffer:
             for action in decision:
                 tool = self._toolset.find(action.tool)
                 if tool is not None and all(tool is not offered for offered in offer):
-                    with _reporting_retrieval(own, action.tool) as found:
+                    with self._reporting(own, action.tool) as found:
                         found.append(tool)
                     offer.append(tool)
         return decision
+
+    def _reporting(
+        self, own: CombiningHandler | None, query: str
+    ) -> AbstractContextManager[list[Tool]]:
+        """`_reporting_retrieval` for this offer's retriever."""
+        return _reporting_retrieval(own, type(self.retriever).__name__, query)
 
     def _query(self, inputs: Mapping[str, Any]) -> str:
         """The text tools are selected for: the input under `query_key`."""
@@ -118,16 +124,32 @@ def _checked(retriever: ToolRetriever, toolset: Toolset) -> ToolRetriever:
 
 
 @contextmanager
-def _reporting_retrieval(own: CombiningHandler | None, query: str) -> Iterator[list[Tool]]:
-    """A "retriever" run selecting tools for `query`: its start, then, once the block has put
-    the tools selected in the list it is given, its end with them (or its error). The one
-    place the agents report retrievals; `own` is the agent's handler."""
-    with enter("retriever", query, own) as run:
-        if run.handler is not None:
-            run.handler.handle_retriever_start(query)
-        found: list[Tool] = []
-        yield found
-        run.end(list(found))
+def _reporting_retrieval(
+    own: CombiningHandler | None, retriever: str, query: str
+) -> Iterator[list[Tool]]:
+    """A "retriever" run of the retriever named `retriever` selecting tools for `query`: its
+    start, then, once the block has put the tools selected in the list it is given, its end
+    with them (or its error). The one place the agents report retrievals; `own` is the
+    agent's handler.
+
+    The run is named after the retriever, never the query: a run's name becomes a span name,
+    a trace's label and a log's, where the user's words must not go. So the events, which
+    carry the query, are reported here rather than by the run."""
+    with enter("retriever", retriever, own) as run:
+        handler = run.handler
+        try:
+            if handler is not None:
+                handler.handle_retriever_start(query)
+            found: list[Tool] = []
+            yield found
+        except BaseException as error:
+            run.ended = True
+            if handler is not None:
+                handler.handle_retriever_error(query, error)
+            raise
+        run.ended = True
+        if handler is not None:
+            handler.handle_retriever_end(query, list(found))
 
 
 class _RunOffers:

@@ -45,6 +45,10 @@ from chainkit.tools import Tool, ToolError
 from chainkit.tools.toolset import observation as observation_of
 
 INTERMEDIATE_STEPS_KEY = "intermediate_steps"
+_UNKNOWN_TOOL = "(unknown tool)"
+"""The name of the run of an action naming no tool of the agent: never the name the model
+wrote, which may be anything (the user's words among them), as a run's name becomes a span
+name and a trace's label; the run's UnknownToolError names it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,7 +367,7 @@ class Executor(Chain):
 
     def _run_tool(self, action: AgentAction) -> str:
         tool = self._toolset.find(action.tool)
-        with enter("tool", action.tool if tool is None else tool.name) as run:
+        with enter("tool", _UNKNOWN_TOOL if tool is None else tool.name) as run:
             if run.handler is not None:
                 run.handler.handle_tool_start(run.name, action.tool_input)
             if tool is None:
@@ -379,7 +383,7 @@ class Executor(Chain):
 
     async def _arun_tool(self, action: AgentAction) -> str:
         tool = self._toolset.find(action.tool)
-        with enter("tool", action.tool if tool is None else tool.name) as run:
+        with enter("tool", _UNKNOWN_TOOL if tool is None else tool.name) as run:
             if run.handler is not None:
                 run.handler.handle_tool_start(run.name, action.tool_input)
             if tool is None:

@@ -14,14 +14,19 @@ from chainkit.schema import AgentAction, AgentFinish, Message
 
 
 class ModelOptions(dict[str, Any]):
-    """The options `handle_llm_start` gets, and `provider`: who serves the model ("openai" for
-    the OpenAI backend, else the model class's name in lower case)."""
+    """The options `handle_llm_start` gets (the model's defaults under the call's own), with
+    `provider`: who serves the model ("openai" for the OpenAI backend, else the model class's
+    name in lower case), and `server_url`: where, without credentials (None for a model that
+    runs in this process)."""
 
-    __slots__ = ("provider",)
+    __slots__ = ("provider", "server_url")
 
-    def __init__(self, provider: str, options: Mapping[str, Any]) -> None:
+    def __init__(
+        self, provider: str, options: Mapping[str, Any], server_url: str | None = None
+    ) -> None:
         super().__init__(options)
         self.provider = provider
+        self.server_url = server_url
 
 
 class Handler:

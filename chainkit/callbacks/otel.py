@@ -10,17 +10,21 @@ from __future__ import annotations
 import json
 import os
 import threading
+import traceback
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import urlsplit
 
 import chainkit
 from chainkit._redact import mask_secret_fields, redact
+from chainkit.callbacks._otel_messages import input_messages, output_message
 from chainkit.callbacks.errors import HandlerDependencyError
 from chainkit.callbacks.events import END_KINDS, ERROR_KINDS, START_KINDS, Event, EventHandler
 from chainkit.callbacks.trace_file import plain_json
 from chainkit.schema import AgentAction, Message
 
 if TYPE_CHECKING:
+    from opentelemetry.context import Context
     from opentelemetry.trace import Span, TracerProvider
 
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -36,23 +40,44 @@ _REQUEST_PARAMS = {
 }
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class _Open(NamedTuple):
+    """A run's span, the context that makes it current while the run executes, and the
+    context that was current before."""
+
+    span: Span
+    current: Context
+    before: Context
+
+
 class OpenTelemetryHandler(EventHandler):
     """Makes a span of each run, its parent the span of the run's parent, whatever thread or
     task the run's events come from.
 
     Span names: `invoke_agent {name}` for an agent executor, `chat {model}` for a model call
-    (kind CLIENT), `execute_tool {tool}` for a tool call, `chain {name}` for any other chain.
-    Attributes follow the GenAI conventions (gen_ai.operation.name, gen_ai.provider.name,
-    gen_ai.request.model, token usage, finish reasons, tool name and call id, request
-    parameters); a failed run's span has status ERROR and `error.type`.
+    (kind CLIENT), `execute_tool {tool}` for a tool call, `chain {name}` for any other chain,
+    `retrieve {retriever}` for a tool retrieval. Attributes follow the GenAI conventions
+    (gen_ai.operation.name, gen_ai.provider.name, gen_ai.request.model and the request
+    parameters in effect, gen_ai.response.model and .id, server.address and .port, token
+    usage, finish reasons, tool name and call id); a failed run's span has status ERROR,
+    `error.type` and an `exception` event.
+
+    While a run executes its span is the current one, so spans started inside it (by a tool,
+    or an instrumented HTTP or database client) are its children; a run started inside such a
+    span is that span's child in turn.
+
+    Messages (as the conventions' `gen_ai.input.messages` and `gen_ai.output.messages`), tool
+    arguments and results, chain inputs and outputs, retrieval queries and exception messages
+    are recorded only with `capture_content=True` or the environment variable
+    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, with API keys masked; without it
+    no span name, attribute or event holds what a user or a model wrote.
 
     A retried model call adds a `retry` event to its span: `chainkit.retry.attempt` (the one
     that failed), `error.type` and `chainkit.retry.wait` (seconds before the next attempt);
     with content captured, `chainkit.retry.discarded` (the text the attempt had streamed).
 
-    Messages, tool arguments and results, and chain inputs and outputs are recorded only with
-    `capture_content=True` or the environment variable
-    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, with API keys masked.
     `tracer_provider` defaults to OpenTelemetry's global one.
     """
 
@@ -65,14 +90,17 @@ class OpenTelemetryHandler(EventHandler):
             raise HandlerDependencyError(
                 "OpenTelemetryHandler needs the OpenTelemetry API: pip install 'chainkit[otel]'"
             ) from error
+        from opentelemetry import context
+
         self._trace = trace
+        self._context = context
         self._tracer = trace.get_tracer(
             "chainkit", chainkit.__version__, tracer_provider=tracer_provider
         )
         self.capture_content = bool(capture_content) or (
             os.environ.get(CAPTURE_ENV, "").strip().lower() == "true"
         )
-        self._spans: dict[str, Span] = {}
+        self._spans: dict[str, _Open] = {}
         # Native tool calls the agent chose, by agent run: a tool run takes its call id here.
         self._actions: dict[str, list[AgentAction]] = {}
         self._lock = threading.Lock()
@@ -86,25 +114,29 @@ class OpenTelemetryHandler(EventHandler):
             self._start(event)
         elif kind in END_KINDS or kind in ERROR_KINDS:
             with self._lock:
-                span = self._spans.pop(event.run_id, None)
+                run = self._spans.pop(event.run_id, None)
                 if event.run_kind == "chain":
                     self._actions.pop(event.run_id, None)
-            if span is not None:
-                self._end(span, event)
+            if run is not None:
+                self._end(run.span, event)
+                # Only in the run's own context: an error reported from elsewhere (a step a
+                # deadline abandoned) leaves the context it is reported from as it is.
+                if self._context.get_current() is run.current:
+                    self._context.attach(run.before)
         elif kind == "agent_action" or kind == "agent_finish":
             with self._lock:
-                span = self._spans.get(event.run_id)
+                run = self._spans.get(event.run_id)
                 if kind == "agent_action":
                     action: AgentAction = event.data["action"]
                     if action.tool_call_id is not None:
                         self._actions.setdefault(event.run_id, []).append(action)
-            if span is not None:
-                _mark_agent(span, event.name)
+            if run is not None:
+                _mark_agent(run.span, event.name)
         elif kind == "retry":
             with self._lock:
-                span = self._spans.get(event.run_id)
-            if span is not None:
-                span.add_event(
+                run = self._spans.get(event.run_id)
+            if run is not None:
+                run.span.add_event(
                     "retry", _retry_attributes(event, self.capture_content), int(event.time * 1e9)
                 )
 
@@ -122,8 +154,9 @@ class OpenTelemetryHandler(EventHandler):
                 "gen_ai.request.model": model,
             }
             attributes.update(_request_params(data["options"]))
+            attributes.update(_server(getattr(data["options"], "server_url", None)))
             if self.capture_content:
-                attributes["gen_ai.input.messages"] = _json([m.to_dict() for m in data["messages"]])
+                attributes["gen_ai.input.messages"] = _json(input_messages(data["messages"]))
         elif event.kind == "tool_start":
             name = f"execute_tool {event.name}"
             attributes = {
@@ -152,20 +185,34 @@ class OpenTelemetryHandler(EventHandler):
             if self.capture_content:
                 attributes["chainkit.retriever.query"] = redact(str(data["query"]))
         attributes["chainkit.run.id"] = event.run_id
-        with self._lock:
-            parent = self._spans.get(event.parent_id) if event.parent_id is not None else None
-        # The parent is the span of the run's parent, never OpenTelemetry's current span: the
-        # events of parallel tools and batch items come from threads with contexts of their own.
-        context = None if parent is None else self._trace.set_span_in_context(parent)
         span = self._tracer.start_span(
             name,
-            context=context,
+            context=self._parent_context(event),
             kind=kind,
             attributes=attributes,
             start_time=int(event.time * 1e9),
         )
+        before = self._context.get_current()
+        current = self._trace.set_span_in_context(span, before)
+        self._context.attach(current)
         with self._lock:
-            self._spans[event.run_id] = span
+            self._spans[event.run_id] = _Open(span, current, before)
+
+    def _parent_context(self, event: Event) -> Context | None:
+        """The context of the run's parent span: the current one (None) when that is an open
+        span of the parent's trace (the parent's, or one a tool started inside it), else the
+        span of the run's parent run."""
+        with self._lock:
+            parent = self._spans.get(event.parent_id) if event.parent_id is not None else None
+        if parent is None:
+            return None
+        if self._context.get_current() is parent.current:  # the usual case, and the cheapest
+            return None
+        current = self._trace.get_current_span()
+        trace_id = current.get_span_context().trace_id
+        if current.is_recording() and trace_id == parent.span.get_span_context().trace_id:
+            return None
+        return parent.current
 
     def _call_id(self, event: Event) -> str | None:
         """The id of the native call this tool run makes: the first one the agent chose for
@@ -188,6 +235,8 @@ class OpenTelemetryHandler(EventHandler):
             error: BaseException = data["error"]
             span.set_attribute("error.type", _qualified(type(error)))
             span.set_status(self._trace.StatusCode.ERROR, type(error).__name__)
+            exception = _exception(error, self.capture_content)
+            span.add_event("exception", exception, timestamp=int(event.time * 1e9))
         elif event.kind == "llm_end":
             _describe_reply(span, data["message"], self.capture_content)
         elif self.capture_content:
@@ -219,6 +268,39 @@ def _retry_attributes(event: Event, capture_content: bool) -> dict[str, Any]:
     return attributes
 
 
+def _server(url: str | None) -> dict[str, Any]:
+    """server.address and server.port of the model's server, from its URL."""
+    if not url:
+        return {}
+    try:
+        parts = urlsplit(url)
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme)
+    except ValueError:  # not a URL after all: no address rather than a wrong one
+        return {}
+    if not parts.hostname:
+        return {}
+    server: dict[str, Any] = {"server.address": parts.hostname}
+    if port is not None:
+        server["server.port"] = port
+    return server
+
+
+def _exception(error: BaseException, capture_content: bool) -> dict[str, str]:
+    """The attributes of an `exception` event. The message, and the causes' messages in the
+    stack trace, are content (an error may quote its input): without capture the trace
+    holds only the frames of the error itself."""
+    attributes = {"exception.type": _qualified(type(error))}
+    if capture_content:
+        attributes["exception.message"] = redact(str(error))
+        attributes["exception.stacktrace"] = redact("".join(traceback.format_exception(error)))
+    elif error.__traceback__ is not None:
+        frames = traceback.format_tb(error.__traceback__)
+        attributes["exception.stacktrace"] = "".join(
+            ["Traceback (most recent call last):\n", *frames, attributes["exception.type"]]
+        )
+    return attributes
+
+
 def _request_params(options: Mapping[str, Any]) -> dict[str, Any]:
     params: dict[str, Any] = {}
     for option, attribute in _REQUEST_PARAMS.items():
@@ -239,11 +321,12 @@ def _describe_reply(span: Span, message: Message, capture_content: bool) -> None
         if meta.usage is not None:
             span.set_attribute("gen_ai.usage.input_tokens", meta.usage.prompt_tokens)
             span.set_attribute("gen_ai.usage.output_tokens", meta.usage.completion_tokens)
-    model = (message.extra or {}).get("model")
-    if isinstance(model, str):
-        span.set_attribute("gen_ai.response.model", model)
+        if meta.model is not None:
+            span.set_attribute("gen_ai.response.model", meta.model)
+        if meta.id is not None:
+            span.set_attribute("gen_ai.response.id", meta.id)
     if capture_content:
-        span.set_attribute("gen_ai.output.messages", _json([message.to_dict()]))
+        span.set_attribute("gen_ai.output.messages", _json([output_message(message)]))
 
 
 def _json(value: Any) -> str:

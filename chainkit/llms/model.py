@@ -4,8 +4,9 @@ once for every backend."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, Unpack, runtime_checkable
 
 from chainkit._elsewhere import Elsewhere
@@ -103,6 +104,16 @@ class BaseModel:
         """Who serves the model, as traces name it (OpenTelemetry's gen_ai.provider.name)."""
         return type(self).__name__.lower()
 
+    @property
+    def server_url(self) -> str | None:
+        """Where the model is served, as traces show it (OpenTelemetry's server.address and
+        server.port): a URL without credentials; None for a model in this process."""
+        return None
+
+    default_options: Mapping[str, Any] = MappingProxyType({})
+    """The options every call takes unless it gives its own: none here; a backend's
+    constructor takes them (`llms.OpenAI("gpt-4o-mini", temperature=0)`)."""
+
     def generate(
         self,
         messages: Sequence[Message],
@@ -113,7 +124,7 @@ class BaseModel:
         request, own = _request(messages, tools, options)
         with enter("llm", request.options.get("model") or self.name, own) as run:
             if run.handler is not None:
-                _start(run.handler, request, self.provider)
+                _start(run.handler, request, self)
             # The backend is called here, not through _sync_reply: one call less per model
             # call, on the agent loop's path.
             try:
@@ -133,7 +144,7 @@ class BaseModel:
         request, own = _request(messages, tools, options)
         with enter("llm", request.options.get("model") or self.name, own) as run:
             if run.handler is not None:
-                _start(run.handler, request, self.provider)
+                _start(run.handler, request, self)
             reply = await self._agenerate(request)
             run.end(reply)
             return reply
@@ -176,11 +187,20 @@ def _request(
     return ModelRequest(messages, stop, tools, streaming_func, None, options, streaming_func), own
 
 
-def _start(handler: CombiningHandler, request: ModelRequest, provider: str) -> None:
-    """Fires llm start and routes streamed chunks and retry events to `handler` too."""
+def _start(handler: CombiningHandler, request: ModelRequest, model: BaseModel) -> None:
+    """Fires llm start, with the options in effect (the model's defaults under the call's
+    own), and routes streamed chunks and retry events to `handler` too."""
     request.callbacks = handler
-    shown = ModelOptions(provider, {"stop": list(request.stop) if request.stop else None})
-    shown.update(request.options)
+    defaults = model.default_options
+    stop = request.stop or defaults.get("stop")
+    shown = ModelOptions(model.provider, defaults, model.server_url)
+    shown["stop"] = list(stop) if stop else None
+    if defaults:
+        # A call's option set to None leaves the default in place, as the backends read it.
+        given = request.options.items()
+        shown.update((k, v) for k, v in given if v is not None or k not in defaults)
+    else:
+        shown.update(request.options)
     if request.tools:
         shown["tools"] = [t.name for t in request.tools]
     handler.handle_llm_start(request.messages, shown)

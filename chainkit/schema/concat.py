@@ -175,6 +175,9 @@ def _merge_meta(merged: ResponseMeta | None, new: ResponseMeta) -> ResponseMeta:
         merged = ResponseMeta()
     if new.finish_reason or merged.finish_reason is None:
         merged.finish_reason = new.finish_reason
+    # Every chunk of a stream names the same model and response: the first one that does.
+    merged.model = merged.model or new.model
+    merged.id = merged.id or new.id
     if new.usage is not None:
         old = merged.usage or TokenUsage()
         merged.usage = TokenUsage(

@@ -184,21 +184,29 @@ def _whole_count(value: Any) -> Any:
 
 @dataclass(slots=True)
 class ResponseMeta:
-    """What the server said about a reply, besides the reply itself."""
+    """What the server said about a reply, besides the reply itself: why it stopped, the
+    tokens it counted, and the `model` that answered and the response's `id`, as it named
+    them (a request for "gpt-4o" is answered by "gpt-4o-2024-08-06")."""
 
     finish_reason: str | None = None
     usage: TokenUsage | None = None
+    model: str | None = None
+    id: str | None = None
 
     def __post_init__(self) -> None:
         if not (
             (self.finish_reason is None or type(self.finish_reason) is str)
             and (self.usage is None or type(self.usage) is TokenUsage)
+            and (self.model is None or type(self.model) is str)
+            and (self.id is None or type(self.id) is str)
         ):
             check_fields(
                 self,
                 (
                     ("finish_reason", OPTIONAL_STR, "a str or None"),
                     ("usage", (TokenUsage, NONE), "a TokenUsage or None"),
+                    ("model", OPTIONAL_STR, "a str or None"),
+                    ("id", OPTIONAL_STR, "a str or None"),
                 ),
             )
 
@@ -208,6 +216,10 @@ class ResponseMeta:
             data["finish_reason"] = self.finish_reason
         if self.usage is not None:
             data["usage"] = self.usage.to_dict()
+        if self.model is not None:
+            data["model"] = self.model
+        if self.id is not None:
+            data["id"] = self.id
         return data
 
     @classmethod
@@ -217,6 +229,8 @@ class ResponseMeta:
         return cls(
             finish_reason=data.get("finish_reason"),
             usage=TokenUsage.from_dict(mapping("ResponseMeta", "usage", usage)) if usage else None,
+            model=data.get("model"),
+            id=data.get("id"),
         )
 
 

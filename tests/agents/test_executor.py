@@ -361,8 +361,9 @@ def test_unknown_tool_and_parse_errors_show_in_callbacks(events):
         "unparsable reply, sent back to the model: "
         "Invalid Format: Missing 'Action:' after 'Thought:'"
     ]
-    assert "tool_start:nope:x" in seen(events)
-    assert "tool_error:nope:nope is not a valid tool, try one of [echo]." in seen(events)
+    # The run is not named what the model wrote, which may be anything; its error says it.
+    assert "tool_start:(unknown tool):x" in seen(events)
+    assert "tool_error:(unknown tool):nope is not a valid tool, try one of [echo]." in seen(events)
 
 
 def test_same_handler_on_agent_and_executor_hears_each_event_once(events):

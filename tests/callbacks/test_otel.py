@@ -17,9 +17,10 @@ from opentelemetry.trace import SpanKind, StatusCode
 from chainkit import agents, callbacks, chains, tools
 from chainkit.callbacks import OpenTelemetryHandler
 from chainkit.llms import FakeLLM, OpenAI
+from chainkit.llms.errors import ModelError
 from chainkit.schema import Message, ResponseMeta, TokenUsage
 from tests.callbacks.test_runs import Broken, executor_and_tools
-from tests.support.openai_server import OpenAIServer
+from tests.support.openai_server import Fault, OpenAIServer, Reply
 from tests.support.retried_stream import (
     ANSWER,
     STREAMED_BEFORE_THE_BREAK,
@@ -249,3 +250,95 @@ def test_a_retry_is_an_event_of_the_model_span(
     assert dict(retry.attributes or {}) == expected
     assert chat.start_time is not None and chat.end_time is not None
     assert chat.start_time <= retry.timestamp <= chat.end_time
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+def test_a_chat_span_over_http_has_the_models_defaults_and_what_the_server_said(
+    make_openai, openai_server, mode, streamed
+):
+    exporter, provider = exporter_and_provider()
+    openai_server.push(Reply("hi", model="loopback-model-2026-01-01", id="chatcmpl-42"))
+    llm = make_openai(temperature=0.3, max_tokens=64, top_p=0.5, seed=1)
+    options: dict[str, Any] = {"seed": 5, "temperature": None}  # None: the default stays
+    if streamed:
+        options["streaming_func"] = lambda chunk: None
+    reply = mode.generate(
+        llm, [Message.user("q")], callbacks=OpenTelemetryHandler(provider), **options
+    )
+    assert reply.content == "hi"
+    [sent] = openai_server.chat_requests()
+    assert (sent.body["temperature"], sent.body["seed"]) == (0.3, 5)  # what the span says
+    [span] = exporter.get_finished_spans()
+    assert span.attributes is not None
+    port = int(openai_server.base_url.split(":")[2].split("/")[0])
+    assert {key: span.attributes.get(key) for key in CHAT_ATTRIBUTES} == {
+        "gen_ai.request.model": "loopback-model",
+        "gen_ai.request.temperature": 0.3,
+        "gen_ai.request.max_tokens": 64,
+        "gen_ai.request.top_p": 0.5,
+        "gen_ai.request.seed": 5,
+        "gen_ai.response.model": "loopback-model-2026-01-01",
+        "gen_ai.response.id": "chatcmpl-42",
+        "server.address": "127.0.0.1",
+        "server.port": port,
+    }
+
+
+CHAT_ATTRIBUTES = (
+    "gen_ai.request.model",
+    "gen_ai.request.temperature",
+    "gen_ai.request.max_tokens",
+    "gen_ai.request.top_p",
+    "gen_ai.request.seed",
+    "gen_ai.response.model",
+    "gen_ai.response.id",
+    "server.address",
+    "server.port",
+)
+
+
+def test_openais_server_url_has_no_credentials(monkeypatch):
+    from chainkit.llms import OpenAI
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert OpenAI("gpt-4o-mini", api_key=KEY).server_url == "https://api.openai.com/v1"
+    with_credentials = "https://user:pw@llm.example.com/v1?api_key=k"
+    llm = OpenAI("gpt-4o-mini", api_key=KEY, base_url=with_credentials)
+    assert llm.server_url == "https://llm.example.com/v1"
+
+
+class Served(FakeLLM):
+    @property
+    def server_url(self) -> str:
+        return "https://llm.example.com/v1"
+
+
+def test_a_server_url_without_a_port_has_its_schemes_port():
+    exporter, provider = exporter_and_provider()
+    Served(["hi"]).generate([Message.user("q")], callbacks=OpenTelemetryHandler(provider))
+    [span] = exporter.get_finished_spans()
+    assert span.attributes is not None
+    assert (span.attributes["server.address"], span.attributes["server.port"]) == (
+        "llm.example.com",
+        443,
+    )
+
+
+@pytest.mark.timeout(60)
+def test_a_failed_model_call_has_an_exception_event_besides_status_error(
+    make_openai, openai_server
+):
+    exporter, provider = exporter_and_provider()
+    openai_server.fail(Fault.http(400, "bad request"))
+    llm = make_openai(max_attempts=1)
+    with pytest.raises(ModelError):
+        llm.generate([Message.user("q")], callbacks=OpenTelemetryHandler(provider))
+    [span] = exporter.get_finished_spans()
+    assert span.status.status_code is StatusCode.ERROR
+    [event] = span.events
+    assert event.name == "exception"
+    assert event.attributes is not None
+    assert event.attributes["exception.type"] == span.attributes["error.type"]  # type: ignore[index]
+    assert str(event.attributes["exception.type"]).startswith("chainkit.llms.errors.")
+    assert "exception.message" not in event.attributes  # content: only with capture
+    assert 'File "' in str(event.attributes["exception.stacktrace"])

@@ -346,7 +346,7 @@ def test_a_tool_retrieval_is_a_retriever_run_inside_the_agents_run():
     children = tree(recorder)
     [root] = children[None]
     kinds = [(run.kind, run.name) for run in children[root.id]]
-    assert kinds == [("retriever", "which one fails"), ("llm", "FakeLLM")]
+    assert kinds == [("retriever", "ToolRetriever"), ("llm", "FakeLLM")]  # never the query
 
 
 def test_reporting_for_what_is_no_run_is_a_handler_type_error():

@@ -21,6 +21,8 @@ from tests.support.openai_server import TEST_API_KEY, Call, OpenAIServer, Reply,
 USAGE = TokenUsage(
     prompt_tokens=11, completion_tokens=7, total_tokens=18, reasoning_tokens=3, cached_tokens=2
 )
+SERVED = ("loopback-model", "chatcmpl-loopback")
+"""The model and response id the loopback server names in its replies."""
 WEATHER = ToolInfo(
     "weather",
     "Current weather in a city",
@@ -85,7 +87,7 @@ def test_plain_completion(openai_server: OpenAIServer, openai_llm: OpenAI) -> No
     reply = openai_llm.generate([Message.system("Be brief."), Message.user("Say hello")])
 
     assert reply == Message.assistant(
-        "Hello from the server", response_meta=ResponseMeta("stop", USAGE)
+        "Hello from the server", response_meta=ResponseMeta("stop", USAGE, *SERVED)
     )
     (request,) = openai_server.requests
     assert request.path == "/v1/chat/completions"
@@ -190,7 +192,7 @@ def test_tools_are_sent_and_tool_calls_parsed(
         ToolCall("call_a", FunctionCall("weather", '{"city": "Paris"}')),
         ToolCall("call_b", FunctionCall("clock", "{}")),
     ]
-    assert reply.response_meta == ResponseMeta("tool_calls", USAGE)
+    assert reply.response_meta == ResponseMeta("tool_calls", USAGE, *SERVED)
 
 
 def test_reasoning_content_is_kept(openai_server: OpenAIServer, openai_llm: OpenAI) -> None:
@@ -245,7 +247,7 @@ def test_a_stream_without_finish_reason_is_complete_at_done(
     assert (
         streamed
         == plain
-        == Message.assistant(reply.content, response_meta=ResponseMeta(None, USAGE))
+        == Message.assistant(reply.content, response_meta=ResponseMeta(None, USAGE, *SERVED))
     )
     assert len(openai_server.requests) == 2  # neither was retried
 
@@ -317,7 +319,7 @@ def test_stream_request_asks_for_usage(openai_server: OpenAIServer, openai_llm: 
     body = openai_server.requests[0].body
     assert body["stream"] is True
     assert body["stream_options"] == {"include_usage": True}
-    assert reply.response_meta == ResponseMeta("stop", USAGE)
+    assert reply.response_meta == ResponseMeta("stop", USAGE, *SERVED)
 
 
 def test_stream_hands_text_over_as_it_arrives(

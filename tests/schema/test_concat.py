@@ -208,14 +208,14 @@ def test_an_empty_value_agrees_with_any_other():
     assert merged == Message.tool("2025", "call_1", "get")
 
 
-def test_finish_reason_is_the_last_non_empty_one_and_usage_the_maximum_of_each_field():
+def test_finish_reason_is_the_last_non_empty_one_usage_the_maximum_and_model_the_first():
     metas = [
         ResponseMeta(None, TokenUsage(10, 1, 11)),
-        ResponseMeta("tool_calls", TokenUsage(10, 5, 15, reasoning_tokens=3)),
-        ResponseMeta("", TokenUsage(0, 0, 0, cached_tokens=4)),
+        ResponseMeta("tool_calls", TokenUsage(10, 5, 15, reasoning_tokens=3), "m-1", "r-1"),
+        ResponseMeta("", TokenUsage(0, 0, 0, cached_tokens=4), "m-1", "r-1"),
         None,
     ]
-    expected = ResponseMeta("tool_calls", TokenUsage(10, 5, 15, 3, 4))
+    expected = ResponseMeta("tool_calls", TokenUsage(10, 5, 15, 3, 4), "m-1", "r-1")
     chunks = [Message("assistant", response_meta=meta) for meta in metas]
     assert concat_messages(chunks).response_meta == expected
     assert concat_agentic_messages(to_agentic(chunks)).response_meta == expected

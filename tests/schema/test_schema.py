@@ -43,7 +43,9 @@ def full_message() -> Message:
         ],
         name="bot",
         reasoning_content="the user wants two things",
-        response_meta=ResponseMeta("tool_calls", TokenUsage(10, 5, 15, reasoning_tokens=3)),
+        response_meta=ResponseMeta(
+            "tool_calls", TokenUsage(10, 5, 15, reasoning_tokens=3), "gpt-4o-2024-08-06", "r-1"
+        ),
         extra={"trace": "abc"},
     )
 
@@ -252,6 +254,8 @@ def _refused(build, field, *expected):
         (lambda: untyped.TokenUsage(1, 2, 3, cached_tokens=1.5), "cached_tokens", ("1.5 (float)",)),
         (lambda: untyped.ResponseMeta(finish_reason=1), "finish_reason", ("a str or None",)),
         (lambda: untyped.ResponseMeta(usage={"prompt_tokens": 1}), "usage", ("a TokenUsage",)),
+        (lambda: untyped.ResponseMeta(model=1), "model", ("a str or None",)),
+        (lambda: untyped.ResponseMeta(id=b"r"), "id", ("a str or None",)),
         (lambda: untyped.TextPart(None), "text", ("a str",)),
         (lambda: untyped.ImagePart(url=""), "url", ("a non-empty str",)),
         (lambda: untyped.ImagePart(url=5), "url", ("a str or None",)),
@@ -466,7 +470,9 @@ json_values = st.recursive(
 )
 extras = st.none() | st.dictionaries(texts, json_values, max_size=3)
 usages = st.builds(TokenUsage, *[st.integers(-5, 10**12)] * 5)
-metas = st.none() | st.builds(ResponseMeta, optional_texts, st.none() | usages)
+metas = st.none() | st.builds(
+    ResponseMeta, optional_texts, st.none() | usages, optional_texts, optional_texts
+)
 tool_calls = st.builds(
     ToolCall,
     texts,

@@ -66,7 +66,9 @@ class Reply:
     `chunk_size` characters; with `tool_calls_in_one_chunk` every call comes whole in a single
     chunk instead, and `tool_call_index` says how the tool-call deltas are numbered.
     With `pause_after`, the stream stops after that many content pieces until the test sets
-    `OpenAIServer.resume`, which proves the client hands text over as it arrives.
+    `OpenAIServer.resume`, which proves the client hands text over as it arrives. The reply
+    names the model the request asked for, unless `model` names another (as a server does
+    for a model alias), and has the id `id`.
     """
 
     content: str = ""
@@ -79,6 +81,8 @@ class Reply:
     tool_calls_in_one_chunk: bool = False
     tool_call_index: ToolCallIndex = "position"
     pause_after: int | None = None
+    model: str | None = None
+    id: str = "chatcmpl-loopback"
 
 
 @dataclass(slots=True)
@@ -536,10 +540,10 @@ def completion_of(reply: Reply, model: str) -> dict[str, Any]:
     if reply.reasoning_content is not None:
         message["reasoning_content"] = reply.reasoning_content
     data: dict[str, Any] = {
-        "id": "chatcmpl-loopback",
+        "id": reply.id,
         "object": "chat.completion",
         "created": 0,
-        "model": model,
+        "model": reply.model or model,
         "choices": [
             {"index": 0, "message": message, "finish_reason": _finish(reply), "logprobs": None}
         ],
@@ -561,10 +565,10 @@ def stream_events_of(
     """The SSE chunks of `reply`, each with whether it carries content, as real servers send
     them: an empty first delta, null contents, tool-call arguments split across chunks."""
     base = {
-        "id": "chatcmpl-loopback",
+        "id": reply.id,
         "object": "chat.completion.chunk",
         "created": 0,
-        "model": model,
+        "model": reply.model or model,
     }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from chainkit._redact import mask_url
+from chainkit._redact import mask_url, url_without_credentials
 from chainkit.llms.errors import ModelConfigError, ModelTypeError
 from chainkit.llms.openai._connection import Connection
 from chainkit.llms.retry import Backoff, RetryPolicy, check_seconds
@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from chainkit.llms.rate_limit import RateLimiter
 
 T = TypeVar("T")
+
+OPENAI_URL = "https://api.openai.com/v1"
+"""Where the openai SDK sends requests when no base URL is given."""
 
 
 class OpenAIEndpoint:
@@ -60,6 +63,12 @@ class OpenAIEndpoint:
     @property
     def base_url(self) -> str | None:
         return self._connection.base_url
+
+    @property
+    def server_url(self) -> str:
+        """The server's URL as traces show it: without credentials, OpenAI's without a
+        base URL."""
+        return url_without_credentials(self.base_url or OPENAI_URL)
 
     def _limited(
         self,

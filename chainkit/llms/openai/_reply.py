@@ -64,7 +64,8 @@ def parse_completion(body: bytes, mask: Masker) -> Message:
         )
     reply = _ReplyParts(mask)
     reply.add(choice["message"], whole=True)
-    return reply.message(_finish_reason(choice.get("finish_reason")), _usage(data.get("usage")))
+    finish_reason = _finish_reason(choice.get("finish_reason"))
+    return reply.message(ResponseMeta(finish_reason, _usage(data.get("usage")), *_served(data)))
 
 
 def json_object(payload: str | bytes, what: str, mask: Masker) -> dict[str, Any]:
@@ -129,6 +130,16 @@ def _choice_zero(choices: Any) -> dict[str, Any] | None:
 
 def _finish_reason(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def _served(data: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The model that answered and the response's id, as a reply body or stream chunk names
+    them; a missing or non-text one is None, a long one shortened (it goes into traces)."""
+    return _short_text(data.get("model")), _short_text(data.get("id"))
+
+
+def _short_text(value: Any) -> str | None:
+    return _valid_text(shorten(value, 200)) if isinstance(value, str) and value else None
 
 
 def _count_or_zero(value: Any) -> int:
@@ -391,13 +402,13 @@ class _ReplyParts:
                 )
         return "".join(added)
 
-    def message(self, finish_reason: str | None, usage: TokenUsage | None) -> Message:
+    def message(self, meta: ResponseMeta) -> Message:
         """The reply; ModelRefusalError, carrying it, when it is a refusal."""
         reply = Message.assistant(
             self.content.text(),
             [*self.function_call.result(), *self.calls.result()],
             reasoning_content=self.reasoning.text(),
-            response_meta=ResponseMeta(finish_reason, usage),
+            response_meta=meta,
         )
         refusal = self.refusal.text()
         if refusal:
@@ -444,6 +455,7 @@ class StreamAccumulator:
         self._whole: Message | None = None
         self._finish_reason: str | None = None
         self._usage: TokenUsage | None = None
+        self._served: tuple[str | None, str | None] = (None, None)
         self._choice_seen = False
         self._done = False
 
@@ -491,7 +503,7 @@ class StreamAccumulator:
         held = self._reply.content.flush()
         if held:
             self._on_text(held)
-        return self._reply.message(self._finish_reason, self._usage)
+        return self._reply.message(ResponseMeta(self._finish_reason, self._usage, *self._served))
 
     def _end(self) -> None:
         if self._sniffing:  # the body ended before its kind was clear: only blanks or nothing
@@ -531,6 +543,8 @@ class StreamAccumulator:
         return False
 
     def _add_chunk(self, chunk: dict[str, Any]) -> None:
+        if self._served == (None, None):
+            self._served = _served(chunk)
         choices = chunk.get("choices")
         if isinstance(choices, list):
             for choice in choices:
