@@ -55,10 +55,13 @@ class Event:
     - chain_start `{"inputs"}`, chain_end `{"outputs"}`
     - llm_start `{"messages", "options", "model", "provider"}`, token `{"text"}`,
       llm_end `{"message"}` (the reply, with its usage in `response_meta`)
-    - tool_start `{"input"}`, tool_end `{"output"}`
+    - tool_start `{"input", "tool_call_id"}`, tool_end `{"output", "tool_call_id"}`,
+      tool_error `{"error", "tool_call_id"}`: the id of the model's tool call the tool run
+      carries out, as its agent_action's `tool_call_id` (None for an action parsed from text,
+      as a OneShotAgent's)
     - retriever_start `{"query"}`, retriever_end `{"query", "documents"}`
     - agent_action `{"action"}`, agent_finish `{"finish"}`
-    - every *_error `{"error"}`: the exception
+    - every other *_error `{"error"}`: the exception
     """
 
     kind: EventKind

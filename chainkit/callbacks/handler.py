@@ -65,13 +65,14 @@ class Handler:
     def handle_chain_error(self, chain: str, error: BaseException) -> None:
         """A chain failed."""
 
-    def handle_tool_start(self, tool: str, input: str) -> None:
-        """A tool is called with this input."""
+    def handle_tool_start(self, tool: str, input: str, tool_call_id: str | None) -> None:
+        """A tool is called with this input, for the model's tool call `tool_call_id` (None
+        for an action parsed from text, as a OneShotAgent's)."""
 
-    def handle_tool_end(self, tool: str, output: str) -> None:
+    def handle_tool_end(self, tool: str, output: str, tool_call_id: str | None) -> None:
         """A tool returned."""
 
-    def handle_tool_error(self, tool: str, error: BaseException) -> None:
+    def handle_tool_error(self, tool: str, error: BaseException, tool_call_id: str | None) -> None:
         """A tool raised."""
 
     def handle_agent_action(self, action: AgentAction) -> None:

@@ -18,7 +18,7 @@ from chainkit._redact import mask_secret_fields, redact
 from chainkit.callbacks.errors import HandlerDependencyError
 from chainkit.callbacks.events import END_KINDS, ERROR_KINDS, START_KINDS, Event, EventHandler
 from chainkit.callbacks.trace_file import plain_json
-from chainkit.schema import AgentAction, Message
+from chainkit.schema import Message
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, TracerProvider
@@ -69,8 +69,6 @@ class OpenTelemetryHandler(EventHandler):
             os.environ.get(CAPTURE_ENV, "").strip().lower() == "true"
         )
         self._spans: dict[str, Span] = {}
-        # Native tool calls the agent chose, by agent run: a tool run takes its call id here.
-        self._actions: dict[str, list[AgentAction]] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -83,17 +81,11 @@ class OpenTelemetryHandler(EventHandler):
         elif kind in END_KINDS or kind in ERROR_KINDS:
             with self._lock:
                 span = self._spans.pop(event.run_id, None)
-                if event.run_kind == "chain":
-                    self._actions.pop(event.run_id, None)
             if span is not None:
                 self._end(span, event)
         elif kind == "agent_action" or kind == "agent_finish":
             with self._lock:
                 span = self._spans.get(event.run_id)
-                if kind == "agent_action":
-                    action: AgentAction = event.data["action"]
-                    if action.tool_call_id is not None:
-                        self._actions.setdefault(event.run_id, []).append(action)
             if span is not None:
                 _mark_agent(span, event.name)
 
@@ -120,7 +112,7 @@ class OpenTelemetryHandler(EventHandler):
                 "gen_ai.tool.name": event.name,
                 "gen_ai.tool.type": "function",
             }
-            call_id = self._call_id(event)
+            call_id = data["tool_call_id"]
             if call_id is not None:
                 attributes["gen_ai.tool.call.id"] = call_id
             if self.capture_content:
@@ -155,21 +147,6 @@ class OpenTelemetryHandler(EventHandler):
         )
         with self._lock:
             self._spans[event.run_id] = span
-
-    def _call_id(self, event: Event) -> str | None:
-        """The id of the native call this tool run makes: the first one the agent chose for
-        this tool and no run took yet."""
-        if event.parent_id is None:
-            return None
-        with self._lock:
-            pending = self._actions.get(event.parent_id)
-            if not pending:
-                return None
-            folded = event.name.casefold()
-            for index, action in enumerate(pending):
-                if action.tool.casefold() == folded:
-                    return pending.pop(index).tool_call_id
-        return None
 
     def _end(self, span: Span, event: Event) -> None:
         data = event.data

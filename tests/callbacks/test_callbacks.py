@@ -29,8 +29,8 @@ def test_combining_handler_fans_out_in_order():
     a, b = EventRecorder(), EventRecorder()
     combined = CombiningHandler([a, b])
     combined.handle_text("hello")
-    combined.handle_tool_start("calc", "1+1")
-    assert a.heard() == b.heard() == [("text", "hello"), ("tool_start", "calc", "1+1")]
+    combined.handle_tool_start("calc", "1+1", "call_1")
+    assert a.heard() == b.heard() == [("text", "hello"), ("tool_start", "calc", "1+1", "call_1")]
 
 
 def test_failing_handler_is_logged_and_skipped(caplog):
@@ -61,9 +61,9 @@ def test_log_handler_writes_one_line_per_event():
     log.handle_llm_start([Message.user("Question: x\nThought:")], {"stop": ["\nObservation:"]})
     log.handle_llm_end(Message.assistant("Action: calc\nAction Input: 1+1"))
     log.handle_agent_action(AgentAction("calc", "1+1", "log"))
-    log.handle_tool_start("calc", "1+1")
-    log.handle_tool_end("calc", "2")
-    log.handle_tool_error("calc", ValueError("bad"))
+    log.handle_tool_start("calc", "1+1", None)
+    log.handle_tool_end("calc", "2", "call_7")
+    log.handle_tool_error("calc", ValueError("bad"), None)
     log.handle_agent_finish(AgentFinish({"output": "2"}))
     log.handle_retry(2, RuntimeError("503"), 0.25)
     lines = out.getvalue().splitlines()
@@ -71,7 +71,8 @@ def test_log_handler_writes_one_line_per_event():
     assert "告诉我一个随机数" in lines[0]
     assert "Question: x\\nThought:" in lines[1]  # what went into the model, on one line
     assert "Action: calc" in lines[2]  # what it chose
-    assert "output='2'" in lines[5]  # what the tool returned
+    assert "calc (for call_7) output='2'" in lines[5]  # what the tool returned, for which call
+    assert "calc input='1+1'" in lines[4]  # an action parsed from text answers no call
     assert "ValueError: bad" in lines[6]
     assert "attempt 2" in lines[8] and "0.25s" in lines[8]
 

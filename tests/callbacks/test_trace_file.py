@@ -58,7 +58,8 @@ def test_each_event_is_one_json_line_with_its_run(tmp_path):
     assert events[0]["parent_id"] is None and events[0]["name"] == "Executor"
     assert all(e["parent_id"] == root for e in events if e["kind"] in ("llm_start", "tool_start"))
     tool_end = next(e for e in events if e["kind"] == "tool_end")
-    assert tool_end["data"] == {"output": "42"} and tool_end["run_kind"] == "tool"
+    assert tool_end["data"] == {"output": "42", "tool_call_id": None}
+    assert tool_end["run_kind"] == "tool"
     llm_end = next(e for e in events if e["kind"] == "llm_end")
     assert llm_end["data"]["message"]["response_meta"]["usage"]["prompt_tokens"] == 120
     error = next(e for e in events if e["kind"] == "tool_error")
