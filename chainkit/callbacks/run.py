@@ -4,7 +4,8 @@ The innermost run and the handlers that hear it live in context variables, so th
 the work into asyncio tasks (which copy the context) and into threads started with
 `contextvars.copy_context().run` (chainkit's own worker threads and pools do). `enter` is
 the one place a run begins, whatever its kind; handlers read the run an event belongs to with
-`current_run()` instead of taking it as an argument.
+`current_run()` instead of taking it as an argument. The wish for every model's tokens as
+events (`streaming_tokens`, what `chains.stream` sets) is carried the same way.
 """
 
 from __future__ import annotations
@@ -180,6 +181,7 @@ _ENDINGS: dict[str, tuple[CallbackEvent, CallbackEvent]] = {
 """The events that report a run's end and its error, by kind."""
 
 _current: ContextVar[Run | None] = ContextVar("chainkit_run", default=None)
+_tokens_wanted: ContextVar[bool] = ContextVar("chainkit_tokens_wanted", default=False)
 
 
 def current_run() -> RunInfo | None:
@@ -247,3 +249,20 @@ def reporting_for(run: RunInfo) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
+
+
+@contextmanager
+def streaming_tokens() -> Iterator[None]:
+    """Inside, every model call streams its reply, its pieces heard as token events, even
+    with no `streaming_func` given: in nested runs, tools' own agents and threads that carry
+    the context, as the handlers are."""
+    token = _tokens_wanted.set(True)
+    try:
+        yield
+    finally:
+        _tokens_wanted.reset(token)
+
+
+def tokens_wanted() -> bool:
+    """Whether the calling context is inside `streaming_tokens`."""
+    return _tokens_wanted.get()

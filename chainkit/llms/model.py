@@ -13,7 +13,7 @@ from chainkit._errors import EscapedStopError
 from chainkit._stop import stop_escaped
 from chainkit.callbacks import CombiningHandler, Handler, guard
 from chainkit.callbacks.handler import ModelOptions
-from chainkit.callbacks.run import enter
+from chainkit.callbacks.run import enter, tokens_wanted
 from chainkit.llms.errors import ModelAttributeError, ModelTypeError
 from chainkit.llms.options import CallOptions, StreamingFunc, check_options
 from chainkit.schema import Message, ToolInfo
@@ -171,7 +171,8 @@ def _request(
 
 
 def _start(handler: CombiningHandler, request: ModelRequest, provider: str) -> None:
-    """Fires llm start and routes streamed chunks and retry events to `handler` too."""
+    """Fires llm start and routes streamed chunks and retry events to `handler` too; streams
+    to `handler` alone when no streaming_func was given but the context wants tokens."""
     request.callbacks = handler
     shown = ModelOptions(provider, {"stop": list(request.stop) if request.stop else None})
     shown.update(request.options)
@@ -186,6 +187,8 @@ def _start(handler: CombiningHandler, request: ModelRequest, provider: str) -> N
             user_func(chunk)
 
         request.streaming_func = stream
+    elif tokens_wanted():
+        request.streaming_func = handler.handle_streaming_func
 
 
 def call(llm: Model, prompt: str, /, **options: Unpack[CallOptions]) -> str:
