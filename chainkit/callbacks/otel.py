@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import chainkit
 from chainkit._redact import mask_secret_fields, redact
+from chainkit.callbacks._plain import plain
 from chainkit.callbacks.errors import HandlerDependencyError
 from chainkit.callbacks.events import END_KINDS, ERROR_KINDS, START_KINDS, Event, EventHandler
-from chainkit.callbacks.trace_file import plain_json
 from chainkit.schema import Message
 
 if TYPE_CHECKING:
@@ -199,11 +199,7 @@ def _describe_reply(span: Span, message: Message, capture_content: bool) -> None
 
 
 def _json(value: Any) -> str:
-    try:
-        text = json.dumps(mask_secret_fields(value), default=plain_json, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        text = repr(value)
-    return redact(text)
+    return json.dumps(mask_secret_fields(plain(value)), ensure_ascii=False)
 
 
 def _qualified(error_type: type[BaseException]) -> str:

@@ -1,24 +1,19 @@
 """TraceFile: every event of a run as one JSON line, to read back with `chainkit trace`.
 
-A line is `{"kind", "run_id", "parent_id", "run_kind", "name", "time", "data"}`, `data` as
-`Event.data` with messages, actions and errors turned into plain JSON; API keys masked.
+A line is `Event.to_dict()` as JSON: `{"kind", "run_id", "parent_id", "run_kind", "name",
+"time", "data"}`, `data` as `Event.data` made plain JSON; API keys masked.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import threading
 from types import TracebackType
-from typing import Any, TextIO
+from typing import TextIO
 
-from chainkit._redact import mask_secret_fields, redact
-from chainkit._text import shorten
 from chainkit.callbacks.errors import HandlerTypeError
 from chainkit.callbacks.events import Event, EventHandler
-
-_NOT_RECORDED = frozenset(("streaming_func", "callbacks"))
 
 
 class TraceFile(EventHandler):
@@ -66,42 +61,5 @@ class TraceFile(EventHandler):
 
 
 def event_line(event: Event) -> str:
-    """`event` as one line of JSON, ending in a newline, with API keys masked."""
-    data = dict(event.data)
-    if "options" in data:
-        data["options"] = {k: v for k, v in data["options"].items() if k not in _NOT_RECORDED}
-    record = {
-        "kind": event.kind,
-        "run_id": event.run_id,
-        "parent_id": event.parent_id,
-        "run_kind": event.run_kind,
-        "name": event.name,
-        "time": event.time,
-        "data": data,
-    }
-    try:
-        record["data"] = mask_secret_fields(data)
-        text = json.dumps(record, default=plain_json, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError, RecursionError):
-        # A value JSON cannot hold (a cycle, a NaN, a key that is no string): its repr instead.
-        record["data"] = {"repr": shorten(repr(event.data), 10_000)}
-        text = json.dumps(record, default=plain_json, ensure_ascii=False)
-    return redact(text) + "\n"
-
-
-def plain_json(value: Any) -> Any:
-    """What JSON cannot write as it is: messages as their wire shape, errors as their type and
-    message, other dataclasses (actions, steps) as their fields, anything else as its repr."""
-    if isinstance(value, BaseException):
-        return {"type": type(value).__name__, "message": str(value)}
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
-        return to_dict()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
-    if isinstance(value, set | frozenset | tuple):
-        return list(value)
-    name = getattr(value, "name", None)
-    if isinstance(name, str):  # a tool a retriever selected
-        return name
-    return repr(value)
+    """`event` as one line of JSON, ending in a newline: its `to_dict()`, API keys masked."""
+    return json.dumps(event.to_dict(), ensure_ascii=False) + "\n"
