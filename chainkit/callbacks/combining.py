@@ -8,7 +8,7 @@ from typing import Any
 
 from chainkit._text import described
 from chainkit.callbacks.errors import HandlerTypeError
-from chainkit.callbacks.handler import Handler, misnamed
+from chainkit.callbacks.handler import Handler, misnamed, stale
 from chainkit.schema import AgentAction, AgentFinish, Message
 
 logger = logging.getLogger("chainkit")
@@ -141,6 +141,8 @@ def _flat(handlers: Iterable[object], name: str) -> Iterator[Handler]:
         elif isinstance(handler, Handler):
             if handler._langchain_methods:
                 raise HandlerTypeError(f"{name}: {misnamed(handler)}")
+            if handler._stale_methods:
+                raise HandlerTypeError(f"{name}: {stale(handler)}")
             yield handler
         elif isinstance(handler, list | tuple):
             yield from _flat(handler, name)

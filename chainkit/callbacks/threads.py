@@ -23,4 +23,9 @@ class ContextThreadPoolExecutor(ThreadPoolExecutor):
     """
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
-        return super().submit(copy_context().run, fn, *args, **kwargs)
+        context = copy_context()
+
+        def in_context() -> T:
+            return context.run(fn, *args, **kwargs)
+
+        return super().submit(in_context)

@@ -3,10 +3,19 @@ import logging
 
 import pytest
 
-from chainkit.callbacks import CombiningHandler, Handler, LogHandler, guard, join
+from chainkit import chains
+from chainkit.callbacks import (
+    CombiningHandler,
+    Handler,
+    HandlerTypeError,
+    LogHandler,
+    guard,
+    join,
+)
 from chainkit.callbacks.events import EVENTS
 from chainkit.schema import AgentAction, AgentFinish, FunctionCall, Message, ToolCall
 from tests.support.event_recorder import EventRecorder
+from tests.support.stub_chains import InputOutputChain
 
 
 class Broken(Handler):
@@ -174,3 +183,26 @@ def test_join_keeps_every_own_handler():
     a, b = Handler(), Handler()
     joined = join(CombiningHandler([a]), CombiningHandler([a, b]))
     assert joined is not None and joined.handlers == [a, b]
+
+
+def test_a_handler_method_that_cannot_take_the_events_arguments_is_refused_where_given():
+    class BeforeCallIds(Handler):
+        def handle_tool_end(self, tool, output):
+            pass
+
+        def handle_tool_start(self, tool, input, *rest, **named):  # takes anything: kept
+            pass
+
+    with pytest.raises(HandlerTypeError) as refused:
+        guard(BeforeCallIds())
+    assert str(refused.value) == (
+        "callbacks: BeforeCallIds.handle_tool_end(self, tool, output) cannot take the "
+        "arguments chainkit passes: define handle_tool_end(self, tool, output, tool_call_id)"
+    )
+    with pytest.raises(HandlerTypeError, match="handle_tool_end"):
+        chains.run(Echoes(), "x", callbacks=[LogHandler(), BeforeCallIds()])
+
+
+class Echoes(InputOutputChain):
+    def _call(self, inputs, **options):
+        return {"output": inputs["input"]}
