@@ -92,3 +92,12 @@ def test_nothing_but_chainkit_distributed_imports_ray():
         "llms.RateLimiter(requests_per_minute=60)"
     )
     assert not {"ray", "chainkit.distributed", "asyncio"} & loaded
+
+
+def test_the_pool_that_carries_a_runs_context_is_public_and_loads_no_asyncio():
+    loaded = loaded_after(
+        "from chainkit.callbacks import ContextThreadPoolExecutor\n"
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "assert issubclass(ContextThreadPoolExecutor, ThreadPoolExecutor)"
+    )
+    assert "asyncio" not in loaded

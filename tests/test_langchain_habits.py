@@ -44,7 +44,7 @@ def executor(**settings: Any) -> agents.Executor:
 POINTER = (
     "LangChainStyle defines LangChain's callback methods, which chainkit never calls: define "
     "handle_llm_start(self, messages, options) instead of on_llm_start, "
-    "handle_tool_end(self, tool, output) instead of on_tool_end"
+    "handle_tool_end(self, tool, output, tool_call_id) instead of on_tool_end"
 )
 
 
@@ -84,7 +84,7 @@ def test_a_handler_serving_both_libraries_is_accepted_and_hears_chainkits_events
         def handle_llm_start(self, messages: Sequence[Message], options: Mapping[str, Any]) -> None:
             self.heard.append("handle_llm_start")
 
-        def handle_tool_end(self, tool: str, output: str) -> None:
+        def handle_tool_end(self, tool: str, output: str, tool_call_id: str | None) -> None:
             self.heard.append(f"handle_tool_end {output}")
 
     both = Both()

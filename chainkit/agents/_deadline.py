@@ -248,7 +248,9 @@ class StepEvents(CombiningHandler):
         for run in reversed(still_open):  # the innermost first: a run starts after its parent
             failure = ending(run.kind, "error")
             with reporting_for(run):
-                super()._dispatch(failure.method, *failure.reported(run.name, error))
+                super()._dispatch(
+                    failure.method, *failure.reported(run.name, error, run.tool_call_id)
+                )
 
     def relay(self, streaming_func: Callable[[str], None]) -> Callable[[str], None]:
         """`streaming_func`, silenced once the step is abandoned."""

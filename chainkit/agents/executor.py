@@ -367,9 +367,10 @@ class Executor(Chain):
 
     def _run_tool(self, action: AgentAction) -> str:
         tool = self._toolset.find(action.tool)
-        with enter("tool", _UNKNOWN_TOOL if tool is None else tool.name) as run:
+        name = _UNKNOWN_TOOL if tool is None else tool.name
+        with enter("tool", name, None, action.tool_call_id) as run:
             if run.handler is not None:
-                run.handler.handle_tool_start(run.name, action.tool_input)
+                run.handler.handle_tool_start(run.name, action.tool_input, action.tool_call_id)
             if tool is None:
                 return self._unknown_tool(action, run)
             try:
@@ -383,9 +384,10 @@ class Executor(Chain):
 
     async def _arun_tool(self, action: AgentAction) -> str:
         tool = self._toolset.find(action.tool)
-        with enter("tool", _UNKNOWN_TOOL if tool is None else tool.name) as run:
+        name = _UNKNOWN_TOOL if tool is None else tool.name
+        with enter("tool", name, None, action.tool_call_id) as run:
             if run.handler is not None:
-                run.handler.handle_tool_start(run.name, action.tool_input)
+                run.handler.handle_tool_start(run.name, action.tool_input, action.tool_call_id)
             if tool is None:
                 return self._unknown_tool(action, run)
             try:

@@ -2,7 +2,8 @@
 
 Every event belongs to a run: `current_run()`, called in a handler method, says which. The
 current run and the active handlers are carried by context variables, into threads started
-by chainkit and asyncio tasks alike.
+by chainkit and asyncio tasks alike, and into a pool of your own if it is a
+`ContextThreadPoolExecutor`.
 """
 
 from chainkit.callbacks.combining import CombiningHandler, Handlers, guard, join
@@ -19,11 +20,13 @@ from chainkit.callbacks.log import LogHandler
 from chainkit.callbacks.observed import Observed
 from chainkit.callbacks.otel import OpenTelemetryHandler
 from chainkit.callbacks.run import Run, RunInfo, RunKind, current_run
+from chainkit.callbacks.threads import ContextThreadPoolExecutor
 from chainkit.callbacks.trace_file import TraceFile
 
 __all__ = [
     "AnswerRestart",
     "CombiningHandler",
+    "ContextThreadPoolExecutor",
     "Event",
     "EventHandler",
     "FinalAnswerStream",

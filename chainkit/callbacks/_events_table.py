@@ -46,9 +46,10 @@ class CallbackEvent:
     """One event: `method` (the Handler method that hears it), `run_kind` (the kind of run it
     is about; None for one heard in any run), `phase` and `arguments` (the method's, in order).
 
-    `run_name` is the argument that holds the run's name, if one does. `kind` is the event's
-    kind as an `Event` record (None: it makes none), and `data` maps each key of that record's
-    `data` to the argument it holds.
+    `run_name` is the argument that holds the run's name, if one does, and `call_id` the one
+    that holds the id of the tool call the run carries out (a tool run's `tool_call_id`).
+    `kind` is the event's kind as an `Event` record (None: it makes none), and `data` maps each
+    key of that record's `data` to the argument it holds.
     """
 
     method: str
@@ -58,10 +59,16 @@ class CallbackEvent:
     run_name: str | None = None
     kind: EventKind | None = None
     data: Mapping[str, str] = field(default_factory=dict)
+    call_id: str | None = None
 
-    def reported(self, run_name: str, value: object) -> tuple[object, ...]:
-        """The arguments that report `value` (a result or an error) for the run `run_name`."""
-        return (value,) if self.run_name is None else (run_name, value)
+    def reported(
+        self, run_name: str, value: object, call_id: str | None = None
+    ) -> tuple[object, ...]:
+        """The arguments that report `value` (a result or an error) for the run `run_name`,
+        which carries out the tool call `call_id`, if any."""
+        if self.run_name is None:
+            return (value,)
+        return (run_name, value) if self.call_id is None else (run_name, value, call_id)
 
 
 EVENTS: tuple[CallbackEvent, ...] = (
@@ -112,28 +119,31 @@ EVENTS: tuple[CallbackEvent, ...] = (
         "handle_tool_start",
         "tool",
         "start",
-        ("tool", "input"),
+        ("tool", "input", "tool_call_id"),
         run_name="tool",
         kind="tool_start",
-        data={"input": "input"},
+        data={"input": "input", "tool_call_id": "tool_call_id"},
+        call_id="tool_call_id",
     ),
     CallbackEvent(
         "handle_tool_end",
         "tool",
         "end",
-        ("tool", "output"),
+        ("tool", "output", "tool_call_id"),
         run_name="tool",
         kind="tool_end",
-        data={"output": "output"},
+        data={"output": "output", "tool_call_id": "tool_call_id"},
+        call_id="tool_call_id",
     ),
     CallbackEvent(
         "handle_tool_error",
         "tool",
         "error",
-        ("tool", "error"),
+        ("tool", "error", "tool_call_id"),
         run_name="tool",
         kind="tool_error",
-        data={"error": "error"},
+        data={"error": "error", "tool_call_id": "tool_call_id"},
+        call_id="tool_call_id",
     ),
     CallbackEvent(
         "handle_agent_action",

@@ -8,7 +8,7 @@ from typing import Any
 
 from chainkit._text import described
 from chainkit.callbacks.errors import HandlerTypeError
-from chainkit.callbacks.handler import Handler, misnamed
+from chainkit.callbacks.handler import Handler, misnamed, stale
 from chainkit.schema import AgentAction, AgentFinish, Message
 
 logger = logging.getLogger("chainkit")
@@ -71,14 +71,14 @@ class CombiningHandler(Handler):
     def handle_chain_error(self, chain: str, error: BaseException) -> None:
         self._dispatch("handle_chain_error", chain, error)
 
-    def handle_tool_start(self, tool: str, input: str) -> None:
-        self._dispatch("handle_tool_start", tool, input)
+    def handle_tool_start(self, tool: str, input: str, tool_call_id: str | None) -> None:
+        self._dispatch("handle_tool_start", tool, input, tool_call_id)
 
-    def handle_tool_end(self, tool: str, output: str) -> None:
-        self._dispatch("handle_tool_end", tool, output)
+    def handle_tool_end(self, tool: str, output: str, tool_call_id: str | None) -> None:
+        self._dispatch("handle_tool_end", tool, output, tool_call_id)
 
-    def handle_tool_error(self, tool: str, error: BaseException) -> None:
-        self._dispatch("handle_tool_error", tool, error)
+    def handle_tool_error(self, tool: str, error: BaseException, tool_call_id: str | None) -> None:
+        self._dispatch("handle_tool_error", tool, error, tool_call_id)
 
     def handle_agent_action(self, action: AgentAction) -> None:
         self._dispatch("handle_agent_action", action)
@@ -143,6 +143,8 @@ def _flat(handlers: Iterable[object], name: str) -> Iterator[Handler]:
         elif isinstance(handler, Handler):
             if handler._langchain_methods:
                 raise HandlerTypeError(f"{name}: {misnamed(handler)}")
+            if handler._stale_methods:
+                raise HandlerTypeError(f"{name}: {stale(handler)}")
             yield handler
         elif isinstance(handler, list | tuple):
             yield from _flat(handler, name)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from chainkit._redact import mask_secret_fields
 from chainkit.callbacks._events_table import (
     EVENTS,
     CallbackEvent,
@@ -21,6 +22,7 @@ from chainkit.callbacks._events_table import (
     event_kinds,
     handler_methods,
 )
+from chainkit.callbacks._plain import plain
 from chainkit.callbacks.handler import Handler
 from chainkit.callbacks.run import current_run
 from chainkit.schema import Message
@@ -55,10 +57,13 @@ class Event:
     - chain_start `{"inputs"}`, chain_end `{"outputs"}`
     - llm_start `{"messages", "options", "model", "provider"}`, token `{"text"}`,
       llm_end `{"message"}` (the reply, with its usage in `response_meta`)
-    - tool_start `{"input"}`, tool_end `{"output"}`
+    - tool_start `{"input", "tool_call_id"}`, tool_end `{"output", "tool_call_id"}`,
+      tool_error `{"error", "tool_call_id"}`: the id of the model's tool call the tool run
+      carries out, as its agent_action's `tool_call_id` (None for an action parsed from text,
+      as a OneShotAgent's)
     - retriever_start `{"query"}`, retriever_end `{"query", "documents"}`
     - agent_action `{"action"}`, agent_finish `{"finish"}`
-    - every *_error `{"error"}`: the exception
+    - every other *_error `{"error"}`: the exception
     - retry `{"attempt", "error", "wait", "discarded"}`: attempt number `attempt` of the model
       call failed with the exception `error`, the next starts in `wait` seconds, and the
       `token`s this run streamed before (their text is `discarded`) are no part of its reply:
@@ -72,6 +77,37 @@ class Event:
     name: str
     data: Mapping[str, Any]
     time: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event as plain JSON data, API keys masked: what a trace file line holds, and
+        what `json.dumps` takes as it is. `{"kind", "run_id", "parent_id", "run_kind",
+        "name", "time", "data"}`, `data` with the keys above, its values made plain: a
+        message as its wire shape (`Message.to_dict()`), an action, a finish or any other
+        dataclass as its fields, an error as `{"type", "message"}`, a set as a list, a date
+        in ISO 8601, a non-finite float as its str, anything else of no JSON type as its
+        repr; an llm_start's options without its `streaming_func` and `callbacks`.
+        """
+        data = dict(self.data)
+        if "options" in data:
+            data["options"] = {k: v for k, v in data["options"].items() if k not in _NOT_RECORDED}
+        record: dict[str, Any] = plain(
+            {
+                "kind": self.kind,
+                "run_id": self.run_id,
+                "parent_id": self.parent_id,
+                "run_kind": self.run_kind,
+                "name": self.name,
+                "time": self.time,
+                "data": data,
+            }
+        )
+        # Masked once plain: fields of dataclasses too, and no cycle is left to follow.
+        record["data"] = mask_secret_fields(record["data"])
+        return record
+
+
+_NOT_RECORDED = frozenset(("streaming_func", "callbacks"))
+"""Options that are no setting of the model call: they are left out of `to_dict`."""
 
 
 class EventHandler(Handler):

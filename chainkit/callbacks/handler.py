@@ -7,9 +7,10 @@ what run it is about and what its arguments are: a new event is a row there and 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from chainkit.callbacks._events_table import EVENTS
 from chainkit.schema import AgentAction, AgentFinish, Message
 
 
@@ -40,6 +41,9 @@ class Handler:
     _langchain_methods: tuple[tuple[str, str], ...] = ()
     """The LangChain callback methods the class defines without chainkit's, each with the
     chainkit method it means; such a handler is refused where it is given (see `misnamed`)."""
+    _stale_methods: tuple[str, ...] = ()
+    """The handle_* methods the class defines that cannot take the arguments of their event
+    (written for an earlier chainkit); such a handler is refused where it is given."""
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -47,6 +51,12 @@ class Handler:
             (theirs, ours)
             for theirs, ours in _LANGCHAIN_METHODS.items()
             if callable(getattr(cls, theirs, None)) and getattr(cls, ours) is getattr(Handler, ours)
+        )
+        cls._stale_methods = tuple(
+            event.method
+            for event in EVENTS
+            if getattr(cls, event.method) is not getattr(Handler, event.method, None)
+            and not _takes(getattr(cls, event.method), event.arguments)
         )
 
     def handle_text(self, text: str) -> None:
@@ -70,13 +80,14 @@ class Handler:
     def handle_chain_error(self, chain: str, error: BaseException) -> None:
         """A chain failed."""
 
-    def handle_tool_start(self, tool: str, input: str) -> None:
-        """A tool is called with this input."""
+    def handle_tool_start(self, tool: str, input: str, tool_call_id: str | None) -> None:
+        """A tool is called with this input, for the model's tool call `tool_call_id` (None
+        for an action parsed from text, as a OneShotAgent's)."""
 
-    def handle_tool_end(self, tool: str, output: str) -> None:
+    def handle_tool_end(self, tool: str, output: str, tool_call_id: str | None) -> None:
         """A tool returned."""
 
-    def handle_tool_error(self, tool: str, error: BaseException) -> None:
+    def handle_tool_error(self, tool: str, error: BaseException, tool_call_id: str | None) -> None:
         """A tool raised."""
 
     def handle_agent_action(self, action: AgentAction) -> None:
@@ -130,12 +141,37 @@ _LANGCHAIN_METHODS = {
 """LangChain's callback methods, which chainkit never calls, and chainkit's for each event."""
 
 
+def _takes(method: Callable[..., object], arguments: tuple[str, ...]) -> bool:
+    """Whether `method`, as defined on a class, can be called with `arguments` after self."""
+    try:
+        inspect.signature(method).bind(None, *arguments)
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read (a builtin): it is taken at its word
+        pass
+    return True
+
+
+def stale(handler: Handler) -> str:
+    """Why `handler`, whose class defines handle_* methods that cannot take their event's
+    arguments, would fail at each of those events."""
+    return "; ".join(
+        f"{type(handler).__name__}.{name}({_parameters(getattr(type(handler), name))}) cannot "
+        f"take the arguments chainkit passes: define {name}({_parameters(getattr(Handler, name))})"
+        for name in handler._stale_methods
+    )
+
+
+def _parameters(method: Callable[..., object]) -> str:
+    """The names of a method's parameters, as its definition lists them."""
+    return ", ".join(inspect.signature(method).parameters)
+
+
 def misnamed(handler: Handler) -> str:
     """Why `handler`, whose class defines LangChain's callback methods (`on_llm_start`...)
     in place of chainkit's, would never hear the events it was written for."""
     renames = ", ".join(
-        f"{ours}({', '.join(inspect.signature(getattr(Handler, ours)).parameters)}) instead of "
-        f"{theirs}"
+        f"{ours}({_parameters(getattr(Handler, ours))}) instead of {theirs}"
         for theirs, ours in handler._langchain_methods
     )
     return (

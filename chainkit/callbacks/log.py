@@ -44,6 +44,11 @@ def _describe(message: Message) -> str:
     return f"{message.role}: {text}"
 
 
+def _for(tool_call_id: str | None) -> str:
+    """Which of the model's tool calls a tool event answers, as the line says it."""
+    return "" if tool_call_id is None else f" (for {tool_call_id})"
+
+
 _all_but_content = operator.attrgetter(
     *(field.name for field in dataclasses.fields(Message) if field.name != "content")
 )
@@ -167,14 +172,14 @@ class LogHandler(Handler):
     def handle_chain_error(self, chain: str, error: BaseException) -> None:
         self._write("chain error", f"{chain} {type(error).__name__}: {error}")
 
-    def handle_tool_start(self, tool: str, input: str) -> None:
-        self._write("tool start", f"{tool} input={input!r}")
+    def handle_tool_start(self, tool: str, input: str, tool_call_id: str | None) -> None:
+        self._write("tool start", f"{tool}{_for(tool_call_id)} input={input!r}")
 
-    def handle_tool_end(self, tool: str, output: str) -> None:
-        self._write("tool end", f"{tool} output={output!r}")
+    def handle_tool_end(self, tool: str, output: str, tool_call_id: str | None) -> None:
+        self._write("tool end", f"{tool}{_for(tool_call_id)} output={output!r}")
 
-    def handle_tool_error(self, tool: str, error: BaseException) -> None:
-        self._write("tool error", f"{tool} {type(error).__name__}: {error}")
+    def handle_tool_error(self, tool: str, error: BaseException, tool_call_id: str | None) -> None:
+        self._write("tool error", f"{tool}{_for(tool_call_id)} {type(error).__name__}: {error}")
 
     def handle_agent_action(self, action: AgentAction) -> None:
         self._write("agent action", f"tool={action.tool!r} input={action.tool_input!r}")

@@ -18,10 +18,10 @@ from urllib.parse import urlsplit
 import chainkit
 from chainkit._redact import mask_secret_fields, redact
 from chainkit.callbacks._otel_messages import input_messages, output_message
+from chainkit.callbacks._plain import plain
 from chainkit.callbacks.errors import HandlerDependencyError
 from chainkit.callbacks.events import END_KINDS, ERROR_KINDS, START_KINDS, Event, EventHandler
-from chainkit.callbacks.trace_file import plain_json
-from chainkit.schema import AgentAction, Message
+from chainkit.schema import Message
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -101,8 +101,6 @@ class OpenTelemetryHandler(EventHandler):
             os.environ.get(CAPTURE_ENV, "").strip().lower() == "true"
         )
         self._spans: dict[str, _Open] = {}
-        # Native tool calls the agent chose, by agent run: a tool run takes its call id here.
-        self._actions: dict[str, list[AgentAction]] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -115,8 +113,6 @@ class OpenTelemetryHandler(EventHandler):
         elif kind in END_KINDS or kind in ERROR_KINDS:
             with self._lock:
                 run = self._spans.pop(event.run_id, None)
-                if event.run_kind == "chain":
-                    self._actions.pop(event.run_id, None)
             if run is not None:
                 self._end(run.span, event)
                 # Only in the run's own context: an error reported from elsewhere (a step a
@@ -126,10 +122,6 @@ class OpenTelemetryHandler(EventHandler):
         elif kind == "agent_action" or kind == "agent_finish":
             with self._lock:
                 run = self._spans.get(event.run_id)
-                if kind == "agent_action":
-                    action: AgentAction = event.data["action"]
-                    if action.tool_call_id is not None:
-                        self._actions.setdefault(event.run_id, []).append(action)
             if run is not None:
                 _mark_agent(run.span, event.name)
         elif kind == "retry":
@@ -164,7 +156,7 @@ class OpenTelemetryHandler(EventHandler):
                 "gen_ai.tool.name": event.name,
                 "gen_ai.tool.type": "function",
             }
-            call_id = self._call_id(event)
+            call_id = data["tool_call_id"]
             if call_id is not None:
                 attributes["gen_ai.tool.call.id"] = call_id
             if self.capture_content:
@@ -213,21 +205,6 @@ class OpenTelemetryHandler(EventHandler):
         if current.is_recording() and trace_id == parent.span.get_span_context().trace_id:
             return None
         return parent.current
-
-    def _call_id(self, event: Event) -> str | None:
-        """The id of the native call this tool run makes: the first one the agent chose for
-        this tool and no run took yet."""
-        if event.parent_id is None:
-            return None
-        with self._lock:
-            pending = self._actions.get(event.parent_id)
-            if not pending:
-                return None
-            folded = event.name.casefold()
-            for index, action in enumerate(pending):
-                if action.tool.casefold() == folded:
-                    return pending.pop(index).tool_call_id
-        return None
 
     def _end(self, span: Span, event: Event) -> None:
         data = event.data
@@ -330,11 +307,7 @@ def _describe_reply(span: Span, message: Message, capture_content: bool) -> None
 
 
 def _json(value: Any) -> str:
-    try:
-        text = json.dumps(mask_secret_fields(value), default=plain_json, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        text = repr(value)
-    return redact(text)
+    return json.dumps(mask_secret_fields(plain(value)), ensure_ascii=False)
 
 
 def _qualified(error_type: type[BaseException]) -> str:

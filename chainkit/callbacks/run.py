@@ -4,7 +4,8 @@ The innermost run and the handlers that hear it live in context variables, so th
 the work into asyncio tasks (which copy the context) and into threads started with
 `contextvars.copy_context().run` (chainkit's own worker threads and pools do). `enter` is
 the one place a run begins, whatever its kind; handlers read the run an event belongs to with
-`current_run()` instead of taking it as an argument.
+`current_run()` instead of taking it as an argument. The wish for every model's tokens as
+events (`streaming_tokens`, what `chains.stream` sets) is carried the same way.
 """
 
 from __future__ import annotations
@@ -26,12 +27,23 @@ from chainkit.callbacks.errors import HandlerTypeError
 
 class RunInfo:
     """One run: `id`, the `parent_id` of the run it happens inside (None for a root), its
-    `kind`, its `name` (chain, model or tool name) and `start_time` (seconds since the epoch).
+    `kind`, its `name` (chain, model or tool name), `start_time` (seconds since the epoch)
+    and, for a tool run, the `tool_call_id` of the model's tool call it carries out (None for
+    any other run, and for an action parsed from text, as a OneShotAgent's).
 
     The id is written out when first read: a run no one asks about costs no formatting.
     """
 
-    __slots__ = ("_id", "_number", "_prefix", "kind", "name", "parent", "start_time")
+    __slots__ = (
+        "_id",
+        "_number",
+        "_prefix",
+        "kind",
+        "name",
+        "parent",
+        "start_time",
+        "tool_call_id",
+    )
 
     def __init__(
         self,
@@ -41,6 +53,7 @@ class RunInfo:
         kind: RunKind,
         name: str,
         start_time: float,
+        tool_call_id: str | None = None,
     ) -> None:
         self._prefix = prefix
         self._number = number
@@ -49,6 +62,7 @@ class RunInfo:
         self.kind: RunKind = kind
         self.name = name
         self.start_time = start_time
+        self.tool_call_id = tool_call_id
 
     @property
     def id(self) -> str:
@@ -88,7 +102,13 @@ class Run(RunInfo):
     handler: CombiningHandler | None
     ended: bool
 
-    def __init__(self, kind: RunKind, name: str, own: CombiningHandler | None = None) -> None:
+    def __init__(
+        self,
+        kind: RunKind,
+        name: str,
+        own: CombiningHandler | None = None,
+        tool_call_id: str | None = None,
+    ) -> None:
         parent = _current.get()
         handler = None if parent is None else parent.handler
         if own is not None:
@@ -102,6 +122,7 @@ class Run(RunInfo):
         self.kind = kind
         self.name = name
         self.start_time = time.time()
+        self.tool_call_id = tool_call_id
         self.handler = handler
         self.ended = False
 
@@ -139,8 +160,10 @@ class Run(RunInfo):
         event = _ENDINGS[self.kind][which]
         if event.run_name is None:
             getattr(self.handler, event.method)(value)
-        else:
+        elif event.call_id is None:
             getattr(self.handler, event.method)(self.name, value)
+        else:
+            getattr(self.handler, event.method)(self.name, value, self.tool_call_id)
 
     def _as(self, handler: CombiningHandler | None) -> Run:
         """The same run (same id, parent and kind), heard by `handler` instead."""
@@ -158,6 +181,7 @@ _ENDINGS: dict[str, tuple[CallbackEvent, CallbackEvent]] = {
 """The events that report a run's end and its error, by kind."""
 
 _current: ContextVar[Run | None] = ContextVar("chainkit_run", default=None)
+_tokens_wanted: ContextVar[bool] = ContextVar("chainkit_tokens_wanted", default=False)
 
 
 def current_run() -> RunInfo | None:
@@ -191,8 +215,9 @@ _ids = _Ids()
 
 
 enter = Run
-"""`enter(kind, name, own=None)`: a run of `kind` named `name` inside the current one, to
-enter with `with`. Its handler is the one active here joined with `own` (a component's
+"""`enter(kind, name, own=None, tool_call_id=None)`: a run of `kind` named `name` inside the
+current one (a tool run carrying out the tool call `tool_call_id`), to enter with `with`. Its
+handler is the one active here joined with `own` (a component's
 handler, or a call's `callbacks=`), and stays active for the runs inside it. The class itself,
 so that beginning a run, which every model and tool call does, costs one call."""
 
@@ -224,3 +249,20 @@ def reporting_for(run: RunInfo) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
+
+
+@contextmanager
+def streaming_tokens() -> Iterator[None]:
+    """Inside, every model call streams its reply, its pieces heard as token events, even
+    with no `streaming_func` given: in nested runs, tools' own agents and threads that carry
+    the context, as the handlers are."""
+    token = _tokens_wanted.set(True)
+    try:
+        yield
+    finally:
+        _tokens_wanted.reset(token)
+
+
+def tokens_wanted() -> bool:
+    """Whether the calling context is inside `streaming_tokens`."""
+    return _tokens_wanted.get()

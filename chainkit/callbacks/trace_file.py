@@ -1,7 +1,7 @@
 """TraceFile: every event of a run as one JSON line, to read back with `chainkit trace`.
 
-A line is `{"kind", "run_id", "parent_id", "run_kind", "name", "time", "data"}`, `data` as
-`Event.data` with messages, actions and errors turned into plain JSON; API keys masked.
+A line is `Event.to_dict()` as JSON: `{"kind", "run_id", "parent_id", "run_kind", "name",
+"time", "data"}`, `data` as `Event.data` made plain JSON; API keys masked.
 
 A key a model streams in pieces is masked too: a `token` line holds the reply's text up to its
 last whitespace, and the word after it waits for the next token, or for the reply's end, to
@@ -18,14 +18,11 @@ import re
 import threading
 import time
 from types import TracebackType
-from typing import Any, TextIO
+from typing import TextIO
 
-from chainkit._redact import PieceMasker, mask_secret_fields, redact
-from chainkit._text import shorten
+from chainkit._redact import PieceMasker
 from chainkit.callbacks.errors import HandlerTypeError
 from chainkit.callbacks.events import Event, EventHandler
-
-_NOT_RECORDED = frozenset(("streaming_func", "callbacks"))
 
 
 class TraceFile(EventHandler):
@@ -111,27 +108,9 @@ def _rest_of_reply(masker: PieceMasker, token: Event, at: float) -> str:
 
 
 def event_line(event: Event) -> str:
-    """`event` as one line of JSON, ending in a newline, with API keys masked."""
-    data = dict(event.data)
-    if "options" in data:
-        data["options"] = {k: v for k, v in data["options"].items() if k not in _NOT_RECORDED}
-    record = {
-        "kind": event.kind,
-        "run_id": event.run_id,
-        "parent_id": event.parent_id,
-        "run_kind": event.run_kind,
-        "name": event.name,
-        "time": event.time,
-        "data": data,
-    }
-    try:
-        record["data"] = mask_secret_fields(data)
-        text = json.dumps(record, default=plain_json, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError, RecursionError):
-        # A value JSON cannot hold (a cycle, a NaN, a key that is no string): its repr instead.
-        record["data"] = {"repr": shorten(repr(event.data), 10_000)}
-        text = json.dumps(record, default=plain_json, ensure_ascii=False)
-    return _LONE_SURROGATE.sub(_escaped, redact(text)) + "\n"
+    """`event` as one line of JSON, ending in a newline: its `to_dict()`, API keys masked."""
+    text = json.dumps(event.to_dict(), ensure_ascii=False)
+    return _LONE_SURROGATE.sub(_escaped, text) + "\n"
 
 
 # What UTF-8 cannot encode: half of a pair (from text decoded with "surrogateescape", such as
@@ -142,21 +121,3 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _escaped(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
-
-
-def plain_json(value: Any) -> Any:
-    """What JSON cannot write as it is: messages as their wire shape, errors as their type and
-    message, other dataclasses (actions, steps) as their fields, anything else as its repr."""
-    if isinstance(value, BaseException):
-        return {"type": type(value).__name__, "message": str(value)}
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
-        return to_dict()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
-    if isinstance(value, set | frozenset | tuple):
-        return list(value)
-    name = getattr(value, "name", None)
-    if isinstance(name, str):  # a tool a retriever selected
-        return name
-    return repr(value)

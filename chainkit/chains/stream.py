@@ -14,6 +14,7 @@ from typing import Any, Unpack
 
 from chainkit._threads import submit
 from chainkit.callbacks.events import ERROR_KINDS, Event, EventHandler
+from chainkit.callbacks.run import streaming_tokens
 from chainkit.chains.api import _single_input, acall, call
 from chainkit.chains.chain import Chain
 from chainkit.llms.options import CallOptions
@@ -41,19 +42,27 @@ class _Relay(EventHandler):
             raise _StreamClosed
 
 
-def _ignore(chunk: str) -> None:
-    """The streaming_func a stream sets when the caller gave none: the tokens are heard as
-    events, and a model streams only when it has somewhere to send them."""
-
-
 def _prepared(
     chain: Chain, inputs: Mapping[str, Any] | str, options: CallOptions, relay: _Relay
 ) -> tuple[Any, dict[str, Any]]:
     given: dict[str, Any] = dict(options)
     given["callbacks"] = [given.get("callbacks"), relay]
-    if given.get("streaming_func") is None:
-        given["streaming_func"] = _ignore
     return (_single_input(chain, inputs) if isinstance(inputs, str) else inputs), given
+
+
+def _streamed(chain: Chain, inputs: Mapping[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """`call`, every model inside streaming its tokens as events: the wish is carried in the
+    context, so the agents a tool runs, and the threads that carry the context, stream too."""
+    with streaming_tokens():
+        return call(chain, inputs, **options)
+
+
+async def _astreamed(
+    chain: Chain, inputs: Mapping[str, Any], options: dict[str, Any]
+) -> dict[str, Any]:
+    """Async twin of `_streamed`."""
+    with streaming_tokens():
+        return await acall(chain, inputs, **options)
 
 
 def stream(
@@ -73,7 +82,7 @@ def stream(
     events: queue.Queue[Event | None] = queue.Queue(maxsize=1)
     relay = _Relay(events.put)
     call_inputs, call_options = _prepared(chain, inputs, options, relay)
-    future = submit(lambda: call(chain, call_inputs, **call_options))
+    future = submit(_streamed, chain, call_inputs, call_options)
     future.add_done_callback(lambda _: events.put(None))
     finished = False
     try:
@@ -107,7 +116,7 @@ async def astream(
 
     relay = _Relay(put)
     call_inputs, call_options = _prepared(chain, inputs, options, relay)
-    task = asyncio.ensure_future(acall(chain, call_inputs, **call_options))
+    task = asyncio.ensure_future(_astreamed(chain, call_inputs, call_options))
     task.add_done_callback(lambda _: events.put_nowait(None))
     finished = False
     try:

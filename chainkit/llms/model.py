@@ -14,7 +14,7 @@ from chainkit._errors import EscapedStopError
 from chainkit._stop import stop_escaped
 from chainkit.callbacks import CombiningHandler, Handler, guard
 from chainkit.callbacks.handler import ModelOptions
-from chainkit.callbacks.run import enter
+from chainkit.callbacks.run import enter, tokens_wanted
 from chainkit.llms.errors import ModelAttributeError, ModelTypeError
 from chainkit.llms.options import CallOptions, StreamingFunc, check_options
 from chainkit.schema import Message, ToolInfo
@@ -189,7 +189,8 @@ def _request(
 
 def _start(handler: CombiningHandler, request: ModelRequest, model: BaseModel) -> None:
     """Fires llm start, with the options in effect (the model's defaults under the call's
-    own), and routes streamed chunks and retry events to `handler` too."""
+    own), and routes streamed chunks and retry events to `handler` too; streams to `handler`
+    alone when no streaming_func was given but the context wants tokens."""
     request.callbacks = handler
     defaults = model.default_options
     stop = request.stop or defaults.get("stop")
@@ -212,6 +213,8 @@ def _start(handler: CombiningHandler, request: ModelRequest, model: BaseModel) -
             user_func(chunk)
 
         request.streaming_func = stream
+    elif tokens_wanted():
+        request.streaming_func = handler.handle_streaming_func
 
 
 def call(llm: Model, prompt: str, /, **options: Unpack[CallOptions]) -> str:

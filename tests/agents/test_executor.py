@@ -49,9 +49,9 @@ def seen(events: EventRecorder) -> list[str]:
             "llm_end": lambda message: "llm_end",
             "agent_action": lambda action: f"action:{action.tool}:{action.tool_input}",
             "agent_finish": lambda finish: f"finish:{finish.return_values['output']}",
-            "tool_start": lambda tool, input: f"tool_start:{tool}:{input}",
-            "tool_end": lambda tool, output: f"tool_end:{tool}:{output}",
-            "tool_error": lambda tool, error: f"tool_error:{tool}:{error}",
+            "tool_start": lambda tool, input, call_id: f"tool_start:{tool}:{input}",
+            "tool_end": lambda tool, output, call_id: f"tool_end:{tool}:{output}",
+            "tool_error": lambda tool, error, call_id: f"tool_error:{tool}:{error}",
             "chain_start": lambda chain, inputs: f"chain_start:{chain}",
             "chain_end": lambda chain, outputs: f"chain_end:{chain}",
         }
@@ -538,7 +538,7 @@ def test_case_insensitive_lookup_reports_the_tools_own_name(events):
         Executor(agent, return_intermediate_steps=True, callbacks=events), {"input": "q"}
     )
     assert outputs["intermediate_steps"][0].observation == "found"
-    assert "Search" in [tool for _, tool, _ in events.heard("tool_start")]
+    assert "Search" in [tool for _, tool, *_ in events.heard("tool_start")]
     with pytest.raises(ValueError, match="differ only in case, 'Search' and 'search'"):
         OneShotAgent(fake, [named("Search", "first"), named("search", "second")])
 
@@ -584,7 +584,7 @@ def test_a_cancelled_async_tool_reports_its_error(events):
 
     asyncio.run(main())
     errors = [
-        (name, tool, type(error).__name__) for name, tool, error in events.heard("tool_error")
+        (name, tool, type(error).__name__) for name, tool, error, _ in events.heard("tool_error")
     ]
     assert ("tool_error", "waits", "CancelledError") in errors
 

@@ -147,13 +147,13 @@ class Pairs(Handler):
     def handle_chain_error(self, chain, error):
         self._add("chain", "error", chain, error)
 
-    def handle_tool_start(self, tool, input):
+    def handle_tool_start(self, tool, input, tool_call_id):
         self._add("tool", "start", tool, input)
 
-    def handle_tool_end(self, tool, output):
+    def handle_tool_end(self, tool, output, tool_call_id):
         self._add("tool", "end", tool, output)
 
-    def handle_tool_error(self, tool, error):
+    def handle_tool_error(self, tool, error, tool_call_id):
         self._add("tool", "error", tool, error)
 
     def of(self, kind, phase):

@@ -81,7 +81,7 @@ def test_an_async_mrkl_step_gives_the_tool_its_text_and_reports_it_by_its_own_na
     )
     outputs = asyncio.run(chains.acall(executor, {"input": "q"}))
     assert [step.observation for step in outputs["intermediate_steps"]] == ["echo: hello"]
-    assert events.heard("tool_start") == [("tool_start", "echo", "hello")]
+    assert events.heard("tool_start") == [("tool_start", "echo", "hello", None)]
 
 
 class Fails(tools.Tool):

@@ -160,14 +160,14 @@ def test_callbacks_fire_per_tool_call(events):
     chains.run(Executor(ToolCallingAgent(fake, [Weather()]), callbacks=events), "q")
     heard = events.described(
         {
-            "tool_start": lambda tool, input: ("start", tool, input),
+            "tool_start": lambda tool, input, call_id: ("start", tool, input, call_id),
             "agent_action": lambda action: ("action", action.tool_call_id),
         }
     )
     assert heard[:2] == [("action", "c1"), ("action", "c2")]
     assert sorted(heard[2:]) == [
-        ("start", "get_weather", '{"input": "a"}'),
-        ("start", "get_weather", '{"input": "b"}'),
+        ("start", "get_weather", '{"input": "a"}', "c1"),
+        ("start", "get_weather", '{"input": "b"}', "c2"),
     ]
 
 

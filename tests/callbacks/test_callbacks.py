@@ -3,10 +3,19 @@ import logging
 
 import pytest
 
-from chainkit.callbacks import CombiningHandler, Handler, LogHandler, guard, join
+from chainkit import chains
+from chainkit.callbacks import (
+    CombiningHandler,
+    Handler,
+    HandlerTypeError,
+    LogHandler,
+    guard,
+    join,
+)
 from chainkit.callbacks.events import EVENTS
 from chainkit.schema import AgentAction, AgentFinish, FunctionCall, Message, ToolCall
 from tests.support.event_recorder import EventRecorder
+from tests.support.stub_chains import InputOutputChain
 
 
 class Broken(Handler):
@@ -29,8 +38,8 @@ def test_combining_handler_fans_out_in_order():
     a, b = EventRecorder(), EventRecorder()
     combined = CombiningHandler([a, b])
     combined.handle_text("hello")
-    combined.handle_tool_start("calc", "1+1")
-    assert a.heard() == b.heard() == [("text", "hello"), ("tool_start", "calc", "1+1")]
+    combined.handle_tool_start("calc", "1+1", "call_1")
+    assert a.heard() == b.heard() == [("text", "hello"), ("tool_start", "calc", "1+1", "call_1")]
 
 
 def test_failing_handler_is_logged_and_skipped(caplog):
@@ -61,9 +70,9 @@ def test_log_handler_writes_one_line_per_event():
     log.handle_llm_start([Message.user("Question: x\nThought:")], {"stop": ["\nObservation:"]})
     log.handle_llm_end(Message.assistant("Action: calc\nAction Input: 1+1"))
     log.handle_agent_action(AgentAction("calc", "1+1", "log"))
-    log.handle_tool_start("calc", "1+1")
-    log.handle_tool_end("calc", "2")
-    log.handle_tool_error("calc", ValueError("bad"))
+    log.handle_tool_start("calc", "1+1", None)
+    log.handle_tool_end("calc", "2", "call_7")
+    log.handle_tool_error("calc", ValueError("bad"), None)
     log.handle_agent_finish(AgentFinish({"output": "2"}))
     log.handle_retry(2, RuntimeError("503"), 0.25, "")
     lines = out.getvalue().splitlines()
@@ -71,7 +80,8 @@ def test_log_handler_writes_one_line_per_event():
     assert "告诉我一个随机数" in lines[0]
     assert "Question: x\\nThought:" in lines[1]  # what went into the model, on one line
     assert "Action: calc" in lines[2]  # what it chose
-    assert "output='2'" in lines[5]  # what the tool returned
+    assert "calc (for call_7) output='2'" in lines[5]  # what the tool returned, for which call
+    assert "calc input='1+1'" in lines[4]  # an action parsed from text answers no call
     assert "ValueError: bad" in lines[6]
     assert "attempt 2" in lines[8] and "0.25s" in lines[8]
 
@@ -173,3 +183,26 @@ def test_join_keeps_every_own_handler():
     a, b = Handler(), Handler()
     joined = join(CombiningHandler([a]), CombiningHandler([a, b]))
     assert joined is not None and joined.handlers == [a, b]
+
+
+def test_a_handler_method_that_cannot_take_the_events_arguments_is_refused_where_given():
+    class BeforeCallIds(Handler):
+        def handle_tool_end(self, tool, output):  # type: ignore[override]  # the point
+            pass
+
+        def handle_tool_start(self, tool, input, *rest, **named):  # takes anything: kept
+            pass
+
+    with pytest.raises(HandlerTypeError) as refused:
+        guard(BeforeCallIds())
+    assert str(refused.value) == (
+        "callbacks: BeforeCallIds.handle_tool_end(self, tool, output) cannot take the "
+        "arguments chainkit passes: define handle_tool_end(self, tool, output, tool_call_id)"
+    )
+    with pytest.raises(HandlerTypeError, match="handle_tool_end"):
+        chains.run(Echoes(), "x", callbacks=[LogHandler(), BeforeCallIds()])
+
+
+class Echoes(InputOutputChain):
+    def _call(self, inputs, **options):
+        return {"output": inputs["input"]}

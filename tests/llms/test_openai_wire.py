@@ -172,9 +172,9 @@ def test_an_agent_runs_a_tool_whose_arguments_came_as_an_object(
     assert seen == [("Zürich", 3)]
     tool_events = events.described(
         {
-            "tool_start": lambda tool, input: ("start", tool),
-            "tool_end": lambda tool, output: ("end", tool),
-            "tool_error": lambda tool, error: ("error", tool),
+            "tool_start": lambda tool, input, call_id: ("start", tool),
+            "tool_end": lambda tool, output, call_id: ("end", tool),
+            "tool_error": lambda tool, error, call_id: ("error", tool),
         }
     )
     assert tool_events == [("start", "weather"), ("end", "weather")]

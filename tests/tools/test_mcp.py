@@ -225,9 +225,13 @@ def test_callbacks_see_the_tool_run_and_the_server_of_a_failure(stdio_tools, eve
     chains.run(executor, "go", callbacks=events)
     heard = events.described(
         {
-            "tool_start": lambda tool, input: ("start", tool, input),
-            "tool_end": lambda tool, output: ("end", tool, output),
-            "tool_error": lambda tool, error: ("error", tool, getattr(error, "server", None)),
+            "tool_start": lambda tool, input, call_id: ("start", tool, input),
+            "tool_end": lambda tool, output, call_id: ("end", tool, output),
+            "tool_error": lambda tool, error, call_id: (
+                "error",
+                tool,
+                getattr(error, "server", None),
+            ),
         }
     )
     assert heard == [
