@@ -70,7 +70,8 @@ class TraceFile(EventHandler):
             self._file.close()
 
     def on_event(self, event: Event) -> None:
-        if event.kind == "token":
+        # A chunk that is no text (a backend's own streaming object) holds no key in pieces.
+        if event.kind == "token" and isinstance(event.data["text"], str):
             self._on_token(event)
             return
         line = event_line(event)

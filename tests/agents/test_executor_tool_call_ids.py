@@ -50,8 +50,8 @@ EXPECTED = {
     ("tool_end", "echo", "id-echo"),
     ("tool_start", "fails", "id-fails"),
     ("tool_error", "fails", "id-fails"),
-    ("tool_start", "missing", "id-missing"),
-    ("tool_error", "missing", "id-missing"),
+    ("tool_start", "(unknown tool)", "id-missing"),
+    ("tool_error", "(unknown tool)", "id-missing"),
 }
 
 

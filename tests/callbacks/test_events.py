@@ -124,7 +124,7 @@ def test_each_value_is_written_as_what_it_stands_for():
     assert data["path"] == "/tmp/run.jsonl" and data["nan"] == "nan"
     assert data["cycle"] == ["<cycle>"]
     assert data["error"] == {"type": "KeyError", "message": "'missing'"}
-    assert data["said"] == "the key is sk-abcd***"
+    assert data["said"] == "the key is sk-a***"
     assert data["('a', 'tuple')"] == "as a key" and data["7"] == "an int key"
 
 
