@@ -38,6 +38,7 @@ from chainkit.agents.errors import (
     UnknownToolError,
 )
 from chainkit.callbacks import CombiningHandler, Handlers
+from chainkit.callbacks.pacing import Pacer, pacer_of
 from chainkit.callbacks.run import Run, active_handler, enter
 from chainkit.chains import Chain
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Memory
@@ -81,13 +82,15 @@ _Loop = Generator[_Request, Any, None]
 @dataclass(slots=True)
 class _RunState:
     """One run of the executor: its inputs and options, the steps taken so far, the handler
-    of its events, and when it must end."""
+    of its events, when it must end, and the pacer among its handlers (a stream's reader)
+    that each step waits for."""
 
     inputs: dict[str, Any]
     options: dict[str, Any]
     callbacks: CombiningHandler | None
     deadline: Deadline | None
     steps: list[AgentStep]
+    pacer: Pacer | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +174,8 @@ class Executor(Chain):
         loop = self._loop(run)
         request = next(loop)
         while not isinstance(request, _Done):
+            if run.pacer is not None:
+                _postpone(run.deadline, run.pacer.pause())
             try:
                 result = self._perform(request, run)
             except (OutputParserError, Interrupted) as error:
@@ -185,6 +190,8 @@ class Executor(Chain):
         loop = self._loop(run)
         request = next(loop)
         while not isinstance(request, _Done):
+            if run.pacer is not None:
+                _postpone(run.deadline, await run.pacer.apause())
             try:
                 result = await self._aperform(request, run)
             except (OutputParserError, Interrupted) as error:
@@ -197,7 +204,8 @@ class Executor(Chain):
     def _start(self, inputs: dict[str, Any], options: dict[str, Any]) -> _RunState:
         limit = self.max_execution_time
         deadline = None if limit is None else Deadline(limit)
-        return _RunState(inputs, options, active_handler(), deadline, [])
+        callbacks = active_handler()
+        return _RunState(inputs, options, callbacks, deadline, [], pacer_of(callbacks))
 
     # The loop: every decision of a run.
 
@@ -417,3 +425,9 @@ class Executor(Chain):
         text = output if isinstance(output, str) else observation_of(output)
         run.end(text)
         return text
+
+
+def _postpone(deadline: Deadline | None, seconds: float) -> None:
+    """The time the run waited for a stream's reader is not the run's: its deadline moves."""
+    if deadline is not None:
+        deadline.at += seconds

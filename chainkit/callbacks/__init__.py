@@ -10,6 +10,7 @@ from chainkit.callbacks.errors import (
     HandlerConfigError,
     HandlerDependencyError,
     HandlerTypeError,
+    StreamClosed,
     TraceFormatError,
 )
 from chainkit.callbacks.events import Event, EventHandler
@@ -37,6 +38,7 @@ __all__ = [
     "Run",
     "RunInfo",
     "RunKind",
+    "StreamClosed",
     "TraceFile",
     "TraceFormatError",
     "current_run",

@@ -43,6 +43,9 @@ class FinalAnswerStream:
     itself is split across tokens. Iterate it with `for`, or `async for` over an async stream.
 
     Each stream keeps its own keyword and state: streams of different keywords never mix.
+    Leaving its loop closes the events it reads, as `close()` / `aclose()` and leaving a
+    `with` / `async with` block do: the run they come from stops, each of its runs still open
+    ending with `callbacks.StreamClosed`.
     """
 
     def __init__(
@@ -72,16 +75,48 @@ class FinalAnswerStream:
     def __iter__(self) -> Iterator[str]:
         if not isinstance(self._events, Iterable):
             raise HandlerTypeError("these events are async: iterate with `async for`")
-        for event in self._events:
-            if text := self._text(event):
-                yield text
-
-    async def __aiter__(self) -> AsyncIterator[str]:
-        if isinstance(self._events, AsyncIterable):
-            async for event in self._events:
-                if text := self._text(event):
-                    yield text
-        else:
+        try:
             for event in self._events:
                 if text := self._text(event):
                     yield text
+        finally:  # left early or not: a run still going has no reader left
+            self.close()
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        try:
+            if isinstance(self._events, AsyncIterable):
+                async for event in self._events:
+                    if text := self._text(event):
+                        yield text
+            else:
+                for event in self._events:
+                    if text := self._text(event):
+                        yield text
+        finally:
+            await self.aclose()
+
+    def close(self) -> None:
+        """Closes the stream of events it reads (a `chains.stream`), which stops its run."""
+        close = getattr(self._events, "close", None)
+        if callable(close):
+            close()
+
+    async def aclose(self) -> None:
+        """Closes the stream of events it reads, sync or async (`chains.astream`)."""
+        aclose = getattr(self._events, "aclose", None)
+        if callable(aclose):
+            await aclose()
+        else:
+            self.close()
+
+    def __enter__(self) -> FinalAnswerStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> FinalAnswerStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

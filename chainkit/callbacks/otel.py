@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import chainkit
 from chainkit._redact import mask_secret_fields, redact
-from chainkit.callbacks.errors import HandlerDependencyError
+from chainkit.callbacks.errors import HandlerDependencyError, StreamClosed
 from chainkit.callbacks.events import END_KINDS, ERROR_KINDS, START_KINDS, Event, EventHandler
 from chainkit.callbacks.trace_file import plain_json
 from chainkit.schema import AgentAction, Message
@@ -44,7 +44,9 @@ class OpenTelemetryHandler(EventHandler):
     (kind CLIENT), `execute_tool {tool}` for a tool call, `chain {name}` for any other chain.
     Attributes follow the GenAI conventions (gen_ai.operation.name, gen_ai.provider.name,
     gen_ai.request.model, token usage, finish reasons, tool name and call id, request
-    parameters); a failed run's span has status ERROR and `error.type`.
+    parameters); a failed run's span has status ERROR and `error.type`. A run stopped because
+    the reader closed its stream (`StreamClosed`) is no failure: its span keeps status UNSET
+    and says why in `chainkit.cancelled`.
 
     Messages, tool arguments and results, and chain inputs and outputs are recorded only with
     `capture_content=True` or the environment variable
@@ -175,8 +177,11 @@ class OpenTelemetryHandler(EventHandler):
         data = event.data
         if event.kind in ERROR_KINDS:
             error: BaseException = data["error"]
-            span.set_attribute("error.type", _qualified(type(error)))
-            span.set_status(self._trace.StatusCode.ERROR, type(error).__name__)
+            if isinstance(error, StreamClosed):  # stopped by its reader: no failure
+                span.set_attribute("chainkit.cancelled", str(error))
+            else:
+                span.set_attribute("error.type", _qualified(type(error)))
+                span.set_status(self._trace.StatusCode.ERROR, type(error).__name__)
         elif event.kind == "llm_end":
             _describe_reply(span, data["message"], self.capture_content)
         elif self.capture_content:
