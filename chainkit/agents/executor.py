@@ -205,7 +205,8 @@ class Executor(Chain):
         limit = self.max_execution_time
         deadline = None if limit is None else Deadline(limit)
         callbacks = active_handler()
-        return _RunState(inputs, options, callbacks, deadline, [], pacer_of(callbacks))
+        pacer = None if callbacks is None else pacer_of(callbacks)
+        return _RunState(inputs, options, callbacks, deadline, [], pacer)
 
     # The loop: every decision of a run.
 

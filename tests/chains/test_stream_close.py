@@ -22,23 +22,10 @@ from chainkit.callbacks import Event, FinalAnswerStream, StreamClosed
 from chainkit.llms import FakeLLM
 from tests.support.event_recorder import EventRecorder
 from tests.support.modes import Mode
+from tests.support.stub_tools import Echo
 
 READER_PAUSE = 0.05
 """What a reader spends on the event it stops at: room for a run that did not wait to go on."""
-
-
-class Recorded(tools.Tool):
-    """Records each input it is called with."""
-
-    name = "rec"
-    description = "records its input"
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-
-    def call(self, input: str) -> str:
-        self.calls.append(input)
-        return f"got {input}"
 
 
 class NeverReturns(tools.Tool):
@@ -88,10 +75,10 @@ def read_until(mode: Mode, chain: agents.Executor, kind: str, **options: Any) ->
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(("kind", "called"), [("agent_action", []), ("tool_end", ["0"])])
 def test_breaking_out_stops_the_run_before_its_next_step(mode, kind, called):
-    tool = Recorded()
+    tool = Echo()
     read_until(mode, executor(tool), kind)
     time.sleep(READER_PAUSE)  # room for a run left going
-    assert tool.calls == called
+    assert tool.inputs == called
 
 
 def ends_of_every_start(recorder: EventRecorder) -> None:
@@ -109,7 +96,7 @@ def ends_of_every_start(recorder: EventRecorder) -> None:
     assert str(errors[-1]) == "the consumer closed the stream"
 
 
-def answer_of_first_action(mode: Mode, recorder: EventRecorder, tool: Recorded) -> str:
+def answer_of_first_action(mode: Mode, recorder: EventRecorder, tool: Echo) -> str:
     """The first piece a FinalAnswerStream gives (of the first action, by its keyword) before
     the reader leaves it, its run paused before the tool."""
     chain = executor(tool)
@@ -133,40 +120,40 @@ def answer_of_first_action(mode: Mode, recorder: EventRecorder, tool: Recorded) 
 
 @pytest.mark.timeout(60)
 def test_leaving_a_final_answer_stream_ends_its_run(mode):
-    recorder, tool = EventRecorder(), Recorded()
-    assert answer_of_first_action(mode, recorder, tool) == "rec\n"
+    recorder, tool = EventRecorder(), Echo()
+    assert answer_of_first_action(mode, recorder, tool) == "echo"
     time.sleep(READER_PAUSE)
-    assert tool.calls == []
+    assert tool.inputs == []
     ends_of_every_start(recorder)
 
 
 @pytest.mark.timeout(60)
 def test_a_final_answer_stream_closes_as_a_context_manager():
-    recorder, tool = EventRecorder(), Recorded()
+    recorder, tool = EventRecorder(), Echo()
     with FinalAnswerStream(chains.stream(executor(tool), "q", callbacks=recorder), "Action:") as s:
-        assert next(iter(s)) == "rec\n"
+        assert next(iter(s)) == "echo"
     ends_of_every_start(recorder)
 
     async def read() -> None:
         events = chains.astream(executor(tool), "q", callbacks=recorder)
         async with FinalAnswerStream(events, "Action:") as answer:
-            assert await anext(aiter(answer)) == "rec\n"
+            assert await anext(aiter(answer)) == "echo"
 
     recorder = EventRecorder()
     asyncio.run(read())
     ends_of_every_start(recorder)
-    assert tool.calls == []
+    assert tool.inputs == []
 
 
 @pytest.mark.timeout(60)
 def test_a_dropped_stream_ends_its_run():
-    recorder, tool = EventRecorder(), Recorded()
+    recorder, tool = EventRecorder(), Echo()
     stream = chains.stream(executor(tool), "q", callbacks=recorder)
     next(stream)
     del stream
     gc.collect()
     ends_of_every_start(recorder)
-    assert tool.calls == []
+    assert tool.inputs == []
 
 
 def closing_returns(close: Callable[[], object]) -> None:
@@ -206,9 +193,9 @@ def test_a_closed_stream_is_no_error_to_opentelemetry(mode):
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     handler = callbacks.OpenTelemetryHandler(tracer_provider=provider)
-    read_until(mode, executor(Recorded()), "tool_end", callbacks=handler)
+    read_until(mode, executor(Echo()), "tool_end", callbacks=handler)
     spans = exporter.get_finished_spans()
-    assert {span.name for span in spans} >= {"invoke_agent Executor", "execute_tool rec"}
+    assert {span.name for span in spans} >= {"invoke_agent Executor", "execute_tool echo"}
     cancelled = [(span.name, (span.attributes or {}).get("chainkit.cancelled")) for span in spans]
     assert [(name, why) for name, why in cancelled if why is not None] == [
         ("invoke_agent Executor", "the consumer closed the stream")
@@ -242,7 +229,7 @@ def read_slowly(mode: Mode, chain: agents.Executor) -> list[Event]:
 @pytest.mark.timeout(60)
 def test_a_slow_reader_costs_the_run_no_deadline_and_its_calls_no_latency(mode):
     # The run needs a few ms; its reader spends about 40 events x 30 ms, over twice the limit.
-    chain = executor(Recorded(), steps=2, max_execution_time=0.5)
+    chain = executor(Echo(), steps=2, max_execution_time=0.5)
     events = read_slowly(mode, chain)
     assert events[-1].kind == "chain_end"
     assert events[-1].data["outputs"] == {"output": "all done"}
