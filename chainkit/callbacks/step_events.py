@@ -17,7 +17,8 @@ from chainkit.callbacks.run import RunInfo, current_run, reporting_for
 
 
 class StepEvents(CombiningHandler):
-    """The handlers of one step run in worker threads, until the step is abandoned.
+    """The handlers of work running in other threads (an agent's step, a streamed run), until
+    the work is abandoned.
 
     Then each run whose start was reported and whose end was not (a model or tool call, or a
     chain or retrieval inside one) gets an error event at once (reported as that run's, so

@@ -16,7 +16,15 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterator,
+    Mapping,
+)
 from typing import TYPE_CHECKING, Any, Unpack
 
 from chainkit._threads import submit
@@ -148,6 +156,58 @@ class _LoopRelay(EventHandler, Pacer):
         return taken
 
 
+class EventStream(Iterator[Event]):
+    """The events `chains.stream` yields: iterate it, and close it (`close()`, or leave a
+    `with` block) to stop its run early; dropping it unfinished closes it too."""
+
+    __slots__ = ("_events",)
+
+    def __init__(self, events: Generator[Event, None, None]) -> None:
+        self._events = events
+
+    def __iter__(self) -> Iterator[Event]:
+        return self._events  # a `for` loop reads the generator itself: nothing added per event
+
+    def __next__(self) -> Event:
+        return next(self._events)
+
+    def close(self) -> None:
+        """Stops the run, if it is still going: see `chains.stream`."""
+        self._events.close()
+
+    def __enter__(self) -> EventStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class AsyncEventStream(AsyncIterator[Event]):
+    """The events `chains.astream` yields: iterate it with `async for`, and close it
+    (`aclose()`, or leave an `async with` block) to stop its run early."""
+
+    __slots__ = ("_events",)
+
+    def __init__(self, events: AsyncGenerator[Event, None]) -> None:
+        self._events = events
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._events
+
+    async def __anext__(self) -> Event:
+        return await anext(self._events)
+
+    async def aclose(self) -> None:
+        """Stops the run, if it is still going: see `chains.astream`."""
+        await self._events.aclose()
+
+    async def __aenter__(self) -> AsyncEventStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
 def _resolve(waiter: asyncio.Future[None] | None) -> None:
     if waiter is not None and not waiter.done():
         waiter.set_result(None)
@@ -180,11 +240,12 @@ def _prepared(
 
 def stream(
     chain: Chain, inputs: Mapping[str, Any] | str, **options: Unpack[CallOptions]
-) -> Generator[Event, None, None]:
+) -> EventStream:
     """Runs `chain` on `inputs` (a str for a chain of one input, as `chains.run` takes) and
     yields its events as they happen.
 
-    The run starts at the first `next()`. The last event of a successful run is the root's
+    The run starts at the first `next()`; close the stream (`close()`, a `with` block) to stop
+    it early. The last event of a successful run is the root's
     chain_end, whose `data["outputs"]` are the outputs; a failed run yields the root's
     chain_error, then raises the error. An agent takes no step before the reader has taken
     every event so far and asks for the next. Leaving the iteration early (break, `close()`,
@@ -193,7 +254,9 @@ def stream(
     """
     relay = _ThreadRelay()
     watched, call_inputs, call_options = _prepared("stream", chain, inputs, options, relay)
-    return _thread_events(relay, watched, lambda: call(chain, call_inputs, **call_options))
+    return EventStream(
+        _thread_events(relay, watched, lambda: call(chain, call_inputs, **call_options))
+    )
 
 
 def _thread_events(
@@ -215,12 +278,14 @@ def _thread_events(
 
 def astream(
     chain: Chain, inputs: Mapping[str, Any] | str, **options: Unpack[CallOptions]
-) -> AsyncGenerator[Event, None]:
+) -> AsyncEventStream:
     """Async twin of `stream`: the chain runs as a task, cancelled when the reader stops
     early (`aclose()`, a break followed by the generator's finalization, or cancellation)."""
     relay = _LoopRelay()
     watched, call_inputs, call_options = _prepared("astream", chain, inputs, options, relay)
-    return _task_events(relay, watched, lambda: acall(chain, call_inputs, **call_options))
+    return AsyncEventStream(
+        _task_events(relay, watched, lambda: acall(chain, call_inputs, **call_options))
+    )
 
 
 async def _task_events(

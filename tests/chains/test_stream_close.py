@@ -146,6 +146,23 @@ def test_a_final_answer_stream_closes_as_a_context_manager():
 
 
 @pytest.mark.timeout(60)
+def test_a_stream_closes_as_a_context_manager(mode):
+    recorder, tool = EventRecorder(), Echo()
+    if not mode.is_async:
+        with chains.stream(executor(tool), "q", callbacks=recorder) as events:
+            assert next(events).kind == "chain_start"
+    else:
+
+        async def read() -> None:
+            async with chains.astream(executor(tool), "q", callbacks=recorder) as events:
+                assert (await anext(events)).kind == "chain_start"
+
+        asyncio.run(read())
+    ends_of_every_start(recorder)
+    assert tool.inputs == []
+
+
+@pytest.mark.timeout(60)
 def test_a_dropped_stream_ends_its_run():
     recorder, tool = EventRecorder(), Echo()
     stream = chains.stream(executor(tool), "q", callbacks=recorder)
