@@ -171,13 +171,12 @@ class Executor(Chain):
 
     def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         run = self._start(inputs, options)
+        perform = self._perform if run.pacer is None else self._paced
         loop = self._loop(run)
         request = next(loop)
         while not isinstance(request, _Done):
-            if run.pacer is not None:
-                _postpone(run.deadline, run.pacer.pause())
             try:
-                result = self._perform(request, run)
+                result = perform(request, run)
             except (OutputParserError, Interrupted) as error:
                 request = loop.throw(error)
             else:
@@ -187,13 +186,12 @@ class Executor(Chain):
 
     async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         run = self._start(inputs, options)
+        perform = self._aperform if run.pacer is None else self._apaced
         loop = self._loop(run)
         request = next(loop)
         while not isinstance(request, _Done):
-            if run.pacer is not None:
-                _postpone(run.deadline, await run.pacer.apause())
             try:
-                result = await self._aperform(request, run)
+                result = await perform(request, run)
             except (OutputParserError, Interrupted) as error:
                 request = loop.throw(error)
             else:
@@ -345,6 +343,17 @@ class Executor(Chain):
             case _PlanFinal():
                 return await self.agent.aplan_final(run.steps, run.inputs, **run.options)
         raise AssertionError(f"the loop asked for {request!r}")
+
+    def _paced(self, request: _Request, run: _RunState) -> Any:
+        """`_perform`, once the stream's reader has caught up; its wait moves the deadline."""
+        assert run.pacer is not None  # chosen only then
+        _postpone(run.deadline, run.pacer.pause())
+        return self._perform(request, run)
+
+    async def _apaced(self, request: _Request, run: _RunState) -> Any:
+        assert run.pacer is not None
+        _postpone(run.deadline, await run.pacer.apause())
+        return await self._aperform(request, run)
 
     async def _aact(self, actions: list[AgentAction], observations: list[str | None]) -> list[str]:
         """Runs the actions as tasks, at most `max_parallel_tools` at once, each observation

@@ -76,7 +76,7 @@ class _ThreadRelay(EventHandler, Pacer):
     def end(self, closed: bool) -> None:
         """The run finished, or its reader closed the stream."""
         with self._changed:
-            self.closed = closed
+            self.closed = self.closed or closed
             self.finished = True
             self._changed.notify_all()
 
@@ -120,7 +120,7 @@ class _LoopRelay(EventHandler, Pacer):
         _resolve(self._reader)
 
     def end(self, closed: bool) -> None:
-        self.closed = closed
+        self.closed = self.closed or closed
         self.finished = True
         _resolve(self._reader)
         _resolve(self._paused)
@@ -137,6 +137,8 @@ class _LoopRelay(EventHandler, Pacer):
         return waited
 
     def pause(self) -> float:
+        if self.closed:  # the loop may be gone: nothing to wait for
+            raise StreamClosed
         if threading.get_ident() == self._loop_thread:
             return 0.0  # sync code blocking the loop: the reader cannot read meanwhile
         import asyncio  # loaded already by the running event loop, not at import
