@@ -18,8 +18,12 @@ from __future__ import annotations
 import argparse
 import re
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_agent_loop import SCRIPT, TOOL_NAMES, build, one_run
 from chainkit.agents import mrkl_prompt

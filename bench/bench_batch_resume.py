@@ -10,6 +10,7 @@ measures another checkout's code.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
@@ -34,7 +35,9 @@ def write_job(directory: Path, lines: int) -> tuple[Path, Path]:
 
 
 def main() -> None:
-    lines = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("lines", nargs="?", type=int, default=1_000_000)
+    lines = parser.parse_args().lines
     with tempfile.TemporaryDirectory() as directory:
         source, output = write_job(Path(directory), lines)
         env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -8,6 +8,7 @@ Times are the best of several runs; above ~1 MB they also carry cache and alloca
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import sys
 import time
@@ -113,6 +114,7 @@ def typical(text: str) -> float:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__).parse_args()
     for label, text in (("action", TYPICAL_ACTION), ("final answer", TYPICAL_ANSWER)):
         print(f"typical {label} reply, {len(text)} chars: {typical(text) * 1e6:.2f} µs/parse")
     print()

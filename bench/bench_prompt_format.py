@@ -5,6 +5,7 @@ Run from the repo root: `PYTHONPATH=. python bench/bench_prompt_format.py`. Prin
 
 from __future__ import annotations
 
+import argparse
 import timeit
 
 from chainkit.prompts import PromptTemplate
@@ -31,6 +32,7 @@ VALUES = {
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__).parse_args()
     prompt = PromptTemplate.from_template(TEMPLATE)
     rendered = prompt.format(**VALUES)
     number = 200_000

@@ -6,10 +6,12 @@ Run from the repo root: `PYTHONPATH=. python bench/bench_render_chat.py`. Prints
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 import timeit
 from collections.abc import Callable
+from pathlib import Path
 
 from chainkit.prompts import render_chat
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
@@ -42,6 +44,8 @@ USER_TEMPLATE = """\
 {% if add_generation_prompt %}{{ '<|im_start|>' + 'assistant' }}
 {% endif %}"""
 
+CHECKOUT = Path(__file__).resolve().parent.parent
+
 FIRST_CALL = (
     "import time\n"
     "from bench.bench_render_chat import MESSAGES, render_chat\n"
@@ -56,6 +60,7 @@ def best_us(call: Callable[[], object], number: int) -> float:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__).parse_args()
     cases = {
         "chatml, no tools": lambda: render_chat(MESSAGES),
         "chatml, 1 tool": lambda: render_chat(MESSAGES, TOOLS),
@@ -66,7 +71,11 @@ def main() -> None:
     first = min(
         float(
             subprocess.run(
-                [sys.executable, "-c", FIRST_CALL], capture_output=True, text=True, check=True
+                [sys.executable, "-c", FIRST_CALL],
+                cwd=CHECKOUT,  # where `bench` is a package, wherever this was run from
+                capture_output=True,
+                text=True,
+                check=True,
             ).stdout
         )
         for _ in range(5)

@@ -11,7 +11,6 @@ deadline.
 from __future__ import annotations
 
 import functools
-import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -21,9 +20,9 @@ from typing import Any, TypeVar
 from chainkit import _threads
 from chainkit.agents.agent import Agent
 from chainkit.agents.errors import DeadlineExceededError
-from chainkit.callbacks import CombiningHandler, Observed, RunInfo, current_run, guard
-from chainkit.callbacks.events import ending, handler_methods
-from chainkit.callbacks.run import handled_by, reporting_for
+from chainkit.callbacks import CombiningHandler, Observed
+from chainkit.callbacks.run import handled_by
+from chainkit.callbacks.step_events import StepEvents
 from chainkit.schema import AgentAction, AgentFinish, AgentStep
 
 T = TypeVar("T")
@@ -202,68 +201,6 @@ class _ToolThreads:
         if self.failures:
             raise self.failures[min(self.failures)]
         raise tools_interrupted(self.actions, self.observations)
-
-
-class StepEvents(CombiningHandler):
-    """The handlers of one step run in worker threads, until the step is abandoned.
-
-    Then each run whose start was reported and whose end was not (a model or tool call, or a
-    chain or retrieval inside one) gets an error event at once (reported as that run's, so
-    `current_run()` is right), and whatever the abandoned threads report later is dropped:
-    every start is answered exactly once, and nothing is heard from a run after it ended.
-    """
-
-    def __init__(self, *handlers: CombiningHandler | None) -> None:
-        combined = guard(*handlers)
-        super().__init__(combined.handlers if combined is not None else [])
-        self._lock = threading.Lock()
-        self.abandoned = False
-        self._open: dict[str, RunInfo] = {}
-
-    def _dispatch(self, event: str, *args: Any) -> None:
-        run = current_run()
-        if event in _START_EVENTS:
-            # Reported under the lock, so an error for an open run never comes before it.
-            with self._lock:
-                if self.abandoned:
-                    return
-                if run is not None:
-                    self._open[run.id] = run
-                super()._dispatch(event, *args)
-            return
-        with self._lock:
-            if self.abandoned:
-                return
-            if event in _END_EVENTS and run is not None:
-                self._open.pop(run.id, None)
-        super()._dispatch(event, *args)
-
-    def abandon(self, error: BaseException) -> None:
-        """Reports `error` for each run still open, then drops every later event."""
-        with self._lock:
-            if self.abandoned:
-                return
-            self.abandoned = True
-            still_open = list(self._open.values())
-        for run in reversed(still_open):  # the innermost first: a run starts after its parent
-            failure = ending(run.kind, "error")
-            with reporting_for(run):
-                super()._dispatch(
-                    failure.method, *failure.reported(run.name, error, run.tool_call_id)
-                )
-
-    def relay(self, streaming_func: Callable[[str], None]) -> Callable[[str], None]:
-        """`streaming_func`, silenced once the step is abandoned."""
-
-        def relayed(chunk: str) -> None:
-            if not self.abandoned:
-                streaming_func(chunk)
-
-        return relayed
-
-
-_START_EVENTS = handler_methods("start")
-_END_EVENTS = handler_methods("end", "error")
 
 
 def _wait_for(

@@ -38,6 +38,7 @@ from chainkit.agents.errors import (
     UnknownToolError,
 )
 from chainkit.callbacks import CombiningHandler, Handlers
+from chainkit.callbacks.pacing import Pacer, pacer_of
 from chainkit.callbacks.run import Run, active_handler, enter
 from chainkit.chains import Chain
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Memory
@@ -85,13 +86,15 @@ _Loop = Generator[_Request, Any, None]
 @dataclass(slots=True)
 class _RunState:
     """One run of the executor: its inputs and options, the steps taken so far, the handler
-    of its events, and when it must end."""
+    of its events, when it must end, and the pacer among its handlers (a stream's reader)
+    that each step waits for."""
 
     inputs: dict[str, Any]
     options: dict[str, Any]
     callbacks: CombiningHandler | None
     deadline: Deadline | None
     steps: list[AgentStep]
+    pacer: Pacer | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,11 +175,12 @@ class Executor(Chain):
 
     def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         run = self._start(inputs, options)
+        perform = self._perform if run.pacer is None else self._paced
         loop = self._loop(run)
         request = next(loop)
         while not isinstance(request, _Done):
             try:
-                result = self._perform(request, run)
+                result = perform(request, run)
             except (OutputParserError, Interrupted) as error:
                 request = loop.throw(error)
             else:
@@ -186,11 +190,12 @@ class Executor(Chain):
 
     async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         run = self._start(inputs, options)
+        perform = self._aperform if run.pacer is None else self._apaced
         loop = self._loop(run)
         request = next(loop)
         while not isinstance(request, _Done):
             try:
-                result = await self._aperform(request, run)
+                result = await perform(request, run)
             except (OutputParserError, Interrupted) as error:
                 request = loop.throw(error)
             else:
@@ -201,7 +206,9 @@ class Executor(Chain):
     def _start(self, inputs: dict[str, Any], options: dict[str, Any]) -> _RunState:
         limit = self.max_execution_time
         deadline = None if limit is None else Deadline(limit)
-        return _RunState(inputs, options, active_handler(), deadline, [])
+        callbacks = active_handler()
+        pacer = None if callbacks is None else pacer_of(callbacks)
+        return _RunState(inputs, options, callbacks, deadline, [], pacer)
 
     # The loop: every decision of a run.
 
@@ -341,6 +348,17 @@ class Executor(Chain):
                 return await self.agent.aplan_final(run.steps, run.inputs, **run.options)
         raise AssertionError(f"the loop asked for {request!r}")
 
+    def _paced(self, request: _Request, run: _RunState) -> Any:
+        """`_perform`, once the stream's reader has caught up; its wait moves the deadline."""
+        assert run.pacer is not None  # chosen only then
+        _postpone(run.deadline, run.pacer.pause())
+        return self._perform(request, run)
+
+    async def _apaced(self, request: _Request, run: _RunState) -> Any:
+        assert run.pacer is not None
+        _postpone(run.deadline, await run.pacer.apause())
+        return await self._aperform(request, run)
+
     async def _aact(self, actions: list[AgentAction], observations: list[str | None]) -> list[str]:
         """Runs the actions as tasks, at most `max_parallel_tools` at once, each observation
         put in `observations` as it comes; returns them in the order of `actions`."""
@@ -423,3 +441,9 @@ class Executor(Chain):
         text = output if isinstance(output, str) else observation_of(output)
         run.end(text)
         return text
+
+
+def _postpone(deadline: Deadline | None, seconds: float) -> None:
+    """The time the run waited for a stream's reader is not the run's: its deadline moves."""
+    if deadline is not None:
+        deadline.at += seconds

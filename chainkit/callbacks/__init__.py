@@ -11,6 +11,7 @@ from chainkit.callbacks.errors import (
     HandlerConfigError,
     HandlerDependencyError,
     HandlerTypeError,
+    StreamClosed,
     TraceFormatError,
 )
 from chainkit.callbacks.events import Event, EventHandler
@@ -41,6 +42,7 @@ __all__ = [
     "Run",
     "RunInfo",
     "RunKind",
+    "StreamClosed",
     "TraceFile",
     "TraceFormatError",
     "current_run",

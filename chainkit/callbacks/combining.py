@@ -26,6 +26,10 @@ class CombiningHandler(Handler):
     the error is raised once every handler has had the event, so none misses a start or end.
     """
 
+    kept_whole = False
+    """Whether `guard` keeps it as one handler rather than taking its handlers apart: for a
+    subclass that does more than pass events on."""
+
     def __init__(self, handlers: Iterable[Handler]) -> None:
         self.handlers: list[Handler] = list(handlers)
 
@@ -138,7 +142,7 @@ def guard(*handlers: Handlers, name: str = "callbacks") -> CombiningHandler | No
 
 def _flat(handlers: Iterable[object], name: str) -> Iterator[Handler]:
     for handler in handlers:
-        if isinstance(handler, CombiningHandler):
+        if isinstance(handler, CombiningHandler) and not handler.kept_whole:
             yield from _flat(handler.handlers, name)
         elif isinstance(handler, Handler):
             if handler._langchain_methods:

@@ -1,5 +1,6 @@
 """Errors of callbacks: a handler that is none, one set up with settings it cannot use or
-missing a package, and a trace file that cannot be read."""
+missing a package, and a trace file that cannot be read; and the cancellation of a run whose
+stream was closed."""
 
 from __future__ import annotations
 
@@ -17,6 +18,19 @@ class HandlerConfigError(ChainkitError, ValueError):
 
 class HandlerDependencyError(ChainkitError, ModuleNotFoundError):
     """A handler needs a package that is not installed, such as OpenTelemetry's API."""
+
+
+class StreamClosed(BaseException):
+    """The reader of a run's stream (`chains.stream`, `chains.astream`, `FinalAnswerStream`)
+    closed it: the run was stopped, not failed. The handlers of the stream hear it as the error
+    of each run still open; OpenTelemetry spans end without status ERROR.
+
+    A BaseException, like KeyboardInterrupt: no `except Exception` on the way (a tool's error
+    handling, a model's retries) takes it for a failure to handle.
+    """
+
+    def __init__(self, message: str = "the consumer closed the stream") -> None:
+        super().__init__(message)
 
 
 class TraceFormatError(ChainkitError, ValueError):

@@ -51,6 +51,10 @@ class FinalAnswerStream:
     Agents run by tools inside the run are not followed: their answers are not the run's.
     Each token of a MRKL reply costs a read of the reply so far (about 20 µs per token for a
     16 KB answer in pieces of 4 characters).
+
+    Leaving its loop closes the events it reads, as `close()` / `aclose()` and leaving a
+    `with` / `async with` block do: the run they come from stops, each of its runs still open
+    ending with `callbacks.StreamClosed`.
     """
 
     def __init__(self, events: Iterable[Event] | AsyncIterable[Event]) -> None:
@@ -67,18 +71,50 @@ class FinalAnswerStream:
     def __iter__(self) -> Iterator[Piece]:
         if not isinstance(self._events, Iterable):
             raise HandlerTypeError("these events are async: iterate with `async for`")
-        for event in self._events:
-            yield from self._read(event)
+        try:
+            for event in self._events:
+                yield from self._read(event)
+        finally:  # left early or not: a run still going has no reader left
+            self.close()
 
     async def __aiter__(self) -> AsyncIterator[Piece]:
-        if isinstance(self._events, AsyncIterable):
-            async for event in self._events:
-                for piece in self._read(event):
-                    yield piece
+        try:
+            if isinstance(self._events, AsyncIterable):
+                async for event in self._events:
+                    for piece in self._read(event):
+                        yield piece
+            else:
+                for event in self._events:
+                    for piece in self._read(event):
+                        yield piece
+        finally:
+            await self.aclose()
+
+    def close(self) -> None:
+        """Closes the stream of events it reads (a `chains.stream`), which stops its run."""
+        close = getattr(self._events, "close", None)
+        if callable(close):
+            close()
+
+    async def aclose(self) -> None:
+        """Closes the stream of events it reads, sync or async (`chains.astream`)."""
+        aclose = getattr(self._events, "aclose", None)
+        if callable(aclose):
+            await aclose()
         else:
-            for event in self._events:
-                for piece in self._read(event):
-                    yield piece
+            self.close()
+
+    def __enter__(self) -> FinalAnswerStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> FinalAnswerStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def _read(self, event: Event) -> tuple[Piece, ...]:
         """The pieces `event` adds to the answer."""

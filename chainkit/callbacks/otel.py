@@ -19,7 +19,7 @@ import chainkit
 from chainkit._redact import mask_secret_fields, redact
 from chainkit.callbacks._otel_messages import input_messages, output_message
 from chainkit.callbacks._plain import plain
-from chainkit.callbacks.errors import HandlerDependencyError
+from chainkit.callbacks.errors import HandlerDependencyError, StreamClosed
 from chainkit.callbacks.events import END_KINDS, ERROR_KINDS, START_KINDS, Event, EventHandler
 from chainkit.schema import Message
 
@@ -62,7 +62,9 @@ class OpenTelemetryHandler(EventHandler):
     (gen_ai.operation.name, gen_ai.provider.name, gen_ai.request.model and the request
     parameters in effect, gen_ai.response.model and .id, server.address and .port, token
     usage, finish reasons, tool name and call id); a failed run's span has status ERROR,
-    `error.type` and an `exception` event.
+    `error.type` and an `exception` event. A run stopped because the reader closed its stream
+    (`StreamClosed`) is no failure: its span keeps status UNSET and says why in
+    `chainkit.cancelled`.
 
     While a run executes its span is the current one, so spans started inside it (by a tool,
     or an instrumented HTTP or database client) are its children; a run started inside such a
@@ -210,10 +212,13 @@ class OpenTelemetryHandler(EventHandler):
         data = event.data
         if event.kind in ERROR_KINDS:
             error: BaseException = data["error"]
-            span.set_attribute("error.type", _qualified(type(error)))
-            span.set_status(self._trace.StatusCode.ERROR, type(error).__name__)
-            exception = _exception(error, self.capture_content)
-            span.add_event("exception", exception, timestamp=int(event.time * 1e9))
+            if isinstance(error, StreamClosed):  # stopped by its reader: no failure
+                span.set_attribute("chainkit.cancelled", str(error))
+            else:
+                span.set_attribute("error.type", _qualified(type(error)))
+                span.set_status(self._trace.StatusCode.ERROR, type(error).__name__)
+                exception = _exception(error, self.capture_content)
+                span.add_event("exception", exception, timestamp=int(event.time * 1e9))
         elif event.kind == "llm_end":
             _describe_reply(span, data["message"], self.capture_content)
         elif self.capture_content:

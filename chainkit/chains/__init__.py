@@ -27,14 +27,16 @@ from chainkit.chains.errors import (
 )
 from chainkit.chains.llm import LLMChain
 from chainkit.chains.sequential import SequentialChain, SimpleSequentialChain
-from chainkit.chains.stream import astream, stream
+from chainkit.chains.stream import AsyncEventStream, EventStream, astream, stream
 
 __all__ = [
+    "AsyncEventStream",
     "Chain",
     "ChainAttributeError",
     "ChainKeyError",
     "ChainTypeError",
     "ChainWiringError",
+    "EventStream",
     "InputsTypeError",
     "LLMChain",
     "MissingInputKeysError",

@@ -18,6 +18,7 @@ from chainkit.callbacks import CombiningHandler, guard, join
 from chainkit.callbacks.run import enter
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import (
+    ChainTypeError,
     InputsTypeError,
     MissingInputKeysError,
     MissingOutputKeysError,
@@ -27,7 +28,22 @@ from chainkit.chains.errors import (
     OutputsTypeError,
     SingleKeyError,
 )
+from chainkit.llms import Model
 from chainkit.llms.options import CallOptions, check_options
+
+
+def check_chain(function: str, chain: object) -> None:
+    """Raises ChainTypeError, before any work, when what `function` was given to run is no
+    chain; a model is told how to become one."""
+    if Chain in type(chain).__mro__:  # an isinstance test of the ABC costs 4 times as much
+        return
+    advice = "pass a Chain: a chains.LLMChain, an agents.Executor, or a Chain subclass of yours"
+    if isinstance(chain, Model):
+        advice = (
+            "wrap a model in a chain: chains.LLMChain(prompts.PromptTemplate.from_template("
+            "'{question}'), model), or call it with llms.call(model, prompt)"
+        )
+    raise ChainTypeError(f"chains.{function} runs a chain, got {type(chain).__name__}: {advice}")
 
 
 def _prepare(chain: Chain, inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -98,6 +114,7 @@ def call(chain: Chain, inputs: Mapping[str, Any], **options: Unpack[CallOptions]
     it, besides the chain's own `callbacks`. Inputs, options and the memory are checked before
     the chain starts; a chain start is always followed by exactly one chain end or chain error.
     """
+    check_chain("call", chain)
     return _call(chain, inputs, options, None)
 
 
@@ -105,6 +122,7 @@ async def acall(
     chain: Chain, inputs: Mapping[str, Any], **options: Unpack[CallOptions]
 ) -> dict[str, Any]:
     """Async twin of `call`."""
+    check_chain("acall", chain)
     return await _acall(chain, inputs, options, None)
 
 
@@ -153,6 +171,7 @@ def _output_key(function: str, chain: Chain) -> str:
 
 def run(chain: Chain, input: Any, **options: Unpack[CallOptions]) -> str:
     """Runs a chain that takes one input and returns one string."""
+    check_chain("run", chain)
     key = _output_key("run", chain)
     value: str = _call(chain, _single_input(chain, input), options, "run")[key]
     return value
@@ -160,6 +179,7 @@ def run(chain: Chain, input: Any, **options: Unpack[CallOptions]) -> str:
 
 async def arun(chain: Chain, input: Any, **options: Unpack[CallOptions]) -> str:
     """Async twin of `run`."""
+    check_chain("arun", chain)
     key = _output_key("run", chain)
     value: str = (await _acall(chain, _single_input(chain, input), options, "run"))[key]
     return value
@@ -167,6 +187,7 @@ async def arun(chain: Chain, input: Any, **options: Unpack[CallOptions]) -> str:
 
 def predict(chain: Chain, inputs: Mapping[str, Any], **options: Unpack[CallOptions]) -> str:
     """Runs a chain that returns one string, with several inputs."""
+    check_chain("predict", chain)
     key = _output_key("predict", chain)
     value: str = _call(chain, inputs, options, "predict")[key]
     return value
@@ -174,6 +195,7 @@ def predict(chain: Chain, inputs: Mapping[str, Any], **options: Unpack[CallOptio
 
 async def apredict(chain: Chain, inputs: Mapping[str, Any], **options: Unpack[CallOptions]) -> str:
     """Async twin of `predict`."""
+    check_chain("apredict", chain)
     key = _output_key("predict", chain)
     value: str = (await _acall(chain, inputs, options, "predict"))[key]
     return value
@@ -188,6 +210,7 @@ def _batch_inputs(
 ) -> list[Mapping[str, Any]]:
     """The inputs as a list, every one of them and the options checked before any call starts:
     a bad item found halfway would leave the calls before it done and those after it not."""
+    check_chain(function, chain)
     if not isinstance(max_workers, int) or isinstance(max_workers, bool):
         raise OptionsTypeError(f"max_workers must be an int, got {type(max_workers).__name__}")
     if max_workers < 1:

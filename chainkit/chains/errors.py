@@ -87,5 +87,6 @@ class ChainAttributeError(ChainkitError, AttributeError):
 
 
 class ChainTypeError(ChainkitError, TypeError):
-    """A chain was built with an argument of the wrong type: not a prompt, model, chain or
-    list of names where one is needed."""
+    """A chain was built with an argument of the wrong type (not a prompt, model, chain or
+    list of names where one is needed), or `chains.run`, `stream` and the like were given
+    something that is no chain, such as a model."""

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from chainkit import callbacks, chains
+from chainkit import callbacks, chains, tools
 from chainkit.chains import (
     Chain,
     LLMChain,
@@ -328,3 +328,38 @@ def test_an_abatch_call_that_never_returns_does_not_hold_up_asyncio_run(tmp_path
     )
     assert result.returncode == 0, result.stderr
     assert "raised boom" in result.stdout
+
+
+NOT_CHAIN_CALLS = {
+    "call": lambda thing: chains.call(thing, {"q": "x"}),
+    "acall": lambda thing: asyncio.run(chains.acall(thing, {"q": "x"})),
+    "run": lambda thing: chains.run(thing, "x"),
+    "arun": lambda thing: asyncio.run(chains.arun(thing, "x")),
+    "predict": lambda thing: chains.predict(thing, {"q": "x"}),
+    "apredict": lambda thing: asyncio.run(chains.apredict(thing, {"q": "x"})),
+    "batch": lambda thing: chains.batch(thing, [{"q": "x"}]),
+    "abatch": lambda thing: asyncio.run(chains.abatch(thing, [{"q": "x"}])),
+    "stream": lambda thing: chains.stream(thing, "x"),  # refused before any next()
+    "astream": lambda thing: chains.astream(thing, "x"),
+}
+
+
+@pytest.mark.parametrize("function", sorted(NOT_CHAIN_CALLS))
+def test_a_model_given_as_a_chain_is_told_how_to_wrap_it(function):
+    model = FakeLLM(["never asked"])
+    with pytest.raises(chains.ChainTypeError) as raised:
+        NOT_CHAIN_CALLS[function](model)
+    assert str(raised.value).startswith(f"chains.{function} runs a chain, got FakeLLM: ")
+    assert "chains.LLMChain(" in str(raised.value)
+    assert model.calls == []
+
+
+@pytest.mark.parametrize("function", sorted(NOT_CHAIN_CALLS))
+@pytest.mark.parametrize("thing", ["a prompt", None, tools.Calculator()])
+def test_anything_else_given_as_a_chain_is_named(function, thing):
+    with pytest.raises(chains.ChainTypeError) as raised:
+        NOT_CHAIN_CALLS[function](thing)
+    assert str(raised.value) == (
+        f"chains.{function} runs a chain, got {type(thing).__name__}: pass a Chain: a "
+        "chains.LLMChain, an agents.Executor, or a Chain subclass of yours"
+    )

@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Unpack
 
 from chainkit.llms._tokens import reply_tokens
 from chainkit.llms.errors import ModelError
 from chainkit.llms.model import BaseModel, ModelRequest
+from chainkit.llms.openai._connection import load_sdk
 from chainkit.llms.openai._endpoint import OpenAIEndpoint, check_model_name
 from chainkit.llms.openai._reply import parse_completion
 from chainkit.llms.openai._request import CHAT_PATH, build_request, post_arguments
 from chainkit.llms.openai._stream import StreamRelay
-from chainkit.llms.options import DefaultOptions, check_options
+from chainkit.llms.options import CallOptions, DefaultOptions, check_options
 from chainkit.llms.retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff
-from chainkit.schema import Message
+from chainkit.schema import Message, ToolInfo
 
 if TYPE_CHECKING:
     from chainkit.llms.rate_limit import RateLimiter
@@ -108,6 +109,26 @@ class OpenAI(OpenAIEndpoint, BaseModel):
     @property
     def provider(self) -> str:
         return "openai"
+
+    def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolInfo] | None = None,
+        **options: Unpack[CallOptions],
+    ) -> Message:
+        load_sdk()  # before the run starts: the first import is no part of its duration
+        return super().generate(messages, tools=tools, **options)
+
+    async def agenerate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolInfo] | None = None,
+        **options: Unpack[CallOptions],
+    ) -> Message:
+        load_sdk()
+        return await super().agenerate(messages, tools=tools, **options)
 
     def _request(self, request: ModelRequest) -> dict[str, Any]:
         options = request.options  # checked by generate, as the defaults were when set

@@ -1,0 +1,261 @@
+"""Leaving a stream stops its run before the next step and ends every run it started with
+`callbacks.StreamClosed`, at once even while a tool never returns; a slow reader costs the run
+no deadline and its calls no latency."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from chainkit import agents, callbacks, chains, tools
+from chainkit.callbacks import Event, FinalAnswerStream, StreamClosed
+from chainkit.llms import FakeLLM
+from tests.support.event_recorder import EventRecorder
+from tests.support.modes import Mode
+from tests.support.stub_tools import Echo
+
+READER_PAUSE = 0.05
+"""What a reader spends on the event it stops at: room for a run that did not wait to go on."""
+
+
+class NeverReturns(tools.Tool):
+    """Blocks until the test releases it (or 60 s)."""
+
+    name = "stuck"
+    description = "never returns"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def call(self, input: str) -> str:
+        self.release.wait(60)
+        return "released"
+
+
+def executor(tool: tools.Tool, steps: int = 5, **settings: Any) -> agents.Executor:
+    replies = [f"Thought: go\nAction: {tool.name}\nAction Input: {i}" for i in range(steps)]
+    llm = FakeLLM([*replies, "Thought: done\nFinal Answer: all done"], chunk_size=4)
+    return agents.Executor(agents.OneShotAgent(llm, [tool]), max_iterations=steps + 1, **settings)
+
+
+def read_until(mode: Mode, chain: agents.Executor, kind: str, **options: Any) -> list[Event]:
+    """The events up to the first of `kind`, where the reader spends a while, then breaks out
+    of its loop and drops the stream, as most readers do."""
+    seen: list[Event] = []
+    if not mode.is_async:
+        for event in chains.stream(chain, "q", **options):
+            seen.append(event)
+            if event.kind == kind:
+                time.sleep(READER_PAUSE)
+                break
+        return seen
+
+    async def read() -> None:
+        async for event in chains.astream(chain, "q", **options):
+            seen.append(event)
+            if event.kind == kind:
+                await asyncio.sleep(READER_PAUSE)
+                break
+        await asyncio.sleep(READER_PAUSE)  # the dropped generator is closed by the loop
+
+    asyncio.run(read())
+    return seen
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("kind", "called"), [("agent_action", []), ("tool_end", ["0"])])
+def test_breaking_out_stops_the_run_before_its_next_step(mode, kind, called):
+    tool = Echo()
+    read_until(mode, executor(tool), kind)
+    time.sleep(READER_PAUSE)  # room for a run left going
+    assert tool.inputs == called
+
+
+def ends_of_every_start(recorder: EventRecorder) -> None:
+    """Every run started was ended exactly once, those still open by StreamClosed."""
+    runs = recorder.runs()
+    started = [run.id for name, run in runs if name.endswith("_start") and run is not None]
+    ended = [
+        run.id
+        for name, run in runs
+        if name.endswith(("_end", "_error")) and run is not None and name != "agent_finish"
+    ]
+    assert sorted(started) == sorted(ended)
+    errors = [event[-1] for event in recorder.heard() if event[0].endswith("_error")]
+    assert errors and all(isinstance(error, StreamClosed) for error in errors)
+    assert str(errors[-1]) == "the consumer closed the stream"
+
+
+def answer_of_first_action(mode: Mode, recorder: EventRecorder, tool: Echo) -> str:
+    """The first piece a FinalAnswerStream gives (of the first action, by its keyword) before
+    the reader leaves it, its run paused before the tool."""
+    chain = executor(tool)
+    if not mode.is_async:
+        answer = FinalAnswerStream(chains.stream(chain, "q", callbacks=recorder), "Action:")
+        for piece in answer:
+            return piece
+        raise AssertionError("no answer")
+
+    async def read() -> str:
+        answer = FinalAnswerStream(chains.astream(chain, "q", callbacks=recorder), "Action:")
+        pieces = []
+        async for piece in answer:
+            pieces.append(piece)
+            break
+        await asyncio.sleep(READER_PAUSE)  # the loop closes the iteration left
+        return pieces[0]
+
+    return asyncio.run(read())
+
+
+@pytest.mark.timeout(60)
+def test_leaving_a_final_answer_stream_ends_its_run(mode):
+    recorder, tool = EventRecorder(), Echo()
+    assert answer_of_first_action(mode, recorder, tool) == "echo"
+    time.sleep(READER_PAUSE)
+    assert tool.inputs == []
+    ends_of_every_start(recorder)
+
+
+@pytest.mark.timeout(60)
+def test_a_final_answer_stream_closes_as_a_context_manager():
+    recorder, tool = EventRecorder(), Echo()
+    with FinalAnswerStream(chains.stream(executor(tool), "q", callbacks=recorder), "Action:") as s:
+        assert next(iter(s)) == "echo"
+    ends_of_every_start(recorder)
+
+    async def read() -> None:
+        events = chains.astream(executor(tool), "q", callbacks=recorder)
+        async with FinalAnswerStream(events, "Action:") as answer:
+            assert await anext(aiter(answer)) == "echo"
+
+    recorder = EventRecorder()
+    asyncio.run(read())
+    ends_of_every_start(recorder)
+    assert tool.inputs == []
+
+
+@pytest.mark.timeout(60)
+def test_a_stream_closes_as_a_context_manager(mode):
+    recorder, tool = EventRecorder(), Echo()
+    if not mode.is_async:
+        with chains.stream(executor(tool), "q", callbacks=recorder) as events:
+            assert next(events).kind == "chain_start"
+    else:
+
+        async def read() -> None:
+            async with chains.astream(executor(tool), "q", callbacks=recorder) as events:
+                assert (await anext(events)).kind == "chain_start"
+
+        asyncio.run(read())
+    ends_of_every_start(recorder)
+    assert tool.inputs == []
+
+
+@pytest.mark.timeout(60)
+def test_a_dropped_stream_ends_its_run():
+    recorder, tool = EventRecorder(), Echo()
+    stream = chains.stream(executor(tool), "q", callbacks=recorder)
+    next(stream)
+    del stream
+    gc.collect()
+    ends_of_every_start(recorder)
+    assert tool.inputs == []
+
+
+def closing_returns(close: Callable[[], object]) -> None:
+    """`close()` returns within a bound ten times what it needs."""
+    done = threading.Event()
+
+    def close_then_tell() -> None:
+        close()
+        done.set()
+
+    threading.Thread(target=close_then_tell, daemon=True).start()
+    assert done.wait(10), "closing the stream did not return"
+
+
+@pytest.mark.timeout(60)
+def test_leaving_a_sync_stream_returns_while_its_tool_never_does():
+    recorder, tool = EventRecorder(), NeverReturns()
+    try:
+        stream = chains.stream(executor(tool), "q", callbacks=recorder)
+        for event in stream:
+            if event.kind == "tool_start":
+                break
+        closing_returns(stream.close)
+        ends_of_every_start(recorder)
+        assert [name for name, *_ in recorder.heard("tool_error", "chain_error")] == [
+            "tool_error",
+            "chain_error",
+        ]
+    finally:
+        tool.release.set()
+    time.sleep(READER_PAUSE)  # the abandoned tool returns: nothing more is heard
+    ends_of_every_start(recorder)
+
+
+@pytest.mark.timeout(60)
+def test_a_closed_stream_is_no_error_to_opentelemetry(mode):
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    handler = callbacks.OpenTelemetryHandler(tracer_provider=provider)
+    seen = read_until(mode, executor(Echo()), "tool_end", callbacks=handler)
+    spans = exporter.get_finished_spans()
+    # Every run started has its span ended: the executor, one model call, one tool call.
+    assert len(spans) == len([event for event in seen if event.kind.endswith("_start")]) == 3
+    assert {span.name for span in spans} >= {"invoke_agent Executor", "execute_tool echo"}
+    cancelled = [(span.name, (span.attributes or {}).get("chainkit.cancelled")) for span in spans]
+    assert [(name, why) for name, why in cancelled if why is not None] == [
+        ("invoke_agent Executor", "the consumer closed the stream")
+    ]
+    assert all(span.status.status_code is not StatusCode.ERROR for span in spans)
+    assert not any("error.type" in (span.attributes or {}) for span in spans)
+
+
+SLOW_READER = 0.03
+"""Seconds a slow reader spends on each event."""
+
+
+def read_slowly(mode: Mode, chain: agents.Executor) -> list[Event]:
+    if not mode.is_async:
+        events = []
+        for event in chains.stream(chain, "q"):
+            events.append(event)
+            time.sleep(SLOW_READER)
+        return events
+
+    async def read() -> list[Event]:
+        events = []
+        async for event in chains.astream(chain, "q"):
+            events.append(event)
+            await asyncio.sleep(SLOW_READER)
+        return events
+
+    return asyncio.run(read())
+
+
+@pytest.mark.timeout(60)
+def test_a_slow_reader_costs_the_run_no_deadline_and_its_calls_no_latency(mode):
+    # The run needs a few ms; its reader spends about 40 events x 30 ms, over twice the limit.
+    chain = executor(Echo(), steps=2, max_execution_time=0.5)
+    events = read_slowly(mode, chain)
+    assert events[-1].kind == "chain_end"
+    assert events[-1].data["outputs"] == {"output": "all done"}
+    assert len(events) * SLOW_READER > 1.0
+    starts = {e.run_id: e.time for e in events if e.kind in ("llm_start", "tool_start")}
+    ends = {e.run_id: e.time for e in events if e.kind in ("llm_end", "tool_end")}
+    assert len(starts) == 5 and ends.keys() == starts.keys()
+    # Each call spans at least 4 events when it is charged for its reader: 120 ms.
+    assert all(ends[run] - starts[run] < 4 * SLOW_READER for run in starts)
