@@ -19,7 +19,9 @@ from opentelemetry.trace import StatusCode
 
 from chainkit import agents, callbacks, chains, tools
 from chainkit.callbacks import Event, FinalAnswerStream, StreamClosed
-from chainkit.llms import FakeLLM
+from chainkit.callbacks.events import EVENTS
+from chainkit.llms import FakeLLM, ModelRequest
+from chainkit.schema import Message
 from tests.support.event_recorder import EventRecorder
 from tests.support.modes import Mode
 from tests.support.stub_tools import Echo
@@ -81,6 +83,15 @@ def test_breaking_out_stops_the_run_before_its_next_step(mode, kind, called):
     assert tool.inputs == called
 
 
+ERROR_ARGUMENT = {
+    event.method.removeprefix("handle_"): event.arguments.index("error")
+    for event in EVENTS
+    if event.method.endswith("_error")
+}
+"""Where each error event holds its error, by its name in an EventRecorder (a tool's error
+has the call id after it)."""
+
+
 def ends_of_every_start(recorder: EventRecorder) -> None:
     """Every run started was ended exactly once, those still open by StreamClosed."""
     runs = recorder.runs()
@@ -91,58 +102,95 @@ def ends_of_every_start(recorder: EventRecorder) -> None:
         if name.endswith(("_end", "_error")) and run is not None and name != "agent_finish"
     ]
     assert sorted(started) == sorted(ended)
-    errors = [event[-1] for event in recorder.heard() if event[0].endswith("_error")]
+    errors = [
+        event[1 + ERROR_ARGUMENT[event[0]]]
+        for event in recorder.heard()
+        if event[0] in ERROR_ARGUMENT
+    ]
     assert errors and all(isinstance(error, StreamClosed) for error in errors)
     assert str(errors[-1]) == "the consumer closed the stream"
 
 
-def answer_of_first_action(mode: Mode, recorder: EventRecorder, tool: Echo) -> str:
-    """The first piece a FinalAnswerStream gives (of the first action, by its keyword) before
-    the reader leaves it, its run paused before the tool."""
-    chain = executor(tool)
+class HeldReply(FakeLLM):
+    """Streams a final answer, then holds its reply open until the test releases it (or
+    60 s): the reader of a FinalAnswerStream leaves while the model run is still going."""
+
+    def __init__(self) -> None:
+        super().__init__(["Thought: done\nFinal Answer: echo"], chunk_size=4)
+        self.release = threading.Event()
+
+    def _generate(self, request: ModelRequest) -> Message:
+        reply = super()._generate(request)
+        self.release.wait(60)
+        return reply
+
+    async def _agenerate(self, request: ModelRequest) -> Message:
+        reply = super()._generate(request)
+        for _ in range(6000):  # polled: a cancelled run leaves no thread for asyncio.run to wait on
+            if self.release.is_set():
+                break
+            await asyncio.sleep(0.01)
+        return reply
+
+
+def held_executor(llm: HeldReply, tool: Echo) -> agents.Executor:
+    return agents.Executor(agents.OneShotAgent(llm, [tool]))
+
+
+def first_piece(mode: Mode, recorder: EventRecorder, llm: HeldReply, tool: Echo) -> str:
+    """The first piece a FinalAnswerStream gives before the reader leaves it, while the
+    model's reply is still open."""
+    chain = held_executor(llm, tool)
     if not mode.is_async:
-        answer = FinalAnswerStream(chains.stream(chain, "q", callbacks=recorder), "Action:")
-        for piece in answer:
+        for piece in FinalAnswerStream(chains.stream(chain, "q", callbacks=recorder)):
+            assert isinstance(piece, str)
             return piece
         raise AssertionError("no answer")
 
     async def read() -> str:
-        answer = FinalAnswerStream(chains.astream(chain, "q", callbacks=recorder), "Action:")
+        answer = FinalAnswerStream(chains.astream(chain, "q", callbacks=recorder))
         pieces = []
         async for piece in answer:
             pieces.append(piece)
             break
         await asyncio.sleep(READER_PAUSE)  # the loop closes the iteration left
-        return pieces[0]
+        return str(pieces[0])
 
     return asyncio.run(read())
 
 
 @pytest.mark.timeout(60)
 def test_leaving_a_final_answer_stream_ends_its_run(mode):
-    recorder, tool = EventRecorder(), Echo()
-    assert answer_of_first_action(mode, recorder, tool) == "echo"
-    time.sleep(READER_PAUSE)
-    assert tool.inputs == []
-    ends_of_every_start(recorder)
+    recorder, tool, llm = EventRecorder(), Echo(), HeldReply()
+    try:
+        assert first_piece(mode, recorder, llm, tool) == "echo"
+        ends_of_every_start(recorder)  # the model's run too, while its reply is held open
+    finally:
+        llm.release.set()
 
 
 @pytest.mark.timeout(60)
 def test_a_final_answer_stream_closes_as_a_context_manager():
-    recorder, tool = EventRecorder(), Echo()
-    with FinalAnswerStream(chains.stream(executor(tool), "q", callbacks=recorder), "Action:") as s:
-        assert next(iter(s)) == "echo"
-    ends_of_every_start(recorder)
+    recorder, tool, llm = EventRecorder(), Echo(), HeldReply()
+    try:
+        events = chains.stream(held_executor(llm, tool), "q", callbacks=recorder)
+        with FinalAnswerStream(events) as answer:
+            assert next(iter(answer)) == "echo"
+        ends_of_every_start(recorder)
+    finally:
+        llm.release.set()
 
     async def read() -> None:
-        events = chains.astream(executor(tool), "q", callbacks=recorder)
-        async with FinalAnswerStream(events, "Action:") as answer:
+        events = chains.astream(held_executor(llm, tool), "q", callbacks=recorder)
+        async with FinalAnswerStream(events) as answer:
             assert await anext(aiter(answer)) == "echo"
 
-    recorder = EventRecorder()
-    asyncio.run(read())
-    ends_of_every_start(recorder)
-    assert tool.inputs == []
+    recorder, tool, llm = EventRecorder(), Echo(), HeldReply()
+    try:
+        asyncio.run(read())
+        ends_of_every_start(recorder)
+    finally:
+        llm.release.set()
 
 
 @pytest.mark.timeout(60)
