@@ -130,10 +130,11 @@ class PromptTemplate:
         except AttributeError:
             pass  # not filled yet
         compiled = self._current()
-        fixed = isinstance(compiled, FStringTemplate) and all(
+        filled = None
+        if isinstance(compiled, FStringTemplate) and all(
             type(value) is str for value in partials.values()
-        )
-        filled = compiled.filled(partials) if fixed else None
+        ):
+            filled = compiled.filled(partials)
         self._filled = (self.template, self.template_format, dict(partials), filled)
         return filled
 
