@@ -68,14 +68,12 @@ def one_run(checkout: Path, command: list[str], seed: int) -> dict[Key, float]:
     """The benchmark's figures, run from `checkout` with its own package first."""
     pinned = ["taskset", "-c", "1"] if shutil.which("taskset") and os.cpu_count() != 1 else []
     env = {**os.environ, "PYTHONHASHSEED": str(seed), "PYTHONPATH": str(checkout)}
-    output = subprocess.run(
-        [*pinned, sys.executable, *command],
-        cwd=checkout,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    done = subprocess.run(
+        [*pinned, sys.executable, *command], cwd=checkout, env=env, capture_output=True, text=True
+    )
+    if done.returncode:
+        raise SystemExit(f"{command} failed in {checkout}:\n{done.stderr[-2000:]}")
+    output = done.stdout
     found = figures(output)
     if not found:
         raise SystemExit(f"no figure in the output of {command}: {output!r:.200}")
