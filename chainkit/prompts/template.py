@@ -40,9 +40,10 @@ class PromptTemplate:
         "template",
         "template_format",
     )
-    # The compiled template, the partials it was filled with, and the filled template: one
-    # tuple, replaced whole, so that threads formatting at once never see a mismatched pair.
-    _filled: tuple[FStringTemplate, dict[str, Any], FStringTemplate | None]
+    # The template and format it was compiled from, the partials it was filled with, and the
+    # filled template: one tuple, replaced whole, so that threads formatting at once never see
+    # a mismatched pair.
+    _filled: tuple[str, TemplateFormat, dict[str, Any], FStringTemplate | None]
 
     def __init__(
         self,
@@ -102,31 +103,39 @@ class PromptTemplate:
         return [Message.user(self._render(values))]
 
     def _render(self, values: dict[str, Any]) -> str:
-        compiled = self._current()
         partials = self.partial_variables
+        if partials and partials.keys().isdisjoint(values):
+            filled = self._filled_for(partials)
+            if filled is not None:
+                return filled.render(values)
+        compiled = self._current()
         if isinstance(compiled, FStringTemplate):
-            if partials and partials.keys().isdisjoint(values):
-                filled = self._filled_for(compiled, partials)
-                if filled is not None:
-                    return filled.render(values)
             return compiled.render(with_partials(partials, values))
         return compiled.render(with_partials(partials, values), self.limits)
 
-    def _filled_for(
-        self, compiled: FStringTemplate, partials: dict[str, Any]
-    ) -> FStringTemplate | None:
-        """`compiled` with the partial values written in, made once and kept while the partials
-        stay equal; None unless every partial value is a str (a callable is called on every
-        format, and another object may change between formats)."""
+    def _filled_for(self, partials: dict[str, Any]) -> FStringTemplate | None:
+        """The f-string template with the partial values written in, made once and kept while
+        the template, its format and the partials stay the same (checked here, without
+        `_current`: this runs on every format); None for a jinja2 template, or unless every
+        partial value is a str (a callable is called on every format, and another object may
+        change between formats)."""
         try:
-            source, filled_with, filled = self._filled
-            if source is compiled and filled_with == partials:
+            template, template_format, filled_with, filled = self._filled
+            if (
+                template is self.template
+                and template_format is self.template_format
+                and filled_with == partials
+            ):
                 return filled
         except AttributeError:
             pass  # not filled yet
-        fixed = all(type(value) is str for value in partials.values())
-        filled = compiled.filled(partials) if fixed else None
-        self._filled = (compiled, dict(partials), filled)
+        compiled = self._current()
+        filled = None
+        if isinstance(compiled, FStringTemplate) and all(
+            type(value) is str for value in partials.values()
+        ):
+            filled = compiled.filled(partials)
+        self._filled = (self.template, self.template_format, dict(partials), filled)
         return filled
 
     def partial(self, /, **values: Any) -> PromptTemplate:

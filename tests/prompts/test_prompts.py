@@ -170,6 +170,19 @@ def test_reassigned_template_format_is_honoured() -> None:
     assert prompt.format(x=5) == "5"
 
 
+def test_reassigned_template_or_format_is_used_with_text_partials() -> None:
+    # Text partials are written into the compiled template and kept: a new template or
+    # format must not be read from that copy.
+    prompt = PromptTemplate("old {a} {x}", partial_variables={"a": "A"})
+    assert prompt.format(x=1) == "old A 1"
+    prompt.template = "".join(["new {a} ", "{x}"])
+    assert prompt.format(x=2) == "new A 2"
+    prompt.template = "{{ a }} {{ x }}"
+    assert prompt.format(x=3) == "{ a } { x }"
+    prompt.template_format = "jinja2"
+    assert prompt.format(x=4) == "A 4"
+
+
 def test_unknown_template_format_is_rejected() -> None:
     with pytest.raises(PromptError, match="mustache"):
         PromptTemplate("{x}", template_format="mustache")  # type: ignore[arg-type]
