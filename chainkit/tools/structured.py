@@ -20,7 +20,7 @@ from typing import Any, overload
 
 from chainkit._stop import to_thread
 from chainkit.tools._arguments import blank_input_arguments, decode_json
-from chainkit.tools._jsonschema import (
+from chainkit._jsonschema.specs import (
     FieldSpec,
     ObjectSpec,
     Spec,
