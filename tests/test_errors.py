@@ -300,6 +300,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 INTERNAL_ERRORS = {
     "chainkit.tools.errors.MalformedJSONError",
     "chainkit._jsonschema.specs.UnsupportedTypeError",
+    "chainkit._jsonschema.lenient.JSONTextError",
 }
 _TABLE_STANDARD = [
     ModuleNotFoundError,

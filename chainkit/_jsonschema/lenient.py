@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Final
 
+from chainkit._errors import ChainkitError
+
 _MAX_DEPTH: Final = 200
 _MAX_STARTS: Final = 16
 """How many `{` a reply's prose may hold before its object: each is tried in turn."""
@@ -30,8 +32,9 @@ _NUMBER_CHARS: Final = frozenset("+-0123456789.eE")
 _FENCE: Final = "```"
 
 
-class JSONTextError(ValueError):
-    """Text holds no readable JSON object; the message says where reading failed."""
+class JSONTextError(ChainkitError, ValueError):
+    """Text holds no readable JSON object; the message says where reading failed. Always
+    caught inside chainkit: it becomes a problem the model hears about."""
 
 
 class _EndOfText(Exception):
@@ -175,9 +178,13 @@ class _Reader:
         if code in _ESCAPES:
             return _ESCAPES[code], at + 2
         if code == "u":
-            digits = self.text[at + 2 : at + 6]
-            if len(digits) == 4 and all(c in "0123456789abcdefABCDEF" for c in digits):
-                return chr(int(digits, 16)), at + 6
+            unit = _hex_unit(self.text, at + 2)
+            if unit is not None:
+                # A high surrogate and the low one after it stand for one character.
+                low = _hex_unit(self.text, at + 8) if self.text[at + 6 : at + 8] == "\\u" else None
+                if 0xD800 <= unit < 0xDC00 and low is not None and 0xDC00 <= low < 0xE000:
+                    return chr(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)), at + 12
+                return chr(unit), at + 6
         if at + 2 + (4 if code == "u" else 0) > len(self.text):
             return "", len(self.text)  # cut off inside the escape: the text ends here
         self.at = at
@@ -214,6 +221,14 @@ class _Reader:
                 raise _EndOfText
             return None
         raise self.fail(f"unexpected {word!r}")
+
+
+def _hex_unit(text: str, at: int) -> int | None:
+    """The UTF-16 code unit of the four hex digits at `at`, if there are four."""
+    digits = text[at : at + 4]
+    if len(digits) == 4 and all(c in "0123456789abcdefABCDEF" for c in digits):
+        return int(digits, 16)
+    return None
 
 
 def _fenced(text: str) -> str:

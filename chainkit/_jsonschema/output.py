@@ -85,7 +85,10 @@ class OutputShape:
     def read(self, data: object) -> object:
         """`data` (a reply's decoded JSON) as a value of the type, or Invalid."""
         problems: list[ArgumentProblem] = []
-        value = self.spec.coerce(self.unwrap(data), "", problems)
+        inner = self.unwrap(data)
+        # Problems are named as the model wrote the value: inside its "value" member.
+        path = WRAPPER_KEY if inner is not data else ""
+        value = self.spec.coerce(inner, path, problems)
         if value is INVALID:
             return Invalid(tuple(problems))
         return value
