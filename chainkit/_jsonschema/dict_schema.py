@@ -24,7 +24,9 @@ from chainkit._jsonschema.specs import (
 )
 
 _MAX_REF_DEPTH: Final = 64
-_TYPE_NAMES: Final = frozenset(("string", "integer", "number", "boolean", "null", "array", "object"))
+_TYPE_NAMES: Final = frozenset(
+    ("string", "integer", "number", "boolean", "null", "array", "object")
+)
 
 
 def _fits_type(value: object, name: str) -> bool:
@@ -158,9 +160,11 @@ class DictSchemaSpec(Spec):
                 problems.append(ArgumentProblem(where, f"unknown field (known: {known})"))
             else:
                 self._check(extra, item, where, problems, depth)
-        for name in schema.get("required") or ():
-            if name not in value:
-                problems.append(ArgumentProblem(key_path(path, name), "missing required field"))
+        problems.extend(
+            ArgumentProblem(key_path(path, name), "missing required field")
+            for name in schema.get("required") or ()
+            if name not in value
+        )
 
 
 def _same(value: object, choice: object) -> bool:

@@ -6,10 +6,10 @@ in one object means the schema a model sees and the rules applied to its answer 
 
 Supported: str, int, float, bool, list[T], dict[str, T], Optional[T] / T | None, unions of
 supported types (A | B, as `anyOf`), Literal[...], Enum subclasses, dataclasses, TypedDict (total
-or not, Required / NotRequired), Annotated[T, "description"], Any and pydantic models (when the user's code imported pydantic;
-chainkit never does). Anything else raises
-TypeError when the spec is built, so a bad tool fails at definition time, not when a model
-calls it.
+or not, Required / NotRequired), Annotated[T, "description"], Any, and pydantic models (once the
+user's code imported pydantic; chainkit never does). Anything else raises UnsupportedTypeError
+(a TypeError) when the spec is built, so a bad tool fails at definition time, not when a model
+calls it; each caller raises its own error in its place.
 """
 
 from __future__ import annotations
@@ -233,9 +233,7 @@ class _ArraySpec(Spec):
         if self.items is None:
             return value
         items = self.items
-        result = [
-            items.coerce(item, index_path(path, i), problems) for i, item in enumerate(value)
-        ]
+        result = [items.coerce(item, index_path(path, i), problems) for i, item in enumerate(value)]
         return INVALID if any(item is INVALID for item in result) else result
 
 
@@ -540,8 +538,10 @@ class _PydanticSpec(Spec):
             for item in found():
                 where = path
                 for part in item.get("loc", ()):
-                    where = index_path(where, part) if isinstance(part, int) else key_path(
-                        where, str(part)
+                    where = (
+                        index_path(where, part)
+                        if isinstance(part, int)
+                        else key_path(where, str(part))
                     )
                 problems.append(ArgumentProblem(where, str(item.get("msg", "invalid"))))
             return INVALID

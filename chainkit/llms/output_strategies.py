@@ -24,9 +24,10 @@ StrategyName = Literal["json_schema", "tool", "json_mode", "prompted"]
 """The ways to ask a model for a typed result."""
 
 STRATEGY_NAMES: Final[tuple[StrategyName, ...]] = ("json_schema", "tool", "json_mode", "prompted")
+SCHEMA_MARK: Final = "matches this JSON Schema"
+"""The words that lead to the schema in the instructions (the offline model looks for them)."""
 INSTRUCTIONS: Final = (
-    "Answer with one JSON object that matches this JSON Schema, and nothing else:\n"
-    "```json\n{schema}\n```"
+    f"Answer with one JSON object that {SCHEMA_MARK}, and nothing else:\n```json\n{{schema}}\n```"
 )
 """What the prompted and JSON-mode strategies tell the model; the schema in a ```json fence."""
 

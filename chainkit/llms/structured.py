@@ -117,8 +117,7 @@ def _strategy_choices(model: Model, strategy: object) -> tuple[StrategyName, ...
         if strategy == name:
             return (name,)
     raise ModelConfigError(
-        f"strategy must be one of {', '.join(STRATEGY_NAMES)} (or None to choose), "
-        f"got {strategy!r}"
+        f"strategy must be one of {', '.join(STRATEGY_NAMES)} (or None to choose), got {strategy!r}"
     )
 
 
@@ -248,9 +247,7 @@ def generate_object(
     `ModelRefusalError`. `on_partial` (a `PartialFunc`) streams the reply and hears each
     partial value as it grows; the other options are the model's call options.
     """
-    session = _Session(
-        model, prompt, output_type, strategy, max_retries, on_partial, dict(options)
-    )
+    session = _Session(model, prompt, output_type, strategy, max_retries, on_partial, dict(options))
     while True:
         messages, tools, call_options = session.request()
         try:
@@ -312,9 +309,7 @@ async def agenerate_object(
     **options: Unpack[CallOptions],
 ) -> Any:
     """Async twin of `generate_object`."""
-    session = _Session(
-        model, prompt, output_type, strategy, max_retries, on_partial, dict(options)
-    )
+    session = _Session(model, prompt, output_type, strategy, max_retries, on_partial, dict(options))
     while True:
         messages, tools, call_options = session.request()
         try:

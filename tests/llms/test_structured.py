@@ -5,6 +5,7 @@ kind of output type."""
 from __future__ import annotations
 
 import enum
+import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -119,7 +120,8 @@ def test_json_mode_asks_for_a_json_object_and_shows_the_schema(
 def test_the_prompted_strategy_reads_a_fenced_object_after_prose_with_trailing_commas(
     mode: Mode, openai_server: OpenAIServer, openai_llm: OpenAI
 ) -> None:
-    reply = 'Sure, here it is:\n```json\n{"items": [{"name": "tea", "price": 2.5,},], "status": "open",}\n```'
+    trailing_commas = '{"items": [{"name": "tea", "price": 2.5,},], "status": "open",}'
+    reply = f"Sure, here it is:\n```json\n{trailing_commas}\n```"
     openai_server.push(reply)
     assert mode.generate_object(openai_llm, "Order tea", Order, strategy="prompted") == TYPED_ORDER
     [body] = bodies(openai_server)
@@ -204,7 +206,7 @@ def test_a_streamed_result_reports_its_partial_objects(
     assert {"items": [{"name": "tea"}]} in partials
     assert {"items": [{"name": "tea", "price": 2.5}]} in partials
     assert partials[-1] == ORDER
-    assert all(before != after for before, after in zip(partials, partials[1:], strict=False))
+    assert all(before != after for before, after in itertools.pairwise(partials))
     heard = [arguments[0] for _, *arguments in recorder.heard("partial_object")]
     assert heard == partials
     assert bodies(openai_server)[0]["stream"] is True
