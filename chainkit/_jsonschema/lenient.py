@@ -70,25 +70,25 @@ class _Reader:
             return ""
         return self.text[self.at]
 
-    def value(self, depth: int) -> object:
+    def read_value(self, depth: int) -> object:
         if depth > _MAX_DEPTH:
             raise self.fail("JSON nested too deep")
         char = self.peek()
         if char == "{":
-            return self.object(depth)
+            return self.read_object(depth)
         if char == "[":
-            return self.array(depth)
+            return self.read_array(depth)
         if char == '"':
-            return self.string()
+            return self.read_string()
         if char in _NUMBER_CHARS:
-            return self.number()
+            return self.read_number()
         if char.isalpha():
-            return self.literal()
+            return self.read_literal()
         if self.ended:
             return None
         raise self.fail(f"unexpected {char!r}")
 
-    def object(self, depth: int) -> dict[str, object]:
+    def read_object(self, depth: int) -> dict[str, object]:
         result: dict[str, object] = {}
         self.at += 1
         while True:
@@ -100,13 +100,13 @@ class _Reader:
                 return result
             if char != '"':
                 raise self.fail("expected a key in quotes")
-            key = self.string()
+            key = self.read_string()
             if self.ended or self.peek() != ":":
                 if self.ended:
                     return result
                 raise self.fail("expected ':'")
             self.at += 1
-            item = self.value(depth + 1)
+            item = self.read_value(depth + 1)
             if self.ended:
                 if item is not None:
                     result[key] = item
@@ -115,7 +115,7 @@ class _Reader:
             if not self.separator("}"):
                 return result
 
-    def array(self, depth: int) -> list[object]:
+    def read_array(self, depth: int) -> list[object]:
         result: list[object] = []
         self.at += 1
         while True:
@@ -125,7 +125,7 @@ class _Reader:
                 return result
             if self.ended:
                 return result
-            item = self.value(depth + 1)
+            item = self.read_value(depth + 1)
             if self.ended:
                 if item is not None:
                     result.append(item)
@@ -147,7 +147,7 @@ class _Reader:
         self.at += 1
         return True
 
-    def string(self) -> str:
+    def read_string(self) -> str:
         text = self.text
         pieces: list[str] = []
         at = self.at + 1
@@ -190,7 +190,7 @@ class _Reader:
         self.at = at
         raise self.fail("invalid escape")
 
-    def number(self) -> object:
+    def read_number(self) -> object:
         text, start = self.text, self.at
         at = start
         while at < len(text) and text[at] in _NUMBER_CHARS:
@@ -206,7 +206,7 @@ class _Reader:
                 return None
             raise self.fail("invalid number") from None
 
-    def literal(self) -> object:
+    def read_literal(self) -> object:
         text, start = self.text, self.at
         at = start
         while at < len(text) and text[at].isalpha():
@@ -253,7 +253,7 @@ def find_object(text: str) -> object:
     for _ in range(_MAX_STARTS):
         reader = _Reader(body, start, partial=False)
         try:
-            return reader.object(0)
+            return reader.read_object(0)
         except _EndOfText:
             error = JSONTextError("the JSON object is cut off: the reply ends inside it")
         except JSONTextError as failed:
@@ -273,6 +273,6 @@ def partial_object(text: str) -> dict[str, object] | None:
     if start < 0:
         return None
     try:
-        return _Reader(body, start, partial=True).object(0)
+        return _Reader(body, start, partial=True).read_object(0)
     except JSONTextError:
         return None

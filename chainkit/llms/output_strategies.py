@@ -119,7 +119,8 @@ class ToolStrategy(OutputStrategy):
 
 def _call_of(reply: Message, name: str) -> ToolCall | None:
     named = [call for call in reply.tool_calls if call.function.name == name]
-    return (named or reply.tool_calls or [None])[0]
+    calls = named or reply.tool_calls
+    return calls[0] if calls else None
 
 
 class JsonModeStrategy(OutputStrategy):

@@ -193,9 +193,10 @@ class _Session:
 
 @overload
 def generate_object(
-    model: Model,
+    llm: Model,
     prompt: str | Sequence[Message],
     output_type: type[T],
+    /,
     *,
     strategy: StrategyName | None = None,
     max_retries: int = 2,
@@ -205,9 +206,10 @@ def generate_object(
 ) -> T: ...
 @overload
 def generate_object(
-    model: Model,
+    llm: Model,
     prompt: str | Sequence[Message],
     output_type: type[T],
+    /,
     *,
     strategy: StrategyName | None = None,
     max_retries: int = 2,
@@ -217,9 +219,10 @@ def generate_object(
 ) -> ObjectResult[T]: ...
 @overload
 def generate_object(
-    model: Model,
+    llm: Model,
     prompt: str | Sequence[Message],
     output_type: object,
+    /,
     *,
     strategy: StrategyName | None = None,
     max_retries: int = 2,
@@ -228,9 +231,10 @@ def generate_object(
     **options: Unpack[CallOptions],
 ) -> Any: ...
 def generate_object(
-    model: Model,
+    llm: Model,
     prompt: str | Sequence[Message],
     output_type: object,
+    /,
     *,
     strategy: StrategyName | None = None,
     max_retries: int = 2,
@@ -238,7 +242,7 @@ def generate_object(
     on_partial: PartialFunc | None = None,
     **options: Unpack[CallOptions],
 ) -> Any:
-    """Asks `model` for a value of `output_type` and returns it, validated (with
+    """Asks `llm` for a value of `output_type` and returns it, validated (with
     `include_raw=True`, an `ObjectResult` holding it, the reply and its usage).
 
     `prompt` is one user message's text or the messages. `strategy` overrides the model's
@@ -247,11 +251,11 @@ def generate_object(
     `ModelRefusalError`. `on_partial` (a `PartialFunc`) streams the reply and hears each
     partial value as it grows; the other options are the model's call options.
     """
-    session = _Session(model, prompt, output_type, strategy, max_retries, on_partial, dict(options))
+    session = _Session(llm, prompt, output_type, strategy, max_retries, on_partial, dict(options))
     while True:
         messages, tools, call_options = session.request()
         try:
-            reply = model.generate(messages, tools=tools, **call_options)
+            reply = llm.generate(messages, tools=tools, **call_options)
         except ModelStatusError as error:
             if session.downgrade(error):
                 continue
@@ -263,9 +267,10 @@ def generate_object(
 
 @overload
 async def agenerate_object(
-    model: Model,
+    llm: Model,
     prompt: str | Sequence[Message],
     output_type: type[T],
+    /,
     *,
     strategy: StrategyName | None = None,
     max_retries: int = 2,
@@ -275,9 +280,10 @@ async def agenerate_object(
 ) -> T: ...
 @overload
 async def agenerate_object(
-    model: Model,
+    llm: Model,
     prompt: str | Sequence[Message],
     output_type: type[T],
+    /,
     *,
     strategy: StrategyName | None = None,
     max_retries: int = 2,
@@ -287,9 +293,10 @@ async def agenerate_object(
 ) -> ObjectResult[T]: ...
 @overload
 async def agenerate_object(
-    model: Model,
+    llm: Model,
     prompt: str | Sequence[Message],
     output_type: object,
+    /,
     *,
     strategy: StrategyName | None = None,
     max_retries: int = 2,
@@ -298,9 +305,10 @@ async def agenerate_object(
     **options: Unpack[CallOptions],
 ) -> Any: ...
 async def agenerate_object(
-    model: Model,
+    llm: Model,
     prompt: str | Sequence[Message],
     output_type: object,
+    /,
     *,
     strategy: StrategyName | None = None,
     max_retries: int = 2,
@@ -309,11 +317,11 @@ async def agenerate_object(
     **options: Unpack[CallOptions],
 ) -> Any:
     """Async twin of `generate_object`."""
-    session = _Session(model, prompt, output_type, strategy, max_retries, on_partial, dict(options))
+    session = _Session(llm, prompt, output_type, strategy, max_retries, on_partial, dict(options))
     while True:
         messages, tools, call_options = session.request()
         try:
-            reply = await model.agenerate(messages, tools=tools, **call_options)
+            reply = await llm.agenerate(messages, tools=tools, **call_options)
         except ModelStatusError as error:
             if session.downgrade(error):
                 continue

@@ -297,10 +297,10 @@ def test_a_tool_call_without_the_tools_name_is_still_read() -> None:
     ("call", "error", "message"),
     [
         (
-            lambda m: llms.generate_object(m, "Go", Person, strategy="grammar"),
+            lambda m: llms.generate_object(m, "Go", Person, strategy="grammar"),  # type: ignore[call-overload]
             llms.ModelConfigError,
             "strategy must be one of json_schema, tool, json_mode, prompted",
-        ),  # type: ignore[arg-type]
+        ),
         (
             lambda m: llms.generate_object(m, "Go", set[int]),
             llms.ModelTypeError,
@@ -312,10 +312,10 @@ def test_a_tool_call_without_the_tools_name_is_still_read() -> None:
             "max_retries must be 0 or more",
         ),
         (
-            lambda m: llms.generate_object(m, "Go", Person, max_retries="2"),
+            lambda m: llms.generate_object(m, "Go", Person, max_retries="2"),  # type: ignore[call-overload]
             llms.ModelTypeError,
             "max_retries must be a whole number",
-        ),  # type: ignore[call-overload]
+        ),
         (
             lambda m: llms.generate_object(m, "Go", {"type": "dict"}),
             llms.ModelTypeError,
