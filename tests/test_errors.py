@@ -54,6 +54,7 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
         "ModelStatusError": Exception,
         "ModelTimeoutError": Exception,
         "ModelTypeError": TypeError,
+        "OutputValidationError": Exception,
         "UnknownOptionError": TypeError,
     },
     "chains": {
@@ -296,7 +297,11 @@ def test_batch_results_are_checked_too(monkeypatch):
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 # Raised inside chainkit and always caught there: never reach a user.
-INTERNAL_ERRORS = {"chainkit.tools.errors.MalformedJSONError"}
+INTERNAL_ERRORS = {
+    "chainkit.tools.errors.MalformedJSONError",
+    "chainkit._jsonschema.specs.UnsupportedTypeError",
+    "chainkit._jsonschema.lenient.JSONTextError",
+}
 _TABLE_STANDARD = [
     ModuleNotFoundError,
     ConnectionError,

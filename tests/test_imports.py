@@ -101,3 +101,17 @@ def test_the_pool_that_carries_a_runs_context_is_public_and_loads_no_asyncio():
         "assert issubclass(ContextThreadPoolExecutor, ThreadPoolExecutor)"
     )
     assert "asyncio" not in loaded
+
+
+def test_typed_results_are_exported_and_load_no_pydantic():
+    loaded = loaded_after(
+        "from dataclasses import dataclass\n"
+        "from chainkit.llms import FakeLLM, ObjectResult, OutputValidationError, PartialFunc\n"
+        "from chainkit.llms import RejectedOutput, StrategyName, agenerate_object\n"
+        "from chainkit.llms import generate_object\n"
+        "@dataclass\n"
+        "class City:\n"
+        "    name: str\n"
+        "assert generate_object(FakeLLM(['{\"name\": \"Oslo\"}']), 'A city?', City).name == 'Oslo'"
+    )
+    assert "pydantic" not in loaded

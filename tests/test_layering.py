@@ -31,6 +31,7 @@ BASE = {
     "_progress",
     "_search",
     "_mrkl",
+    "_jsonschema",
 }
 PARTS = {"callbacks", "memory", "prompts", "tools"}
 # What each unit (a package, or a module at the root) may import from chainkit besides itself.
@@ -47,6 +48,7 @@ ALLOWED: dict[str, set[str]] = {
     "_progress": {"_text"},
     "_search": {"_errors"},
     "_mrkl": {"schema"},
+    "_jsonschema": {"_errors", "_text"},
     **{part: BASE for part in PARTS},
     "llms": BASE | {"callbacks"},
     "chains": BASE | {"callbacks", "prompts", "llms"},

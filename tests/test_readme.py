@@ -36,6 +36,8 @@ EXPECTED = [
     "Cats sleep 16 hours a day.",
     "You said hi.",
     "北京: 21 celsius, sunny",
+    "Order(items=[Item(name='tea', price=2.5)], status='open')\n"
+    "('items[0].price: expected number, got \"cheap\"',)",
     "hello from the loopback server",
     "<|im_start|>system\n你是金融助手<|im_end|>\n"
     "<|im_start|>user\n帮我查 2025 年贵州茅台的净利润<|im_end|>\n<|im_start|>assistant\n",

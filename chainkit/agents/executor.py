@@ -28,6 +28,7 @@ from chainkit.agents._deadline import (
     tools_interrupted,
     within,
 )
+from chainkit.agents._typed_answer import TypedAnswer
 from chainkit.agents.agent import Agent
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
@@ -46,6 +47,7 @@ from chainkit.tools import Tool, ToolError
 from chainkit.tools.toolset import observation as observation_of
 
 INTERMEDIATE_STEPS_KEY = "intermediate_steps"
+_AS_IT_IS = ParserErrorHandler()
 _UNKNOWN_TOOL = "(unknown tool)"
 """The name of the run of an action naming no tool of the agent: never the name the model
 wrote, which may be anything (the user's words among them), as a run's name becomes a span
@@ -122,6 +124,13 @@ class Executor(Chain):
       the steps taken; "generate" asks the agent for a final answer, in a model call the
       deadline does not cut (it is bounded by the model's own timeout).
     - Every tool start is reported with exactly one tool end or tool error.
+    - With `output_type` (any type `llms.generate_object` takes), the agent's input asks for
+      the final answer as JSON of that type's schema, and the answer is read into the type:
+      the run's output is the object (`chains.call(executor, ...)["output"]`; `chains.run`,
+      which returns text, refuses it with OutputNotStringError). An answer that does not fit
+      goes back to the model, naming what was wrong, as the next observation (with or without
+      `error_handler`), up to the run's limits; a final answer asked for at a limit that does
+      not fit raises OutputParserError.
     """
 
     def __init__(
@@ -136,6 +145,7 @@ class Executor(Chain):
         error_handler: ParserErrorHandler | None = None,
         early_stopping_method: Literal["force", "generate"] = "force",
         handle_tool_errors: bool = False,
+        output_type: object = None,
         **langchain_arguments: Never,
     ) -> None:
         if langchain_arguments:
@@ -160,6 +170,8 @@ class Executor(Chain):
         self.handle_tool_errors = handle_tool_errors
         self.max_parallel_tools = agent.max_parallel_tools
         self._toolset = toolset
+        self.output_type = output_type
+        self._typed_answer = None if output_type is None else TypedAnswer(output_type)
 
     def __repr__(self) -> str:
         return f"Executor(agent={self.agent!r}, max_iterations={self.max_iterations})"
@@ -206,6 +218,8 @@ class Executor(Chain):
     def _start(self, inputs: dict[str, Any], options: dict[str, Any]) -> _RunState:
         limit = self.max_execution_time
         deadline = None if limit is None else Deadline(limit)
+        if self._typed_answer is not None:
+            inputs = self._typed_answer.asking(inputs)
         callbacks = active_handler()
         pacer = None if callbacks is None else pacer_of(callbacks)
         return _RunState(inputs, options, callbacks, deadline, [], pacer)
@@ -235,6 +249,12 @@ class Executor(Chain):
                     self._send_back(error, run)
                     continue
                 if isinstance(decision, AgentFinish):
+                    if self._typed_answer is not None:
+                        try:
+                            decision = self._typed_answer.read(decision, self.agent.output_keys)
+                        except OutputParserError as error:
+                            self._send_back(error, run, always=True)
+                            continue
                     return self._finish(decision, run)
                 if not decision:
                     raise self._no_decision()
@@ -275,14 +295,17 @@ class Executor(Chain):
         if self.early_stopping_method == "force":
             raise NotFinishedError(stopped.reason, run.steps, limit=stopped.limit)
         final = yield _PLAN_FINAL
+        if self._typed_answer is not None:
+            final = self._typed_answer.read(final, self.agent.output_keys)
         return self._finish(final, run)
 
-    def _send_back(self, error: OutputParserError, run: _RunState) -> None:
+    def _send_back(self, error: OutputParserError, run: _RunState, *, always: bool = False) -> None:
         """Records an unparsable reply as a step whose observation tells the model what to
-        fix; re-raises `error` without an error handler."""
-        if self.error_handler is None:
+        fix; re-raises `error` without an error handler, unless it is to go back `always`."""
+        if self.error_handler is None and not always:
             raise error
-        observation = self.error_handler.observation(error)
+        handler = self.error_handler or _AS_IT_IS
+        observation = handler.observation(error)
         if run.callbacks is not None:
             run.callbacks.handle_text(f"unparsable reply, sent back to the model: {observation}")
         action = AgentAction(PARSE_ERROR_TOOL, error.observation, error.llm_output)

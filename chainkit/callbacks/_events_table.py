@@ -33,6 +33,7 @@ EventKind = Literal[
     "retriever_end",
     "retriever_error",
     "retry",
+    "partial_object",
 ]
 """The kinds of `Event` record; each is the `kind` of one row of `EVENTS`."""
 
@@ -190,6 +191,14 @@ EVENTS: tuple[CallbackEvent, ...] = (
     ),
     CallbackEvent(
         "handle_streaming_func", "llm", "other", ("chunk",), kind="token", data={"text": "chunk"}
+    ),
+    CallbackEvent(
+        "handle_partial_object",
+        "llm",
+        "other",
+        ("value",),
+        kind="partial_object",
+        data={"value": "value"},
     ),
     CallbackEvent(
         "handle_retry",

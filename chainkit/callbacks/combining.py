@@ -102,6 +102,9 @@ class CombiningHandler(Handler):
     def handle_streaming_func(self, chunk: str) -> None:
         self._dispatch("handle_streaming_func", chunk)
 
+    def handle_partial_object(self, value: Any) -> None:
+        self._dispatch("handle_partial_object", value)
+
     def handle_retry(
         self, attempt: int, error: BaseException, wait_seconds: float, discarded: str
     ) -> None:

@@ -108,6 +108,10 @@ class Handler:
     def handle_streaming_func(self, chunk: str) -> None:
         """A chunk of a streamed model reply arrived."""
 
+    def handle_partial_object(self, value: Any) -> None:
+        """A streamed typed result (`llms.generate_object`) grew: `value` is what it holds
+        so far, as JSON data."""
+
     def handle_retry(
         self, attempt: int, error: BaseException, wait_seconds: float, discarded: str
     ) -> None:

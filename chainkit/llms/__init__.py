@@ -17,11 +17,15 @@ from chainkit.llms.errors import (
     ModelStatusError,
     ModelTimeoutError,
     ModelTypeError,
+    OutputValidationError,
+    RejectedOutput,
     UnknownOptionError,
 )
 from chainkit.llms.fake import FakeCall, FakeLLM
 from chainkit.llms.model import BaseModel, Model, ModelRequest, acall, call
 from chainkit.llms.options import CallOptions, DefaultOptions, StreamingFunc
+from chainkit.llms.output_strategies import StrategyName
+from chainkit.llms.structured import ObjectResult, PartialFunc, agenerate_object, generate_object
 
 if TYPE_CHECKING:
     from chainkit.llms.offline.model import OfflineModel
@@ -65,12 +69,19 @@ __all__ = [
     "ModelStatusError",
     "ModelTimeoutError",
     "ModelTypeError",
+    "ObjectResult",
     "OfflineModel",
     "OpenAI",
     "OpenAIEmbeddings",
+    "OutputValidationError",
+    "PartialFunc",
     "RateLimiter",
+    "RejectedOutput",
+    "StrategyName",
     "StreamingFunc",
     "UnknownOptionError",
     "acall",
+    "agenerate_object",
     "call",
+    "generate_object",
 ]

@@ -5,6 +5,8 @@ Messages never contain an API key: backends mask it before building them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING
 
@@ -101,6 +103,30 @@ class ModelRefusalError(ModelError):
         super().__init__(f"the model refused: {refusal}")
         self.refusal = refusal
         self.reply = reply
+
+
+@dataclass(frozen=True, slots=True)
+class RejectedOutput:
+    """One reply that gave no valid typed result: its text (the JSON it held, or the text
+    around it) and each thing wrong with it (`items[2].price: expected number, got "x"`)."""
+
+    text: str
+    problems: tuple[str, ...]
+    strategy: str
+
+
+class OutputValidationError(ModelError):
+    """A model's replies never gave a value of the type asked for (`llms.generate_object`):
+    `rejected` holds every attempt's text and problems, the last one last."""
+
+    def __init__(self, type_name: str, rejected: Sequence[RejectedOutput]) -> None:
+        self.rejected = tuple(rejected)
+        count = len(self.rejected)
+        last = "; ".join(self.rejected[-1].problems) if self.rejected else "no reply"
+        super().__init__(
+            f"the model's reply did not fit {type_name} in {count} "
+            f"attempt{'s' if count != 1 else ''}; the last: {last}"
+        )
 
 
 class FakeLLMExhaustedError(ChainkitError, RuntimeError):

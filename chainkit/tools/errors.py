@@ -8,21 +8,9 @@ given the wrong things, an MCP server that cannot be reached or a session used w
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from chainkit._errors import ChainkitError
-
-
-@dataclass(slots=True, frozen=True)
-class ArgumentProblem:
-    """One thing wrong with a tool call's arguments: where (`items[2].price`; empty for the
-    whole) and what."""
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
+from chainkit._jsonschema.specs import ArgumentProblem as ArgumentProblem
 
 
 class ToolError(ChainkitError):

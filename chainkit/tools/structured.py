@@ -18,9 +18,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, overload
 
-from chainkit._stop import to_thread
-from chainkit.tools._arguments import blank_input_arguments, decode_json
-from chainkit.tools._jsonschema import (
+from chainkit._jsonschema.specs import (
     FieldSpec,
     ObjectSpec,
     Spec,
@@ -28,6 +26,8 @@ from chainkit.tools._jsonschema import (
     defaulted_field,
     resolved_hints,
 )
+from chainkit._stop import to_thread
+from chainkit.tools._arguments import blank_input_arguments, decode_json
 from chainkit.tools.base import Tool
 from chainkit.tools.errors import (
     ArgumentProblem,

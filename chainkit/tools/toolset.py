@@ -11,7 +11,7 @@ import json
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 
-from chainkit.tools._jsonschema import json_form
+from chainkit._jsonschema.specs import json_form
 from chainkit.tools._mcp.tool import MCPTool
 from chainkit.tools.base import Tool
 from chainkit.tools.errors import ToolConfigError, ToolTypeError

@@ -1,9 +1,10 @@
+import dataclasses
 import json
 from typing import Literal
 
 import pytest
 
-from chainkit import agents, chains, tools
+from chainkit import agents, chains, llms, tools
 from chainkit._search.terms import tokens
 from chainkit.llms import OfflineModel
 from chainkit.llms.offline._question import find_expression
@@ -249,3 +250,27 @@ def test_choice_splits_tool_names_on_underscore_and_hyphen():
     for name in ("random_number", "random-number", "randomNumber"):
         choice = _choose("random", [("other", "nothing shared"), (name, "x")])
         assert choice is not None and choice.name == name
+
+
+@dataclasses.dataclass
+class _Forecast:
+    city: str
+    days: int
+
+
+@pytest.mark.parametrize("strategy", ["json_schema", "prompted", None])
+def test_a_typed_result_is_filled_from_the_question(mode, strategy):
+    forecast = mode.generate_object(
+        OfflineModel(), "Weather in Paris for 3 days", _Forecast, strategy=strategy
+    )
+    assert forecast.days == 3
+    assert "Paris" in forecast.city
+
+
+def test_a_typed_result_takes_the_expression_for_a_text_field():
+    schema = {
+        "type": "object",
+        "properties": {"expression": {"type": "string"}},
+        "required": ["expression"],
+    }
+    assert llms.generate_object(OfflineModel(), "What is 2+3*4?", schema) == {"expression": "2+3*4"}

@@ -4,7 +4,8 @@ A test that takes the `mode` fixture (tests/conftest.py) runs twice: with `Mode(
 `mode.run(chain, input)` is `chains.run(chain, input)`; with `Mode("async")` it is
 `await chains.arun(chain, input)` in an event loop of its own, as an async program would
 call it. So one test body checks that both drivers behave the same. `mode.generate(model,
-messages)` does the same for a model's `generate` / `agenerate`.
+messages)` does the same for a model's `generate` / `agenerate`, and
+`mode.generate_object(model, ...)` for `llms.generate_object` / `agenerate_object`.
 """
 
 from __future__ import annotations
@@ -90,3 +91,13 @@ class Mode:
         if self.is_async:
             return run_then_close(model, model.agenerate(messages, **options))
         return model.generate(messages, **options)
+
+    def generate_object(self, model: llms.Model, *args: Any, **options: Any) -> Any:
+        """`llms.generate_object(model, ...)`, or `llms.agenerate_object` awaited in a fresh
+        event loop (closing the model's async connections, if it has any, before it ends)."""
+        if not self.is_async:
+            return llms.generate_object(model, *args, **options)
+        work = llms.agenerate_object(model, *args, **options)
+        if isinstance(model, llms.OpenAI):
+            return run_then_close(model, work)
+        return asyncio.run(work)

@@ -6,7 +6,9 @@ the model says), `Raw` replies (any bytes at all, sent as they are) and `Fault`s
 wrong); each request first takes the next queued fault, if any, and otherwise the next
 reply. Faults that show part of a reply (a cut-off or stalled stream) only peek at it, so the
 retried request gets the whole reply. Every request is recorded, faulted or not, so a test
-can count attempts and read what was sent.
+can count attempts and read what was sent (`response_format`, `tools` and `tool_choice`
+among the body's fields: see `Recorded.body`). A reply may be JSON (`Reply.of_json`), tool
+calls (`Call`) or a refusal (`Reply.refusal`).
 """
 
 from __future__ import annotations
@@ -83,6 +85,14 @@ class Reply:
     pause_after: int | None = None
     model: str | None = None
     id: str = "chatcmpl-loopback"
+    refusal: str | None = None
+    """The model's refusal (OpenAI's `refusal` field), streamed in pieces like content."""
+
+    @classmethod
+    def of_json(cls, value: Any, **fields: Any) -> Reply:
+        """A reply whose content is `value` as JSON text (what a server that honours
+        `response_format` sends)."""
+        return cls(json.dumps(value), **fields)
 
 
 @dataclass(slots=True)
@@ -526,7 +536,7 @@ def completion_of(reply: Reply, model: str) -> dict[str, Any]:
     message: dict[str, Any] = {
         "role": "assistant",
         "content": reply.content if reply.content or not reply.tool_calls else None,
-        "refusal": None,
+        "refusal": reply.refusal,
     }
     if reply.tool_calls:
         message["tool_calls"] = [
@@ -581,6 +591,8 @@ def stream_events_of(
         yield chunk({"reasoning_content": piece, "content": None}), False
     for piece in _chunks(reply.content, size):
         yield chunk({"content": piece}), True
+    for piece in _chunks(reply.refusal or "", size):
+        yield chunk({"refusal": piece, "content": None}), False
     for calls in _tool_call_deltas(reply):
         yield chunk({"content": None, "tool_calls": calls}), False
     finish = _finish(reply)

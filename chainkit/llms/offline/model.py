@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from chainkit._jsonschema.lenient import find_object
 from chainkit._search.bm25 import LexicalIndex
 from chainkit._search.terms import terms, tokens
 from chainkit.llms._streaming import stream_text
@@ -33,6 +34,7 @@ from chainkit.llms.offline._question import (
     find_expression,
     residual,
 )
+from chainkit.llms.output_strategies import SCHEMA_MARK, StrategyName
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
 
 # Words a question about each built-in tool may use, which its description (written for real
@@ -48,19 +50,52 @@ _UNITS = frozenset("年月日天号点个岁次元")
 
 
 class OfflineModel(BaseModel):
-    """Answers MRKL prompts and native tool calls by lexical tool matching."""
+    """Answers MRKL prompts and native tool calls by lexical tool matching, and a request for
+    a typed result (`llms.generate_object`, its schema in `response_format` or in the
+    prompted strategy's instructions) by filling the schema from the question as it fills a
+    tool's arguments."""
+
+    output_strategies: tuple[StrategyName, ...] = ("json_schema", "prompted")
 
     def __repr__(self) -> str:
         return "OfflineModel()"
 
     def _generate(self, request: ModelRequest) -> Message:
         messages, tools = request.messages, request.tools
-        reply = (
-            _native_reply(messages, tools) if tools else Message.assistant(_mrkl_reply(messages))
-        )
+        schema = _asked_schema(request)
+        if schema is not None:
+            reply = _object_reply(messages, schema)
+        elif tools:
+            reply = _native_reply(messages, tools)
+        else:
+            reply = Message.assistant(_mrkl_reply(messages))
         if request.streaming_func is not None:
             stream_text(reply.content, request.streaming_func, 8)
         return reply
+
+
+def _asked_schema(request: ModelRequest) -> dict[str, Any] | None:
+    """The JSON schema a typed-result request asks for: in its `response_format`, or in the
+    instructions of the prompted strategy (a system message); None for any other request."""
+    response_format = request.options.get("response_format")
+    if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+        schema = (response_format.get("json_schema") or {}).get("schema")
+        return schema if isinstance(schema, dict) else None
+    for message in request.messages:
+        if message.role == "system" and SCHEMA_MARK in message.content:
+            try:
+                found = find_object(message.content.split(SCHEMA_MARK, 1)[1])
+            except ValueError:
+                return None
+            return found if isinstance(found, dict) else None
+    return None
+
+
+def _object_reply(messages: Sequence[Message], schema: dict[str, Any]) -> Message:
+    """The JSON object a model would fill `schema` with from the question."""
+    question = _last_user_text(messages)
+    named = _Choice(str(schema.get("title") or "result"), {}, find_expression(question))
+    return Message.assistant(json.dumps(_arguments(question, named, schema), ensure_ascii=False))
 
 
 def _last_user_text(messages: Sequence[Message]) -> str:

@@ -17,6 +17,7 @@ from chainkit.llms.openai._reply import parse_completion
 from chainkit.llms.openai._request import CHAT_PATH, build_request, post_arguments
 from chainkit.llms.openai._stream import StreamRelay
 from chainkit.llms.options import CallOptions, DefaultOptions, check_options
+from chainkit.llms.output_strategies import StrategyName
 from chainkit.llms.retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff
 from chainkit.schema import Message, ToolInfo
 
@@ -101,6 +102,10 @@ class OpenAI(OpenAIEndpoint, BaseModel):
             backoff=backoff,
             rate_limiter=rate_limiter,
         )
+
+    output_strategies: tuple[StrategyName, ...] = ("json_schema", "tool", "json_mode", "prompted")
+    """How `llms.generate_object` asks for a typed result, first choice first: a server that
+    refuses one's field (`response_format`, `tools`) makes it go on with the next."""
 
     @property
     def name(self) -> str:

@@ -6,9 +6,10 @@ in one object means the schema a model sees and the rules applied to its answer 
 
 Supported: str, int, float, bool, list[T], dict[str, T], Optional[T] / T | None, unions of
 supported types (A | B, as `anyOf`), Literal[...], Enum subclasses, dataclasses, TypedDict (total
-or not, Required / NotRequired), Annotated[T, "description"] and Any. Anything else raises
-TypeError when the spec is built, so a bad tool fails at definition time, not when a model
-calls it.
+or not, Required / NotRequired), Annotated[T, "description"], Any, and pydantic models (once the
+user's code imported pydantic; chainkit never does). Anything else raises UnsupportedTypeError
+(a TypeError) when the spec is built, so a bad tool fails at definition time, not when a model
+calls it; each caller raises its own error in its place.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import dataclasses
 import enum
 import json
 import math
+import sys
 import types
 import typing
 from abc import ABC, abstractmethod
@@ -24,12 +26,29 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NotRequired, Required
 
+from chainkit._errors import ChainkitError
 from chainkit._text import shorten
-from chainkit.tools.errors import ArgumentProblem, ToolDefinitionError, ToolTypeError
 
 # Python refuses to parse longer digit strings (sys.int_max_str_digits); stop before that.
 _MAX_INT_TEXT = 4000
 _EXCERPT = 40
+
+
+class UnsupportedTypeError(ChainkitError, TypeError):
+    """A type (or a default) has no JSON schema here. Never reaches a user as such: each
+    caller (a tool's definition, a model's output type) raises its own error naming it."""
+
+
+@dataclass(slots=True, frozen=True)
+class ArgumentProblem:
+    """One thing wrong with a JSON value: where (`items[2].price`; empty for the whole) and
+    what."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
 
 
 class _Invalid:
@@ -48,13 +67,13 @@ def _excerpt(value: object) -> str:
     return shorten(text, _EXCERPT)
 
 
-def _key_path(path: str, key: str) -> str:
+def key_path(path: str, key: str) -> str:
     if key.isidentifier():
         return f"{path}.{key}" if path else key
     return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
 
 
-def _index_path(path: str, index: int) -> str:
+def index_path(path: str, index: int) -> str:
     return f"{path}[{index}]"
 
 
@@ -88,7 +107,7 @@ class Spec(ABC):
 
     def is_typed_as(self, value: object) -> bool:
         """Whether `value`'s own JSON type is this type (or, for a union, one member's)."""
-        return self.schema().get("type") == _json_type_of(value)
+        return self.schema().get("type") == json_type_of(value)
 
     @abstractmethod
     def _schema(self) -> dict[str, Any]: ...
@@ -214,9 +233,7 @@ class _ArraySpec(Spec):
         if self.items is None:
             return value
         items = self.items
-        result = [
-            items.coerce(item, _index_path(path, i), problems) for i, item in enumerate(value)
-        ]
+        result = [items.coerce(item, index_path(path, i), problems) for i, item in enumerate(value)]
         return INVALID if any(item is INVALID for item in result) else result
 
 
@@ -236,7 +253,7 @@ class _MapSpec(Spec):
         if self.values is None:
             return value
         values = self.values
-        result = {k: values.coerce(v, _key_path(path, k), problems) for k, v in value.items()}
+        result = {k: values.coerce(v, key_path(path, k), problems) for k, v in value.items()}
         return INVALID if any(v is INVALID for v in result.values()) else result
 
 
@@ -270,7 +287,7 @@ _JSON_TYPE_NAMES: Final = (
 )
 
 
-def _json_type_of(value: object) -> str | None:
+def json_type_of(value: object) -> str | None:
     """The JSON schema type name of a decoded JSON value."""
     for python_type, name in _JSON_TYPE_NAMES:
         if isinstance(value, python_type):
@@ -298,10 +315,10 @@ class _UnionSpec(Spec):
         return {"anyOf": [member.schema() for member in self.members]}
 
     def is_typed_as(self, value: object) -> bool:
-        return _json_type_of(value) in self.types
+        return json_type_of(value) in self.types
 
     def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
-        own_type = _json_type_of(value)
+        own_type = json_type_of(value)
         near: str | None
         if own_type == "number" and isinstance(value, float) and value.is_integer():
             near = "integer"
@@ -333,7 +350,7 @@ class _UnionSpec(Spec):
 def _expectation(schema: dict[str, Any]) -> str:
     """How an error message names what a union member takes."""
     if "enum" in schema:
-        return f"one of {_choices_text(schema['enum'])}"
+        return expected_one_of(schema["enum"])
     return str(schema.get("type", "a value"))
 
 
@@ -377,6 +394,11 @@ def _choices_text(choices: Sequence[object]) -> str:
     return ", ".join(json.dumps(choice, ensure_ascii=False) for choice in choices)
 
 
+def expected_one_of(choices: Sequence[object]) -> str:
+    """How an error message names a set of allowed values."""
+    return f"one of {_choices_text(choices)}"
+
+
 class _LiteralSpec(Spec):
     reads_text = True
 
@@ -393,7 +415,7 @@ class _LiteralSpec(Spec):
     def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         index = _match_choice(value, self.choices)
         if index is None:
-            return self._reject(value, path, problems, f"one of {_choices_text(self.choices)}")
+            return self._reject(value, path, problems, expected_one_of(self.choices))
         return self.choices[index]
 
 
@@ -419,7 +441,7 @@ class _EnumSpec(Spec):
         # A model sometimes names the member instead of giving its value.
         if isinstance(value, str) and value.strip() in self.by_name:
             return self.by_name[value.strip()]
-        return self._reject(value, path, problems, f"one of {_choices_text(self.values)}")
+        return self._reject(value, path, problems, expected_one_of(self.values))
 
 
 @dataclass(slots=True)
@@ -473,13 +495,13 @@ class ObjectSpec(Spec):
             if field is None:
                 known = ", ".join(self.fields) or "none"
                 problems.append(
-                    ArgumentProblem(_key_path(path, key), f"unknown field (known: {known})")
+                    ArgumentProblem(key_path(path, key), f"unknown field (known: {known})")
                 )
             else:
-                result[key] = field.spec.coerce(item, _key_path(path, key), problems)
+                result[key] = field.spec.coerce(item, key_path(path, key), problems)
         for name, field in self.fields.items():
             if field.required and name not in value:
-                problems.append(ArgumentProblem(_key_path(path, name), "missing required field"))
+                problems.append(ArgumentProblem(key_path(path, name), "missing required field"))
         if len(problems) > before:
             return INVALID
         try:
@@ -488,6 +510,51 @@ class ObjectSpec(Spec):
             # A dataclass's __post_init__ may reject the value; the model should hear why.
             problems.append(ArgumentProblem(path, str(error)))
             return INVALID
+
+
+class _PydanticSpec(Spec):
+    """A pydantic model: its own JSON schema, and its own validation. pydantic is never
+    imported here: a model class can only exist once the user's code imported it."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self._errors: tuple[type[Exception], ...] = (
+            sys.modules["pydantic"].ValidationError,
+            ValueError,
+        )
+
+    def _schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = self.model.model_json_schema()
+        return schema
+
+    def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
+        try:
+            return self.model.model_validate(value)
+        except self._errors as error:
+            found = getattr(error, "errors", None)
+            if not callable(found):
+                problems.append(ArgumentProblem(path, str(error)))
+                return INVALID
+            for item in found():
+                where = path
+                for part in item.get("loc", ()):
+                    where = (
+                        index_path(where, part)
+                        if isinstance(part, int)
+                        else key_path(where, str(part))
+                    )
+                problems.append(ArgumentProblem(where, str(item.get("msg", "invalid"))))
+            return INVALID
+
+
+def _is_pydantic_model(annotation: object) -> bool:
+    """Whether `annotation` is a pydantic model class; pydantic is looked up, not imported."""
+    pydantic = sys.modules.get("pydantic")
+    return (
+        pydantic is not None
+        and isinstance(annotation, type)
+        and issubclass(annotation, pydantic.BaseModel)
+    )
 
 
 def json_form(value: object) -> object:
@@ -499,7 +566,7 @@ def json_form(value: object) -> object:
         return value.value
     if isinstance(value, set | frozenset):
         return list(value)
-    raise ToolTypeError(f"{type(value).__name__} has no JSON form")
+    raise UnsupportedTypeError(f"{type(value).__name__} has no JSON form")
 
 
 def json_default(value: object) -> object:
@@ -525,7 +592,7 @@ def defaulted_field(name: str, spec: Spec, default: object, description: str | N
         problems: list[ArgumentProblem] = []
         if spec.coerce(advertised, "", problems) is INVALID:
             details = "; ".join(str(problem) for problem in problems)
-            raise ToolDefinitionError(f"default {default!r} does not fit the type: {details}")
+            raise UnsupportedTypeError(f"default {default!r} does not fit the type: {details}")
     return FieldSpec(name, spec, required=False, description=description, default=advertised)
 
 
@@ -542,7 +609,7 @@ def resolved_hints(owner: object) -> dict[str, Any]:
     try:
         return typing.get_type_hints(owner, include_extras=True)
     except NameError as error:
-        raise ToolDefinitionError(f"cannot resolve the type hints of {owner!r}: {error}") from None
+        raise UnsupportedTypeError(f"cannot resolve the type hints of {owner!r}: {error}") from None
 
 
 def _own_docstring(cls: type) -> str | None:
@@ -568,7 +635,7 @@ def _dataclass_spec(cls: type, seen: frozenset[type]) -> ObjectSpec:
         try:
             fields.append(defaulted_field(field.name, spec, field.default, description))
         except TypeError as error:
-            raise ToolDefinitionError(f"{cls.__name__}.{field.name}: {error}") from None
+            raise UnsupportedTypeError(f"{cls.__name__}.{field.name}: {error}") from None
     return ObjectSpec(fields, build=lambda kwargs: cls(**kwargs), description=_own_docstring(cls))
 
 
@@ -619,7 +686,7 @@ def _compile_bare(annotation: object, seen: frozenset[type]) -> Spec:
         return _ArraySpec(_compile(args[0], seen) if args else None)
     if annotation is dict or origin is dict:
         if args and args[0] not in (str, Any):
-            raise ToolDefinitionError(
+            raise UnsupportedTypeError(
                 f"unsupported type {annotation!r}: JSON object keys are strings"
             )
         return _MapSpec(_compile(args[1], seen) if args else None)
@@ -629,21 +696,23 @@ def _compile_bare(annotation: object, seen: frozenset[type]) -> Spec:
         return spec if len(others) == len(args) else _NullableSpec(spec)
     if origin is Literal:
         if not _are_json_scalars(args):
-            raise ToolDefinitionError(
+            raise UnsupportedTypeError(
                 f"unsupported type {annotation!r}: Literal of non-JSON values"
             )
         return _LiteralSpec(args)
     if isinstance(annotation, type):
         if issubclass(annotation, enum.Enum):
             if not _are_json_scalars([member.value for member in annotation]):
-                raise ToolDefinitionError(
+                raise UnsupportedTypeError(
                     f"unsupported type {annotation!r}: enum values must be JSON scalars"
                 )
             return _EnumSpec(annotation)
         if annotation in seen:
-            raise ToolDefinitionError(f"unsupported type {annotation!r}: recursive types")
+            raise UnsupportedTypeError(f"unsupported type {annotation!r}: recursive types")
         if dataclasses.is_dataclass(annotation):
             return _dataclass_spec(annotation, seen | {annotation})
         if typing.is_typeddict(annotation):
             return _typeddict_spec(annotation, seen | {annotation})
-    raise ToolDefinitionError(f"unsupported type {annotation!r}")
+        if _is_pydantic_model(annotation):
+            return _PydanticSpec(annotation)
+    raise UnsupportedTypeError(f"unsupported type {annotation!r}")

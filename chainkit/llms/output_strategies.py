@@ -1,0 +1,151 @@
+"""How a model is asked for a typed result, one class per way (see `llms.generate_object`).
+
+- `json_schema`: OpenAI's `response_format={"type": "json_schema", ...}`, strict when the
+  schema fits strict mode; servers that constrain decoding (vLLM, llama.cpp, Ollama) take it;
+- `tool`: one tool whose parameters are the schema, and `tool_choice` naming it;
+- `json_mode`: `response_format={"type": "json_object"}`, the schema in the instructions;
+- `prompted`: the schema in the instructions only; any model, the reply read tolerantly.
+
+Each says what to add to a request and where the reply's JSON is, and how to tell the model
+that its reply did not validate; `response_format_for` is the one home of the response format.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar, Final, Literal
+
+from chainkit._jsonschema.output import OutputShape
+from chainkit.schema import Message, ToolCall, ToolInfo
+
+StrategyName = Literal["json_schema", "tool", "json_mode", "prompted"]
+"""The ways to ask a model for a typed result."""
+
+STRATEGY_NAMES: Final[tuple[StrategyName, ...]] = ("json_schema", "tool", "json_mode", "prompted")
+SCHEMA_MARK: Final = "matches this JSON Schema"
+"""The words that lead to the schema in the instructions (the offline model looks for them)."""
+INSTRUCTIONS: Final = (
+    f"Answer with one JSON object that {SCHEMA_MARK}, and nothing else:\n```json\n{{schema}}\n```"
+)
+"""What the prompted and JSON-mode strategies tell the model; the schema in a ```json fence."""
+
+
+def response_format_for(shape: OutputShape) -> dict[str, Any]:
+    """The `response_format` option that asks for `shape`, strict when the schema allows."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": shape.name, "schema": shape.schema, "strict": shape.strict},
+    }
+
+
+def with_instructions(messages: Sequence[Message], shape: OutputShape) -> list[Message]:
+    """`messages` with the schema instructions in the system message (one added first when
+    there is none: many chat templates take a system message only there)."""
+    text = INSTRUCTIONS.format(schema=json.dumps(shape.schema, ensure_ascii=False))
+    if messages and messages[0].role == "system":
+        first = Message.system(f"{messages[0].content}\n\n{text}")
+        return [first, *messages[1:]]
+    return [Message.system(text), *messages]
+
+
+def _rejection_text(problems: str) -> str:
+    return (
+        f"Your answer did not fit the schema: {problems}. Answer again with the whole JSON "
+        "object, corrected."
+    )
+
+
+class OutputStrategy(ABC):
+    """One way to ask for a typed result."""
+
+    name: ClassVar[StrategyName]
+    option: ClassVar[str]
+    """The request field a server that does not have the strategy refuses, naming it."""
+
+    def messages(self, messages: Sequence[Message], shape: OutputShape) -> list[Message]:
+        """The messages to send."""
+        return list(messages)
+
+    @abstractmethod
+    def options(self, shape: OutputShape) -> dict[str, Any]:
+        """Call options to add to the caller's."""
+
+    def tools(self, shape: OutputShape) -> list[ToolInfo] | None:
+        """Tools to offer."""
+        return None
+
+    def reply_text(self, reply: Message, shape: OutputShape) -> str:
+        """The text of `reply` that holds the JSON object."""
+        return reply.content
+
+    def rejection(self, reply: Message, problems: str) -> list[Message]:
+        """What follows a reply that did not validate in the conversation: the reply, then
+        what was wrong with it."""
+        return [reply, Message.user(_rejection_text(problems))]
+
+
+class JsonSchemaStrategy(OutputStrategy):
+    name = "json_schema"
+    option = "response_format"
+
+    def options(self, shape: OutputShape) -> dict[str, Any]:
+        return {"response_format": response_format_for(shape)}
+
+
+class ToolStrategy(OutputStrategy):
+    name = "tool"
+    option = "tool"
+
+    def options(self, shape: OutputShape) -> dict[str, Any]:
+        return {"tool_choice": {"type": "function", "function": {"name": shape.name}}}
+
+    def tools(self, shape: OutputShape) -> list[ToolInfo]:
+        description = shape.spec.description or f"Give the answer as a {shape.name}."
+        return [ToolInfo(shape.name, description, shape.schema)]
+
+    def reply_text(self, reply: Message, shape: OutputShape) -> str:
+        call = _call_of(reply, shape.name)
+        return reply.content if call is None else call.function.arguments
+
+    def rejection(self, reply: Message, problems: str) -> list[Message]:
+        if not reply.tool_calls:
+            return super().rejection(reply, problems)
+        # Every call needs its answer before the conversation may go on.
+        answers = [Message.tool(_rejection_text(problems), call.id) for call in reply.tool_calls]
+        return [reply, *answers]
+
+
+def _call_of(reply: Message, name: str) -> ToolCall | None:
+    named = [call for call in reply.tool_calls if call.function.name == name]
+    calls = named or reply.tool_calls
+    return calls[0] if calls else None
+
+
+class JsonModeStrategy(OutputStrategy):
+    name = "json_mode"
+    option = "response_format"
+
+    def messages(self, messages: Sequence[Message], shape: OutputShape) -> list[Message]:
+        return with_instructions(messages, shape)
+
+    def options(self, shape: OutputShape) -> dict[str, Any]:
+        return {"response_format": {"type": "json_object"}}
+
+
+class PromptedStrategy(OutputStrategy):
+    name = "prompted"
+    option = ""
+
+    def messages(self, messages: Sequence[Message], shape: OutputShape) -> list[Message]:
+        return with_instructions(messages, shape)
+
+    def options(self, shape: OutputShape) -> dict[str, Any]:
+        return {}
+
+
+STRATEGIES: Final[dict[StrategyName, OutputStrategy]] = {
+    strategy.name: strategy
+    for strategy in (JsonSchemaStrategy(), ToolStrategy(), JsonModeStrategy(), PromptedStrategy())
+}

@@ -1,0 +1,331 @@
+"""Typed results from a model: `generate_object` and `agenerate_object`.
+
+The output type is a dataclass, TypedDict, Enum, Literal, `list[...]`, a union, any nesting of
+them, a JSON Schema dict, or a pydantic model (pydantic is never imported by chainkit: only a
+model class the caller's code made is read). The strategy (see `llms.output_strategies`) is
+the caller's, or the first the model lists in its `output_strategies`; a server that refuses
+the strategy's field (a 400, 404 or 422 naming it) makes the call go on with the next one.
+A reply that does not validate goes back to the model with what was wrong, `max_retries`
+times at most; then `OutputValidationError` carries every attempt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Generic, Literal, TypeVar, Unpack, overload
+
+from chainkit._jsonschema.lenient import partial_object
+from chainkit._jsonschema.output import Invalid, OutputShape
+from chainkit._text import described
+from chainkit.callbacks.run import active_handler, tokens_wanted
+from chainkit.llms.errors import (
+    ModelConfigError,
+    ModelRefusalError,
+    ModelStatusError,
+    ModelTypeError,
+    OutputValidationError,
+    RejectedOutput,
+)
+from chainkit.llms.model import Model
+from chainkit.llms.options import CallOptions, StreamingFunc
+from chainkit.llms.output_strategies import (
+    STRATEGIES,
+    STRATEGY_NAMES,
+    OutputStrategy,
+    StrategyName,
+)
+from chainkit.schema import Message, TokenUsage, ToolInfo
+
+__all__ = ["ObjectResult", "PartialFunc", "agenerate_object", "generate_object"]
+
+T = TypeVar("T")
+
+PartialFunc = Callable[[Any], None]
+"""Receives each partial value of a streamed typed result, as JSON data (dicts and lists: a
+partial value is seldom a valid object of the type yet), each time it grows."""
+
+DEFAULT_STRATEGIES: Final[tuple[StrategyName, ...]] = ("prompted",)
+_REFUSED_STATUSES: Final = frozenset((400, 404, 422))
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectResult(Generic[T]):
+    """A typed result with how it came: `value`, the reply it was read from (`raw`), the
+    strategy that asked for it, and the replies before it that did not validate."""
+
+    value: T
+    raw: Message
+    strategy: StrategyName
+    rejected: tuple[RejectedOutput, ...] = field(default=())
+
+    @property
+    def usage(self) -> TokenUsage | None:
+        """The token usage of the reply the value was read from (None if the server gave
+        none)."""
+        meta = self.raw.response_meta
+        return None if meta is None else meta.usage
+
+
+class _Partials:
+    """Reads a streamed reply's partial object after each chunk and hands it on when it grew:
+    to `on_partial`, and to the handlers as a `partial_object` event."""
+
+    def __init__(
+        self, shape: OutputShape, on_partial: PartialFunc | None, user: StreamingFunc | None
+    ) -> None:
+        self.shape = shape
+        self.on_partial = on_partial
+        self.user = user
+        self.pieces: list[str] = []
+        self.last: object = None
+
+    def restart(self) -> None:
+        self.pieces = []
+        self.last = None
+
+    def feed(self, chunk: str) -> None:
+        if self.user is not None:
+            self.user(chunk)
+        self.pieces.append(chunk)
+        data = partial_object("".join(self.pieces))
+        if data is None:
+            return
+        value = self.shape.unwrap(data) if self.shape.wrapped else data
+        if value != self.last and value != {}:
+            self.last = value
+            if self.on_partial is not None:
+                self.on_partial(value)
+            handler = active_handler()
+            if handler is not None:
+                handler.handle_partial_object(value)
+
+
+def _checked_retries(max_retries: object) -> int:
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int):
+        raise ModelTypeError(f"max_retries must be a whole number, got {described(max_retries)}")
+    if max_retries < 0:
+        raise ModelConfigError(f"max_retries must be 0 or more, got {max_retries}")
+    return max_retries
+
+
+def _strategy_choices(model: Model, strategy: object) -> tuple[StrategyName, ...]:
+    if strategy is None:
+        listed: tuple[StrategyName, ...] = getattr(model, "output_strategies", DEFAULT_STRATEGIES)
+        return listed or DEFAULT_STRATEGIES
+    for name in STRATEGY_NAMES:
+        if strategy == name:
+            return (name,)
+    raise ModelConfigError(
+        f"strategy must be one of {', '.join(STRATEGY_NAMES)} (or None to choose), got {strategy!r}"
+    )
+
+
+def _shape(output_type: object) -> OutputShape:
+    try:
+        return OutputShape(output_type)
+    except TypeError as error:
+        raise ModelTypeError(f"output_type {output_type!r} has no JSON schema: {error}") from None
+
+
+class _Session:
+    """One typed-result call: what each attempt sends, and what its reply means. No I/O: the
+    sync and async drivers send the requests."""
+
+    def __init__(
+        self,
+        model: Model,
+        prompt: str | Sequence[Message],
+        output_type: object,
+        strategy: object,
+        max_retries: object,
+        on_partial: PartialFunc | None,
+        options: dict[str, Any],
+    ) -> None:
+        self.max_retries = _checked_retries(max_retries)
+        self.choices = _strategy_choices(model, strategy)
+        self.chosen = strategy is not None
+        self.strategy: OutputStrategy = STRATEGIES[self.choices[0]]
+        self.shape = _shape(output_type)
+        self.messages = [Message.user(prompt)] if isinstance(prompt, str) else list(prompt)
+        self.options = options
+        self.rejected: list[RejectedOutput] = []
+        self.partials: _Partials | None = None
+        if on_partial is not None or tokens_wanted():
+            self.partials = _Partials(self.shape, on_partial, options.get("streaming_func"))
+
+    def request(self) -> tuple[list[Message], list[ToolInfo] | None, dict[str, Any]]:
+        strategy, shape = self.strategy, self.shape
+        options = {**self.options, **strategy.options(shape)}
+        if self.partials is not None:
+            self.partials.restart()
+            options["streaming_func"] = self.partials.feed
+        return strategy.messages(self.messages, shape), strategy.tools(shape), options
+
+    def downgrade(self, error: ModelStatusError) -> bool:
+        """Moves on to the next strategy when the server refused this one's field; False
+        when it did not (or the caller chose the strategy)."""
+        option = self.strategy.option
+        refused = error.status_code in _REFUSED_STATUSES and option and option in error.message
+        position = self.choices.index(self.strategy.name)
+        if self.chosen or not refused or position + 1 >= len(self.choices):
+            return False
+        self.strategy = STRATEGIES[self.choices[position + 1]]
+        return True
+
+    def take(self, reply: Message) -> ObjectResult[Any] | None:
+        """The result `reply` gives; None when it did not validate and the model is to try
+        again; OutputValidationError when no tries are left."""
+        refusal = (reply.extra or {}).get("refusal")
+        if isinstance(refusal, str) and refusal:
+            raise ModelRefusalError(refusal, reply)
+        text = self.strategy.reply_text(reply, self.shape)
+        value = self.shape.read_text(text)
+        if not isinstance(value, Invalid):
+            return ObjectResult(value, reply, self.strategy.name, tuple(self.rejected))
+        problems = tuple(str(problem) for problem in value.problems)
+        self.rejected.append(RejectedOutput(text, problems, self.strategy.name))
+        if len(self.rejected) > self.max_retries:
+            raise OutputValidationError(self.shape.name, self.rejected)
+        self.messages += self.strategy.rejection(reply, str(value))
+        return None
+
+
+@overload
+def generate_object(
+    llm: Model,
+    prompt: str | Sequence[Message],
+    output_type: type[T],
+    /,
+    *,
+    strategy: StrategyName | None = None,
+    max_retries: int = 2,
+    include_raw: Literal[False] = False,
+    on_partial: PartialFunc | None = None,
+    **options: Unpack[CallOptions],
+) -> T: ...
+@overload
+def generate_object(
+    llm: Model,
+    prompt: str | Sequence[Message],
+    output_type: type[T],
+    /,
+    *,
+    strategy: StrategyName | None = None,
+    max_retries: int = 2,
+    include_raw: Literal[True],
+    on_partial: PartialFunc | None = None,
+    **options: Unpack[CallOptions],
+) -> ObjectResult[T]: ...
+@overload
+def generate_object(
+    llm: Model,
+    prompt: str | Sequence[Message],
+    output_type: object,
+    /,
+    *,
+    strategy: StrategyName | None = None,
+    max_retries: int = 2,
+    include_raw: bool = False,
+    on_partial: PartialFunc | None = None,
+    **options: Unpack[CallOptions],
+) -> Any: ...
+def generate_object(
+    llm: Model,
+    prompt: str | Sequence[Message],
+    output_type: object,
+    /,
+    *,
+    strategy: StrategyName | None = None,
+    max_retries: int = 2,
+    include_raw: bool = False,
+    on_partial: PartialFunc | None = None,
+    **options: Unpack[CallOptions],
+) -> Any:
+    """Asks `llm` for a value of `output_type` and returns it, validated (with
+    `include_raw=True`, an `ObjectResult` holding it, the reply and its usage).
+
+    `prompt` is one user message's text or the messages. `strategy` overrides the model's
+    first choice; a reply that does not validate is sent back with its problems up to
+    `max_retries` times, then `OutputValidationError` carries every attempt. A refusal raises
+    `ModelRefusalError`. `on_partial` (a `PartialFunc`) streams the reply and hears each
+    partial value as it grows; the other options are the model's call options.
+    """
+    session = _Session(llm, prompt, output_type, strategy, max_retries, on_partial, dict(options))
+    while True:
+        messages, tools, call_options = session.request()
+        try:
+            reply = llm.generate(messages, tools=tools, **call_options)
+        except ModelStatusError as error:
+            if session.downgrade(error):
+                continue
+            raise
+        result = session.take(reply)
+        if result is not None:
+            return result if include_raw else result.value
+
+
+@overload
+async def agenerate_object(
+    llm: Model,
+    prompt: str | Sequence[Message],
+    output_type: type[T],
+    /,
+    *,
+    strategy: StrategyName | None = None,
+    max_retries: int = 2,
+    include_raw: Literal[False] = False,
+    on_partial: PartialFunc | None = None,
+    **options: Unpack[CallOptions],
+) -> T: ...
+@overload
+async def agenerate_object(
+    llm: Model,
+    prompt: str | Sequence[Message],
+    output_type: type[T],
+    /,
+    *,
+    strategy: StrategyName | None = None,
+    max_retries: int = 2,
+    include_raw: Literal[True],
+    on_partial: PartialFunc | None = None,
+    **options: Unpack[CallOptions],
+) -> ObjectResult[T]: ...
+@overload
+async def agenerate_object(
+    llm: Model,
+    prompt: str | Sequence[Message],
+    output_type: object,
+    /,
+    *,
+    strategy: StrategyName | None = None,
+    max_retries: int = 2,
+    include_raw: bool = False,
+    on_partial: PartialFunc | None = None,
+    **options: Unpack[CallOptions],
+) -> Any: ...
+async def agenerate_object(
+    llm: Model,
+    prompt: str | Sequence[Message],
+    output_type: object,
+    /,
+    *,
+    strategy: StrategyName | None = None,
+    max_retries: int = 2,
+    include_raw: bool = False,
+    on_partial: PartialFunc | None = None,
+    **options: Unpack[CallOptions],
+) -> Any:
+    """Async twin of `generate_object`."""
+    session = _Session(llm, prompt, output_type, strategy, max_retries, on_partial, dict(options))
+    while True:
+        messages, tools, call_options = session.request()
+        try:
+            reply = await llm.agenerate(messages, tools=tools, **call_options)
+        except ModelStatusError as error:
+            if session.downgrade(error):
+                continue
+            raise
+        result = session.take(reply)
+        if result is not None:
+            return result if include_raw else result.value
