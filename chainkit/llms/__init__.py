@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 
 from chainkit._lazy import lazy_exports
 from chainkit.llms.errors import (
+    AllModelsFailedError,
     FakeLLMExhaustedError,
     ModelAttributeError,
     ModelConfigError,
@@ -24,6 +25,7 @@ from chainkit.llms.model import BaseModel, Model, ModelRequest, acall, call
 from chainkit.llms.options import CallOptions, DefaultOptions, StreamingFunc
 
 if TYPE_CHECKING:
+    from chainkit.llms.fallbacks import Fallbacks
     from chainkit.llms.offline.model import OfflineModel
     from chainkit.llms.openai.chat import OpenAI
     from chainkit.llms.openai.embeddings import OpenAIEmbeddings
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 # contract from here, do not pay for the backends at import time.
 _LAZY = {
     "Backoff": "chainkit.llms.retry",
+    "Fallbacks": "chainkit.llms.fallbacks",
     "OpenAIEmbeddings": "chainkit.llms.openai.embeddings",
     "OfflineModel": "chainkit.llms.offline.model",
     "OpenAI": "chainkit.llms.openai.chat",
@@ -45,6 +48,7 @@ __getattr__, __dir__ = lazy_exports("chainkit.llms", _LAZY, globals())
 
 
 __all__ = [
+    "AllModelsFailedError",
     "Backoff",
     "BaseModel",
     "CallOptions",
@@ -52,6 +56,7 @@ __all__ = [
     "FakeCall",
     "FakeLLM",
     "FakeLLMExhaustedError",
+    "Fallbacks",
     "Model",
     "ModelAttributeError",
     "ModelConfigError",
