@@ -48,8 +48,9 @@ class UsageTotals(Handler):
 
     A model is named as its run is: the name it was called by (`llms.OpenAI("gpt-4o-mini")`
     counts under "gpt-4o-mini", even when the server answers as "gpt-4o-mini-2024-07-18").
-    With `prices` (see `Prices`), `cost()` is what the calls cost; a model without a price has
-    no cost (None), never a guess, and neither then has the total.
+    With `prices` (see `Prices`), `cost()` is what the calls cost; a model without a price, or
+    with replies that came without usage (`ModelUsage.unreported`), has no cost (None), never
+    a guess, and neither then has the total.
     """
 
     def __init__(self, prices: Prices | None = None) -> None:
@@ -96,7 +97,7 @@ class UsageTotals(Handler):
         total = 0.0
         for name, usage in models.items():
             price = self.prices.get(name)
-            if price is None:
+            if price is None or usage.unreported:
                 return None
             total += (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / _MILLION
         return total

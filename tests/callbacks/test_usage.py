@@ -71,9 +71,7 @@ def test_each_model_of_a_run_is_counted_apart_and_priced(openai_server, make_ope
 
 
 @pytest.mark.timeout(60)
-def test_a_model_without_a_price_has_no_cost_and_neither_has_the_total(
-    openai_server, make_openai
-):
+def test_a_model_without_a_price_has_no_cost_and_neither_has_the_total(openai_server, make_openai):
     openai_server.push(Reply("a", usage=usage(10, 10)), Reply("b", usage=usage(10, 10)))
     totals = UsageTotals(prices={"priced": (1, 1)})
     llms.call(make_openai(model="priced"), "hi", callbacks=totals)
@@ -91,6 +89,11 @@ def test_a_reply_without_usage_is_counted_as_unreported(openai_server, openai_ll
     llms.call(openai_llm, "hi", streaming_func=lambda text: None, callbacks=totals)
     assert totals.models == {"loopback-model": ModelUsage(2, 3, 4, unreported=1)}
     assert "1 without usage, not counted" in totals.summary()
+    # What those tokens cost is not known: no cost rather than a guess.
+    assert UsageTotals({"loopback-model": (1, 1)}).cost() == 0
+    priced = UsageTotals({"loopback-model": (1, 1)})
+    priced.add("loopback-model", totals.models["loopback-model"])
+    assert priced.cost() is None and "cost" not in priced.summary()
 
 
 @pytest.mark.timeout(60)
