@@ -157,7 +157,7 @@ def _fall_back_rule(fall_back_on: object) -> Callable[[Exception], bool]:
         if classes and all(isinstance(c, type) and issubclass(c, Exception) for c in classes):
             return lambda error: isinstance(error, classes)
     elif callable(fall_back_on):
-        return fall_back_on  # type: ignore[return-value]  # called with one error
+        return fall_back_on
     raise ModelTypeError(
         "fall_back_on must be exception classes, such as (llms.ModelError,), or a function "
         f"of the error that says whether to fall back, got {fall_back_on!r}"
