@@ -126,7 +126,7 @@ def _described(usage: ModelUsage, cost: float | None) -> str:
 
 
 def _money(amount: float) -> str:
-    return f"{amount:.6f}".rstrip("0").rstrip(".") if amount else "0"
+    return f"{amount:.10f}".rstrip("0").rstrip(".") if amount else "0"
 
 
 def _checked_prices(prices: object) -> dict[str, tuple[float, float]]:

@@ -11,7 +11,7 @@ the reply; the next model streams its reply from its start (`FinalAnswerStream` 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Unpack
 
 from chainkit.llms._streaming import HandedOnce
@@ -54,7 +54,7 @@ class Fallbacks:
     When every model fails, `AllModelsFailedError` carries each model's error. A
     `streaming_func` hears one model's text: after a model that failed mid-stream, the next
     model's text is handed over only where it repeats what was handed over already and then
-    goes on (see `HandedOnce`); handlers hear every model's tokens, each in its own run.
+    goes on; handlers hear every model's tokens, each in its own run.
     """
 
     def __init__(
@@ -73,18 +73,13 @@ class Fallbacks:
         tools: Sequence[ToolInfo] | None = None,
         **options: Unpack[CallOptions],
     ) -> Message:
-        once = self._streaming(options)
-        failures: list[tuple[str, Exception]] = []
-        for model in self.models:
-            if once is not None:
-                once.restart()
+        turns = _Turns(self.models, self._falls_back, options)
+        for model in turns:
             try:
                 return model.generate(messages, tools=tools, **options)
             except Exception as error:
-                if not self._falls_back(error):
-                    raise
-                failures.append((_name(model), error))
-        raise AllModelsFailedError(failures) from failures[-1][1]
+                turns.failed(model, error)
+        raise turns.exhausted()
 
     async def agenerate(
         self,
@@ -93,27 +88,13 @@ class Fallbacks:
         tools: Sequence[ToolInfo] | None = None,
         **options: Unpack[CallOptions],
     ) -> Message:
-        once = self._streaming(options)
-        failures: list[tuple[str, Exception]] = []
-        for model in self.models:
-            if once is not None:
-                once.restart()
+        turns = _Turns(self.models, self._falls_back, options)
+        for model in turns:
             try:
                 return await model.agenerate(messages, tools=tools, **options)
             except Exception as error:
-                if not self._falls_back(error):
-                    raise
-                failures.append((_name(model), error))
-        raise AllModelsFailedError(failures) from failures[-1][1]
-
-    def _streaming(self, options: CallOptions) -> HandedOnce | None:
-        """Puts a `HandedOnce` in place of the caller's streaming_func, if one was given."""
-        caller = options.get("streaming_func")
-        if caller is None:
-            return None
-        check_streaming_func(caller)
-        options["streaming_func"] = once = HandedOnce(caller)
-        return once
+                turns.failed(model, error)
+        raise turns.exhausted()
 
     def close(self) -> None:
         """Closes each model that has connections to close."""
@@ -128,6 +109,46 @@ class Fallbacks:
             aclose = getattr(model, "aclose", None)
             if callable(aclose):
                 await aclose()
+
+
+class _Turns:
+    """The models of one call, in turn, and what they failed with: both drivers' bookkeeping.
+
+    Takes the caller's streaming_func out of `options` and puts a `HandedOnce` in its place,
+    which each model's turn restarts."""
+
+    def __init__(
+        self,
+        models: tuple[Model, ...],
+        falls_back: Callable[[Exception], bool],
+        options: CallOptions,
+    ) -> None:
+        self._models = models
+        self._falls_back = falls_back
+        self._failures: list[tuple[str, Exception]] = []
+        caller = options.get("streaming_func")
+        self._once: HandedOnce | None = None
+        if caller is not None:
+            check_streaming_func(caller)
+            options["streaming_func"] = self._once = HandedOnce(caller)
+
+    def __iter__(self) -> Iterator[Model]:
+        for model in self._models:
+            if self._once is not None:
+                self._once.restart()
+            yield model
+
+    def failed(self, model: Model, error: Exception) -> None:
+        """Notes `model`'s error, or raises it when it is not one to fall back on."""
+        if not self._falls_back(error):
+            raise error
+        self._failures.append((_name(model), error))
+
+    def exhausted(self) -> AllModelsFailedError:
+        """The error of a call that every model failed, caused by the last one's error."""
+        error = AllModelsFailedError(self._failures)
+        error.__cause__ = self._failures[-1][1]
+        return error
 
 
 def _name(model: Model) -> str:

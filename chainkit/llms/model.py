@@ -179,13 +179,14 @@ def _request(
     streaming_func = options.pop("streaming_func", None)
     callbacks = options.pop("callbacks", None)
     own = None if callbacks is None else guard(callbacks)
-    check_streaming_func(streaming_func)
+    if streaming_func is not None:  # no call on the agent loop's path, which streams nothing
+        check_streaming_func(streaming_func)
     return ModelRequest(messages, stop, tools, streaming_func, None, options, streaming_func), own
 
 
 def check_streaming_func(streaming_func: object) -> None:
     """Raises for an async `streaming_func`."""
-    if streaming_func is not None and inspect.iscoroutinefunction(streaming_func):
+    if inspect.iscoroutinefunction(streaming_func):
         raise ModelTypeError(
             "streaming_func must be a plain function: it is called once per chunk and never "
             "awaited, so an async one would lose every chunk"
