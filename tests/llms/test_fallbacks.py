@@ -12,6 +12,8 @@ from opentelemetry.trace import StatusCode
 
 from chainkit import agents, callbacks, chains, llms, prompts, tools
 from chainkit.callbacks import AnswerRestart, FinalAnswerStream, OpenTelemetryHandler
+from chainkit.callbacks.final_answer import Piece
+from chainkit.callbacks.trace_view import read_trace
 from chainkit.llms import (
     AllModelsFailedError,
     Fallbacks,
@@ -199,13 +201,20 @@ def test_an_agents_streamed_answer_restarts_with_the_backups(
     break_then_answer(openai_server)
     openai_server._replies.clear()  # the primary has no second attempt: the backup answers
     backup_server.push(Reply(f"Final Answer: {ANSWER}", chunk_size=4))
-    executor = agents.Executor(
-        agents.OneShotAgent(Fallbacks([primary, backup]), [tools.Calculator()])
-    )
+    both = Fallbacks([primary, backup])
+    executor = agents.Executor(agents.OneShotAgent(both, [tools.Calculator()]))
     pieces = list(FinalAnswerStream(chains.stream(executor, "q")))
     restart = pieces.index(AnswerRestart("The answer is 85,"))
     assert "".join(map(str, pieces[:restart])) == "The answer is 85,"
     assert "".join(map(str, pieces[restart + 1 :])) == ANSWER
+
+    async def consume() -> list[Piece]:
+        return [piece async for piece in FinalAnswerStream(chains.astream(executor, "q"))]
+
+    break_then_answer(openai_server)
+    openai_server._replies.clear()
+    backup_server.push(Reply(f"Final Answer: {ANSWER}", chunk_size=4))
+    assert run_then_close(both, consume()) == pieces
 
 
 @pytest.mark.timeout(60)
@@ -267,3 +276,26 @@ def test_an_async_streaming_func_is_refused_before_any_call():
     with pytest.raises(ModelTypeError, match="plain function"):
         Fallbacks([fake]).generate(HI, streaming_func=chunk)  # type: ignore[arg-type]
     assert fake.calls == []
+
+
+@pytest.mark.timeout(60)
+def test_the_trace_shows_the_failed_model_and_the_one_that_answered(
+    tmp_path, openai_server, backup_server, primary, backup
+):
+    openai_server.fail(Fault.http(503), Fault.http(503))
+    backup_server.push(Reply("a haiku", usage={"prompt_tokens": 9, "completion_tokens": 4}))
+    chain = chains.LLMChain(
+        prompts.PromptTemplate.from_template("Write {kind}"), both := Fallbacks([primary, backup])
+    )
+    with callbacks.TraceFile(tmp_path / "run.jsonl") as trace:
+        chains.predict(chain, {"kind": "a haiku"}, callbacks=trace)
+    [root] = read_trace(tmp_path / "run.jsonl")
+    failed, answered = root.children
+    assert (failed.name, failed.model, failed.error and failed.error["type"]) == (
+        "primary-model",
+        "primary-model",
+        "ModelStatusError",
+    )
+    assert (answered.name, answered.model, answered.error) == ("backup-model", "backup-model", None)
+    assert (answered.input_tokens, answered.output_tokens) == (9, 4)
+    assert repr(both) == "Fallbacks([primary-model, backup-model])"
