@@ -93,6 +93,10 @@ class BaseModel:
             "agents.ToolCallingAgent(llm, tools)",
             ModelAttributeError,
         )
+        with_fallbacks = Elsewhere(
+            "use llms.Fallbacks([llm, backup, ...]), a model that calls the next when one fails",
+            ModelAttributeError,
+        )
 
     @property
     def name(self) -> str:
