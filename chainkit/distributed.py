@@ -240,6 +240,7 @@ def _died_result(record: Record) -> Result:
         "error": {"type": "ActorDiedError", "message": message},
         "steps": 0,
         "usage": TokenUsage().to_dict(),
+        "usage_by_model": {},
         "seconds": 0.0,
     }
 

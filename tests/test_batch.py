@@ -255,6 +255,39 @@ def test_usage_sums_the_model_calls_of_each_run(tmp_path, monkeypatch, capsys):
     (line,) = results(out)
     assert line["output"] == "42" and line["steps"] == 1
     assert line["usage"] == {"prompt_tokens": 200, "completion_tokens": 40, "total_tokens": 240}
+    assert line["usage_by_model"] == {
+        "loopback-model": {"calls": 2, "input_tokens": 200, "output_tokens": 40}
+    }
+
+
+@pytest.mark.timeout(60)
+def test_the_summary_totals_the_usage_of_the_jobs_runs_by_model_and_its_cost(
+    tmp_path, monkeypatch, capsys
+):
+    source = write_lines(tmp_path / "in.jsonl", [{"id": i, "input": "6*7?"} for i in range(3)])
+    out = tmp_path / "out.jsonl"
+    usage = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}
+    with OpenAIServer() as server:
+        server.push(*[Reply("Final Answer: 42", usage=usage)] * 3)
+        monkeypatch.setenv(BASE_URL_VARIABLE, server.base_url)
+        agent = ["--agent", "tests.support.batch_factories:loopback_agent"]
+        prices = ["--prices", '{"loopback-model": [2, 8]}']
+        status = main(["batch", str(source), "-o", str(out), *agent, *prices])
+    assert status == 0
+    summary = capsys.readouterr().err.splitlines()
+    assert (
+        "chainkit batch: usage: loopback-model: 3 calls, 3,000 tokens in, 300 out, cost 0.0084"
+        in summary
+    )
+    assert [line["usage_by_model"]["loopback-model"]["calls"] for line in results(out)] == [1] * 3
+
+
+def test_prices_that_cannot_be_are_a_usage_error(tmp_path, capsys):
+    source = write_lines(tmp_path / "in.jsonl", [{"id": 1, "input": "x"}])
+    with pytest.raises(SystemExit) as exited:
+        main(["batch", str(source), "-o", str(tmp_path / "o"), "--prices", '{"m": [1, -2]}'])
+    assert exited.value.code == 2
+    assert "--prices: prices['m'] must be two amounts" in capsys.readouterr().err
 
 
 @pytest.mark.timeout(60)

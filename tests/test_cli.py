@@ -12,6 +12,7 @@ import chainkit._cli.run
 from chainkit._cli.entry_point import main, parser
 from chainkit._cli.run import _model
 from chainkit.llms import FakeLLM, Model, OfflineModel, OpenAI
+from tests.support.openai_server import Reply
 
 
 def run_cli(*args, env_extra=None):
@@ -133,6 +134,30 @@ def test_run_through_an_openai_compatible_server(openai_server):
     assert first.body["model"] == "served-model"
     assert first.body["stop"] == ["\nObservation:", "\n\tObservation:"]
     assert "Observation: 42" in second.body["messages"][0]["content"]
+
+
+def test_run_shows_the_usage_with_v_and_its_cost_with_prices(openai_server):
+    usage = {"prompt_tokens": 1200, "completion_tokens": 30, "total_tokens": 1230}
+    env = {"OPENAI_BASE_URL": openai_server.base_url}
+    openai_server.push(Reply("Final Answer: 42", usage=usage))
+    result = run_cli("run", "-v", "--model", "served-model", "6*7?", env_extra=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "chainkit: usage: served-model: 1 call, 1,200 tokens in, 30 out"
+    )
+    openai_server.push(Reply("Final Answer: 42", usage=usage))
+    prices = '{"served-model": [0.5, 2]}'
+    result = run_cli("run", "--model", "served-model", "--prices", prices, "6*7?", env_extra=env)
+    assert result.stdout == "42\n"
+    assert result.stderr == (
+        "chainkit: usage: served-model: 1 call, 1,200 tokens in, 30 out, cost 0.00066\n"
+    )
+
+
+def test_run_without_v_or_prices_says_nothing_of_usage(openai_server):
+    openai_server.push(Reply("Final Answer: 42"))
+    result = run_cli("run", "6*7?", env_extra={"OPENAI_BASE_URL": openai_server.base_url})
+    assert result.stdout == "42\n" and "usage" not in result.stderr
 
 
 @pytest.fixture

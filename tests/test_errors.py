@@ -42,6 +42,7 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
         "TraceFormatError": ValueError,
     },
     "llms": {
+        "AllModelsFailedError": Exception,
         "FakeLLMExhaustedError": RuntimeError,
         "ModelAttributeError": AttributeError,
         "ModelConfigError": ValueError,

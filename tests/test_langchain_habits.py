@@ -161,6 +161,7 @@ def test_a_chain_of_ones_own_may_define_run() -> None:
         ("apredict", "use await llms.acall(llm, prompt)"),
         ("stream", "streaming_func=print_chunk"),
         ("bind_tools", "agents.ToolCallingAgent(llm, tools)"),
+        ("with_fallbacks", "use llms.Fallbacks([llm, backup, ...])"),
     ],
 )
 def test_a_langchain_model_method_names_chainkits_way(method: str, pointer: str) -> None:

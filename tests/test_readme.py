@@ -39,12 +39,14 @@ EXPECTED = [
     "Order(items=[Item(name='tea', price=2.5)], status='open')\n"
     "('items[0].price: expected number, got \"cheap\"',)",
     "hello from the loopback server",
+    "42",
     "<|im_start|>system\n你是金融助手<|im_end|>\n"
     "<|im_start|>user\n帮我查 2025 年贵州茅台的净利润<|im_end|>\n<|im_start|>assistant\n",
     "42",
     "42",
     "['get_weather']\n北京: sunny, 21 °C",
     "calculator returned 84\n84",
+    "qwen2.5: 1 call, 11 tokens in, 7 out, cost 0.0000039",
 ]
 
 

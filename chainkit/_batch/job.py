@@ -13,9 +13,10 @@ from contextlib import suppress
 from chainkit._batch import records
 from chainkit._batch.output import OutputFile
 from chainkit._batch.records import BadLine, Record, key_of
-from chainkit._batch.runner import Result, bad_line_result
+from chainkit._batch.runner import Result, add_usage, bad_line_result
 from chainkit._progress import Progress
 from chainkit._text import counted
+from chainkit.callbacks import Prices, UsageTotals
 
 LABEL = "chainkit batch"
 
@@ -27,6 +28,7 @@ class BatchJob:
     failed runs). `pending()` yields the records still to run, once each, counting those done
     before and writing bad lines as errors as it meets them; `finish` writes each result.
     The input is read once, as the runs go: what is skipped is neither held nor parsed twice.
+    `usage` sums the token usage of the runs this job made, by model, costed at `prices`.
     """
 
     def __init__(
@@ -37,8 +39,10 @@ class BatchJob:
         *,
         progress: bool,
         retry_failed: bool = False,
+        prices: Prices | None = None,
     ) -> None:
         self.input_path = input_path
+        self.usage = UsageTotals(prices)
         self.needed = list(needed)
         self._progress: Progress | None = None
         self.output = OutputFile(output_path)
@@ -79,6 +83,7 @@ class BatchJob:
     def finish(self, result: Result) -> None:
         """Writes a run's result line and counts it."""
         self.output.append(result)
+        add_usage(self.usage, result)
         failed = "error" in result
         self.finished += 1
         self.failed += failed
@@ -123,6 +128,9 @@ class BatchJob:
         if self.duplicates:
             parts.append(f"{counted(self.duplicates, 'line')} with a repeated id skipped")
         self.tell(f"{', '.join(parts)}, in {seconds:.1f} s; results in {self.output.path}")
+        if self.usage.models:
+            for line in self.usage.summary().splitlines():
+                self.tell(f"usage: {line}")
 
     def _repeated(self, item: Record | BadLine, key: str) -> None:
         self.duplicates += 1

@@ -3,7 +3,8 @@ process's event loop, or Ray actors, each running it on records the driver hands
 
 A run's result line: `id`; `output` (the chain's one output, or its outputs as an object) or
 `error` (`type` and `message`); `steps` (the tool calls the agent made); `usage` (the tokens
-of its model calls, summed); `seconds`.
+of its model calls, summed); `usage_by_model` (per model: `calls`, `input_tokens`,
+`output_tokens`, and `unreported`, the replies without usage, when there were any); `seconds`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from chainkit._batch.records import BadLine, Record, names
 from chainkit._errors import FactoryError
 from chainkit._redact import redact
-from chainkit.callbacks import Handler
+from chainkit.callbacks import Handler, ModelUsage, UsageTotals
 from chainkit.chains import Chain, acall
 from chainkit.schema import AgentAction, Message, TokenUsage
 
@@ -68,11 +69,11 @@ class _RunTally(Handler):
 async def run(chain: Chain, record: Record) -> Result:
     """The result line of running `chain` on `record`; an exception the run raises is its
     `error`, never raised here (an interrupt or a cancellation is)."""
-    tally = _RunTally()
+    tally, by_model = _RunTally(), UsageTotals()
     started = time.perf_counter()
     line: Result = names(record)
     try:
-        outputs = await acall(chain, record.inputs, callbacks=tally)
+        outputs = await acall(chain, record.inputs, callbacks=[tally, by_model])
     except Exception as error:
         line["error"] = {"type": type(error).__name__, "message": redact(str(error))}
     else:
@@ -80,8 +81,29 @@ async def run(chain: Chain, record: Record) -> Result:
         line["output"] = outputs[keys[0]] if len(keys) == 1 else outputs
     line["steps"] = tally.steps
     line["usage"] = tally.usage()
+    line["usage_by_model"] = {name: _counts(usage) for name, usage in by_model.models.items()}
     line["seconds"] = round(time.perf_counter() - started, 3)
     return line
+
+
+def _counts(usage: ModelUsage) -> dict[str, int]:
+    counts = {
+        "calls": usage.calls,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+    }
+    if usage.unreported:
+        counts["unreported"] = usage.unreported
+    return counts
+
+
+def add_usage(totals: UsageTotals, result: Result) -> None:
+    """Adds a result line's `usage_by_model` to `totals` (a line of an earlier chainkit, or
+    of a run that made no model call, adds nothing)."""
+    by_model = result.get("usage_by_model")
+    if isinstance(by_model, dict):
+        for name, counts in by_model.items():
+            totals.add(name, ModelUsage(**counts))
 
 
 def bad_line_result(bad: BadLine) -> Result:
@@ -91,6 +113,7 @@ def bad_line_result(bad: BadLine) -> Result:
         "error": {"type": "InputError", "message": f"line {bad.line}: {bad.problem}"},
         "steps": 0,
         "usage": TokenUsage().to_dict(),
+        "usage_by_model": {},
         "seconds": 0.0,
     }
 

@@ -60,3 +60,15 @@ def json_object(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError('expected a JSON object, e.g. {"pip": ["chainkit"]}')
     return value
+
+
+def prices(text: str) -> dict[str, tuple[float, float]]:
+    """Prices per million tokens in and out, by model: a JSON object such as
+    {"gpt-4o-mini": [0.15, 0.6]}, checked as `callbacks.UsageTotals` takes it."""
+    from chainkit._errors import ChainkitError
+    from chainkit.callbacks.usage import UsageTotals
+
+    try:
+        return UsageTotals(json_object(text)).prices
+    except ChainkitError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None

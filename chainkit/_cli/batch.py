@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from chainkit._cli import agent, exit_status, stderr
-from chainkit._cli.arguments import json_object, positive
+from chainkit._cli.arguments import json_object, positive, prices
 
 if TYPE_CHECKING:
     from chainkit._batch.job import BatchJob
@@ -43,13 +43,14 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         usage=(
             "chainkit batch [-h] -o OUTPUT.jsonl [--concurrency N] [--agent module:factory] "
             "[--engine {local,ray}] [--ray-address ADDRESS] [--progress] [--retry-failed] "
-            "INPUT.jsonl"
+            "[--prices JSON] INPUT.jsonl"
         ),
         description=(
             'Run a chain on each line of INPUT.jsonl, a JSON object such as {"id": 7, '
             '"input": "What is 2 + 2?"} (a line without an id is named by its line number: '
             '"id": null, "line": N), and append one result line per run to OUTPUT.jsonl: id, '
-            "output or error, steps, usage, seconds. Run the same command again to go on after "
+            "output or error, steps, usage (summed, and by model), seconds; the summary adds "
+            "up the usage by model. Run the same command again to go on after "
             "an interruption: runs already in OUTPUT.jsonl are skipped. Exit status: 0 all "
             "succeeded, 1 some failed, 2 usage error, 74 a result could not be written, 130 "
             "interrupted, 143 terminated."
@@ -104,6 +105,15 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         action="store_true",
         help="run again the runs OUTPUT.jsonl holds as failed (their lines are replaced)",
     )
+    command.add_argument(
+        "--prices",
+        type=prices,
+        metavar="JSON",
+        help=(
+            "prices per million tokens in and out by model, e.g. "
+            "'{\"gpt-4o-mini\": [0.15, 0.6]}': the summary shows the cost of the job's runs"
+        ),
+    )
 
 
 def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -156,6 +166,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             inputs_needed(chain),
             progress=progress,
             retry_failed=args.retry_failed,
+            prices=args.prices,
         )
     except OSError as unopened:  # an output that cannot be opened, or locked by another job
         stderr.error(COMMAND, str(unopened))

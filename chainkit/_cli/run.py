@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from chainkit._cli import exit_status, stderr
-from chainkit._cli.arguments import not_empty, positive, seconds
+from chainkit._cli.arguments import not_empty, positive, prices, seconds
 from chainkit._redact import redact
 from chainkit._text import shorten
 from chainkit.callbacks import Handler
@@ -39,7 +39,8 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="answer a question with a MRKL agent over the built-in tools",
         usage=(
             "chainkit run [-h] [-v] [--max-iterations N] [--model MODEL] [--base-url URL] "
-            "[--timeout SECONDS] [--max-attempts N] [--trace FILE] [--] QUESTION"
+            "[--timeout SECONDS] [--max-attempts N] [--trace FILE] [--prices JSON] [--] "
+            "QUESTION"
         ),
         description=(
             "Answer QUESTION with a OneShotAgent over the calculator, random number and current "
@@ -91,6 +92,16 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--trace",
         metavar="FILE",
         help="append every event of the run to FILE as JSON lines (see chainkit trace FILE)",
+    )
+    run.add_argument(
+        "--prices",
+        type=prices,
+        metavar="JSON",
+        help=(
+            "prices per million tokens in and out by model, e.g. "
+            "'{\"gpt-4o-mini\": [0.15, 0.6]}': the run's cost is shown with its token usage "
+            "(which -v shows too)"
+        ),
     )
 
 
@@ -220,10 +231,18 @@ def _answer(args: argparse.Namespace, model: Model) -> str:
     executor = builtin_agent(
         model, max_iterations=args.max_iterations, callbacks=_handler(args, model)
     )
-    if args.trace is None:
-        return chains.run(executor, args.question)
-    with callbacks.TraceFile(args.trace) as trace:
-        return chains.run(executor, args.question, callbacks=trace)
+    shown = args.verbose or args.prices is not None
+    totals = callbacks.UsageTotals(args.prices) if shown else None
+    heard: list[Handler] = [] if totals is None else [totals]
+    try:
+        if args.trace is None:
+            return chains.run(executor, args.question, callbacks=heard or None)
+        with callbacks.TraceFile(args.trace) as trace:
+            return chains.run(executor, args.question, callbacks=[*heard, trace])
+    finally:  # a failed run's tokens were spent all the same
+        if totals is not None:
+            for line in totals.summary().splitlines():
+                stderr.tell("", f"usage: {line}")
 
 
 def _hint(error: Exception, args: argparse.Namespace) -> str | None:

@@ -23,6 +23,7 @@ from chainkit.callbacks.otel import OpenTelemetryHandler
 from chainkit.callbacks.run import Run, RunInfo, RunKind, current_run
 from chainkit.callbacks.threads import ContextThreadPoolExecutor
 from chainkit.callbacks.trace_file import TraceFile
+from chainkit.callbacks.usage import ModelUsage, Prices, UsageTotals
 
 __all__ = [
     "AnswerRestart",
@@ -37,14 +38,17 @@ __all__ = [
     "HandlerTypeError",
     "Handlers",
     "LogHandler",
+    "ModelUsage",
     "Observed",
     "OpenTelemetryHandler",
+    "Prices",
     "Run",
     "RunInfo",
     "RunKind",
     "StreamClosed",
     "TraceFile",
     "TraceFormatError",
+    "UsageTotals",
     "current_run",
     "guard",
     "join",

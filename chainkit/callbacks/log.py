@@ -156,8 +156,13 @@ class LogHandler(Handler):
     def handle_llm_end(self, message: Message) -> None:
         detail = _describe(message)
         meta = message.response_meta
-        if meta is not None and meta.finish_reason:
-            detail += f" (finish_reason={meta.finish_reason})"
+        if meta is not None:
+            # The model that answered, as the server named it: under llms.Fallbacks, not
+            # always the model the run started with.
+            said = [f"finish_reason={meta.finish_reason}"] if meta.finish_reason else []
+            said += [f"model={meta.model}"] if meta.model else []
+            if said:
+                detail += f" ({', '.join(said)})"
         self._write("llm end", detail)
 
     def handle_llm_error(self, error: BaseException) -> None:

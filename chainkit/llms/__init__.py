@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 
 from chainkit._lazy import lazy_exports
 from chainkit.llms.errors import (
+    AllModelsFailedError,
     FakeLLMExhaustedError,
     ModelAttributeError,
     ModelConfigError,
@@ -28,6 +29,7 @@ from chainkit.llms.output_strategies import StrategyName
 from chainkit.llms.structured import ObjectResult, PartialFunc, agenerate_object, generate_object
 
 if TYPE_CHECKING:
+    from chainkit.llms.fallbacks import Fallbacks
     from chainkit.llms.offline.model import OfflineModel
     from chainkit.llms.openai.chat import OpenAI
     from chainkit.llms.openai.embeddings import OpenAIEmbeddings
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 # contract from here, do not pay for the backends at import time.
 _LAZY = {
     "Backoff": "chainkit.llms.retry",
+    "Fallbacks": "chainkit.llms.fallbacks",
     "OpenAIEmbeddings": "chainkit.llms.openai.embeddings",
     "OfflineModel": "chainkit.llms.offline.model",
     "OpenAI": "chainkit.llms.openai.chat",
@@ -49,6 +52,7 @@ __getattr__, __dir__ = lazy_exports("chainkit.llms", _LAZY, globals())
 
 
 __all__ = [
+    "AllModelsFailedError",
     "Backoff",
     "BaseModel",
     "CallOptions",
@@ -56,6 +60,7 @@ __all__ = [
     "FakeCall",
     "FakeLLM",
     "FakeLLMExhaustedError",
+    "Fallbacks",
     "Model",
     "ModelAttributeError",
     "ModelConfigError",

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from chainkit._errors import ChainkitError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from chainkit.schema import Message
 
 
@@ -140,3 +142,15 @@ class UnknownOptionError(ChainkitError, TypeError):
 class ModelAttributeError(ChainkitError, AttributeError):
     """A model was asked for a method LangChain's models have, such as `invoke`; the message
     names chainkit's way (`llms.call`, `generate`)."""
+
+
+class AllModelsFailedError(ModelError):
+    """Every model of an `llms.Fallbacks` failed, each with an error it falls back on.
+
+    `errors` holds each model's name and its error, in the order the models were tried; the
+    message names them all. The last model's error is also the cause (`__cause__`)."""
+
+    def __init__(self, errors: Sequence[tuple[str, Exception]]) -> None:
+        tried = "; ".join(f"{name}: {type(error).__name__}: {error}" for name, error in errors)
+        super().__init__(f"every model failed ({len(errors)} tried): {tried}")
+        self.errors: tuple[tuple[str, Exception], ...] = tuple(errors)

@@ -93,6 +93,10 @@ class BaseModel:
             "agents.ToolCallingAgent(llm, tools)",
             ModelAttributeError,
         )
+        with_fallbacks = Elsewhere(
+            "use llms.Fallbacks([llm, backup, ...]), a model that calls the next when one fails",
+            ModelAttributeError,
+        )
 
     @property
     def name(self) -> str:
@@ -179,12 +183,18 @@ def _request(
     streaming_func = options.pop("streaming_func", None)
     callbacks = options.pop("callbacks", None)
     own = None if callbacks is None else guard(callbacks)
-    if streaming_func is not None and inspect.iscoroutinefunction(streaming_func):
+    if streaming_func is not None:  # no call on the agent loop's path, which streams nothing
+        check_streaming_func(streaming_func)
+    return ModelRequest(messages, stop, tools, streaming_func, None, options, streaming_func), own
+
+
+def check_streaming_func(streaming_func: object) -> None:
+    """Raises for an async `streaming_func`."""
+    if inspect.iscoroutinefunction(streaming_func):
         raise ModelTypeError(
             "streaming_func must be a plain function: it is called once per chunk and never "
             "awaited, so an async one would lose every chunk"
         )
-    return ModelRequest(messages, stop, tools, streaming_func, None, options, streaming_func), own
 
 
 def _start(handler: CombiningHandler, request: ModelRequest, model: BaseModel) -> None:
