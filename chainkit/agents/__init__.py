@@ -1,6 +1,7 @@
 """Agents: the MRKL OneShotAgent, the native ToolCallingAgent, and the Executor that runs them."""
 
 from chainkit.agents.agent import Agent
+from chainkit.agents.approval import ApprovalRequest, Approve, Deny, Edit
 from chainkit.agents.base import BaseAgent, PlanRequest, check_tools
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
@@ -21,8 +22,12 @@ __all__ = [
     "Agent",
     "AgentConfigError",
     "AgentTypeError",
+    "ApprovalRequest",
+    "Approve",
     "BaseAgent",
     "DeadlineExceededError",
+    "Deny",
+    "Edit",
     "Executor",
     "NoReturnError",
     "NotFinishedError",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal, Never
 
 from chainkit._stop import stop_escaped
@@ -30,6 +31,20 @@ from chainkit.agents._deadline import (
 )
 from chainkit.agents._typed_answer import TypedAnswer
 from chainkit.agents.agent import Agent
+from chainkit.agents.approval import (
+    ApprovalRequest,
+    Approver,
+    Decision,
+    Denial,
+    InlineApproval,
+    applied,
+    check_approver,
+    needs_approval,
+    report_decided,
+    report_required,
+    request_for,
+    requires_approval_of,
+)
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
     PARSE_ERROR_TOOL,
@@ -66,9 +81,11 @@ class _PlanFinal:
 
 @dataclass(slots=True)  # not frozen: made on every step, and frozen costs a setattr per field
 class _Act:
-    """Run these actions' tools; send back their observations, in order."""
+    """Run these actions' tools; send back their observations, in order. `step` is the
+    number of the run's step (from 1), which an approval request names."""
 
     actions: list[AgentAction]
+    step: int
 
 
 @dataclass(slots=True)
@@ -131,6 +148,11 @@ class Executor(Chain):
       goes back to the model, naming what was wrong, as the next observation (with or without
       `error_handler`), up to the run's limits; a final answer asked for at a limit that does
       not fit raises OutputParserError.
+    - A call of a tool marked `requires_approval` waits for `approve(request)`, given an
+      `agents.ApprovalRequest`, which returns `agents.Approve()`, `Deny(reason)` (the model
+      observes the denial and its reason; the tool does not run) or `Edit(arguments)` (the tool
+      runs on those). An async `approve` needs an async run. Without `approve=`, an Executor
+      whose tools need approval is refused.
     """
 
     def __init__(
@@ -146,6 +168,7 @@ class Executor(Chain):
         early_stopping_method: Literal["force", "generate"] = "force",
         handle_tool_errors: bool = False,
         output_type: object = None,
+        approve: Approver | None = None,
         **langchain_arguments: Never,
     ) -> None:
         if langchain_arguments:
@@ -157,6 +180,7 @@ class Executor(Chain):
         settings.check_early_stopping_method(early_stopping_method)
         settings.check_error_handler(error_handler)
         toolset = settings.checked_toolset(agent)
+        check_approver(approve, toolset)
         if memory is not None:
             settings.check_memory_is_read(agent, memory)
         self.agent = agent
@@ -172,6 +196,9 @@ class Executor(Chain):
         self._toolset = toolset
         self.output_type = output_type
         self._typed_answer = None if output_type is None else TypedAnswer(output_type)
+        self.approve = approve
+        marked = any(requires_approval_of(tool) for tool in toolset)
+        self._approval = InlineApproval(approve) if approve is not None and marked else None
 
     def __repr__(self) -> str:
         return f"Executor(agent={self.agent!r}, max_iterations={self.max_iterations})"
@@ -263,7 +290,7 @@ class Executor(Chain):
                     return self._out_of_time()
                 if run.callbacks is not None:
                     self._report(decision, run.callbacks)
-                direct = self._record(decision, (yield _Act(decision)), run)
+                direct = self._record(decision, (yield _Act(decision, iteration)), run)
                 if direct is not None:
                     return self._finish(AgentFinish({self.agent.output_keys[0]: direct}), run)
         except Interrupted as cut:
@@ -285,7 +312,7 @@ class Executor(Chain):
             run.steps.append(AgentStep(action, observation))
             if direct is None:
                 tool = self._toolset.find(action.tool)
-                if tool is not None and tool.return_direct:
+                if tool is not None and tool.return_direct and type(observation) is not Denial:
                     direct = observation
         return direct
 
@@ -336,16 +363,20 @@ class Executor(Chain):
             if type(request) is _Plan:
                 return self.agent.plan(run.steps, run.inputs, **run.options)
             if type(request) is _Act and len(request.actions) == 1:
-                return [self._run_tool(request.actions[0])]
+                return [self._run_tool(request.actions[0], request.step)]
         match request:
             case _Plan():
                 assert run.deadline is not None  # taken above otherwise
                 return plan_in_thread(
                     self.agent, run.deadline, run.steps, run.inputs, run.options, run.callbacks
                 )
-            case _Act(actions=actions):
+            case _Act(actions=actions, step=step):
                 return act_in_threads(
-                    self._run_tool, actions, self.max_parallel_tools, run.callbacks, run.deadline
+                    partial(self._run_tool, step=step),
+                    actions,
+                    self.max_parallel_tools,
+                    run.callbacks,
+                    run.deadline,
                 )
             case _PlanFinal():
                 return self.agent.plan_final(run.steps, run.inputs, **run.options)
@@ -356,14 +387,14 @@ class Executor(Chain):
             if type(request) is _Plan:
                 return await self.agent.aplan(run.steps, run.inputs, **run.options)
             if type(request) is _Act and len(request.actions) == 1:
-                return [await self._arun_tool(request.actions[0])]
+                return [await self._arun_tool(request.actions[0], request.step)]
         match request:
             case _Plan():
                 plan = self.agent.aplan(run.steps, run.inputs, **run.options)
                 return await within(run.deadline, plan, model_interrupted)
-            case _Act(actions=actions):
+            case _Act(actions=actions, step=step):
                 observations: list[str | None] = [None] * len(actions)
-                acting = self._aact(actions, observations)
+                acting = self._aact(actions, observations, step)
                 return await within(
                     run.deadline, acting, lambda: tools_interrupted(actions, observations)
                 )
@@ -382,7 +413,9 @@ class Executor(Chain):
         _postpone(run.deadline, await run.pacer.apause())
         return await self._aperform(request, run)
 
-    async def _aact(self, actions: list[AgentAction], observations: list[str | None]) -> list[str]:
+    async def _aact(
+        self, actions: list[AgentAction], observations: list[str | None], step: int
+    ) -> list[str]:
         """Runs the actions as tasks, at most `max_parallel_tools` at once, each observation
         put in `observations` as it comes; returns them in the order of `actions`."""
         import asyncio  # loaded already by the running event loop, not at import
@@ -391,7 +424,7 @@ class Executor(Chain):
 
         async def run(index: int, action: AgentAction) -> str:
             async with limit:
-                observation = observations[index] = await self._arun_tool(action)
+                observation = observations[index] = await self._arun_tool(action, step)
                 return observation
 
         tasks = [asyncio.ensure_future(run(i, action)) for i, action in enumerate(actions)]
@@ -406,7 +439,7 @@ class Executor(Chain):
 
     # One tool call: a "tool" run, with its events.
 
-    def _run_tool(self, action: AgentAction) -> str:
+    def _run_tool(self, action: AgentAction, step: int) -> str:
         tool = self._toolset.find(action.tool)
         name = _UNKNOWN_TOOL if tool is None else tool.name
         with enter("tool", name, None, action.tool_call_id) as run:
@@ -414,6 +447,12 @@ class Executor(Chain):
                 run.handler.handle_tool_start(run.name, action.tool_input, action.tool_call_id)
             if tool is None:
                 return self._unknown_tool(action, run)
+            if self._approval is not None and needs_approval(tool, action):
+                request = self._asking(tool, action, run, step)
+                decided = self._decided(request, self._approval.decide(request), action, run)
+                if isinstance(decided, Denial):
+                    return self._tool_ended(decided, run)
+                action = decided
             try:
                 if action.tool_call_id is None:
                     output = tool.call(action.tool_input)
@@ -423,7 +462,7 @@ class Executor(Chain):
                 return self._tool_failed(tool, error, run)
             return self._tool_ended(output, run)
 
-    async def _arun_tool(self, action: AgentAction) -> str:
+    async def _arun_tool(self, action: AgentAction, step: int) -> str:
         tool = self._toolset.find(action.tool)
         name = _UNKNOWN_TOOL if tool is None else tool.name
         with enter("tool", name, None, action.tool_call_id) as run:
@@ -431,6 +470,12 @@ class Executor(Chain):
                 run.handler.handle_tool_start(run.name, action.tool_input, action.tool_call_id)
             if tool is None:
                 return self._unknown_tool(action, run)
+            if self._approval is not None and needs_approval(tool, action):
+                request = self._asking(tool, action, run, step)
+                decided = self._decided(request, await self._approval.adecide(request), action, run)
+                if isinstance(decided, Denial):
+                    return self._tool_ended(decided, run)
+                action = decided
             try:
                 if action.tool_call_id is None:
                     output = await tool.acall(action.tool_input)
@@ -439,6 +484,19 @@ class Executor(Chain):
             except BaseException as error:
                 return self._tool_failed(tool, error, run)
             return self._tool_ended(output, run)
+
+    def _asking(self, tool: Tool, action: AgentAction, run: Run, step: int) -> ApprovalRequest:
+        """The request for a decision on this call, reported to the run's handlers."""
+        request = request_for(tool, action, run.parent_id, step)
+        report_required(run.handler, request)
+        return request
+
+    def _decided(
+        self, request: ApprovalRequest, decision: Decision, action: AgentAction, run: Run
+    ) -> AgentAction | Denial:
+        """The call to make after `decision`, or its denial; the decision is reported."""
+        report_decided(run.handler, request, decision)
+        return applied(decision, action)
 
     def _unknown_tool(self, action: AgentAction, run: Run) -> str:
         """The observation for an action naming no tool of the agent, reported as the run's

@@ -34,6 +34,8 @@ EventKind = Literal[
     "retriever_error",
     "retry",
     "partial_object",
+    "approval_required",
+    "approval_decided",
 ]
 """The kinds of `Event` record; each is the `kind` of one row of `EVENTS`."""
 
@@ -211,6 +213,28 @@ EVENTS: tuple[CallbackEvent, ...] = (
             "error": "error",
             "wait": "wait_seconds",
             "discarded": "discarded",
+        },
+    ),
+    CallbackEvent(
+        "handle_approval_required",
+        "tool",
+        "other",
+        ("tool", "arguments", "tool_call_id"),
+        kind="approval_required",
+        data={"tool": "tool", "arguments": "arguments", "tool_call_id": "tool_call_id"},
+    ),
+    CallbackEvent(
+        "handle_approval_decided",
+        "tool",
+        "other",
+        ("tool", "decision", "reason", "arguments", "tool_call_id"),
+        kind="approval_decided",
+        data={
+            "tool": "tool",
+            "decision": "decision",
+            "reason": "reason",
+            "arguments": "arguments",
+            "tool_call_id": "tool_call_id",
         },
     ),
 )

@@ -110,6 +110,19 @@ class CombiningHandler(Handler):
     ) -> None:
         self._dispatch("handle_retry", attempt, error, wait_seconds, discarded)
 
+    def handle_approval_required(self, tool: str, arguments: str, tool_call_id: str | None) -> None:
+        self._dispatch("handle_approval_required", tool, arguments, tool_call_id)
+
+    def handle_approval_decided(
+        self,
+        tool: str,
+        decision: str,
+        reason: str | None,
+        arguments: str | None,
+        tool_call_id: str | None,
+    ) -> None:
+        self._dispatch("handle_approval_decided", tool, decision, reason, arguments, tool_call_id)
+
 
 def join(outer: CombiningHandler | None, extra: CombiningHandler | None) -> CombiningHandler | None:
     """`outer` (the handler active where a run starts) together with `extra` (the run's own).

@@ -70,6 +70,10 @@ class Event:
       call failed with the exception `error`, the next starts in `wait` seconds, and the
       `token`s this run streamed before (their text is `discarded`) are no part of its reply:
       the next attempt streams it again from its start
+    - approval_required `{"tool", "arguments", "tool_call_id"}`: a call waits for a person's
+      decision (`arguments`: its input as the model wrote it); approval_decided `{"tool",
+      "decision", "reason", "arguments", "tool_call_id"}`: "approve", "deny" with its `reason`
+      or "edit" with the new `arguments`. Both belong to the tool's run
     """
 
     kind: EventKind

@@ -121,6 +121,21 @@ class Handler:
         heard it): it is no part of the reply, which the next attempt streams from its start.
         """
 
+    def handle_approval_required(self, tool: str, arguments: str, tool_call_id: str | None) -> None:
+        """The call of `tool` with `arguments` (its input as the model wrote it) waits for a
+        person's decision; heard in the tool's run, after its start."""
+
+    def handle_approval_decided(
+        self,
+        tool: str,
+        decision: str,
+        reason: str | None,
+        arguments: str | None,
+        tool_call_id: str | None,
+    ) -> None:
+        """A person decided about the call of `tool`: `decision` is "approve", "deny" (with
+        `reason`, which the model reads) or "edit" (the tool runs on `arguments` instead)."""
+
 
 _LANGCHAIN_METHODS = {
     "on_text": "handle_text",

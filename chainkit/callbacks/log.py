@@ -212,3 +212,21 @@ class LogHandler(Handler):
             f"attempt {attempt} failed ({type(error).__name__}: {error}){dropped}; "
             f"retrying in {wait_seconds:.2f}s",
         )
+
+    def handle_approval_required(self, tool: str, arguments: str, tool_call_id: str | None) -> None:
+        self._write("approval required", f"{tool}{_for(tool_call_id)} input={arguments!r}")
+
+    def handle_approval_decided(
+        self,
+        tool: str,
+        decision: str,
+        reason: str | None,
+        arguments: str | None,
+        tool_call_id: str | None,
+    ) -> None:
+        detail = f"{tool}{_for(tool_call_id)} {decision}"
+        if reason:
+            detail += f" reason={reason!r}"
+        if arguments is not None:
+            detail += f" input={arguments!r}"
+        self._write("approval decided", detail)

@@ -79,6 +79,9 @@ class OpenTelemetryHandler(EventHandler):
     A retried model call adds a `retry` event to its span: `chainkit.retry.attempt` (the one
     that failed), `error.type` and `chainkit.retry.wait` (seconds before the next attempt);
     with content captured, `chainkit.retry.discarded` (the text the attempt had streamed).
+    A tool call a person decided on adds an `approval_decided` event to the tool's span:
+    `chainkit.approval.decision` ("approve", "deny" or "edit") and `gen_ai.tool.call.id`;
+    with content captured, `chainkit.approval.reason` and `chainkit.approval.arguments`.
 
     `tracer_provider` defaults to OpenTelemetry's global one.
     """
@@ -126,13 +129,12 @@ class OpenTelemetryHandler(EventHandler):
                 run = self._spans.get(event.run_id)
             if run is not None:
                 _mark_agent(run.span, event.name)
-        elif kind == "retry":
+        elif kind == "retry" or kind == "approval_decided":
             with self._lock:
                 run = self._spans.get(event.run_id)
             if run is not None:
-                run.span.add_event(
-                    "retry", _retry_attributes(event, self.capture_content), int(event.time * 1e9)
-                )
+                attributes = _SPAN_EVENTS[kind](event, self.capture_content)
+                run.span.add_event(kind, attributes, int(event.time * 1e9))
 
     def _start(self, event: Event) -> None:
         data = event.data
@@ -248,6 +250,24 @@ def _retry_attributes(event: Event, capture_content: bool) -> dict[str, Any]:
     if capture_content:
         attributes["chainkit.retry.discarded"] = redact(data["discarded"])
     return attributes
+
+
+def _approval_attributes(event: Event, capture_content: bool) -> dict[str, Any]:
+    """The decision on a tool call; its reason and edited arguments only when content is
+    captured (a person's words, the call's data)."""
+    data = event.data
+    attributes: dict[str, Any] = {"chainkit.approval.decision": data["decision"]}
+    if data["tool_call_id"] is not None:
+        attributes["gen_ai.tool.call.id"] = data["tool_call_id"]
+    if capture_content:
+        for key in ("reason", "arguments"):
+            if data[key] is not None:
+                attributes[f"chainkit.approval.{key}"] = redact(data[key])
+    return attributes
+
+
+_SPAN_EVENTS = {"retry": _retry_attributes, "approval_decided": _approval_attributes}
+"""The events that become a span event of their run's span, and its attributes."""
 
 
 def _server(url: str | None) -> dict[str, Any]:

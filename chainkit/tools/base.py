@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from chainkit._elsewhere import Elsewhere
@@ -10,7 +11,7 @@ from chainkit._stop import call_guarded, to_thread
 from chainkit.schema import ToolInfo
 from chainkit.tools._arguments import decode_json
 from chainkit.tools._schema_text import prompt_arguments
-from chainkit.tools.errors import MalformedJSONError, ToolAttributeError
+from chainkit.tools.errors import MalformedJSONError, ToolAttributeError, ToolTypeError
 from chainkit.tools.errors import ToolError as ToolError
 
 _STRING_INPUT: dict[str, Any] = {
@@ -30,6 +31,11 @@ class Tool:
     `input_required = False` says the input may be left out (the tool then gets ''): its
     schema does not require it, and a native call's `{}` is an empty input.
 
+    `requires_approval` says whether a call needs a person's decision before it runs (an
+    Executor's `approve=`): True, False, or a function given the call's arguments that says
+    whether this call does. It gets a dict for a JSON object of arguments; a tool taking one
+    string (a plain Tool, or a MRKL Action Input that is no JSON object) gets the input text.
+
     `blocking` says whether `call` may wait (on the network, a disk, a lock, a sleep) or run
     long. In async code (`acall`), a blocking tool's `call` runs in a worker thread, so the
     event loop goes on meanwhile; a tool whose `call` always returns at once, such as the
@@ -42,6 +48,7 @@ class Tool:
     return_direct: bool = False
     input_required: bool = True
     blocking: bool = True
+    requires_approval: bool | Callable[[Any], bool] = False
 
     if not TYPE_CHECKING:  # to mypy they stay missing, so it flags them in user code
         run = Elsewhere("use tool.call(input)", ToolAttributeError)
@@ -111,4 +118,13 @@ class Tool:
         raise ToolError(
             f'Invalid arguments for tool {self.name}: expected {{"input": "<text>"}}, '
             f"got {arguments[:200]!r}"
+        )
+
+
+def check_approval_mark(mark: object) -> None:
+    """Refuses a `requires_approval` that is neither True, False nor a function."""
+    if not isinstance(mark, bool) and not callable(mark):
+        raise ToolTypeError(
+            "requires_approval must be True, False or a function of the call's arguments, got "
+            f"{type(mark).__name__}: {mark!r:.100}"
         )

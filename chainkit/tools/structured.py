@@ -28,7 +28,7 @@ from chainkit._jsonschema.specs import (
 )
 from chainkit._stop import to_thread
 from chainkit.tools._arguments import blank_input_arguments, decode_json
-from chainkit.tools.base import Tool
+from chainkit.tools.base import Tool, check_approval_mark
 from chainkit.tools.errors import (
     ArgumentProblem,
     MalformedJSONError,
@@ -66,9 +66,11 @@ class StructuredTool(Tool):
         description: str | None = None,
         return_direct: bool = False,
         blocking: bool = True,
+        requires_approval: bool | Callable[[Any], bool] = False,
     ) -> None:
         if not isinstance(blocking, bool):
             raise ToolTypeError(f"blocking must be True or False, got {blocking!r}")
+        check_approval_mark(requires_approval)
         summary, parameter_docs = _parse_docstring(inspect.getdoc(func))
         self.func = func
         self.name = name or str(getattr(func, "__name__", ""))
@@ -82,6 +84,7 @@ class StructuredTool(Tool):
             )
         self.return_direct = return_direct
         self.blocking = blocking
+        self.requires_approval = requires_approval
         self._signature = inspect.signature(func)
         self._spec = _arguments_spec(
             self._signature, _type_hints(func, self.name), parameter_docs, self.name
@@ -203,6 +206,7 @@ def tool(
     description: str | None = None,
     return_direct: bool = False,
     blocking: bool = True,
+    requires_approval: bool | Callable[[Any], bool] = False,
 ) -> Callable[[Callable[..., Any]], StructuredTool]: ...
 
 
@@ -214,10 +218,13 @@ def tool(
     description: str | None = None,
     return_direct: bool = False,
     blocking: bool = True,
+    requires_approval: bool | Callable[[Any], bool] = False,
 ) -> StructuredTool | Callable[[Callable[..., Any]], StructuredTool]:
     """Makes a function a StructuredTool: `@tool` or `@tool(name=..., description=...)`;
     `@tool(blocking=False)` for a sync function that returns at once, which async runs then
-    call without a thread hop (see `Tool.blocking`)."""
+    call without a thread hop (see `Tool.blocking`); `@tool(requires_approval=True)` (or a
+    function of the arguments dict) for one whose calls a person approves (see
+    `Tool.requires_approval`)."""
 
     def make(function: Callable[..., Any]) -> StructuredTool:
         return StructuredTool(
@@ -226,6 +233,7 @@ def tool(
             description=description,
             return_direct=return_direct,
             blocking=blocking,
+            requires_approval=requires_approval,
         )
 
     return make if func is None else make(func)

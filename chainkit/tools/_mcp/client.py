@@ -12,11 +12,12 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import CancelledError, Future
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
+from chainkit.tools._mcp.approval import approval_marks
 from chainkit.tools._mcp.endpoint import check_timeout, endpoint
 from chainkit.tools._mcp.tool import MCPTool
 from chainkit.tools.base import Tool
@@ -62,6 +63,11 @@ class MCPTools:
     `prefix` is put before every tool name, to tell apart servers with tools of the same name.
     `name` names the server in errors and on its tools (`tool.server`); by default, the name
     the server gives itself. `tools.join_tools(a, b)` joins the tools of several servers.
+
+    `requires_approval` marks tools whose calls a person approves (an Executor's `approve=`):
+    True for all, a set of tool names as the server lists them (without `prefix`; a name the
+    server does not list fails the connect with ToolConfigError), or a function given the
+    tool's name and the call's arguments dict that says whether this call needs approval.
     """
 
     def __init__(
@@ -76,8 +82,10 @@ class MCPTools:
         connect_timeout: float = 60.0,
         prefix: str = "",
         name: str | None = None,
+        requires_approval: bool | Collection[str] | Callable[[str, Any], bool] = False,
     ) -> None:
         self._endpoint = endpoint(command, url, env, cwd, headers)
+        self._requires_approval = approval_marks(requires_approval)
         self.timeout = check_timeout(timeout)
         self.connect_timeout = check_timeout(connect_timeout)
         if not isinstance(prefix, str):
@@ -133,6 +141,10 @@ class MCPTools:
             self._closing()  # without waiting: it may be stuck starting
             raise
         self._opened()
+        unlisted = self._unlisted_error()
+        if unlisted is not None:
+            self.close()
+            raise unlisted
         return self
 
     def __exit__(
@@ -153,6 +165,10 @@ class MCPTools:
             self._closing()  # without waiting: it may be stuck starting
             raise
         self._opened()
+        unlisted = self._unlisted_error()
+        if unlisted is not None:
+            await self.aclose()
+            raise unlisted
         return self
 
     async def __aexit__(
@@ -262,6 +278,18 @@ class MCPTools:
             if self._state == "connecting":
                 self._state = "open"
 
+    def _unlisted_error(self) -> ToolConfigError | None:
+        """The error for names `requires_approval` marks that the server does not list: a
+        misspelt name must not leave a tool unguarded."""
+        listed = [tool.remote_name for tool in self._tools if isinstance(tool, MCPTool)]
+        unlisted = self._requires_approval.unlisted(listed)
+        if not unlisted:
+            return None
+        return ToolConfigError(
+            f"requires_approval names {', '.join(map(repr, unlisted))}, which MCP server "
+            f"{self.server!r} does not list; it lists {', '.join(listed) or 'no tool'}"
+        )
+
     def _start_failed(self, ready: Future[None]) -> MCPConnectionError:
         """The error for a connect that failed or timed out; the session is abandoned."""
         session = self._session
@@ -303,6 +331,7 @@ class MCPTools:
                     name=self.prefix + info.name,
                     description=info.description or info.title or f"{info.name} ({server})",
                     parameters=info.input_schema,
+                    requires_approval=self._requires_approval.mark(info.name),
                 )
             )
         self._tools = tools

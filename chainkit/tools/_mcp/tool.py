@@ -9,7 +9,7 @@ another type. Argument types are left to the server to check: it owns the schema
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from chainkit._text import quoted
@@ -34,7 +34,8 @@ class MCPTool(Tool):
     """A tool of the MCP server named `server`, which knows it as `remote_name`.
 
     `name` is `remote_name` with the MCPTools' prefix, if it has one. Calls go through the
-    MCPTools session that listed the tool, so they work while it is open.
+    MCPTools session that listed the tool, so they work while it is open. `requires_approval`
+    is as the MCPTools' `requires_approval=` marks this tool (see `Tool.requires_approval`).
     """
 
     def __init__(
@@ -46,8 +47,10 @@ class MCPTool(Tool):
         name: str,
         description: str,
         parameters: Mapping[str, Any],
+        requires_approval: bool | Callable[[Any], bool] = False,
     ) -> None:
         self._caller = caller
+        self.requires_approval = requires_approval
         self.server = server
         self.remote_name = remote_name
         self.name = name

@@ -1,0 +1,258 @@
+"""Approving tool calls: which calls need a person's yes, what they are asked, what they
+answer, and what the answer does to the call.
+
+The one home of approval: the Executor's inline `approve=` callback and a run resumed with
+decisions taken elsewhere both go through `needs_approval`, `request_for` and `applied`; the
+decision types (`Approve`, `Deny`, `Edit`) are what either gives back, keyed by the call's
+`tool_call_id` when given in bulk.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from chainkit.agents.errors import AgentConfigError, AgentTypeError
+from chainkit.callbacks import CombiningHandler
+from chainkit.schema import AgentAction
+from chainkit.tools import Tool
+from chainkit.tools.toolset import Toolset
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """A tool call waiting for a person's decision.
+
+    `tool` is the tool's name; `input` the call's input as the model wrote it (a native call's
+    JSON arguments, or a MRKL Action Input); `arguments` the same read as the tool takes it: a
+    dict for a JSON object, else the text. `tool_call_id` is the model's id of the call (None
+    for a MRKL action), `run_id` the id of the Executor's run, and `step` the number of the
+    run's step (from 1; parallel calls of one step share it).
+    """
+
+    tool: str
+    arguments: Any
+    input: str
+    tool_call_id: str | None
+    run_id: str | None
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
+class Approve:
+    """Run the call as the model wrote it."""
+
+    kind: Literal["approve"] = "approve"
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    """Do not run the call: the model reads a denial, with `reason`, as its observation."""
+
+    reason: str = ""
+    kind: Literal["deny"] = "deny"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.reason, str):
+            raise AgentTypeError(f"Deny(reason) takes text, got {type(self.reason).__name__}")
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Run the call with these arguments instead: a dict (a JSON object, as a native call's)
+    or text (a MRKL Action Input, or a JSON object's text). The tool checks them as it checks
+    the model's: arguments it refuses become the observation, naming what was wrong."""
+
+    arguments: dict[str, Any] | str
+    kind: Literal["edit"] = "edit"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.arguments, str):
+            return
+        if not isinstance(self.arguments, dict):
+            raise AgentTypeError(
+                "Edit(arguments) takes a dict or text, got "
+                f"{type(self.arguments).__name__}: {self.arguments!r:.200}"
+            )
+        try:
+            json.dumps(self.arguments)
+        except (TypeError, ValueError) as error:
+            raise AgentTypeError(f"Edit(arguments) must be JSON data: {error}") from None
+
+    @property
+    def text(self) -> str:
+        """The arguments as the call's input text."""
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(self.arguments, ensure_ascii=False)
+
+
+Decision = Approve | Deny | Edit
+"""What a person decided about one call."""
+
+Approver = Callable[[ApprovalRequest], "Decision | Awaitable[Decision]"]
+"""The Executor's `approve=`: given a request, returns (or, in async runs, may await) a
+Decision."""
+
+_DECISIONS = (Approve, Deny, Edit)
+DENIAL_PREFIX = "Call denied by the user"
+
+
+class Denial(str):
+    """The observation of a denied call: marked so that a `return_direct` tool's denial does not
+    become the run's answer."""
+
+    __slots__ = ()
+
+
+def denial(tool: str, reason: str) -> Denial:
+    """What the model reads for a denied call: plainly a denial, not the tool's output."""
+    because = f": {reason}" if reason.strip() else " (no reason given)"
+    return Denial(f"{DENIAL_PREFIX}; {tool} did not run{because}")
+
+
+def requires_approval_of(tool: Tool) -> bool:
+    """Whether any call of `tool` may need approval (its mark is not False)."""
+    return getattr(tool, "requires_approval", False) is not False
+
+
+def needs_approval(tool: Tool, action: AgentAction) -> bool:
+    """Whether this call of `tool` needs a decision: its mark, or the mark's verdict on the
+    call's arguments (a mark that cannot read them, or that raises, asks)."""
+    mark = getattr(tool, "requires_approval", False)
+    if mark is False or mark is True:
+        return mark
+    if not callable(mark):
+        return bool(mark)
+    try:
+        return bool(mark(arguments_of(tool, action)))
+    except Exception:
+        return True
+
+
+def arguments_of(tool: Tool, action: AgentAction) -> Any:
+    """The call's arguments as a mark and a person read them: the input text for a tool taking
+    one string (a plain Tool), else the JSON object the input holds (the text when it holds
+    none)."""
+    text = action.tool_input
+    takes_text = type(tool).parameters is Tool.parameters
+    if takes_text:
+        return tool.input_from_arguments(text) if action.tool_call_id is not None else text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, dict) else text
+
+
+def request_for(tool: Tool, action: AgentAction, run_id: str | None, step: int) -> ApprovalRequest:
+    try:
+        arguments = arguments_of(tool, action)
+    except Exception:
+        arguments = action.tool_input
+    return ApprovalRequest(
+        tool.name, arguments, action.tool_input, action.tool_call_id, run_id, step
+    )
+
+
+def applied(decision: Decision, action: AgentAction) -> AgentAction | Denial:
+    """The call to make after `decision`, or the observation of its denial."""
+    if isinstance(decision, Deny):
+        return denial(action.tool, decision.reason)
+    if isinstance(decision, Edit):
+        return replace(action, tool_input=decision.text)
+    return action
+
+
+def checked_decision(decision: object, request: ApprovalRequest) -> Decision:
+    if isinstance(decision, _DECISIONS):
+        return decision
+    raise AgentTypeError(
+        f"approve= returned {type(decision).__name__} ({decision!r:.100}) for the call of "
+        f"{request.tool}: return agents.Approve(), agents.Deny(reason) or agents.Edit(arguments)"
+    )
+
+
+def check_approver(approve: object, toolset: Toolset) -> None:
+    """Refuses an `approve=` that is not callable, and tools needing approval without one."""
+    if approve is not None and not callable(approve):
+        raise AgentTypeError(
+            f"approve must be a function taking an agents.ApprovalRequest, got "
+            f"{type(approve).__name__}"
+        )
+    if approve is None:
+        marked = [tool.name for tool in toolset if requires_approval_of(tool)]
+        if marked:
+            raise AgentConfigError(
+                f"tool {', '.join(marked)} requires approval: pass approve= to the Executor, a "
+                "function given each agents.ApprovalRequest that returns agents.Approve(), "
+                "Deny(reason) or Edit(arguments)"
+            )
+
+
+def report_required(handler: CombiningHandler | None, request: ApprovalRequest) -> None:
+    if handler is not None:
+        handler.handle_approval_required(request.tool, request.input, request.tool_call_id)
+
+
+def report_decided(
+    handler: CombiningHandler | None, request: ApprovalRequest, decision: Decision
+) -> None:
+    if handler is not None:
+        reason = decision.reason if isinstance(decision, Deny) else None
+        edited = decision.text if isinstance(decision, Edit) else None
+        handler.handle_approval_decided(
+            request.tool, decision.kind, reason, edited, request.tool_call_id
+        )
+
+
+class InlineApproval:
+    """An Executor's `approve=` function. Sync runs ask it one request at a time (parallel
+    calls of a step run in threads and wait their turn), so a person at a terminal is asked
+    one question at a time."""
+
+    __slots__ = ("_approve", "_is_async", "_lock")
+
+    def __init__(self, approve: Approver) -> None:
+        self._approve = approve
+        self._is_async = _is_async(approve)
+        self._lock = threading.Lock()
+
+    def decide(self, request: ApprovalRequest) -> Decision:
+        if self._is_async:
+            raise AgentTypeError(
+                f"approve= is an async function, which a sync run cannot await (asked about "
+                f"{request.tool}): pass a sync function, or run with chains.acall"
+            )
+        with self._lock:
+            decision = self._approve(request)
+        if inspect.isawaitable(decision):
+            _close(decision)
+            raise AgentTypeError(
+                f"approve= returned an awaitable for the call of {request.tool}, which a sync "
+                "run cannot await: pass a sync function, or run with chains.acall"
+            )
+        return checked_decision(decision, request)
+
+    async def adecide(self, request: ApprovalRequest) -> Decision:
+        # A sync function runs in the event loop's thread, so to its end before the next
+        # request; an async one may be awaited for several parallel calls at once.
+        decision = self._approve(request)
+        if inspect.isawaitable(decision):
+            decision = await decision
+        return checked_decision(decision, request)
+
+
+def _is_async(approve: object) -> bool:
+    call = getattr(approve, "__call__", None)  # noqa: B004 - an object's async __call__ counts
+    return inspect.iscoroutinefunction(approve) or inspect.iscoroutinefunction(call)
+
+
+def _close(awaitable: Awaitable[Any]) -> None:
+    close = getattr(awaitable, "close", None)
+    if callable(close):
+        close()  # a coroutine never awaited warns otherwise
