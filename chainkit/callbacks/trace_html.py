@@ -76,6 +76,7 @@ def _row(
         "outputs": run.outputs,
         "error": run.error,
         "retries": run.retries,
+        "approval": run.approval,
         "prompt_shared": None if diff is None else [diff.shared_messages, diff.shared_chars],
     }
 

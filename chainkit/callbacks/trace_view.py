@@ -36,6 +36,9 @@ class TraceRun:
     options: dict[str, Any] | None = None
     first_token: float | None = None
     retries: list[dict[str, Any]] = field(default_factory=list)
+    approval: dict[str, Any] | None = None
+    """A tool run's approval: the data of its approval_decided event, or of its
+    approval_required one while no decision came (no `decision` key then)."""
     children: list[TraceRun] = field(default_factory=list)
 
     @property
@@ -152,6 +155,8 @@ def _apply(runs: dict[str, TraceRun], event: dict[str, Any]) -> None:
         run.first_token = float(event["time"])
     elif kind == "retry":
         run.retries.append(data)
+    elif kind == "approval_decided" or (kind == "approval_required" and run.approval is None):
+        run.approval = data
     elif kind in _OUTPUT:
         run.end = float(event["time"])
         run.outputs = data.get(_OUTPUT[kind])
@@ -260,6 +265,8 @@ def format_tree(roots: list[TraceRun], width: int = 80) -> str:
             line += f"  out: {first_line(run.outputs, width)}"
         lines.append(line)
         lines.extend(_retry_line(retry, depth + 1, width) for retry in run.retries)
+        if run.approval is not None:
+            lines.append(_approval_line(run.approval, depth + 1, width))
         for child in run.children:
             add(child, depth + 1)
 
@@ -280,6 +287,24 @@ def _retry_line(retry: dict[str, Any], depth: int, width: int) -> str:
     discarded = retry.get("discarded")
     if discarded:
         line += f"  discarded: {first_line(discarded, width)}"
+    return line
+
+
+_DECIDED = {"approve": "approved", "deny": "DENIED", "edit": "edited"}
+
+
+def _approval_line(approval: dict[str, Any], depth: int, width: int) -> str:
+    """The marker of a person's decision on a tool call: approved, denied and why, edited and
+    to what; or that it waits for one."""
+    decision = approval.get("decision")
+    line = f"{'  ' * depth}APPROVAL "
+    if decision is None:
+        return line + "required, not decided"
+    line += _DECIDED.get(str(decision), one_line(str(decision), width))
+    if approval.get("reason"):
+        line += f": {first_line(approval['reason'], width)}"
+    if approval.get("arguments") is not None:
+        line += f"  to: {first_line(approval['arguments'], width)}"
     return line
 
 

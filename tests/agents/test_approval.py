@@ -11,67 +11,10 @@ from typing import Any
 import pytest
 
 from chainkit import agents, callbacks, chains, tools
-from chainkit.llms import BaseModel, FakeLLM, ModelRequest
-from chainkit.schema import FunctionCall, Message, ToolCall
+from chainkit.llms import FakeLLM
+from tests.support.approvals import CallsThenReports, Payments, Recorded, tool_calling
 from tests.support.event_recorder import EventRecorder
 from tests.support.modes import Mode
-
-
-class Payments:
-    """A `pay` tool that records each payment it made, and a free `lookup` tool."""
-
-    def __init__(self, requires_approval: Any = True) -> None:
-        self.paid: list[tuple[str, int]] = []
-
-        @tools.tool(requires_approval=requires_approval)
-        def pay(to: str, amount: int) -> str:
-            """Pays `amount` to `to`."""
-            self.paid.append((to, amount))
-            return f"paid {amount} to {to}"
-
-        @tools.tool
-        def lookup(name: str) -> str:
-            """Looks a person up."""
-            return f"{name} is known"
-
-        self.pay = pay
-        self.lookup = lookup
-
-
-class CallsThenReports(BaseModel):
-    """Makes these tool calls at once, then answers with every observation it read."""
-
-    def __init__(self, *calls: tuple[str, dict[str, Any]]) -> None:
-        super().__init__()
-        self.calls = calls
-
-    def _generate(self, request: ModelRequest) -> Message:
-        if request.messages[-1].role == "tool":
-            seen = [m.content for m in request.messages if m.role == "tool"]
-            return Message.assistant(" | ".join(str(text) for text in seen))
-        return Message.assistant(
-            "",
-            tool_calls=[
-                ToolCall(f"call-{i}", FunctionCall(name, json.dumps(arguments)))
-                for i, (name, arguments) in enumerate(self.calls)
-            ],
-        )
-
-
-def tool_calling(payments: Payments, *calls: tuple[str, dict[str, Any]]) -> agents.Agent:
-    return agents.ToolCallingAgent(CallsThenReports(*calls), [payments.pay, payments.lookup])
-
-
-class Recorded:
-    """An approve= function answering from a script by tool call id, keeping each request."""
-
-    def __init__(self, decide: Any) -> None:
-        self.decide = decide
-        self.requests: list[agents.ApprovalRequest] = []
-
-    def __call__(self, request: agents.ApprovalRequest) -> Any:
-        self.requests.append(request)
-        return self.decide(request)
 
 
 @pytest.mark.timeout(60)

@@ -84,6 +84,10 @@ function label(run) {
   if (run.error !== null) node.append(element("span", "err", " ERROR"));
   const retried = run.retries.length ? ", " + plural(run.retries.length, "retry") : "";
   if (retried) node.append(element("span", "retry", " ↻" + run.retries.length));
+  if (run.approval !== null) {
+    node.append(element("span", "approval " + approvalClass(run.approval),
+      " " + approvalMark(run.approval)));
+  }
   node.title = escaped(run.kind + " " + run.name + " (" + ms(run.duration_ms) + retried + ")");
   return node;
 }
@@ -270,6 +274,31 @@ function retry(item) {
     element("div", "kind", "discarded:"), pre(item.discarded === undefined ? "" : item.discarded));
 }
 
+// A person's decision on a tool call: a mark on the run's label and a section of its details.
+const DECIDED = {approve: ["✓ approved", "approved"], deny: ["✗ denied", "denied"],
+  edit: ["✎ edited", "edited"]};
+
+function approvalMark(approval) {
+  const known = DECIDED[approval.decision];
+  if (approval.decision === undefined) return "⏸ awaiting approval";
+  return known === undefined ? String(approval.decision) : known[0];
+}
+
+function approvalClass(approval) {
+  const known = DECIDED[approval.decision];
+  return known === undefined ? "pending" : known[1];
+}
+
+function approvalSection(approval) {
+  const rows = [["decision", approvalMark(approval)], ["reason", approval.reason]];
+  const parts = [facts(rows)];
+  if (approval.arguments !== null && approval.arguments !== undefined) {
+    parts.push(element("div", "kind",
+      approval.decision === undefined ? "arguments:" : "edited arguments:"), pre(approval.arguments));
+  }
+  return section("Approval", ...parts);
+}
+
 function describe(run) {
   const parts = [element("h2", "", run.kind + " " + run.name), facts([
     ["id", run.id], ["parent", run.parent_id], ["model", run.model],
@@ -281,6 +310,7 @@ function describe(run) {
     parts.push(section("Error", pre(run.error.type + ": " + run.error.message)));
   }
   if (run.retries.length) parts.push(section("Retries", ...run.retries.map(retry)));
+  if (run.approval !== null) parts.push(approvalSection(run.approval));
   if (run.options !== null && Object.keys(run.options).length) {
     parts.push(section("Options", facts(Object.entries(run.options).map(
       ([name, value]) => [name, typeof value === "string" ? value : JSON.stringify(value)]))));
