@@ -45,6 +45,9 @@ EXPECTED = [
     "42",
     "42",
     "['get_weather']\n北京: sunny, 21 °C",
+    "moved 50 to savings\nasked: transfer {'amount': 500}\nmoved 500 to checking\n"
+    "asked: transfer {'amount': 5000}\n"
+    "Call denied by the user; transfer did not run: over the daily limit",
     "calculator returned 84\n84",
     "qwen2.5: 1 call, 11 tokens in, 7 out, cost 0.0000039",
 ]

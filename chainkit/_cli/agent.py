@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from chainkit.agents import Executor
+    from chainkit.agents.approval import Approver
     from chainkit.callbacks import Handler
     from chainkit.llms import Model
 
@@ -15,17 +16,26 @@ SPEC = "chainkit._cli.agent:builtin_agent"
 
 
 def builtin_agent(
-    model: Model | None = None, *, max_iterations: int = 5, callbacks: Handler | None = None
+    model: Model | None = None,
+    *,
+    max_iterations: int = 5,
+    callbacks: Handler | None = None,
+    approve: Approver | None = None,
 ) -> Executor:
-    """The agent over the built-in tools, on `model` (by default the offline model)."""
+    """The agent over the built-in tools, on `model` (by default the offline model). With
+    `approve`, every tool call waits for its decision: the built-in tools change nothing, so
+    none is marked of itself; asking for approval asks about each call."""
     from chainkit import agents, llms, tools
 
-    agent = agents.OneShotAgent(
-        llms.OfflineModel() if model is None else model, tools.builtin_tools()
-    )
+    builtin = tools.builtin_tools()
+    if approve is not None:
+        for tool in builtin:
+            tool.requires_approval = True
+    agent = agents.OneShotAgent(llms.OfflineModel() if model is None else model, builtin)
     return agents.Executor(
         agent,
         max_iterations=max_iterations,
         callbacks=callbacks,
         error_handler=agents.ParserErrorHandler(),
+        approve=approve,
     )

@@ -39,8 +39,8 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="answer a question with a MRKL agent over the built-in tools",
         usage=(
             "chainkit run [-h] [-v] [--max-iterations N] [--model MODEL] [--base-url URL] "
-            "[--timeout SECONDS] [--max-attempts N] [--trace FILE] [--prices JSON] [--] "
-            "QUESTION"
+            "[--timeout SECONDS] [--max-attempts N] [--trace FILE] [--prices JSON] [--approve] "
+            "[--] QUESTION"
         ),
         description=(
             "Answer QUESTION with a OneShotAgent over the calculator, random number and current "
@@ -101,6 +101,15 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
             "prices per million tokens in and out by model, e.g. "
             "'{\"gpt-4o-mini\": [0.15, 0.6]}': the run's cost is shown with its token usage "
             "(which -v shows too)"
+        ),
+    )
+    run.add_argument(
+        "--approve",
+        action="store_true",
+        help=(
+            "ask on the terminal before each tool call: y runs it, n denies it with a reason "
+            "the model reads, e runs it on arguments you type as JSON (a JSON string for a "
+            "tool taking text); the end of input stops the run"
         ),
     )
 
@@ -228,8 +237,11 @@ def _answer(args: argparse.Namespace, model: Model) -> str:
     from chainkit import callbacks, chains
     from chainkit._cli.agent import builtin_agent
 
+    approve = None
+    if args.approve:
+        from chainkit._cli.approve import ask_at_terminal as approve
     executor = builtin_agent(
-        model, max_iterations=args.max_iterations, callbacks=_handler(args, model)
+        model, max_iterations=args.max_iterations, callbacks=_handler(args, model), approve=approve
     )
     shown = args.verbose or args.prices is not None
     totals = callbacks.UsageTotals(args.prices) if shown else None

@@ -1,0 +1,78 @@
+"""`chainkit run --approve`: a person at the terminal decides each tool call.
+
+Each call is shown on stderr (the tool and its arguments, control characters escaped so a
+model's text cannot drive the terminal), then one question is asked: `y` runs it, `n` denies it
+after asking for a reason (the model reads it), `e` asks for new arguments as JSON (a JSON
+string for a tool taking text) and runs the tool on them. An answer that is none of these, or
+arguments that are not JSON, asks again. The end of input (Ctrl-D) stops the run.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from chainkit._cli import stderr
+from chainkit._errors import ChainkitError
+from chainkit._text import one_line, visible
+
+if TYPE_CHECKING:
+    from chainkit.agents import ApprovalRequest, Approve, Deny, Edit
+
+_SHOWN = 2000
+"""How many characters of a call's arguments are shown."""
+
+
+class NoAnswerError(ChainkitError, EOFError):
+    """The terminal's input ended while a tool call waited for a decision."""
+
+
+def ask_at_terminal(request: ApprovalRequest) -> Approve | Deny | Edit:
+    """The decision the person at the terminal gives for `request`."""
+    from chainkit.agents import Approve, Deny, Edit
+
+    stderr.tell("run", f"{request.tool} wants to run with {_shown(request.arguments)}")
+    while True:
+        answer = _ask("approve? [y]es, [n]o, [e]dit the arguments: ").strip().lower()
+        if answer in ("y", "yes"):
+            return Approve()
+        if answer in ("n", "no"):
+            return Deny(_ask("why not? (the model reads this): ").strip())
+        if answer in ("e", "edit"):
+            arguments = _edited()
+            if arguments is not None:
+                return Edit(arguments)
+        else:
+            stderr.tell("run", "answer y, n or e")
+
+
+def _edited() -> dict[str, object] | str | None:
+    """New arguments as the person typed them, or None (after saying why) when they are not
+    a JSON object or string."""
+    typed = _ask("new arguments as JSON: ")
+    try:
+        value = json.loads(typed)
+    except ValueError as error:
+        stderr.tell("run", f"not JSON ({error}); asking again")
+        return None
+    if isinstance(value, dict | str):
+        return value
+    stderr.tell("run", "give a JSON object, or a JSON string for a tool taking text")
+    return None
+
+
+def _shown(arguments: object) -> str:
+    text = json.dumps(arguments, ensure_ascii=False)
+    return visible(one_line(text, _SHOWN))
+
+
+def _ask(prompt: str) -> str:
+    """One line the person typed after `prompt` (written on stderr: stdout is the answer's)."""
+    if sys.stderr is not None:
+        sys.stderr.write(prompt)
+        sys.stderr.flush()
+    line = "" if sys.stdin is None else sys.stdin.readline()
+    if not line:
+        raise NoAnswerError("no answer: the terminal's input ended while a tool call waited")
+    return line.rstrip("\n")
