@@ -115,3 +115,12 @@ def test_typed_results_are_exported_and_load_no_pydantic():
         "assert generate_object(FakeLLM(['{\"name\": \"Oslo\"}']), 'A city?', City).name == 'Oslo'"
     )
     assert "pydantic" not in loaded
+
+
+def test_approval_decisions_are_exported_from_agents_and_load_no_asyncio():
+    loaded = loaded_after(
+        "from chainkit.agents import ApprovalRequest, Approve, Deny, Edit, Executor\n"
+        "from chainkit.agents.approval import Decision, needs_approval\n"
+        "assert Edit({'a': 1}).text == '{\"a\": 1}' and Deny('no').kind == 'deny'"
+    )
+    assert not {"asyncio", "argparse"} & loaded

@@ -14,7 +14,6 @@ import sys
 from typing import TYPE_CHECKING
 
 from chainkit._cli import stderr
-from chainkit._errors import ChainkitError
 from chainkit._text import one_line, visible
 
 if TYPE_CHECKING:
@@ -22,10 +21,6 @@ if TYPE_CHECKING:
 
 _SHOWN = 2000
 """How many characters of a call's arguments are shown."""
-
-
-class NoAnswerError(ChainkitError, EOFError):
-    """The terminal's input ended while a tool call waited for a decision."""
 
 
 def ask_at_terminal(request: ApprovalRequest) -> Approve | Deny | Edit:
@@ -74,5 +69,5 @@ def _ask(prompt: str) -> str:
         sys.stderr.flush()
     line = "" if sys.stdin is None else sys.stdin.readline()
     if not line:
-        raise NoAnswerError("no answer: the terminal's input ended while a tool call waited")
+        raise EOFError("no answer: the terminal's input ended while a tool call waited")
     return line.rstrip("\n")

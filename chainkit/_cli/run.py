@@ -21,6 +21,7 @@ from chainkit.llms.errors import ModelStatusError
 from chainkit.llms.retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
+    from chainkit.agents.approval import Approver
     from chainkit.llms import Model
 
 OFFLINE_NOTICE = (
@@ -237,7 +238,7 @@ def _answer(args: argparse.Namespace, model: Model) -> str:
     from chainkit import callbacks, chains
     from chainkit._cli.agent import builtin_agent
 
-    approve = None
+    approve: Approver | None = None
     if args.approve:
         from chainkit._cli.approve import ask_at_terminal as approve
     executor = builtin_agent(

@@ -13,9 +13,10 @@ import inspect
 import json
 import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from chainkit._stop import to_thread
 from chainkit.agents.errors import AgentConfigError, AgentTypeError
 from chainkit.callbacks import CombiningHandler
 from chainkit.schema import AgentAction
@@ -46,7 +47,7 @@ class ApprovalRequest:
 class Approve:
     """Run the call as the model wrote it."""
 
-    kind: Literal["approve"] = "approve"
+    kind: Literal["approve"] = field(default="approve", init=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +55,7 @@ class Deny:
     """Do not run the call: the model reads a denial, with `reason`, as its observation."""
 
     reason: str = ""
-    kind: Literal["deny"] = "deny"
+    kind: Literal["deny"] = field(default="deny", init=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.reason, str):
@@ -68,7 +69,7 @@ class Edit:
     the model's: arguments it refuses become the observation, naming what was wrong."""
 
     arguments: dict[str, Any] | str
-    kind: Literal["edit"] = "edit"
+    kind: Literal["edit"] = field(default="edit", init=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.arguments, str):
@@ -211,9 +212,8 @@ def report_decided(
 
 
 class InlineApproval:
-    """An Executor's `approve=` function. Sync runs ask it one request at a time (parallel
-    calls of a step run in threads and wait their turn), so a person at a terminal is asked
-    one question at a time."""
+    """An Executor's `approve=` function. A sync one is asked one request at a time (parallel
+    calls of a step wait their turn), so a person at a terminal gets one question at a time."""
 
     __slots__ = ("_approve", "_is_async", "_lock")
 
@@ -228,8 +228,7 @@ class InlineApproval:
                 f"approve= is an async function, which a sync run cannot await (asked about "
                 f"{request.tool}): pass a sync function, or run with chains.acall"
             )
-        with self._lock:
-            decision = self._approve(request)
+        decision = self._asked(request)
         if inspect.isawaitable(decision):
             _close(decision)
             raise AgentTypeError(
@@ -239,12 +238,21 @@ class InlineApproval:
         return checked_decision(decision, request)
 
     async def adecide(self, request: ApprovalRequest) -> Decision:
-        # A sync function runs in the event loop's thread, so to its end before the next
-        # request; an async one may be awaited for several parallel calls at once.
-        decision = self._approve(request)
+        """The decision of an async `approve` (awaited for parallel calls at once), or of a
+        sync one in a worker thread, one request at a time: a person at a terminal blocks
+        no event loop."""
+        decision: object
+        if self._is_async:
+            decision = self._approve(request)
+        else:
+            decision = await to_thread("approve=", self._asked, request)
         if inspect.isawaitable(decision):
             decision = await decision
         return checked_decision(decision, request)
+
+    def _asked(self, request: ApprovalRequest) -> object:
+        with self._lock:
+            return self._approve(request)
 
 
 def _is_async(approve: object) -> bool:

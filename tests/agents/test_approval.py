@@ -283,3 +283,82 @@ def test_stream_events_and_trace_lines_carry_the_decision(tmp_path):
         "arguments": None,
         "tool_call_id": "call-0",
     }
+
+
+@pytest.mark.timeout(60)
+def test_a_native_call_of_a_text_tool_gives_its_mark_and_request_the_input_text(mode: Mode):
+    shell = Shell()
+    agent = agents.ToolCallingAgent(CallsThenReports(("shell", {"input": "rm -r build"})), [shell])
+    approve = Recorded(lambda request: agents.Edit({"input": "rm -r build/tmp"}))
+    assert mode.run(agents.Executor(agent, approve=approve), "clean") == "ran rm -r build/tmp"
+    assert [(r.arguments, r.input) for r in approve.requests] == [
+        ("rm -r build", '{"input": "rm -r build"}')
+    ]
+
+
+@pytest.mark.timeout(60)
+def test_a_mark_that_cannot_decide_asks(mode: Mode):
+    payments = Payments(requires_approval=lambda args: args["currency"] == "EUR")
+    approve = Recorded(lambda request: agents.Approve())
+    executor = agents.Executor(
+        tool_calling(payments, ("pay", {"to": "ann", "amount": 5})), approve=approve
+    )
+    mode.run(executor, "pay")
+    assert [r.tool for r in approve.requests] == ["pay"]
+    assert payments.paid == [("ann", 5)]
+
+
+@pytest.mark.timeout(60)
+def test_tools_not_marked_never_ask(mode: Mode):
+    payments = Payments(requires_approval=False)
+    approve = Recorded(lambda request: agents.Deny("no"))
+    executor = agents.Executor(
+        tool_calling(payments, ("pay", {"to": "ann", "amount": 5})), approve=approve
+    )
+    assert mode.run(executor, "pay") == "paid 5 to ann"
+    assert approve.requests == []
+
+
+@pytest.mark.timeout(60)
+def test_a_sync_approve_in_an_async_run_leaves_the_event_loop_free():
+    import asyncio
+    import threading
+
+    payments = Payments()
+    loop_ran = threading.Event()
+
+    def approve(request: agents.ApprovalRequest) -> agents.Approve | agents.Deny:
+        # Waits for a task of the run's event loop: it could never run were this the loop's
+        # own thread.
+        return agents.Approve() if loop_ran.wait(30) else agents.Deny("the loop was blocked")
+
+    async def main() -> str:
+        async def meanwhile() -> None:
+            await asyncio.sleep(0.05)
+            loop_ran.set()
+
+        executor = agents.Executor(
+            tool_calling(payments, ("pay", {"to": "ann", "amount": 5})), approve=approve
+        )
+        answer, _ = await asyncio.gather(chains.arun(executor, "pay"), meanwhile())
+        return answer
+
+    assert asyncio.run(main()) == "paid 5 to ann"
+
+
+@pytest.mark.timeout(60)
+def test_a_sync_approve_returning_a_coroutine_is_awaited_in_an_async_run():
+    import asyncio
+
+    payments = Payments()
+
+    async def deny(request: agents.ApprovalRequest) -> agents.Deny:
+        return agents.Deny("later")
+
+    executor = agents.Executor(
+        tool_calling(payments, ("pay", {"to": "ann", "amount": 5})),
+        approve=lambda request: deny(request),
+    )
+    assert asyncio.run(chains.arun(executor, "pay")).endswith("did not run: later")
+    with pytest.raises(agents.AgentTypeError, match="returned an awaitable for the call of pay"):
+        chains.run(executor, "pay")
