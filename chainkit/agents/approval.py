@@ -64,9 +64,10 @@ class Deny:
 
 @dataclass(frozen=True, slots=True)
 class Edit:
-    """Run the call with these arguments instead: a dict (a JSON object, as a native call's)
-    or text (a MRKL Action Input, or a JSON object's text). The tool checks them as it checks
-    the model's: arguments it refuses become the observation, naming what was wrong."""
+    """Run the call with these arguments instead, in the form the request showed them: a dict
+    (a JSON object of arguments), or text for a tool taking one string (or a MRKL Action
+    Input). The tool checks them as it checks the model's: arguments it refuses become the
+    observation, naming what was wrong."""
 
     arguments: dict[str, Any] | str
     kind: Literal["edit"] = field(default="edit", init=False)
@@ -140,14 +141,18 @@ def arguments_of(tool: Tool, action: AgentAction) -> Any:
     one string (a plain Tool), else the JSON object the input holds (the text when it holds
     none)."""
     text = action.tool_input
-    takes_text = type(tool).parameters is Tool.parameters
-    if takes_text:
+    if _takes_text(tool):
         return tool.input_from_arguments(text) if action.tool_call_id is not None else text
     try:
         value = json.loads(text)
     except ValueError:
         return text
     return value if isinstance(value, dict) else text
+
+
+def _takes_text(tool: Tool) -> bool:
+    """Whether the tool takes one string, as a plain Tool does (its parameters are Tool's)."""
+    return type(tool).parameters is Tool.parameters
 
 
 def request_for(tool: Tool, action: AgentAction, run_id: str | None, step: int) -> ApprovalRequest:
@@ -160,13 +165,21 @@ def request_for(tool: Tool, action: AgentAction, run_id: str | None, step: int) 
     )
 
 
-def applied(decision: Decision, action: AgentAction) -> AgentAction | Denial:
-    """The call to make after `decision`, or the observation of its denial."""
+def applied(decision: Decision, action: AgentAction, tool: Tool) -> AgentAction | Denial:
+    """The call of `tool` to make after `decision`, or the observation of its denial."""
     if isinstance(decision, Deny):
-        return denial(action.tool, decision.reason)
+        return denial(tool.name, decision.reason)
     if isinstance(decision, Edit):
-        return replace(action, tool_input=decision.text)
+        return replace(action, tool_input=_edited_input(decision, action, tool))
     return action
+
+
+def _edited_input(edit: Edit, action: AgentAction, tool: Tool) -> str:
+    """The call's input for `edit`, given in the form its request showed the arguments: text
+    for a tool taking one string, which a native call sends as `{"input": text}`."""
+    if isinstance(edit.arguments, str) and action.tool_call_id is not None and _takes_text(tool):
+        return json.dumps({"input": edit.arguments}, ensure_ascii=False)
+    return edit.text
 
 
 def checked_decision(decision: object, request: ApprovalRequest) -> Decision:

@@ -449,7 +449,8 @@ class Executor(Chain):
                 return self._unknown_tool(action, run)
             if self._approval is not None and needs_approval(tool, action):
                 request = self._asking(tool, action, run, step)
-                decided = self._decided(request, self._approval.decide(request), action, run)
+                decision = self._approval.decide(request)
+                decided = self._decided(request, decision, tool, action, run)
                 if isinstance(decided, Denial):
                     return self._tool_ended(decided, run)
                 action = decided
@@ -472,7 +473,8 @@ class Executor(Chain):
                 return self._unknown_tool(action, run)
             if self._approval is not None and needs_approval(tool, action):
                 request = self._asking(tool, action, run, step)
-                decided = self._decided(request, await self._approval.adecide(request), action, run)
+                decision = await self._approval.adecide(request)
+                decided = self._decided(request, decision, tool, action, run)
                 if isinstance(decided, Denial):
                     return self._tool_ended(decided, run)
                 action = decided
@@ -492,11 +494,16 @@ class Executor(Chain):
         return request
 
     def _decided(
-        self, request: ApprovalRequest, decision: Decision, action: AgentAction, run: Run
+        self,
+        request: ApprovalRequest,
+        decision: Decision,
+        tool: Tool,
+        action: AgentAction,
+        run: Run,
     ) -> AgentAction | Denial:
         """The call to make after `decision`, or its denial; the decision is reported."""
         report_decided(run.handler, request, decision)
-        return applied(decision, action)
+        return applied(decision, action, tool)
 
     def _unknown_tool(self, action: AgentAction, run: Run) -> str:
         """The observation for an action naming no tool of the agent, reported as the run's

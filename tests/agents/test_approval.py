@@ -286,10 +286,10 @@ def test_stream_events_and_trace_lines_carry_the_decision(tmp_path):
 
 
 @pytest.mark.timeout(60)
-def test_a_native_call_of_a_text_tool_gives_its_mark_and_request_the_input_text(mode: Mode):
+def test_a_native_call_of_a_text_tool_is_shown_and_edited_as_its_input_text(mode: Mode):
     shell = Shell()
     agent = agents.ToolCallingAgent(CallsThenReports(("shell", {"input": "rm -r build"})), [shell])
-    approve = Recorded(lambda request: agents.Edit({"input": "rm -r build/tmp"}))
+    approve = Recorded(lambda request: agents.Edit("rm -r build/tmp"))
     assert mode.run(agents.Executor(agent, approve=approve), "clean") == "ran rm -r build/tmp"
     assert [(r.arguments, r.input) for r in approve.requests] == [
         ("rm -r build", '{"input": "rm -r build"}')
