@@ -201,8 +201,13 @@ def check_approver(approve: object, toolset: Toolset) -> None:
     if approve is None:
         marked = [tool.name for tool in toolset if requires_approval_of(tool)]
         if marked:
+            named = (
+                f"tools {', '.join(marked)} require"
+                if len(marked) > 1
+                else f"tool {marked[0]} requires"
+            )
             raise AgentConfigError(
-                f"tool {', '.join(marked)} requires approval: pass approve= to the Executor, a "
+                f"{named} approval: pass approve= to the Executor, a "
                 "function given each agents.ApprovalRequest that returns agents.Approve(), "
                 "Deny(reason) or Edit(arguments)"
             )
