@@ -42,6 +42,7 @@ class LexicalIndex(Generic[K]):
         # term -> slot -> the document's share of the term's score (tf saturated and
         # length-normalized), kept up to date with avgdl unless `_stale`.
         self._postings: dict[str, dict[int, float]] = {}
+        self._highest: dict[str, float] = {}  # term -> the highest share in its posting
         self._stale = False
 
     def __len__(self) -> int:
@@ -80,29 +81,68 @@ class LexicalIndex(Generic[K]):
         with self._lock:
             return self._discard(key)
 
-    def search(self, query: Mapping[str, float], limit: int) -> list[tuple[K, float]]:
+    def search(
+        self, query: Mapping[str, float], limit: int, within: Iterable[K] | None = None
+    ) -> list[tuple[K, float]]:
         """Up to `limit` (key, score) pairs, best first, of the documents sharing a term with
-        `query` (term -> weight); a document scoring nothing is left out."""
+        `query` (term -> weight), or of those among `within` (keys); a document scoring nothing
+        is left out."""
         if limit <= 0:
             return []
         with self._lock:
             if self._stale:
                 self._renormalize()
-            documents = len(self._slots)
-            factor = K1 + 1
-            scores: dict[int, float] = {}
-            get = scores.get
-            for term, weight in query.items():
-                posting = self._postings.get(term)
-                if not posting or weight <= 0:
-                    continue
-                found = len(posting)
-                idf = math.log1p((documents - found + 0.5) / (found + 0.5))
-                scale = weight * idf * factor
+            slots = None if within is None else [self._slots[key] for key in within]
+            scores = self._scores(query, limit, slots)
+            best = _best(scores, limit)
+            return [(self._keys[slot], score) for slot, score in best if score > 0]
+
+    def _scores(
+        self, query: Mapping[str, float], limit: int, slots: list[int] | None
+    ) -> dict[int, float]:
+        """Slot -> score of the documents that may be among the best `limit`, or of `slots`
+        alone.
+
+        The query's terms are read rarest first. Once the `limit`-th best score so far is
+        higher than the most the terms left could give a document (each term's weight times
+        its idf and its highest share), no document found by those terms alone can be among
+        the best: they only add to the scores of the documents already found (MaxScore,
+        Turtle and Flood, 1995), so that a search reads few of its common terms' long
+        postings, and ranks as if it read them all."""
+        scores: dict[int, float] = {} if slots is None else dict.fromkeys(slots, 0.0)
+        get = scores.get
+        scaled = self._scaled(query)
+        complete = slots is None
+        for posting, scale, most in scaled:
+            if complete and len(posting) > len(scores) >= limit:
+                complete = heapq.nlargest(limit, scores.values())[-1] <= most
+            if complete:
                 for slot, share in posting.items():
                     scores[slot] = get(slot, 0.0) + scale * share
-            best = heapq.nlargest(limit, scores.items(), key=_score_then_earliest)
-            return [(self._keys[slot], score) for slot, score in best if score > 0]
+            else:
+                for slot, score in scores.items():
+                    scores[slot] = score + scale * posting.get(slot, 0.0)
+        return scores
+
+    def _scaled(self, query: Mapping[str, float]) -> list[tuple[dict[int, float], float, float]]:
+        """For each term of the query that documents hold, rarest first: its posting, its
+        scale (weight, idf and BM25's k1 + 1), and the most it and the rarer terms after it can
+        add to a document's score."""
+        documents = len(self._slots)
+        found = []
+        for term, weight in query.items():
+            posting = self._postings.get(term)
+            if posting and weight > 0:
+                idf = math.log1p((documents - len(posting) + 0.5) / (len(posting) + 0.5))
+                found.append((posting, weight * idf * (K1 + 1), self._highest[term]))
+        found.sort(key=_length)
+        most = 0.0
+        scaled = []
+        for posting, scale, highest in reversed(found):
+            most += scale * highest
+            scaled.append((posting, scale, most))
+        scaled.reverse()
+        return scaled
 
     def _discard(self, key: K) -> bool:
         slot = self._slots.pop(key, None)
@@ -127,11 +167,27 @@ class LexicalIndex(Generic[K]):
             slot: K1 * (1 - B + B * counts[slot].total() / average) if average else K1
             for slot in counts
         }
+        highest = {}
         for term, posting in self._postings.items():
             for slot in posting:
                 tf = counts[slot][term]
                 posting[slot] = tf / (tf + norms[slot])
+            highest[term] = max(posting.values())
+        self._highest = highest
         self._stale = False
+
+
+def _length(item: tuple[dict[int, float], float, float]) -> int:
+    return len(item[0])
+
+
+def _best(scores: dict[int, float], limit: int) -> list[tuple[int, float]]:
+    """The `limit` best (slot, score) pairs, best first, ties earliest slot first: the
+    threshold is found among the bare scores, then only those reaching it are sorted."""
+    if len(scores) > limit:
+        threshold = heapq.nlargest(limit, scores.values())[-1]
+        scores = {slot: score for slot, score in scores.items() if score >= threshold}
+    return sorted(scores.items(), key=_score_then_earliest, reverse=True)[:limit]
 
 
 def _score_then_earliest(item: tuple[int, float]) -> tuple[float, int]:

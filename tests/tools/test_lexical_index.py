@@ -3,6 +3,7 @@
 import copy
 import math
 import pickle
+import random
 import threading
 
 import pytest
@@ -92,6 +93,59 @@ def test_rare_terms_outweigh_common_ones_and_weights_scale():
     [(_, once)] = index.search({"report": 1.0}, 1)
     [(_, twice)] = index.search({"report": 2.0}, 1)
     assert twice == pytest.approx(2 * once)
+
+
+def test_a_search_ranks_as_if_it_read_every_posting():
+    # Common terms are read only for the documents rarer ones found, once those are sure to
+    # rank first; the ranking is the formula's over every document all the same.
+    generator = random.Random(7)
+    vocabulary = [f"w{n}" for n in range(60)]
+    frequency = [1 / (n + 1) for n in range(60)]  # a few words in most documents
+    documents = {
+        f"d{n}": generator.choices(vocabulary, frequency, k=generator.randint(3, 30))
+        for n in range(400)
+    }
+    index: LexicalIndex[str] = LexicalIndex()
+    for key, words in documents.items():
+        index.add(key, words)
+    average = sum(map(len, documents.values())) / len(documents)
+    holding = {term: sum(term in words for words in documents.values()) for term in vocabulary}
+
+    def score(words, query):
+        total = 0.0
+        for term in query:
+            found = holding[term]
+            tf = words.count(term)
+            idf = math.log1p((len(documents) - found + 0.5) / (found + 0.5))
+            total += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(words) / average))
+        return total
+
+    for _ in range(50):
+        query = set(generator.choices(vocabulary, frequency, k=4))
+        everything = sorted(
+            ((score(words, query), key) for key, words in documents.items()),
+            key=lambda item: (-item[0], int(item[1][1:])),
+        )
+        found = index.search(dict.fromkeys(query, 1.0), 5)
+        assert [key for key, _ in found] == [key for _, key in everything[:5]]
+        assert [s for _, s in found] == pytest.approx([s for s, _ in everything[:5]])
+
+
+def test_a_search_within_keys_scores_those_alone():
+    index = index_of({"a": "weather report", "b": "weather", "c": "stock report"})
+    assert [key for key, _ in index.search({"report": 1.0}, 5, within=["c", "b"])] == ["c"]
+    assert index.search({"weather": 1.0}, 5, within=["c"]) == []
+    full = dict(index.search({"weather": 1.0, "report": 1.0}, 5))
+    assert dict(index.search({"weather": 1.0, "report": 1.0}, 5, within=["a"])) == {
+        "a": pytest.approx(full["a"])
+    }
+
+
+def test_unspaced_alphabets_become_letter_trigrams():
+    # Thai vowel signs and tone marks are no letters to str.isalnum: they cut no word.
+    assert list(terms("ราคาหุ้น")) == ["ราค", "าคา", "คาห", "าหุ", "หุ้", "ุ้น"]
+    assert list(terms("ไป")) == ["ไป"]  # a shorter run is a term whole
+    assert list(terms("ราคา stock")) == ["ราค", "าคา", "stock"]
 
 
 def test_ties_keep_insertion_order_and_limit_cuts():
