@@ -177,6 +177,11 @@ class ToolRetriever:
             return self._ranked(query, None)
         return self._ranked(query, self._embedder.embed_query(query))
 
+    def select_by_words(self, query: str) -> list[Tool]:
+        """`select` by the words of `query` alone, with no call to the embedder: cheap enough
+        to run at every step of an agent, and selecting only tools that share words with it."""
+        return self._ranked(_checked_query(query), None)
+
     async def aselect(self, query: str) -> list[Tool]:
         """`select` for async code: the embedder's `aembed_query` is awaited when it has one,
         else its `embed_query` runs in a worker thread."""
@@ -280,8 +285,16 @@ def _argument_descriptions(tool: Tool) -> list[str]:
 def _document(tool: Tool) -> list[str]:
     """The terms a tool is found by: its name's words, weighted as the operation, then its
     description and its arguments' names and descriptions (the evidence)."""
-    evidence = " ".join((tool.description, *_argument_names(tool), *_argument_descriptions(tool)))
+    evidence = " ".join((tool.description, *_argument_evidence(tool)))
     return [term for term in terms(tool.name) for _ in range(NAME_WEIGHT)] + list(terms(evidence))
+
+
+def _argument_evidence(tool: Tool) -> list[str]:
+    """The names and descriptions of a tool's arguments; none for a tool that takes the one
+    string every plain `Tool` takes, whose schema says nothing of the tool."""
+    if type(tool).parameters is Tool.parameters:
+        return []
+    return [*_argument_names(tool), *_argument_descriptions(tool)]
 
 
 def _embedded_text(tool: Tool) -> str:
