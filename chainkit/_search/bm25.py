@@ -85,14 +85,14 @@ class LexicalIndex(Generic[K]):
         self, query: Mapping[str, float], limit: int, within: Iterable[K] | None = None
     ) -> list[tuple[K, float]]:
         """Up to `limit` (key, score) pairs, best first, of the documents sharing a term with
-        `query` (term -> weight), or of those among `within` (keys); a document scoring nothing
-        is left out."""
+        `query` (term -> weight), or of those among `within` (keys; one no longer indexed is
+        skipped); a document scoring nothing is left out."""
         if limit <= 0:
             return []
         with self._lock:
             if self._stale:
                 self._renormalize()
-            slots = None if within is None else [self._slots[key] for key in within]
+            slots = None if within is None else [self._slots[k] for k in within if k in self._slots]
             scores = self._scores(query, limit, slots)
             best = _best(scores, limit)
             return [(self._keys[slot], score) for slot, score in best if score > 0]

@@ -135,6 +135,7 @@ def test_a_search_within_keys_scores_those_alone():
     index = index_of({"a": "weather report", "b": "weather", "c": "stock report"})
     assert [key for key, _ in index.search({"report": 1.0}, 5, within=["c", "b"])] == ["c"]
     assert index.search({"weather": 1.0}, 5, within=["c"]) == []
+    assert index.search({"weather": 1.0}, 5, within=["gone", "b"])[0][0] == "b"
     full = dict(index.search({"weather": 1.0, "report": 1.0}, 5))
     assert dict(index.search({"weather": 1.0, "report": 1.0}, 5, within=["a"])) == {
         "a": pytest.approx(full["a"])
