@@ -5,11 +5,12 @@ both choose tools with it. The terms come from `chainkit._search.terms`; the ind
 
 Scoring, for each query term t with weight w that a document d holds tf times:
     w · idf(t) · tf · (k1 + 1) / (tf + k1 · (1 - b + b · |d| / avgdl))
-with idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)), never negative. The part after idf depends
-on the document alone (and on avgdl), so it is kept in the postings: a search only adds up
-the postings of its terms, touching no document that shares none. Adding or removing a
-document changes avgdl; the postings are brought up to date by the next search, in one pass
-over them (a few milliseconds for 1,000 tools), so a batch of updates costs one such pass.
+with idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)), never negative. The part after w depends
+on the term and the document alone (and on N and avgdl), so it is kept in the postings: a
+search only adds up the postings of its terms, touching no document that shares none. Adding
+or removing a document changes N, df and avgdl; the postings are brought up to date by the
+next search, in one pass over them (a few milliseconds for 1,000 tools), so a batch of updates
+costs one such pass.
 """
 
 from __future__ import annotations
@@ -39,10 +40,10 @@ class LexicalIndex(Generic[K]):
         self._keys: dict[int, K] = {}
         self._counts: dict[int, Counter[str]] = {}
         self._total_length = 0
-        # term -> slot -> the document's share of the term's score (tf saturated and
-        # length-normalized), kept up to date with avgdl unless `_stale`.
+        # term -> slot -> the term's score in the document for a weight of 1 (idf, and tf
+        # saturated and length-normalized), kept up to date with N and avgdl unless `_stale`.
         self._postings: dict[str, dict[int, float]] = {}
-        self._highest: dict[str, float] = {}  # term -> the highest share in its posting
+        self._highest: dict[str, float] = {}  # term -> the highest score in its posting
         self._stale = False
 
     def __len__(self) -> int:
@@ -105,44 +106,44 @@ class LexicalIndex(Generic[K]):
 
         The query's terms are read rarest first. Once the `limit`-th best score so far is
         higher than the most the terms left could give a document (each term's weight times
-        its idf and its highest share), no document found by those terms alone can be among
+        its highest score in a document), no document found by those terms alone can be among
         the best: they only add to the scores of the documents already found (MaxScore,
         Turtle and Flood, 1995), so that a search reads few of its common terms' long
         postings, and ranks as if it read them all."""
         scores: dict[int, float] = {} if slots is None else dict.fromkeys(slots, 0.0)
         get = scores.get
-        scaled = self._scaled(query)
         complete = slots is None
-        for posting, scale, most in scaled:
+        for posting, weight, most in self._weighted(query):
             if complete and len(posting) > len(scores) >= limit:
                 complete = heapq.nlargest(limit, scores.values())[-1] <= most
-            if complete:
-                for slot, share in posting.items():
-                    scores[slot] = get(slot, 0.0) + scale * share
-            else:
+            if not complete:
                 for slot, score in scores.items():
-                    scores[slot] = score + scale * posting.get(slot, 0.0)
+                    scores[slot] = score + weight * posting.get(slot, 0.0)
+            elif weight == 1.0:  # most terms: no product to take
+                for slot, points in posting.items():
+                    scores[slot] = get(slot, 0.0) + points
+            else:
+                for slot, points in posting.items():
+                    scores[slot] = get(slot, 0.0) + weight * points
         return scores
 
-    def _scaled(self, query: Mapping[str, float]) -> list[tuple[dict[int, float], float, float]]:
+    def _weighted(self, query: Mapping[str, float]) -> list[tuple[dict[int, float], float, float]]:
         """For each term of the query that documents hold, rarest first: its posting, its
-        scale (weight, idf and BM25's k1 + 1), and the most it and the rarer terms after it can
-        add to a document's score."""
-        documents = len(self._slots)
+        weight, and the most it and the commoner terms after it can add to a document's
+        score."""
         found = []
         for term, weight in query.items():
             posting = self._postings.get(term)
             if posting and weight > 0:
-                idf = math.log1p((documents - len(posting) + 0.5) / (len(posting) + 0.5))
-                found.append((posting, weight * idf * (K1 + 1), self._highest[term]))
+                found.append((posting, weight, weight * self._highest[term]))
         found.sort(key=_length)
         most = 0.0
-        scaled = []
-        for posting, scale, highest in reversed(found):
-            most += scale * highest
-            scaled.append((posting, scale, most))
-        scaled.reverse()
-        return scaled
+        weighted = []
+        for posting, weight, highest in reversed(found):
+            most += highest
+            weighted.append((posting, weight, most))
+        weighted.reverse()
+        return weighted
 
     def _discard(self, key: K) -> bool:
         slot = self._slots.pop(key, None)
@@ -160,18 +161,21 @@ class LexicalIndex(Generic[K]):
         return True
 
     def _renormalize(self) -> None:
-        """Recomputes each posting's share for the current average document length."""
+        """Recomputes each posting's scores for the current documents."""
         average = self._total_length / len(self._slots) if self._slots else 0.0
         counts = self._counts
         norms = {
             slot: K1 * (1 - B + B * counts[slot].total() / average) if average else K1
             for slot in counts
         }
+        documents = len(self._slots)
         highest = {}
         for term, posting in self._postings.items():
+            found = len(posting)
+            scale = math.log1p((documents - found + 0.5) / (found + 0.5)) * (K1 + 1)
             for slot in posting:
                 tf = counts[slot][term]
-                posting[slot] = tf / (tf + norms[slot])
+                posting[slot] = scale * tf / (tf + norms[slot])
             highest[term] = max(posting.values())
         self._highest = highest
         self._stale = False

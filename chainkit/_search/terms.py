@@ -12,6 +12,7 @@ both read a question the same way.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -119,17 +120,20 @@ def _starts_word(text: str, index: int) -> bool:
     return before.isupper() and index + 1 < len(text) and text[index + 1].islower()
 
 
-def _name_terms(word: str) -> Iterator[str]:
-    """The terms of a word, split where a camelCase name starts a new word."""
+@functools.lru_cache(maxsize=8192)
+def _name_terms(word: str) -> tuple[str, ...]:
+    """The terms of a word, split where a camelCase name starts a new word. Cached: the words
+    of questions and tool texts recur, and stemming is the slow part of reading them."""
     if word.islower() or word.isdigit():  # most words of questions: nothing to split
-        yield from _word_terms(word)
-        return
+        return tuple(_word_terms(word))
     start = 0
+    found = []
     for index in range(1, len(word)):
         if _starts_word(word, index):
-            yield from _word_terms(word[start:index])
+            found.extend(_word_terms(word[start:index]))
             start = index
-    yield from _word_terms(word[start:])
+    found.extend(_word_terms(word[start:]))
+    return tuple(found)
 
 
 def _word_terms(word: str) -> Iterator[str]:
