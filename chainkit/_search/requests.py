@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 
-# Sentence ends and the words that join requests; never splits inside a word.
+_JOINING = r"(?:and then|and also|and|also|then|as well as|plus|additionally|afterwards|finally)"
+# Sentence ends (with a joining word after them) and the joining words within a sentence;
+# never splits inside a word.
 _BOUNDARY = re.compile(
-    r"[.?!;。？！；\n]+\s*"
-    r"|,?\s+(?:and then|and also|and|also|then|as well as|plus|additionally|afterwards)\s+"
-    r"|然后|并且|而且|另外|还有|同时|再",
+    rf"[.?!;。？！；\n]+\s*(?:{_JOINING}\b,?\s*)?|,?\s+{_JOINING}\s+|然后|并且|而且|另外|还有|同时",
     re.IGNORECASE,
 )
 _PHRASING = re.compile(

@@ -127,7 +127,7 @@ def _name_terms(word: str) -> tuple[str, ...]:
     if word.islower() or word.isdigit():  # most words of questions: nothing to split
         return tuple(_word_terms(word))
     start = 0
-    found = []
+    found: list[str] = []
     for index in range(1, len(word)):
         if _starts_word(word, index):
             found.extend(_word_terms(word[start:index]))

@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from chainkit._search.bm25 import LexicalIndex
+from chainkit._search.requests import requests, without_phrasing
 from chainkit._search.terms import stem, terms, tokens
 
 
@@ -233,3 +234,25 @@ def test_plurals_in_ss_stem_to_their_singular() -> None:
     from chainkit._search.terms import tokens as words
 
     assert "class" in words("classes") and "class" in words("class")
+
+
+def test_a_question_splits_into_its_requests_not_its_list_items():
+    assert requests("Find a pasta recipe, and then convert 2 cups to ml. Also book a table") == [
+        "Find a pasta recipe",
+        "convert 2 cups to ml",
+        "book a table",
+    ]
+    assert requests("weather in Paris and Rome") == ["weather in Paris and Rome"]  # "Rome"
+    assert requests("查一下北京的天气，然后订一张去上海的机票") == [
+        "查一下北京的天气，",
+        "订一张去上海的机票",
+    ]
+
+
+def test_request_phrasing_is_taken_out():
+    assert without_phrasing("Can you please help me find a hotel?").split() == [
+        "find",
+        "a",
+        "hotel?",
+    ]
+    assert without_phrasing("请帮我查天气").strip() == "查天气"
