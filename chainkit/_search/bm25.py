@@ -19,7 +19,8 @@ import heapq
 import math
 import threading
 from collections import Counter
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from operator import itemgetter
 from typing import Any, Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -82,27 +83,46 @@ class LexicalIndex(Generic[K]):
         with self._lock:
             return self._discard(key)
 
-    def search(
-        self, query: Mapping[str, float], limit: int, within: Iterable[K] | None = None
-    ) -> list[tuple[K, float]]:
+    def search(self, query: Mapping[str, float], limit: int) -> list[tuple[K, float]]:
         """Up to `limit` (key, score) pairs, best first, of the documents sharing a term with
-        `query` (term -> weight), or of those among `within` (keys; one no longer indexed is
-        skipped); a document scoring nothing is left out."""
+        `query` (term -> weight); a document scoring nothing is left out."""
         if limit <= 0:
             return []
         with self._lock:
             if self._stale:
                 self._renormalize()
-            slots = None if within is None else [self._slots[k] for k in within if k in self._slots]
-            scores = self._scores(query, limit, slots)
-            best = _best(scores, limit)
+            best = _best(self._scores(query, limit), limit)
             return [(self._keys[slot], score) for slot, score in best if score > 0]
 
-    def _scores(
-        self, query: Mapping[str, float], limit: int, slots: list[int] | None
-    ) -> dict[int, float]:
-        """Slot -> score of the documents that may be among the best `limit`, or of `slots`
-        alone.
+    def search_each(
+        self, queries: Sequence[Mapping[str, float]], limit: int, within: Iterable[K]
+    ) -> list[list[tuple[K, float]]]:
+        """For each query, up to `limit` (key, score) pairs, best first, of the documents under
+        `within` (a few keys; one no longer indexed is skipped) that share a term with it. Each
+        term's scores in those documents are read once, whatever the number of queries."""
+        with self._lock:
+            if self._stale:
+                self._renormalize()
+            slots = sorted(self._slots[key] for key in within if key in self._slots)
+            columns: dict[str, list[float]] = {}
+            found = []
+            for query in queries:
+                totals = [0.0] * len(slots)
+                for term, weight in query.items():
+                    column = columns.get(term)
+                    if column is None:
+                        posting = self._postings.get(term, {})
+                        column = columns[term] = [posting.get(slot, 0.0) for slot in slots]
+                    totals = [
+                        total + weight * points
+                        for total, points in zip(totals, column, strict=True)
+                    ]
+                best = _best({s: t for s, t in zip(slots, totals, strict=True) if t > 0}, limit)
+                found.append([(self._keys[slot], score) for slot, score in best])
+            return found
+
+    def _scores(self, query: Mapping[str, float], limit: int) -> dict[int, float]:
+        """Slot -> score of the documents that may be among the best `limit`.
 
         The query's terms are read rarest first. Once the `limit`-th best score so far is
         higher than the most the terms left could give a document (each term's weight times
@@ -110,9 +130,9 @@ class LexicalIndex(Generic[K]):
         the best: they only add to the scores of the documents already found (MaxScore,
         Turtle and Flood, 1995), so that a search reads few of its common terms' long
         postings, and ranks as if it read them all."""
-        scores: dict[int, float] = {} if slots is None else dict.fromkeys(slots, 0.0)
+        scores: dict[int, float] = {}
         get = scores.get
-        complete = slots is None
+        complete = True
         for posting, weight, most in self._weighted(query):
             if complete and len(posting) > len(scores) >= limit:
                 complete = heapq.nlargest(limit, scores.values())[-1] <= most
@@ -186,12 +206,20 @@ def _length(item: tuple[dict[int, float], float, float]) -> int:
 
 
 def _best(scores: dict[int, float], limit: int) -> list[tuple[int, float]]:
-    """The `limit` best (slot, score) pairs, best first, ties earliest slot first: the
-    threshold is found among the bare scores, then only those reaching it are sorted."""
+    """The `limit` best (slot, score) pairs, best first, ties earliest slot first. The best
+    `limit` + 1 are found by score alone (in C); only when the last two of them tie does the
+    choice among equal scores need every score compared by slot too."""
     if len(scores) > limit:
-        threshold = heapq.nlargest(limit, scores.values())[-1]
-        scores = {slot: score for slot, score in scores.items() if score >= threshold}
+        best = heapq.nlargest(limit + 1, scores.items(), key=_score)
+        if best[-1][1] < best[-2][1]:
+            scores = dict(best[:-1])
+        else:
+            threshold = best[-2][1]
+            scores = {slot: score for slot, score in scores.items() if score >= threshold}
     return sorted(scores.items(), key=_score_then_earliest, reverse=True)[:limit]
+
+
+_score = itemgetter(1)
 
 
 def _score_then_earliest(item: tuple[int, float]) -> tuple[float, int]:

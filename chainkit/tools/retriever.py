@@ -218,9 +218,8 @@ class ToolRetriever:
             return [name for name, _ in search(asked[0], depth)]
         whole = search(_union(asked), max(depth, REQUEST_CANDIDATES))
         candidates = [name for name, _ in whole]
-        rankings = [candidates[:depth]]
-        rankings.extend([n for n, _ in search(part, depth, within=candidates)] for part in asked)
-        return _interleaved(rankings)
+        each = self._index.search_each(asked, depth, candidates)
+        return _interleaved([candidates[:depth], *([name for name, _ in part] for part in each)])
 
     @staticmethod
     def _listed(toolset: Toolset, names: Iterable[str]) -> list[Tool]:

@@ -132,15 +132,15 @@ def test_a_search_ranks_as_if_it_read_every_posting():
         assert [s for _, s in found] == pytest.approx([s for s, _ in everything[:5]])
 
 
-def test_a_search_within_keys_scores_those_alone():
-    index = index_of({"a": "weather report", "b": "weather", "c": "stock report"})
-    assert [key for key, _ in index.search({"report": 1.0}, 5, within=["c", "b"])] == ["c"]
-    assert index.search({"weather": 1.0}, 5, within=["c"]) == []
-    assert index.search({"weather": 1.0}, 5, within=["gone", "b"])[0][0] == "b"
-    full = dict(index.search({"weather": 1.0, "report": 1.0}, 5))
-    assert dict(index.search({"weather": 1.0, "report": 1.0}, 5, within=["a"])) == {
-        "a": pytest.approx(full["a"])
-    }
+def test_a_search_for_each_query_among_a_few_keys_scores_those_alone():
+    index = index_of({"a": "weather report", "b": "weather", "c": "stock report", "d": "x"})
+    queries = [{"report": 1.0}, {"weather": 1.0}, {"weather": 1.0, "report": 2.0}]
+    report, weather, both = index.search_each(queries, 5, ["c", "gone", "b", "a"])
+    assert [key for key, _ in report] == ["a", "c"]  # "gone" is skipped, "d" never scored
+    assert [key for key, _ in weather] == ["b", "a"]
+    full = dict(index.search({"weather": 1.0, "report": 2.0}, 5))
+    assert dict(both) == {key: pytest.approx(score) for key, score in full.items()}
+    assert index.search_each(queries, 1, ["d"]) == [[], [], []]
 
 
 def test_unspaced_alphabets_become_letter_trigrams():
