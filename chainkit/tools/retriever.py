@@ -199,27 +199,28 @@ class ToolRetriever:
     def _ranked(self, query: str, query_vector: object) -> list[Tool]:
         toolset, always = self._toolset, self._always
         wanted = self._top_k + len(always)  # the always-included may rank among the best
+        asked = [tokens(without_phrasing(part)) for part in requests(query)]
+        question = asked[0] if len(asked) == 1 else _union(asked)
         if query_vector is None:
-            ranking = self._lexical(query, wanted)
+            depth = wanted if len(asked) == 1 else max(wanted, REQUEST_CANDIDATES)
+            ranking = [name for name, _ in self._index.search(question, depth)]
         else:
             depth = max(wanted, _MIN_CANDIDATES)
-            ranking = _fused(self._lexical(query, depth), self._dense_ranking(query_vector, depth))
+            lexical = [name for name, _ in self._index.search(question, depth)]
+            ranking = _fused(lexical, self._dense_ranking(query_vector, depth))
+        if len(asked) > 1:
+            ranking = self._by_request(ranking, asked, wanted)
         others = self._listed(toolset, (name for name in ranking if name not in always))
         return [*self._listed(toolset, always), *islice(others, self._top_k)]
 
-    def _lexical(self, query: str, depth: int) -> list[str]:
-        """The BM25 ranking of the question, interleaved, when it makes several requests, with
-        each request's own ranking of the question's best `REQUEST_CANDIDATES`: the best tool
-        for each request comes before the second best for any, so that one request does not
-        fill every slot."""
-        search = self._index.search
-        asked = [tokens(without_phrasing(part)) for part in requests(query)]
-        if len(asked) == 1:
-            return [name for name, _ in search(asked[0], depth)]
-        whole = search(_union(asked), max(depth, REQUEST_CANDIDATES))
-        candidates = [name for name, _ in whole]
-        each = self._index.search_each(asked, depth, candidates)
-        return _interleaved([candidates[:depth], *([name for name, _ in part] for part in each)])
+    def _by_request(
+        self, ranking: list[str], asked: list[dict[str, float]], depth: int
+    ) -> list[str]:
+        """The question's `ranking` interleaved with each request's own ranking of the
+        question's best `REQUEST_CANDIDATES`: the best tool for each request comes before the
+        second best for any, so that one request does not fill every slot."""
+        each = self._index.search_each(asked, depth, ranking[:REQUEST_CANDIDATES])
+        return _interleaved([ranking, *([name for name, _ in part] for part in each)])
 
     @staticmethod
     def _listed(toolset: Toolset, names: Iterable[str]) -> list[Tool]:

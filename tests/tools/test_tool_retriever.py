@@ -305,6 +305,14 @@ def test_each_request_of_a_question_gets_a_tool():
     assert "convert_units" in selected and "recipe_search" in selected
 
 
+def test_each_request_gets_a_tool_with_embeddings_fused_too(embeddings):
+    retriever = tools.ToolRetriever(RECIPES, top_k=3, embedder=embeddings)
+    recipe = "Search recipes by ingredients for a pasta, with its nutrition facts and prep time"
+    assert "convert_units" not in names(retriever.select(recipe))
+    selected = names(retriever.select(f"{recipe}, and convert 2 cups to ml"))
+    assert "convert_units" in selected and "recipe_search" in selected
+
+
 def test_the_words_of_a_name_weigh_as_the_operation():
     movies = [
         _tool("FindMovies", "Find movies to buy tickets for, showing in a city.", city="City."),
