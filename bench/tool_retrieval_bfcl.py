@@ -1,6 +1,6 @@
 """Tool retrieval on real function definitions: the Berkeley Function Calling Leaderboard's.
 
-Run from the repository root: `python bench/tool_retrieval_bfcl.py` (half a minute). It pools
+Run from the repository root: `python bench/tool_retrieval_bfcl.py` (about ten seconds). It pools
 the functions of BFCL's single-turn questions (bench/data/bfcl_tools.jsonl.gz, made by
 bench/data/extract_bfcl.py; Apache-2.0, see bench/data/BFCL_LICENSE) into one catalog of
 2,555 tools, and asks its 2,501 questions, each with the tools its gold calls name. A question
