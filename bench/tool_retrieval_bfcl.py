@@ -10,7 +10,9 @@ The questions are split by a hash of their id into a dev half, which the retriev
 were tuned on, and a test half, which they were not; both are printed, for all questions,
 for those needing 2+ tools, and for those not in English (mostly Chinese and Korean), beside
 a baseline ranking tools by how many distinct words of the question their name and
-description share. Then the median time of one selection.
+description share, and the share of all questions for which the very copy of a function
+written several times was selected (the namespaced `s3_get_current_weather` its question was
+given, where any copy answers it). Then the median time of one selection.
 """
 
 from __future__ import annotations
@@ -100,15 +102,20 @@ def _words(text: str) -> set[str]:
 
 
 def found_at(
-    select: Callable[[str], list[Tool]], questions: Iterable[Question]
+    select: Callable[[str], list[Tool]],
+    questions: Iterable[Question],
+    same: Callable[[str], str] | None = None,
 ) -> dict[int, float]:
+    """The share of questions whose tools are all among the first k selected, for each k; a
+    tool counts as another when `same` gives both the same name (by default `name_of`)."""
+    same = same or name_of
     hits = dict.fromkeys(KS, 0)
     asked = 0
     for question in questions:
-        names = [name_of(tool.name) for tool in select(question.text)]
+        names = [same(tool.name) for tool in select(question.text)]
         asked += 1
         for k in KS:
-            hits[k] += {name_of(name) for name in question.gold} <= set(names[:k])
+            hits[k] += {same(name) for name in question.gold} <= set(names[:k])
     return {k: n / asked for k, n in hits.items()} if asked else {}
 
 
@@ -139,6 +146,12 @@ def report(tools: Sequence[Tool], questions: Sequence[Question], splits: Sequenc
                     f"  {split:<4} {label:<12} {len(chosen):4} questions  {name:<13} "
                     + "  ".join(f"R@{k} {rates[k]:6.1%}" for k in KS)
                 )
+        # Where one name has several texts, the very copy the question was given.
+        rates = found_at(retriever.select, groups(questions, split)["all"], str)
+        print(
+            f"  {split:<4} {'exact copy':<12} {'':14} {'ToolRetriever':<13} "
+            + "  ".join(f"R@{k} {rates[k]:6.1%}" for k in KS)
+        )
 
 
 def misses(tools: Sequence[Tool], questions: Sequence[Question], count: int) -> None:
