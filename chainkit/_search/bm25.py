@@ -5,11 +5,12 @@ both choose tools with it. The terms come from `chainkit._search.terms`; the ind
 
 Scoring, for each query term t with weight w that a document d holds tf times:
     w · idf(t) · tf · (k1 + 1) / (tf + k1 · (1 - b + b · |d| / avgdl))
-with idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)), never negative. The part after idf depends
-on the document alone (and on avgdl), so it is kept in the postings: a search only adds up
-the postings of its terms, touching no document that shares none. Adding or removing a
-document changes avgdl; the postings are brought up to date by the next search, in one pass
-over them (a few milliseconds for 1,000 tools), so a batch of updates costs one such pass.
+with idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)), never negative. The part after w depends
+on the term and the document alone (and on N and avgdl), so it is kept in the postings: a
+search only adds up the postings of its terms, touching no document that shares none. Adding
+or removing a document changes N, df and avgdl; the postings are brought up to date by the
+next search, in one pass over them (a few milliseconds for 1,000 tools), so a batch of updates
+costs one such pass.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import heapq
 import math
 import threading
 from collections import Counter
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from operator import itemgetter
 from typing import Any, Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -39,9 +41,10 @@ class LexicalIndex(Generic[K]):
         self._keys: dict[int, K] = {}
         self._counts: dict[int, Counter[str]] = {}
         self._total_length = 0
-        # term -> slot -> the document's share of the term's score (tf saturated and
-        # length-normalized), kept up to date with avgdl unless `_stale`.
+        # term -> slot -> the term's score in the document for a weight of 1 (idf, and tf
+        # saturated and length-normalized), kept up to date with N and avgdl unless `_stale`.
         self._postings: dict[str, dict[int, float]] = {}
+        self._highest: dict[str, float] = {}  # term -> the highest score in its posting
         self._stale = False
 
     def __len__(self) -> int:
@@ -88,21 +91,79 @@ class LexicalIndex(Generic[K]):
         with self._lock:
             if self._stale:
                 self._renormalize()
-            documents = len(self._slots)
-            factor = K1 + 1
-            scores: dict[int, float] = {}
-            get = scores.get
-            for term, weight in query.items():
-                posting = self._postings.get(term)
-                if not posting or weight <= 0:
-                    continue
-                found = len(posting)
-                idf = math.log1p((documents - found + 0.5) / (found + 0.5))
-                scale = weight * idf * factor
-                for slot, share in posting.items():
-                    scores[slot] = get(slot, 0.0) + scale * share
-            best = heapq.nlargest(limit, scores.items(), key=_score_then_earliest)
+            best = _best(self._scores(query, limit), limit)
             return [(self._keys[slot], score) for slot, score in best if score > 0]
+
+    def search_each(
+        self, queries: Sequence[Mapping[str, float]], limit: int, within: Iterable[K]
+    ) -> list[list[tuple[K, float]]]:
+        """For each query, up to `limit` (key, score) pairs, best first, of the documents under
+        `within` (a few keys; one no longer indexed is skipped) that share a term with it. Each
+        term's scores in those documents are read once, whatever the number of queries."""
+        with self._lock:
+            if self._stale:
+                self._renormalize()
+            slots = sorted(self._slots[key] for key in within if key in self._slots)
+            columns: dict[str, list[float]] = {}
+            found = []
+            for query in queries:
+                totals = [0.0] * len(slots)
+                for term, weight in query.items():
+                    column = columns.get(term)
+                    if column is None:
+                        posting = self._postings.get(term, {})
+                        column = columns[term] = [posting.get(slot, 0.0) for slot in slots]
+                    totals = [
+                        total + weight * points
+                        for total, points in zip(totals, column, strict=True)
+                    ]
+                best = _best({s: t for s, t in zip(slots, totals, strict=True) if t > 0}, limit)
+                found.append([(self._keys[slot], score) for slot, score in best])
+            return found
+
+    def _scores(self, query: Mapping[str, float], limit: int) -> dict[int, float]:
+        """Slot -> score of the documents that may be among the best `limit`.
+
+        The query's terms are read rarest first. Once the `limit`-th best score so far is
+        higher than the most the terms left could give a document (each term's weight times
+        its highest score in a document), no document found by those terms alone can be among
+        the best: they only add to the scores of the documents already found (MaxScore,
+        Turtle and Flood, 1995), so that a search reads few of its common terms' long
+        postings, and ranks as if it read them all."""
+        scores: dict[int, float] = {}
+        get = scores.get
+        complete = True
+        for posting, weight, most in self._weighted(query):
+            if complete and len(posting) > len(scores) >= limit:
+                complete = heapq.nlargest(limit, scores.values())[-1] <= most
+            if not complete:
+                for slot, score in scores.items():
+                    scores[slot] = score + weight * posting.get(slot, 0.0)
+            elif weight == 1.0:  # most terms: no product to take
+                for slot, points in posting.items():
+                    scores[slot] = get(slot, 0.0) + points
+            else:
+                for slot, points in posting.items():
+                    scores[slot] = get(slot, 0.0) + weight * points
+        return scores
+
+    def _weighted(self, query: Mapping[str, float]) -> list[tuple[dict[int, float], float, float]]:
+        """For each term of the query that documents hold, rarest first: its posting, its
+        weight, and the most it and the commoner terms after it can add to a document's
+        score."""
+        found = []
+        for term, weight in query.items():
+            posting = self._postings.get(term)
+            if posting and weight > 0:
+                found.append((posting, weight, weight * self._highest[term]))
+        found.sort(key=_length)
+        most = 0.0
+        weighted = []
+        for posting, weight, highest in reversed(found):
+            most += highest
+            weighted.append((posting, weight, most))
+        weighted.reverse()
+        return weighted
 
     def _discard(self, key: K) -> bool:
         slot = self._slots.pop(key, None)
@@ -120,18 +181,45 @@ class LexicalIndex(Generic[K]):
         return True
 
     def _renormalize(self) -> None:
-        """Recomputes each posting's share for the current average document length."""
+        """Recomputes each posting's scores for the current documents."""
         average = self._total_length / len(self._slots) if self._slots else 0.0
         counts = self._counts
         norms = {
             slot: K1 * (1 - B + B * counts[slot].total() / average) if average else K1
             for slot in counts
         }
+        documents = len(self._slots)
+        highest = {}
         for term, posting in self._postings.items():
+            found = len(posting)
+            scale = math.log1p((documents - found + 0.5) / (found + 0.5)) * (K1 + 1)
             for slot in posting:
                 tf = counts[slot][term]
-                posting[slot] = tf / (tf + norms[slot])
+                posting[slot] = scale * tf / (tf + norms[slot])
+            highest[term] = max(posting.values())
+        self._highest = highest
         self._stale = False
+
+
+def _length(item: tuple[dict[int, float], float, float]) -> int:
+    return len(item[0])
+
+
+def _best(scores: dict[int, float], limit: int) -> list[tuple[int, float]]:
+    """The `limit` best (slot, score) pairs, best first, ties earliest slot first. The best
+    `limit` + 1 are found by score alone (in C); only when the last two of them tie does the
+    choice among equal scores need every score compared by slot too."""
+    if len(scores) > limit:
+        best = heapq.nlargest(limit + 1, scores.items(), key=_score)
+        if best[-1][1] < best[-2][1]:
+            scores = dict(best[:-1])
+        else:
+            threshold = best[-2][1]
+            scores = {slot: score for slot, score in scores.items() if score >= threshold}
+    return sorted(scores.items(), key=_score_then_earliest, reverse=True)[:limit]
+
+
+_score = itemgetter(1)
 
 
 def _score_then_earliest(item: tuple[int, float]) -> tuple[float, int]:

@@ -12,6 +12,7 @@ both read a question the same way.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -35,15 +36,31 @@ _CJK_RANGES = (
     "\uac00-\ud7af"  # hangul syllables
     "\U00020000-\U0002fa1f"  # CJK extensions B to F, compatibility supplement
 )
+_UNSPACED_RANGES = (
+    _CJK_RANGES + "\u0e00-\u0e7f"  # Thai
+    "\u0e80-\u0eff"  # Lao
+    "\u1000-\u109f"  # Myanmar
+    "\u1780-\u17ff"  # Khmer
+    "\u0f00-\u0fff"  # Tibetan
+)
+"""Scripts written without spaces between words, vowel signs and tone marks included (they
+are no letters to `str.isalnum`, which would cut Thai words at them)."""
 CJK_RUN = re.compile(f"[{_CJK_RANGES}]+")
 _CJK_CHAR = re.compile(f"[{_CJK_RANGES}]")
+LETTER_GRAM = 3
+"""How many characters make a term in an unspaced alphabet (Thai, Lao, Khmer, Myanmar,
+Tibetan): a letter or a pair is no word; three are close to a syllable."""
+_UNSPACED_CHAR = re.compile(f"[{_UNSPACED_RANGES}]")
+# A run of an unspaced script, or a word: letters and digits of other scripts.
+_PIECE = re.compile(f"([{_UNSPACED_RANGES}]+)|[^\\W_{_UNSPACED_RANGES}]+")
 # No doubled letter is dropped from these: "fill" + "ing", "pass" + "ed", "buzz" + "ing".
 _KEPT_DOUBLES = frozenset("lsz")
 
 
 def is_cjk(char: str) -> bool:
-    """Whether `char` belongs to a script written without spaces between words."""
-    return _CJK_CHAR.fullmatch(char) is not None
+    """Whether `char` belongs to a script written without spaces between words (CJK, Thai,
+    Lao, Khmer, Myanmar, Tibetan)."""
+    return _UNSPACED_CHAR.fullmatch(char) is not None
 
 
 def stem(word: str) -> str:
@@ -71,35 +88,14 @@ def stem(word: str) -> str:
 
 def terms(text: str) -> Iterator[str]:
     """The terms of `text` in order, repeats included: stemmed words (no stop words, no bare
-    numbers), and for each run of CJK characters its bigrams and its characters (no stop
+    numbers), and for each run of an unspaced script its bigrams and its characters (no stop
     characters)."""
-    text = unicodedata.normalize("NFKC", text)
-    word_start: int | None = None
-    run_start: int | None = None
-    for index, char in enumerate(text):
-        if is_cjk(char):
-            if word_start is not None:
-                yield from _word_terms(text[word_start:index])
-                word_start = None
-            if run_start is None:
-                run_start = index
-            continue
-        if run_start is not None:
-            yield from _run_terms(text[run_start:index])
-            run_start = None
-        if char.isalnum():
-            if word_start is None:
-                word_start = index
-            elif _starts_word(text, index):
-                yield from _word_terms(text[word_start:index])
-                word_start = index
-        elif word_start is not None:
-            yield from _word_terms(text[word_start:index])
-            word_start = None
-    if word_start is not None:
-        yield from _word_terms(text[word_start:])
-    if run_start is not None:
-        yield from _run_terms(text[run_start:])
+    for piece in _PIECE.finditer(unicodedata.normalize("NFKC", text)):
+        run = piece.group(1)
+        if run is not None:
+            yield from _run_terms(run)
+        else:
+            yield from _name_terms(piece.group())
 
 
 def weight(term: str) -> float:
@@ -124,6 +120,22 @@ def _starts_word(text: str, index: int) -> bool:
     return before.isupper() and index + 1 < len(text) and text[index + 1].islower()
 
 
+@functools.lru_cache(maxsize=8192)
+def _name_terms(word: str) -> tuple[str, ...]:
+    """The terms of a word, split where a camelCase name starts a new word. Cached: the words
+    of questions and tool texts recur, and stemming is the slow part of reading them."""
+    if word.islower() or word.isdigit():  # most words of questions: nothing to split
+        return tuple(_word_terms(word))
+    start = 0
+    found: list[str] = []
+    for index in range(1, len(word)):
+        if _starts_word(word, index):
+            found.extend(_word_terms(word[start:index]))
+            start = index
+    found.extend(_word_terms(word[start:]))
+    return tuple(found)
+
+
 def _word_terms(word: str) -> Iterator[str]:
     term = stem(word.lower())
     if term not in STOP_WORDS and not term.isdigit():  # numbers are no topic
@@ -131,8 +143,20 @@ def _word_terms(word: str) -> Iterator[str]:
 
 
 def _run_terms(run: str) -> Iterator[str]:
+    if not _CJK_CHAR.match(run):  # an alphabet (Thai, Khmer...): its letters say nothing alone
+        yield from _grams(run, LETTER_GRAM)
+        return
     for index, char in enumerate(run):
         if char not in STOP_CHARS:
             yield char
         if index + 1 < len(run):
             yield run[index : index + 2]
+
+
+def _grams(run: str, size: int) -> Iterator[str]:
+    """The `size`-character pieces of `run`, overlapping; the run itself when shorter."""
+    if len(run) <= size:
+        yield run
+        return
+    for index in range(len(run) - size + 1):
+        yield run[index : index + size]

@@ -1,10 +1,13 @@
 """ToolOffer: which of an agent's tools each run offers the model, when a ToolRetriever
 chooses them.
 
-The tools are selected once, when a run's first plan starts, for the run's query, and that
-selection is reported as a "retriever" run to the callbacks. A registered tool the model names
-that was not offered still runs (the Executor finds every tool of the agent), and is offered
-from then on, reported as a retrieval of its own.
+The tools are selected when a run's first plan starts, for the run's query, and that
+selection is reported as a "retriever" run to the callbacks. At each later plan the retriever
+selects again, by words alone (no embedding call), for what the run is doing: the model's
+latest reply and the observation it brought. The best tool of that selection not offered yet
+is offered from then on (one a step at most, so that the offer stays small), reported as a
+retrieval of its own. A registered tool the model names that was not offered still runs (the
+Executor finds every tool of the agent), and is offered from then on, reported too.
 """
 
 from __future__ import annotations
@@ -42,14 +45,15 @@ class ToolOffer:
     def tools(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], own: CombiningHandler | None
     ) -> list[Tool]:
-        """The tools this run offers, selected at its first plan; `own` is the agent's
-        handler."""
+        """The tools this run offers, selected at its first plan and grown by each step it
+        takes (see the module); `own` is the agent's handler."""
         query = self._query(inputs)
         offer = self._runs.get(inputs, query) if steps else None
         if offer is None:
             with self._reporting(own, query) as found:
                 found.extend(self._registered(self.retriever.select(query)))
-            offer = self._runs.start(inputs, query, found)
+            return self._runs.start(inputs, query, found)
+        self._follow(offer, steps, inputs, own)
         return offer
 
     async def atools(
@@ -61,8 +65,28 @@ class ToolOffer:
         if offer is None:
             with self._reporting(own, query) as found:
                 found.extend(self._registered(await self.retriever.aselect(query)))
-            offer = self._runs.start(inputs, query, found)
+            return self._runs.start(inputs, query, found)
+        self._follow(offer, steps, inputs, own)
         return offer
+
+    def _follow(
+        self,
+        offer: list[Tool],
+        steps: Sequence[AgentStep],
+        inputs: Mapping[str, Any],
+        own: CombiningHandler | None,
+    ) -> None:
+        """Offers from now on the best tool not offered yet that the words of the run's latest
+        step select, once per step."""
+        text = self._step_text(steps[-1]) if self._runs.follow(inputs, len(steps)) else None
+        if text is None:
+            return
+        selected = self._registered(self.retriever.select_by_words(text))
+        tool = next((tool for tool in selected if _not_in(tool, offer)), None)
+        if tool is not None:
+            with self._reporting(own, text) as found:
+                found.append(tool)
+            offer.append(tool)
 
     def planned(
         self, decision: Decision, inputs: Mapping[str, Any], own: CombiningHandler | None
@@ -77,7 +101,7 @@ class ToolOffer:
         if offer is not None:
             for action in decision:
                 tool = self._toolset.find(action.tool)
-                if tool is not None and all(tool is not offered for offered in offer):
+                if tool is not None and _not_in(tool, offer):
                     with self._reporting(own, action.tool) as found:
                         found.append(tool)
                     offer.append(tool)
@@ -93,11 +117,28 @@ class ToolOffer:
         """The text tools are selected for: the input under `query_key`."""
         return str(inputs.get(self.query_key, ""))  # a missing input is the prompt's to name
 
+    def _step_text(self, step: AgentStep) -> str | None:
+        """What a step says the run is doing: the model's reply, then the tool's output; None
+        for a step that called no tool of the agent (its observation is the Executor's, which
+        names tools the model did not ask for)."""
+        if self._toolset.find(step.action.tool) is None:
+            return None
+        return f"{step.action.log[:STEP_TEXT_LIMIT]}\n{step.observation[:STEP_TEXT_LIMIT]}"
+
     def _registered(self, selected: Sequence[Tool]) -> list[Tool]:
         """The agent's own tools among those a retriever selected (by name): one added to the
         retriever since the agent was built is not the agent's to offer."""
         found = (self._toolset.find(tool.name) for tool in selected)
         return [tool for tool in found if tool is not None]
+
+
+STEP_TEXT_LIMIT = 1000
+"""How many characters of a step's model reply, and of its observation, a step's selection
+reads: the start says what was done and found; a long output's rest is mostly data."""
+
+
+def _not_in(tool: Tool, offer: Sequence[Tool]) -> bool:
+    return all(tool is not offered for offered in offer)
 
 
 def _checked(retriever: ToolRetriever, toolset: Toolset) -> ToolRetriever:
@@ -160,13 +201,16 @@ class _RunOffers:
     final answer (an error, a limit, a tool returning directly) leaves its record behind: only
     the latest `LIMIT` are kept, and a run whose record was dropped selects again.
 
+    Each record also keeps how many steps the offer has followed (see `follow`).
+
     A copy of an agent starts with no record: `__reduce__` makes copies and pickles fresh."""
 
     LIMIT = 256
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._offers: OrderedDict[str | int, tuple[int, list[Tool]]] = OrderedDict()
+        # run -> (the hash of its query, the tools offered, how many steps were followed)
+        self._offers: OrderedDict[str | int, tuple[int, list[Tool], int]] = OrderedDict()
 
     def __reduce__(self) -> tuple[type[_RunOffers], tuple[()]]:
         return (type(self), ())
@@ -182,11 +226,22 @@ class _RunOffers:
     def start(self, inputs: Mapping[str, Any], query: str, tools: list[Tool]) -> list[Tool]:
         key = _run_key(inputs)
         with self._lock:
-            self._offers[key] = (hash(query), tools)
+            self._offers[key] = (hash(query), tools, 0)
             self._offers.move_to_end(key)
             while len(self._offers) > self.LIMIT:
                 self._offers.popitem(last=False)
         return tools
+
+    def follow(self, inputs: Mapping[str, Any], steps: int) -> bool:
+        """Whether the run has taken steps since its offer last followed them (and it follows
+        them now): true once per new step."""
+        key = _run_key(inputs)
+        with self._lock:
+            record = self._offers.get(key)
+            if record is None or record[2] >= steps:
+                return False
+            self._offers[key] = (record[0], record[1], steps)
+            return True
 
     def end(self, inputs: Mapping[str, Any]) -> None:
         with self._lock:

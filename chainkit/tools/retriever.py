@@ -17,11 +17,12 @@ import math
 import operator
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from itertools import islice
+from itertools import islice, zip_longest
 from numbers import Real
 from typing import Any, Protocol, runtime_checkable
 
 from chainkit._search.bm25 import LexicalIndex
+from chainkit._search.requests import requests, without_phrasing
 from chainkit._search.terms import terms, tokens
 from chainkit._stop import to_thread
 from chainkit.tools.base import Tool
@@ -38,6 +39,13 @@ RRF_K = 60
 """The constant of reciprocal rank fusion: how little the first ranks count more than the next."""
 _MIN_CANDIDATES = 50
 """How deep each ranking is read before fusion, at least."""
+NAME_WEIGHT = 3
+"""How many times a word of a tool's name counts, against once for a word of its description
+or of its arguments' names and descriptions: the name says the operation (tuned on the dev half
+of bench/tool_retrieval_bfcl.py, where giving the description's first sentence more weight
+as well did not help)."""
+REQUEST_CANDIDATES = 10
+"""How many of the best tools for a whole question each of its requests ranks again."""
 
 
 @runtime_checkable
@@ -169,6 +177,11 @@ class ToolRetriever:
             return self._ranked(query, None)
         return self._ranked(query, self._embedder.embed_query(query))
 
+    def select_by_words(self, query: str) -> list[Tool]:
+        """`select` by the words of `query` alone, with no call to the embedder: cheap enough
+        to run at every step of an agent, and selecting only tools that share words with it."""
+        return self._ranked(_checked_query(query), None)
+
     async def aselect(self, query: str) -> list[Tool]:
         """`select` for async code: the embedder's `aembed_query` is awaited when it has one,
         else its `embed_query` runs in a worker thread."""
@@ -186,14 +199,28 @@ class ToolRetriever:
     def _ranked(self, query: str, query_vector: object) -> list[Tool]:
         toolset, always = self._toolset, self._always
         wanted = self._top_k + len(always)  # the always-included may rank among the best
+        asked = [tokens(without_phrasing(part)) for part in requests(query)]
+        question = asked[0] if len(asked) == 1 else _union(asked)
         if query_vector is None:
-            ranking = [name for name, _ in self._index.search(tokens(query), wanted)]
+            depth = wanted if len(asked) == 1 else max(wanted, REQUEST_CANDIDATES)
+            ranking = [name for name, _ in self._index.search(question, depth)]
         else:
             depth = max(wanted, _MIN_CANDIDATES)
-            lexical = [name for name, _ in self._index.search(tokens(query), depth)]
+            lexical = [name for name, _ in self._index.search(question, depth)]
             ranking = _fused(lexical, self._dense_ranking(query_vector, depth))
+        if len(asked) > 1:
+            ranking = self._by_request(ranking, asked, wanted)
         others = self._listed(toolset, (name for name in ranking if name not in always))
         return [*self._listed(toolset, always), *islice(others, self._top_k)]
+
+    def _by_request(
+        self, ranking: list[str], asked: list[dict[str, float]], depth: int
+    ) -> list[str]:
+        """The question's `ranking` interleaved with each request's own ranking of the
+        question's best `REQUEST_CANDIDATES`: the best tool for each request comes before the
+        second best for any, so that one request does not fill every slot."""
+        each = self._index.search_each(asked, depth, ranking[:REQUEST_CANDIDATES])
+        return _interleaved([ranking, *([name for name, _ in part] for part in each)])
 
     @staticmethod
     def _listed(toolset: Toolset, names: Iterable[str]) -> list[Tool]:
@@ -240,14 +267,34 @@ def _checked_query(query: object) -> str:
 
 def _argument_names(tool: Tool) -> list[str]:
     """The names of the arguments in the tool's JSON schema, if it has a readable one."""
+    return [str(name) for name in _arguments(tool)]
+
+
+def _arguments(tool: Tool) -> dict[Any, Any]:
     parameters = tool.parameters
     properties = parameters.get("properties") if isinstance(parameters, dict) else None
-    return [str(name) for name in properties] if isinstance(properties, dict) else []
+    return properties if isinstance(properties, dict) else {}
+
+
+def _argument_descriptions(tool: Tool) -> list[str]:
+    fields = _arguments(tool).values()
+    about = (field.get("description") for field in fields if isinstance(field, dict))
+    return [text for text in about if isinstance(text, str)]
 
 
 def _document(tool: Tool) -> list[str]:
-    """The terms a tool is found by: its name, description and argument names."""
-    return list(terms(f"{tool.name} {tool.description} {' '.join(_argument_names(tool))}"))
+    """The terms a tool is found by: its name's words, weighted as the operation, then its
+    description and its arguments' names and descriptions (the evidence)."""
+    evidence = " ".join((tool.description, *_argument_evidence(tool)))
+    return [term for term in terms(tool.name) for _ in range(NAME_WEIGHT)] + list(terms(evidence))
+
+
+def _argument_evidence(tool: Tool) -> list[str]:
+    """The names and descriptions of a tool's arguments; none for a tool that takes the one
+    string every plain `Tool` takes, whose schema says nothing of the tool."""
+    if type(tool).parameters is Tool.parameters:
+        return []
+    return [*_argument_names(tool), *_argument_descriptions(tool)]
 
 
 def _embedded_text(tool: Tool) -> str:
@@ -282,6 +329,23 @@ def _unit(vector: object, source: str, dimensions: int | None) -> list[float]:
     if not math.isfinite(length):
         raise ToolConfigError(f"embedder.{source} returned a vector that is not finite")
     return [x / length for x in numbers] if length else numbers
+
+
+def _union(parts: list[dict[str, float]]) -> dict[str, float]:
+    """The terms of all the parts, each with its highest weight."""
+    union: dict[str, float] = {}
+    for part in parts:
+        for term, weight in part.items():
+            union[term] = max(weight, union.get(term, 0.0))
+    return union
+
+
+def _interleaved(rankings: list[list[str]]) -> list[str]:
+    """The first of each ranking, then the second of each, and so on, each name once."""
+    merged: dict[str, None] = {}
+    for names in zip_longest(*rankings):
+        merged.update((name, None) for name in names if name is not None)
+    return list(merged)
 
 
 def _fused(*rankings: list[str]) -> list[str]:

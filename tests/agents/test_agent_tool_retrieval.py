@@ -144,6 +144,38 @@ def test_a_registered_tool_not_offered_still_runs_and_is_offered_from_then_on(ma
     assert offered == [["get_weather"], ["get_weather", "play_song"]]
 
 
+@pytest.mark.parametrize("make_agent", [oneshot, tool_calling])
+def test_a_tool_a_later_step_needs_is_offered_from_then_on(make_agent, mode):
+    plan = "I will check the weather first, then email it to Bob"
+    if make_agent is oneshot:
+        replies: list[Any] = [
+            f"Thought: {plan}\nAction: get_weather\nAction Input: Rome",
+            mrkl_action("send_email", "Bob"),
+            MRKL_FINAL,
+        ]
+    else:
+        first = native_call("get_weather")
+        replies = [
+            Message.assistant(plan, first.tool_calls),
+            native_call("send_email"),
+            Message.assistant("done"),
+        ]
+    llm = FakeLLM(replies)
+    selections = EventRecorder()
+    executor = agents.Executor(make_agent(llm), return_intermediate_steps=True)
+    mode.call(executor, {"input": "weather in Rome"}, callbacks=selections)
+    if make_agent is oneshot:
+        offered = [listed_tools(prompt_of(call)) for call in llm.calls]
+    else:
+        offered = [offered_names(call) for call in llm.calls]
+    # The question named only the weather; the model's reply named the email: offered from
+    # the next plan on, once (the step after it selects nothing new).
+    assert offered == [["get_weather"], *[["get_weather", "send_email"]] * 2]
+    heard = selected(selections)
+    assert [event[0] for event in heard] == ["start", "end", "start", "end"]
+    assert plan in heard[2][1] and heard[3][2] == ["send_email"]
+
+
 def test_an_unregistered_tool_is_still_not_valid():
     llm = FakeLLM([mrkl_action("no_such_tool"), MRKL_FINAL])
     executor = agents.Executor(oneshot(llm), return_intermediate_steps=True)

@@ -3,11 +3,13 @@
 import copy
 import math
 import pickle
+import random
 import threading
 
 import pytest
 
 from chainkit._search.bm25 import LexicalIndex
+from chainkit._search.requests import requests, without_phrasing
 from chainkit._search.terms import stem, terms, tokens
 
 
@@ -94,6 +96,60 @@ def test_rare_terms_outweigh_common_ones_and_weights_scale():
     assert twice == pytest.approx(2 * once)
 
 
+def test_a_search_ranks_as_if_it_read_every_posting():
+    # Common terms are read only for the documents rarer ones found, once those are sure to
+    # rank first; the ranking is the formula's over every document all the same.
+    generator = random.Random(7)
+    vocabulary = [f"w{n}" for n in range(60)]
+    frequency = [1 / (n + 1) for n in range(60)]  # a few words in most documents
+    documents = {
+        f"d{n}": generator.choices(vocabulary, frequency, k=generator.randint(3, 30))
+        for n in range(400)
+    }
+    index: LexicalIndex[str] = LexicalIndex()
+    for key, words in documents.items():
+        index.add(key, words)
+    average = sum(map(len, documents.values())) / len(documents)
+    holding = {term: sum(term in words for words in documents.values()) for term in vocabulary}
+
+    def score(words, query):
+        total = 0.0
+        for term in query:
+            found = holding[term]
+            tf = words.count(term)
+            idf = math.log1p((len(documents) - found + 0.5) / (found + 0.5))
+            total += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(words) / average))
+        return total
+
+    for _ in range(50):
+        query = set(generator.choices(vocabulary, frequency, k=4))
+        everything = sorted(
+            ((score(words, query), key) for key, words in documents.items()),
+            key=lambda item: (-item[0], int(item[1][1:])),
+        )
+        found = index.search(dict.fromkeys(query, 1.0), 5)
+        assert [key for key, _ in found] == [key for _, key in everything[:5]]
+        assert [s for _, s in found] == pytest.approx([s for s, _ in everything[:5]])
+
+
+def test_a_search_for_each_query_among_a_few_keys_scores_those_alone():
+    index = index_of({"a": "weather report", "b": "weather", "c": "stock report", "d": "x"})
+    queries = [{"report": 1.0}, {"weather": 1.0}, {"weather": 1.0, "report": 2.0}]
+    report, weather, both = index.search_each(queries, 5, ["c", "gone", "b", "a"])
+    assert [key for key, _ in report] == ["a", "c"]  # "gone" is skipped, "d" never scored
+    assert [key for key, _ in weather] == ["b", "a"]
+    full = dict(index.search({"weather": 1.0, "report": 2.0}, 5))
+    assert dict(both) == {key: pytest.approx(score) for key, score in full.items()}
+    assert index.search_each(queries, 1, ["d"]) == [[], [], []]
+
+
+def test_unspaced_alphabets_become_letter_trigrams():
+    # Thai vowel signs and tone marks are no letters to str.isalnum: they cut no word.
+    assert list(terms("ราคาหุ้น")) == ["ราค", "าคา", "คาห", "าหุ", "หุ้", "ุ้น"]
+    assert list(terms("ไป")) == ["ไป"]  # a shorter run is a term whole
+    assert list(terms("ราคา stock")) == ["ราค", "าคา", "stock"]
+
+
 def test_ties_keep_insertion_order_and_limit_cuts():
     index = index_of({f"tool{i}": "same words" for i in range(10)})
     assert [key for key, _ in index.search({"word": 1.0}, 3)] == ["tool0", "tool1", "tool2"]
@@ -178,3 +234,25 @@ def test_plurals_in_ss_stem_to_their_singular() -> None:
     from chainkit._search.terms import tokens as words
 
     assert "class" in words("classes") and "class" in words("class")
+
+
+def test_a_question_splits_into_its_requests_not_its_list_items():
+    assert requests("Find a pasta recipe, and then convert 2 cups to ml. Also book a table") == [
+        "Find a pasta recipe",
+        "convert 2 cups to ml",
+        "book a table",
+    ]
+    assert requests("weather in Paris and Rome") == ["weather in Paris and Rome"]  # "Rome"
+    assert requests("查一下北京的天气，然后订一张去上海的机票") == [
+        "查一下北京的天气，",
+        "订一张去上海的机票",
+    ]
+
+
+def test_request_phrasing_is_taken_out():
+    assert without_phrasing("Can you please help me find a hotel?").split() == [
+        "find",
+        "a",
+        "hotel?",
+    ]
+    assert without_phrasing("请帮我查天气").strip() == "查天气"

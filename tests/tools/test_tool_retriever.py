@@ -276,3 +276,99 @@ def test_an_embedder_without_async_runs_in_a_thread():
     retriever = small_retriever(top_k=1, embedder=embedder)
     assert len(asyncio.run(retriever.aselect("weather"))) == 1
     assert embedder.thread is not threading.main_thread()
+
+
+# The classes of misses on real catalogs (bench/tool_retrieval_bfcl.py measures them).
+
+
+def _tool(name, description, **arguments):
+    properties = {
+        argument: {"type": "string", "description": about} for argument, about in arguments.items()
+    }
+    return _Schema(name, description, {"type": "object", "properties": properties})
+
+
+RECIPES = [
+    _tool("recipe_search", "Searches recipes by ingredients.", ingredients="Ingredients to use."),
+    _tool("recipe_nutrition", "Nutrition facts of a recipe.", recipe="The recipe's name."),
+    _tool("recipe_prep_time", "Preparation time of a recipe.", recipe="The recipe's name."),
+    _tool("convert_units", "Converts a quantity between units.", quantity="The quantity."),
+]
+
+
+def test_each_request_of_a_question_gets_a_tool():
+    retriever = tools.ToolRetriever(RECIPES, top_k=3)
+    recipe = "Search recipes by ingredients for a pasta, with its nutrition facts and prep time"
+    assert "convert_units" not in names(retriever.select(recipe))
+    # The short request after "and" is not crowded out by the long one.
+    selected = names(retriever.select(f"{recipe}, and convert 2 cups to ml"))
+    assert "convert_units" in selected and "recipe_search" in selected
+
+
+def test_each_request_gets_a_tool_with_embeddings_fused_too(embeddings):
+    retriever = tools.ToolRetriever(RECIPES, top_k=3, embedder=embeddings)
+    recipe = "Search recipes by ingredients for a pasta, with its nutrition facts and prep time"
+    assert "convert_units" not in names(retriever.select(recipe))
+    selected = names(retriever.select(f"{recipe}, and convert 2 cups to ml"))
+    assert "convert_units" in selected and "recipe_search" in selected
+
+
+def test_the_words_of_a_name_weigh_as_the_operation():
+    movies = [
+        _tool("FindMovies", "Find movies to buy tickets for, showing in a city.", city="City."),
+        _tool("GetTimesForMovie", "Show times of a movie, to buy tickets.", movie="Movie."),
+        _tool("BuyMovieTickets", "Purchase seats for a showing.", movie="Movie title."),
+    ]
+    retriever = tools.ToolRetriever(movies, top_k=3)
+    assert names(retriever.select("buy 2 movie tickets for Dune in Berlin"))[0] == "BuyMovieTickets"
+
+
+def test_parameter_descriptions_are_evidence():
+    conditions = _tool(
+        "get_conditions", "Current weather for a city.", city="City.", unit="celsius or fahrenheit"
+    )
+    alerts = _tool("get_alerts", "Weather alerts for a city.", city="City name.")
+    retriever = tools.ToolRetriever([alerts, conditions], top_k=1)
+    assert names(retriever.select("weather in Paris in fahrenheit")) == ["get_conditions"]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Can you help me with the weather in Paris?",
+        "Please help me, what's the weather in Paris",
+        "帮我查一下天气",
+        "请帮我查天气",
+    ],
+)
+def test_words_of_request_phrasing_select_nothing(question):
+    helper = _tool("get_help", "Get help: shows the help of a command.", command="A command.")
+    writer = _tool("writing_assistant", "帮我写、帮我改、帮我润色：一下就好。")
+    weather = _tool("get_weather", "Current weather (天气预报) for a city.", city="City.")
+    retriever = tools.ToolRetriever([helper, writer, weather], top_k=1)
+    assert names(retriever.select(question)) == ["get_weather"]
+
+
+def test_unspaced_alphabets_are_read_as_letter_groups():
+    quote = _tool("stock_quote", "ราคาหุ้นล่าสุด")  # the latest share price
+    weather = _tool("weather", "อยากรู้สภาพอากาศ")  # I want to know the weather
+    retriever = tools.ToolRetriever([weather, quote], top_k=1)
+    # "I want to know today's share price", with no space between its words
+    assert names(retriever.select("อยากรู้ราคาหุ้นวันนี้")) == ["stock_quote"]
+
+
+def test_namespaced_twins_rank_by_their_own_text():
+    by_city = _tool("owm_get_current_weather", "Current weather for a city name.", city="City.")
+    by_point = _tool(
+        "meteo_get_current_weather",
+        "Current weather at a point.",
+        latitude="Latitude in degrees.",
+        longitude="Longitude in degrees.",
+    )
+    retriever = tools.ToolRetriever([by_city, by_point], top_k=1)
+    assert names(retriever.select("current weather at latitude 48.8, longitude 2.3")) == [
+        "meteo_get_current_weather"
+    ]
+    assert names(retriever.select("What's the current weather in the city of Lyon?")) == [
+        "owm_get_current_weather"
+    ]

@@ -1,0 +1,199 @@
+"""Tool retrieval on real function definitions: the Berkeley Function Calling Leaderboard's.
+
+Run from the repository root: `python bench/tool_retrieval_bfcl.py` (about ten seconds). It pools
+the functions of BFCL's single-turn questions (bench/data/bfcl_tools.jsonl.gz, made by
+bench/data/extract_bfcl.py; Apache-2.0, see bench/data/BFCL_LICENSE) into one catalog of
+2,555 tools, and asks its 2,501 questions, each with the tools its gold calls name. A question
+counts as found at k when every tool it needs is among the first k selected.
+
+The questions are split by a hash of their id into a dev half, which the retriever's weights
+were tuned on, and a test half, which they were not; both are printed, for all questions,
+for those needing 2+ tools, and for those not in English (mostly Chinese and Korean), beside
+a baseline ranking tools by how many distinct words of the question their name and
+description share, and the share of all questions for which the very copy of a function
+written several times was selected (the namespaced `s3_get_current_weather` its question was
+given, where any copy answers it). Then the median time of one selection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+import statistics
+import sys
+import time
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from chainkit.tools import Tool, ToolRetriever
+
+DATA = Path(__file__).resolve().parent / "data" / "bfcl_tools.jsonl.gz"
+KS = (1, 3, 5, 10)
+_WORD = re.compile(r"\w+")
+_NAMESPACE = re.compile(r"^s\d+_")
+
+
+class Defined(Tool):
+    """A function definition of the catalog: selected, never called."""
+
+    def __init__(self, name: str, description: str, parameters: dict[str, Any]) -> None:
+        self.name, self.description, self._parameters = name, description or name, parameters
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return self._parameters
+
+    def call(self, input: str) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    text: str
+    gold: tuple[str, ...]
+
+    @property
+    def split(self) -> str:
+        return "dev" if zlib.crc32(self.id.encode()) % 2 == 0 else "test"
+
+    @property
+    def english(self) -> bool:
+        letters = [c for c in self.text if c.isalpha()]
+        return sum(not c.isascii() for c in letters) <= 0.2 * len(letters)
+
+
+def load() -> tuple[list[Tool], list[Question]]:
+    tools: list[Tool] = []
+    questions: list[Question] = []
+    with gzip.open(DATA, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            row = json.loads(line)
+            if "tool" in row:
+                tools.append(Defined(row["tool"], row["description"], row["parameters"]))
+            else:
+                questions.append(Question(row["id"], row["question"], tuple(row["gold"])))
+    return tools, questions
+
+
+class WordOverlap:
+    """The baseline: tools ranked by how many distinct words (lower-cased) of the question
+    their name and description share, ties in catalog order."""
+
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        self._words = [(tool, _words(f"{tool.name} {tool.description}")) for tool in tools]
+
+    def select(self, query: str, k: int = max(KS)) -> list[Tool]:
+        asked = _words(query)
+        shared = ((len(asked & words), -n, tool) for n, (tool, words) in enumerate(self._words))
+        best = sorted((item for item in shared if item[0]), key=lambda i: i[:2], reverse=True)
+        return [tool for _, _, tool in best[:k]]
+
+
+def _words(text: str) -> set[str]:
+    return {word.lower() for word in _WORD.findall(text.replace("_", " "))}
+
+
+def found_at(
+    select: Callable[[str], list[Tool]],
+    questions: Iterable[Question],
+    same: Callable[[str], str] | None = None,
+) -> dict[int, float]:
+    """The share of questions whose tools are all among the first k selected, for each k; a
+    tool counts as another when `same` gives both the same name (by default `name_of`)."""
+    same = same or name_of
+    hits = dict.fromkeys(KS, 0)
+    asked = 0
+    for question in questions:
+        names = [same(tool.name) for tool in select(question.text)]
+        asked += 1
+        for k in KS:
+            hits[k] += {same(name) for name in question.gold} <= set(names[:k])
+    return {k: n / asked for k, n in hits.items()} if asked else {}
+
+
+def name_of(name: str) -> str:
+    """A tool's name without the namespace the extract gave it: the 48 `get_current_weather`
+    written for different questions (`s0_get_current_weather`, ...) are one operation, and any
+    of them answers a question about the weather."""
+    return _NAMESPACE.sub("", name)
+
+
+def groups(questions: Sequence[Question], split: str) -> dict[str, list[Question]]:
+    chosen = [q for q in questions if q.split == split]
+    return {
+        "all": chosen,
+        "2+ tools": [q for q in chosen if len(q.gold) >= 2],
+        "not English": [q for q in chosen if not q.english],
+    }
+
+
+def report(tools: Sequence[Tool], questions: Sequence[Question], splits: Sequence[str]) -> None:
+    retriever = ToolRetriever(tools, top_k=max(KS))
+    rankers = (("ToolRetriever", retriever.select), ("word overlap", WordOverlap(tools).select))
+    for split in splits:
+        for label, chosen in groups(questions, split).items():
+            for name, select in rankers:
+                rates = found_at(select, chosen)
+                print(
+                    f"  {split:<4} {label:<12} {len(chosen):4} questions  {name:<13} "
+                    + "  ".join(f"R@{k} {rates[k]:6.1%}" for k in KS)
+                )
+        # Where one name has several texts, the very copy the question was given.
+        rates = found_at(retriever.select, groups(questions, split)["all"], str)
+        print(
+            f"  {split:<4} {'exact copy':<12} {'':14} {'ToolRetriever':<13} "
+            + "  ".join(f"R@{k} {rates[k]:6.1%}" for k in KS)
+        )
+
+
+def misses(tools: Sequence[Tool], questions: Sequence[Question], count: int) -> None:
+    """Prints the first `count` dev questions whose tools are not all among the 5 selected."""
+    retriever = ToolRetriever(tools, top_k=5)
+    for question in questions:
+        if count <= 0:
+            return
+        names = [name_of(tool.name) for tool in retriever.select(question.text)]
+        if question.split == "dev" and not {name_of(n) for n in question.gold} <= set(names):
+            count -= 1
+            print(f"miss {question.id}: {question.text[:150]!r}")
+            print(f"  needs {list(question.gold)}\n  got   {names}")
+
+
+def selection_time(tools: Sequence[Tool], texts: Sequence[str]) -> list[float]:
+    retriever = ToolRetriever(tools, top_k=5)
+    retriever.select("")  # brings the index up to date
+    times = []
+    for text in texts:
+        for _ in range(3):
+            start = time.perf_counter()
+            retriever.select(text)
+            times.append(time.perf_counter() - start)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=("dev", "test", "both"), default="both")
+    parser.add_argument("--misses", type=int, default=0, help="print this many dev misses at 5")
+    args = parser.parse_args()
+    tools, questions = load()
+    print(f"catalog: {len(tools)} tools; {len(questions)} questions (all needed tools among k)")
+    report(tools, questions, ("dev", "test") if args.split == "both" else (args.split,))
+    misses(tools, questions, args.misses)
+    times = selection_time(tools, [question.text for question in questions[::5]])
+    print(
+        f"select (top_k=5) among {len(tools)} tools: median {statistics.median(times) * 1e6:.0f}"
+        f" µs over {len(times)} selections"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""Reads a question as a user writes it: the separate requests it makes, and the words of
+request phrasing ("can you", "please", "帮我") that say nothing of what is wanted.
+
+Used by the tool retriever: a question asking for two things ("find a recipe and convert 2
+cups to ml") is searched once whole and once per request, so that the shorter request gets a
+tool too; and "Help me …" does not select a tool named `help`.
+"""
+
+from __future__ import annotations
+
+import re
+
+_JOINING = r"(?:and then|and also|and|also|then|as well as|plus|additionally|afterwards|finally)"
+# Sentence ends (with a joining word after them) and the joining words within a sentence;
+# never splits inside a word.
+_BOUNDARY = re.compile(
+    rf"[.?!;。？！；\n]+\s*(?:{_JOINING}\b,?\s*)?|,?\s+{_JOINING}\s+|然后|并且|而且|另外|还有|同时",
+    re.IGNORECASE,
+)
+_PHRASING = re.compile(
+    r"\b(?:can|could|would|will) you\b|\bplease\b|\bhelp me\b|\bi(?:'d| would) like(?: to)?\b"
+    r"|\bi (?:want|need)(?: to)?\b|\blet me know\b|\bi'm looking for\b"
+    r"|帮我|帮忙|请|麻烦|我想|我要|能不能|可以吗|一下"
+    r"|주세요|싶어요|알려줘|ください|お願いします",
+    re.IGNORECASE,
+)
+MIN_REQUEST_CHARS = 8
+"""A piece shorter than this ("and Tokyo") is a list's item, not a request of its own."""
+
+
+def requests(text: str) -> list[str]:
+    """The requests `text` makes, in order: its pieces between sentence ends and joining words
+    (and, then, also, 然后…), each long enough to ask for something; `[text]` when it makes
+    only one."""
+    pieces = [piece.strip() for piece in _BOUNDARY.split(text)]
+    found = [piece for piece in pieces if len(piece) >= MIN_REQUEST_CHARS]
+    return found if len(found) > 1 else [text]
+
+
+def without_phrasing(text: str) -> str:
+    """`text` without the words of request phrasing, in English, Chinese, Korean and
+    Japanese."""
+    return _PHRASING.sub(" ", text)
