@@ -37,6 +37,7 @@ EXPECTED = [
     "You said hi.",
     "北京: 21 celsius, sunny",
     "hello from the loopback server",
+    'root ::= thought "\\n" ( action | "Final Answer: " answer "\\n" )',
     "<|im_start|>system\n你是金融助手<|im_end|>\n"
     "<|im_start|>user\n帮我查 2025 年贵州茅台的净利润<|im_end|>\n<|im_start|>assistant\n",
     "42",

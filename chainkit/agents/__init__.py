@@ -1,11 +1,12 @@
 """Agents: the MRKL OneShotAgent, the native ToolCallingAgent, and the Executor that runs them."""
 
 from chainkit.agents.agent import Agent
-from chainkit.agents.base import BaseAgent, PlanRequest, check_tools
+from chainkit.agents.base import BaseAgent, Constraint, PlanRequest, check_tools
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
     AgentConfigError,
     AgentTypeError,
+    ConstraintRefusedError,
     DeadlineExceededError,
     NoReturnError,
     NotFinishedError,
@@ -22,6 +23,8 @@ __all__ = [
     "AgentConfigError",
     "AgentTypeError",
     "BaseAgent",
+    "Constraint",
+    "ConstraintRefusedError",
     "DeadlineExceededError",
     "Executor",
     "NoReturnError",
