@@ -3,18 +3,19 @@
 The model is Gemma 3 270M (base, Q4_K_M) behind llama.cpp's OpenAI-compatible server
 (`llama-cpp-python[server]`). The same 24 runs of `agents.OneShotAgent` with chainkit's
 built-in tools (12 arithmetic questions for the calculator, 6 for a random number, 6 for the
-time) run once with decoding free and once with `constrain="grammar"`. For each it reports
-the runs that finished, the right answers (checked here: the exact result of the arithmetic,
-a number in the range asked for, a time of day), the replies that did not parse, model calls
-and seconds per run. Then structured output: the share of replies that are a valid object of
-a small JSON schema, asked for in the prompt alone and with `response_format` json_schema.
+time) run with decoding free and with `constrain="grammar"`, for the default agent and for
+one set up for a small base model (below). For each it reports the runs that finished, the
+right answers (checked here: the exact result of the arithmetic, a number in the range asked
+for, a time of day), the replies that did not parse, model calls and seconds per run. Then
+structured output: the share of replies that are a valid object of a small JSON schema, asked
+for in the prompt alone and with the schema in `response_format`.
 
-The agent is set up as a small base model needs it, the same in both: the MRKL format
-instructions end with one worked example per tool, and a `tools.ToolRetriever` offers the
-calculator and the tool whose description shares a word with the question (so the grammar
-lets the model choose among the tools offered). The server passes the prompt to the model as
-it is (its chat format "raw": see tests/support/llama_server.py); with llama.cpp's fallback
-`[INST]` template this model starts a new document instead of going on with the prompt.
+The set-up for a small base model: the MRKL format instructions end with one worked example
+per tool, and a `tools.ToolRetriever` offers the calculator and the tool whose description
+shares a word with the question (so the grammar lets the model choose among the tools
+offered). The server passes the prompt to the model as it is (its chat format "raw": see
+tests/support/llama_server.py); with llama.cpp's fallback `[INST]` template this model starts
+a new document instead of going on with the prompt.
 
 The server is started here (from CHAINKIT_LLAMA_VENV, default `.llama`, with the model
 CHAINKIT_LLAMA_MODEL, default `gemma.gguf` in it: `.ci/run` makes both), or given with
@@ -174,15 +175,22 @@ class Tally:
     failures: list[str] = field(default_factory=list)
 
 
-def run_one(llm: llms.Model, question: Question, constrain: str | None, tally: Tally) -> None:
+def build_agent(llm: llms.Model, coached: bool, constrain: str | None) -> agents.OneShotAgent:
+    """The agent of a run: the default OneShotAgent, or (`coached`) one set up for a small
+    base model, with worked examples and a tool retriever."""
     offered = [Calculator(), RandomNumber(), CurrentTime()]
-    agent = agents.OneShotAgent(
+    if not coached:
+        return agents.OneShotAgent(llm, offered, constrain=constrain)
+    return agents.OneShotAgent(
         llm,
         offered,
         format_instructions=mrkl_prompt.FORMAT_INSTRUCTIONS + EXAMPLES,
         tool_retriever=tools.ToolRetriever(offered, top_k=1, always_include=["calculator"]),
         constrain=constrain,
     )
+
+
+def run_one(llm: llms.Model, question: Question, agent: agents.OneShotAgent, tally: Tally) -> None:
     counter = CallCounter()
     executor = agents.Executor(
         agent,
@@ -199,7 +207,10 @@ def run_one(llm: llms.Model, question: Question, constrain: str | None, tally: T
         steps = outputs["intermediate_steps"]
         answer = outputs["output"]
         tally.finished += 1
-        tally.right += question.right(answer)
+        if question.right(answer):
+            tally.right += 1
+        else:
+            tally.failures.append(f"{question.text!r}: answered {answer!r}")
     except agents.NotFinishedError as error:
         steps = error.steps
         tally.failures.append(f"{question.text!r}: {error}")
@@ -226,11 +237,9 @@ def valid_object(text: str) -> bool:
 
 def objects(llm: llms.Model, constrained: bool) -> int:
     """How many of the prompts get a valid object."""
-    response_format = (
-        {"type": "json_schema", "json_schema": {"name": "place", "schema": OBJECT_SCHEMA}}
-        if constrained
-        else None
-    )
+    # llama-cpp-python's server takes a schema in a "json_object" response_format; llama.cpp's
+    # own llama-server, vLLM and OpenAI take {"type": "json_schema", "json_schema": {...}}.
+    response_format = {"type": "json_object", "schema": OBJECT_SCHEMA} if constrained else None
     valid = 0
     for city in OBJECT_PROMPTS:
         prompt = f'Reply with a JSON object with the keys "city" and "country" for the city {city}.'
@@ -241,8 +250,8 @@ def objects(llm: llms.Model, constrained: bool) -> int:
 
 def report(tallies: Mapping[str, Tally], valid: Mapping[str, int]) -> str:
     lines = [
-        "| decoding | runs finished | right answers | replies not parsed | model calls / run "
-        "| s / run |",
+        "| agent, decoding | runs finished | right answers | replies not parsed "
+        "| model calls / run | s / run |",
         "|---|---|---|---|---|---|",
     ]
     for name, t in tallies.items():
@@ -260,15 +269,20 @@ def measure(base_url: str, verbose: bool) -> str:
     llm = llms.OpenAI(
         "gemma", base_url=base_url, timeout=120, max_attempts=2, temperature=0, max_tokens=200
     )
-    tallies = {"free": Tally(), 'constrain="grammar"': Tally()}
-    for name, constrain in zip(tallies, (None, "grammar"), strict=True):
-        for question in questions():
-            run_one(llm, question, constrain, tallies[name])
-        if verbose:
-            print(f"{name}:", *tallies[name].failures, sep="\n  ", file=sys.stderr)
+    tallies: dict[str, Tally] = {}
+    for coached in (False, True):
+        for constrain in (None, "grammar"):
+            name = f"{'examples + retriever' if coached else 'default agent'}, " + (
+                "free" if constrain is None else f'constrain="{constrain}"'
+            )
+            tally = tallies[name] = Tally()
+            for question in questions():
+                run_one(llm, question, build_agent(llm, coached, constrain), tally)
+            if verbose:
+                print(f"{name}:", *tally.failures, sep="\n  ", file=sys.stderr, flush=True)
     valid = {
         "prompt alone": objects(llm, False),
-        "response_format json_schema": objects(llm, True),
+        "schema in response_format": objects(llm, True),
     }
     return report(tallies, valid)
 
@@ -276,7 +290,9 @@ def measure(base_url: str, verbose: bool) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--base-url", help="a running server; else one is started here")
-    parser.add_argument("-v", "--verbose", action="store_true", help="print failed runs")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="print the runs that went wrong"
+    )
     arguments = parser.parse_args()
     if arguments.base_url:
         print(measure(arguments.base_url, arguments.verbose))

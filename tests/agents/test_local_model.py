@@ -103,7 +103,8 @@ def test_a_reply_under_a_json_schema_is_a_valid_object(local_model):
         "required": ["city", "population"],
         "additionalProperties": False,
     }
-    response_format = {"type": "json_schema", "json_schema": {"name": "city", "schema": schema}}
+    # llama-cpp-python's form; llama.cpp's llama-server, vLLM and OpenAI take "json_schema".
+    response_format = {"type": "json_object", "schema": schema}
     for city in ("Paris", "Tokyo", "Lima"):
         reply = local_model.generate(
             [Message.user(f"The city {city} as JSON:")], response_format=response_format
