@@ -28,8 +28,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 __all__ = ["THOUGHT_LIMIT", "final_answer_grammar", "step_grammar"]
 
-THOUGHT_LIMIT = 200
-"""Characters a thought may have: a small model may otherwise write one until its budget ends."""
+THOUGHT_LIMIT = 150
+"""Characters a thought may have: a small model may otherwise write one until its budget ends.
+A reply cut short by `max_tokens` within the thought or the keyword lines after it would not
+parse: with 200 tokens or more, the thought and those lines always fit."""
 _LINE = "[^\\n]"
 _THOUGHT = f"[^:`~\\n]{{0,{THOUGHT_LIMIT}}}"
 # What an input may not begin with: what the parser trims (space, quotes) or reads as a fence.

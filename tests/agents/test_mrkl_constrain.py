@@ -9,6 +9,7 @@ import pytest
 from chainkit import agents, chains, tools
 from chainkit.agents import ConstraintRefusedError
 from chainkit.llms import ModelStatusError
+from chainkit.schema import AgentAction
 from chainkit.tools.builtin import Calculator, CurrentTime, RandomNumber
 from tests.support.gbnf import matches
 from tests.support.openai_server import Fault
@@ -81,8 +82,7 @@ def test_every_reply_a_grammar_allows_parses_as_the_step_it_spells(openai_server
     for name in names:
         reply = f" go\nAction: {name}\nAction Input: 2 + 2\n"
         assert matches(grammar, reply)
-        step = agents.parse_mrkl_output(reply)
-        assert (step.tool, step.tool_input) == (name, "2 + 2")
+        assert agents.parse_mrkl_output(reply) == AgentAction(name, "2 + 2", reply.rstrip())
 
 
 def test_the_final_answer_asked_for_at_a_limit_is_constrained(mode, openai_server, openai_llm):
