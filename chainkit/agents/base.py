@@ -12,12 +12,7 @@ from chainkit._text import described, shorten
 from chainkit.agents._constraint import refused
 from chainkit.agents._tool_offer import ToolOffer
 from chainkit.agents.agent import Agent
-from chainkit.agents.errors import (
-    AgentConfigError,
-    AgentTypeError,
-    ConstraintRefusedError,
-    NotFinishedError,
-)
+from chainkit.agents.errors import AgentConfigError, AgentTypeError, NotFinishedError
 from chainkit.callbacks import Handlers, Observed, guard
 from chainkit.llms import Model, ModelStatusError
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message, ToolInfo
@@ -157,7 +152,12 @@ class BaseAgent(Observed, Agent):
         offer = self._tool_offer
         if offer is None:  # every tool is offered: nothing to select
             request = self.plan_request(steps, inputs, None, False)
-            return self.read_reply(self._reply(request, options), False)
+            try:
+                reply = self.llm.generate(request.messages, **self._model_options(options, request))
+            except ModelStatusError as error:
+                _raise_if_refused(error, request)
+                raise
+            return self.read_reply(reply, False)
         request = self.plan_request(steps, inputs, offer.tools(steps, inputs, self.handler), False)
         reply = self._reply(request, options)
         return offer.planned(self.read_reply(reply, False), inputs, self.handler)
@@ -168,7 +168,13 @@ class BaseAgent(Observed, Agent):
         offer = self._tool_offer
         if offer is None:  # every tool is offered: nothing to select
             request = self.plan_request(steps, inputs, None, False)
-            return self.read_reply(await self._areply(request, options), False)
+            options = self._model_options(options, request)
+            try:
+                reply = await self.llm.agenerate(request.messages, **options)
+            except ModelStatusError as error:
+                _raise_if_refused(error, request)
+                raise
+            return self.read_reply(reply, False)
         offered = await offer.atools(steps, inputs, self.handler)
         request = self.plan_request(steps, inputs, offered, False)
         reply = await self._areply(request, options)
@@ -199,10 +205,8 @@ class BaseAgent(Observed, Agent):
         try:
             return self.llm.generate(request.messages, **self._model_options(options, request))
         except ModelStatusError as error:
-            refusal = _refusal(error, request)
-            if refusal is None:
-                raise
-            raise refusal from error
+            _raise_if_refused(error, request)
+            raise
 
     async def _areply(self, request: PlanRequest, options: dict[str, Any]) -> Message:
         """Async twin of `_reply`."""
@@ -210,10 +214,8 @@ class BaseAgent(Observed, Agent):
         try:
             return await self.llm.agenerate(request.messages, **options)
         except ModelStatusError as error:
-            refusal = _refusal(error, request)
-            if refusal is None:
-                raise
-            raise refusal from error
+            _raise_if_refused(error, request)
+            raise
 
     def _model_options(self, options: dict[str, Any], request: PlanRequest) -> dict[str, Any]:
         """The options of the agent's model call: the caller's (its plan's own **options, so
@@ -247,10 +249,13 @@ class BaseAgent(Observed, Agent):
         raise NotFinishedError(f"asked for a final answer, the model {problem}", list(steps))
 
 
-def _refusal(error: ModelStatusError, request: PlanRequest) -> ConstraintRefusedError | None:
-    """The error for a server that refused the request's constraint; None for any other
-    error, or a request without one."""
-    return None if request.constraint is None else refused(error, request.constraint.field)
+def _raise_if_refused(error: ModelStatusError, request: PlanRequest) -> None:
+    """Raises ConstraintRefusedError, from `error`, when the server refused the request's
+    constraint; returns for any other error, or a request without one."""
+    if request.constraint is not None:
+        refusal = refused(error, request.constraint.field)
+        if refusal is not None:
+            raise refusal from error
 
 
 def no_text(reply: Message) -> str:
