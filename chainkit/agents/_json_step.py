@@ -69,16 +69,18 @@ def read_json_step(reply: Message, toolset: Toolset) -> list[AgentAction] | Agen
         value = None
     if isinstance(value, dict) and isinstance(value.get("answer"), str):
         return AgentFinish({"output": value["answer"]}, reply.content)
-    name = value.get("tool") if isinstance(value, dict) else None
+    if not isinstance(value, dict):
+        value = {}
+    name, arguments = value.get("tool"), value.get("arguments")
     tool = toolset.find(name) if isinstance(name, str) else None
-    if tool is None or not isinstance(value, dict) or not isinstance(value["arguments"], dict):
+    if tool is None or not isinstance(arguments, dict):
         raise OutputParserError(
             'Reply with one JSON object: {"tool": "<name>", "arguments": {...}} naming one of '
             f'the tools ({", ".join(toolset.names)}), or {{"answer": "..."}}.',
             reply.content,
         )
     try:
-        tool_input = tool.input_from_arguments(json.dumps(value["arguments"]))
+        tool_input = tool.input_from_arguments(json.dumps(arguments))
     except ToolError as error:
         raise OutputParserError(str(error), reply.content) from None
     return [AgentAction(tool.name, tool_input, reply.content, message_log=[reply])]

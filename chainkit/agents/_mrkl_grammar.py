@@ -33,6 +33,8 @@ THOUGHT_LIMIT = 150
 A reply cut short by `max_tokens` within the thought or the keyword lines after it would not
 parse: with 200 tokens or more, the thought and those lines always fit."""
 _LINE = "[^\\n]"
+_Trie = dict[str, "_Trie"]
+"""A node of a trie of texts: the node each next character leads to."""
 _THOUGHT = f"[^:`~\\n]{{0,{THOUGHT_LIMIT}}}"
 # What an input may not begin with: what the parser trims (space, quotes) or reads as a fence.
 _INPUT_OPENERS = " \t\"'`~“‘「"
@@ -94,7 +96,7 @@ def _excluding(name: str, excluded: Iterable[str]) -> list[tuple[str, str]]:
     to it. From there the line may go on with a child's character (its rule), with any other
     character (then it differs from them all: any rest), or end, unless the path is itself
     excluded (or empty)."""
-    trie: dict[str, dict] = {}  # type: ignore[type-arg]
+    trie: _Trie = {}
     ends = "\0end"  # not a character: marks a path that is excluded as a whole
     for text in excluded:
         node = trie

@@ -62,8 +62,11 @@ def test_the_answer_asked_for_at_a_limit_is_constrained_to_an_answer(openai_serv
     assert "anyOf" not in final["json_schema"]
 
 
-def test_a_reply_that_is_no_step_goes_back_to_the_model(openai_server, openai_llm):
-    openai_server.push('{"tool": "nope", "arguments": {}}', '{"answer": "ok"}')
+@pytest.mark.parametrize(
+    "reply", ['{"tool": "nope", "arguments": {}}', '{"tool": "add"}', "[1]", "add 1 and 2"]
+)
+def test_a_reply_that_is_no_step_goes_back_to_the_model(openai_server, openai_llm, reply):
+    openai_server.push(reply, '{"answer": "ok"}')
     agent = agents.ToolCallingAgent(openai_llm, [add], constrain="response_format")
     executor = agents.Executor(agent, error_handler=agents.ParserErrorHandler())
     assert chains.run(executor, "q") == "ok"
