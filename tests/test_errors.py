@@ -88,6 +88,7 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
     "agents": {
         "AgentConfigError": ValueError,
         "AgentTypeError": TypeError,
+        "ConstraintRefusedError": ValueError,
         "DeadlineExceededError": TimeoutError,
         "NoReturnError": RuntimeError,
         "NotFinishedError": RuntimeError,

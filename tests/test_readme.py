@@ -40,6 +40,7 @@ EXPECTED = [
     "('items[0].price: expected number, got \"cheap\"',)",
     "hello from the loopback server",
     "42",
+    'root ::= thought "\\n" ( action | "Final Answer: " answer "\\n" )',
     "<|im_start|>system\n你是金融助手<|im_end|>\n"
     "<|im_start|>user\n帮我查 2025 年贵州茅台的净利润<|im_end|>\n<|im_start|>assistant\n",
     "42",

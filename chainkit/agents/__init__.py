@@ -2,11 +2,12 @@
 
 from chainkit.agents.agent import Agent
 from chainkit.agents.approval import ApprovalRequest, Approve, Deny, Edit
-from chainkit.agents.base import BaseAgent, PlanRequest, check_tools
+from chainkit.agents.base import BaseAgent, Constraint, PlanRequest, check_tools
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
     AgentConfigError,
     AgentTypeError,
+    ConstraintRefusedError,
     DeadlineExceededError,
     NoReturnError,
     NotFinishedError,
@@ -25,6 +26,8 @@ __all__ = [
     "ApprovalRequest",
     "Approve",
     "BaseAgent",
+    "Constraint",
+    "ConstraintRefusedError",
     "DeadlineExceededError",
     "Deny",
     "Edit",

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from chainkit._text import described, shorten
+from chainkit.agents._constraint import refused
 from chainkit.agents._tool_offer import ToolOffer
 from chainkit.agents.agent import Agent
 from chainkit.agents.errors import AgentConfigError, AgentTypeError, NotFinishedError
 from chainkit.callbacks import Handlers, Observed, guard
-from chainkit.llms import Model
+from chainkit.llms import Model, ModelStatusError
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message, ToolInfo
 from chainkit.tools import Tool, ToolConfigError, ToolRetriever, Toolset, ToolTypeError
 
@@ -49,15 +50,36 @@ def check_max_parallel_tools(value: object) -> None:
         raise AgentConfigError(f"max_parallel_tools must be at least 1, got {value}")
 
 
+@dataclass(slots=True, frozen=True)
+class Constraint:
+    """What constrains one reply on a server that constrains decoding: `value` (a grammar)
+    sent in the request field `field`, a dotted name for a field inside another. A server
+    that refuses it (400, 422) makes the plan raise ConstraintRefusedError."""
+
+    field: str
+    value: Any
+
+    def merged(self, extra_body: dict[str, Any] | None) -> dict[str, Any]:
+        """`extra_body` (the caller's, left unchanged) with this constraint's field added;
+        a dotted field is nested."""
+        *outer, inner = self.field.split(".")
+        fields: dict[str, Any] = {inner: self.value}
+        for name in reversed(outer):
+            fields = {name: fields}
+        return {**extra_body, **fields} if extra_body else fields
+
+
 @dataclass(slots=True)
 class PlanRequest:
     """What an agent asks its model for, for one plan: the `messages`; the `tools` offered
     natively (`tools=`, replacing any the caller gave); the `stop` words, unless the caller
-    gives its own."""
+    gives its own; the `constraint` on the reply (a grammar in a request field, added to the
+    caller's `extra_body`) when the agent constrains decoding."""
 
     messages: list[Message]
     tools: Sequence[ToolInfo] | None = None
     stop: Sequence[str] | None = None
+    constraint: Constraint | None = None
 
 
 class BaseAgent(Observed, Agent):
@@ -130,10 +152,14 @@ class BaseAgent(Observed, Agent):
         offer = self._tool_offer
         if offer is None:  # every tool is offered: nothing to select
             request = self.plan_request(steps, inputs, None, False)
-            reply = self.llm.generate(request.messages, **self._model_options(options, request))
+            try:
+                reply = self.llm.generate(request.messages, **self._model_options(options, request))
+            except ModelStatusError as error:
+                _raise_if_refused(error, request)
+                raise
             return self.read_reply(reply, False)
         request = self.plan_request(steps, inputs, offer.tools(steps, inputs, self.handler), False)
-        reply = self.llm.generate(request.messages, **self._model_options(options, request))
+        reply = self._reply(request, options)
         return offer.planned(self.read_reply(reply, False), inputs, self.handler)
 
     async def aplan(
@@ -143,10 +169,15 @@ class BaseAgent(Observed, Agent):
         if offer is None:  # every tool is offered: nothing to select
             request = self.plan_request(steps, inputs, None, False)
             options = self._model_options(options, request)
-            return self.read_reply(await self.llm.agenerate(request.messages, **options), False)
+            try:
+                reply = await self.llm.agenerate(request.messages, **options)
+            except ModelStatusError as error:
+                _raise_if_refused(error, request)
+                raise
+            return self.read_reply(reply, False)
         offered = await offer.atools(steps, inputs, self.handler)
         request = self.plan_request(steps, inputs, offered, False)
-        reply = await self.llm.agenerate(request.messages, **self._model_options(options, request))
+        reply = await self._areply(request, options)
         return offer.planned(self.read_reply(reply, False), inputs, self.handler)
 
     def plan_final(
@@ -155,7 +186,7 @@ class BaseAgent(Observed, Agent):
         offer = self._tool_offer
         offered = None if offer is None else offer.tools(steps, inputs, self.handler)
         request = self.plan_request(steps, inputs, offered, True)
-        reply = self.llm.generate(request.messages, **self._model_options(options, request))
+        reply = self._reply(request, options)
         finish = self._final_answer(reply, steps)
         return finish if offer is None else offer.planned(finish, inputs, self.handler)
 
@@ -165,9 +196,26 @@ class BaseAgent(Observed, Agent):
         offer = self._tool_offer
         offered = None if offer is None else await offer.atools(steps, inputs, self.handler)
         request = self.plan_request(steps, inputs, offered, True)
-        reply = await self.llm.agenerate(request.messages, **self._model_options(options, request))
+        reply = await self._areply(request, options)
         finish = self._final_answer(reply, steps)
         return finish if offer is None else offer.planned(finish, inputs, self.handler)
+
+    def _reply(self, request: PlanRequest, options: dict[str, Any]) -> Message:
+        """The model's reply to `request`, with the call's `options`."""
+        try:
+            return self.llm.generate(request.messages, **self._model_options(options, request))
+        except ModelStatusError as error:
+            _raise_if_refused(error, request)
+            raise
+
+    async def _areply(self, request: PlanRequest, options: dict[str, Any]) -> Message:
+        """Async twin of `_reply`."""
+        options = self._model_options(options, request)
+        try:
+            return await self.llm.agenerate(request.messages, **options)
+        except ModelStatusError as error:
+            _raise_if_refused(error, request)
+            raise
 
     def _model_options(self, options: dict[str, Any], request: PlanRequest) -> dict[str, Any]:
         """The options of the agent's model call: the caller's (its plan's own **options, so
@@ -180,6 +228,8 @@ class BaseAgent(Observed, Agent):
             options["tools"] = request.tools
         if request.stop is not None and options.get("stop") is None:
             options["stop"] = request.stop
+        if request.constraint is not None:
+            options["extra_body"] = request.constraint.merged(options.get("extra_body"))
         return options
 
     def _final_answer(self, reply: Message, steps: Sequence[AgentStep]) -> AgentFinish:
@@ -197,6 +247,15 @@ class BaseAgent(Observed, Agent):
                 return finish
             problem = f"replied with what {type(self).__name__} reads as actions"
         raise NotFinishedError(f"asked for a final answer, the model {problem}", list(steps))
+
+
+def _raise_if_refused(error: ModelStatusError, request: PlanRequest) -> None:
+    """Raises ConstraintRefusedError, from `error`, when the server refused the request's
+    constraint; returns for any other error, or a request without one."""
+    if request.constraint is not None:
+        refusal = refused(error, request.constraint.field)
+        if refusal is not None:
+            raise refusal from error
 
 
 def no_text(reply: Message) -> str:

@@ -74,6 +74,12 @@ class AgentConfigError(ChainkitError, ValueError):
     memory whose variables the agent does not read."""
 
 
+class ConstraintRefusedError(AgentConfigError):
+    """The server refused the grammar an agent sent to constrain decoding (`constrain=`): it
+    does not take that request field (the OpenAI API takes none), or not that grammar. The
+    message names the field and the server's answer."""
+
+
 class AgentTypeError(ChainkitError, TypeError):
     """An agent or Executor was given something of the wrong type: tools that are not Tools,
     an agent that is not an Agent, a list of messages for a text prompt, a reply that is not

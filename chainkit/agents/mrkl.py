@@ -6,8 +6,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chainkit.agents import mrkl_prompt
-from chainkit.agents.base import BaseAgent, PlanRequest
-from chainkit.agents.errors import AgentConfigError, AgentTypeError, OutputParserError
+from chainkit.agents._constraint import check_answer_after, check_field
+from chainkit.agents._mrkl_grammar import final_answer_grammar, step_grammar
+from chainkit.agents.base import BaseAgent, Constraint, PlanRequest
+from chainkit.agents.errors import (
+    PARSE_ERROR_TOOL,
+    AgentConfigError,
+    AgentTypeError,
+    OutputParserError,
+)
 from chainkit.agents.mrkl_parser import parse_mrkl_output
 from chainkit.callbacks import Handlers
 from chainkit.llms import Model
@@ -102,6 +109,15 @@ class OneShotAgent(BaseAgent):
 
     With a `tool_retriever`, the prompt of each run lists only the tools selected for the
     run's `input` (or the prompt's only input), and those the model names later.
+
+    With `constrain`, the name of the request field a server takes a GBNF grammar in
+    ('grammar' for llama.cpp's server, 'structured_outputs.grammar' for vLLM), each request
+    carries the grammar of the next step, so every reply parses: a one-line thought, then
+    `Action:` one of the offered tools and an `Action Input:` this tool was not given before
+    in the run, or `Final Answer:`. After `answer_after` tool calls (default 1) only the final
+    answer is allowed; a final answer given right after a tool's result begins with it, as
+    does the one asked for at a limit (`early_stopping_method="generate"`). A server that
+    refuses the field raises ConstraintRefusedError.
     """
 
     def __init__(
@@ -116,10 +132,14 @@ class OneShotAgent(BaseAgent):
         output_key: str = "output",
         callbacks: Handlers = None,
         tool_retriever: ToolRetriever | None = None,
+        constrain: str | None = None,
+        answer_after: int = 1,
     ) -> None:
         super().__init__(llm, tools, output_key, callbacks, tool_retriever)
         for name in self._toolset.names:
             _check_mrkl_name(name)
+        self.constrain = check_field(constrain)
+        self.answer_after = check_answer_after(answer_after)
         if prompt is None:
             parts = (
                 prefix if prefix is not None else mrkl_prompt.PREFIX,
@@ -169,7 +189,30 @@ class OneShotAgent(BaseAgent):
         if offered is not None:
             inputs = {**inputs, **_tool_values(offered, self._tool_variables)}
         messages = self.prompt.format_messages(**inputs, agent_scratchpad=scratchpad)
-        return PlanRequest(messages, stop=DEFAULT_STOP)
+        if self.constrain is None:
+            return PlanRequest(messages, stop=DEFAULT_STOP)
+        constraint = Constraint(self.constrain, self._grammar(steps, offered, final))
+        return PlanRequest(messages, stop=DEFAULT_STOP, constraint=constraint)
+
+    def _grammar(
+        self, steps: Sequence[AgentStep], offered: Sequence[Tool] | None, final: bool
+    ) -> str:
+        """The grammar of the reply to the next request (see `_mrkl_grammar`)."""
+        last = steps[-1] if steps else None
+        answered = (
+            last.observation
+            if last is not None and self._toolset.find(last.action.tool) is not None
+            else None
+        )
+        if final:
+            return final_answer_grammar(answered)
+        taken: dict[str, list[str]] = {}
+        for step in steps:
+            if step.action.tool != PARSE_ERROR_TOOL:
+                taken.setdefault(step.action.tool, []).append(str(step.action.tool_input))
+        names = self._toolset.names if offered is None else [tool.name for tool in offered]
+        answer_now = sum(map(len, taken.values())) >= self.answer_after
+        return step_grammar(names, taken, answered, answer_now)
 
     def read_reply(self, reply: Message, final: bool) -> list[AgentAction] | AgentFinish:
         if final:

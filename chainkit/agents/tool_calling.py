@@ -7,12 +7,20 @@ from dataclasses import replace
 from itertools import count
 from typing import Any
 
-from chainkit.agents.base import BaseAgent, PlanRequest, check_max_parallel_tools, no_text
+from chainkit.agents._constraint import check_field
+from chainkit.agents._json_step import read_json_step, step_prompt, step_schema_value
+from chainkit.agents.base import (
+    BaseAgent,
+    Constraint,
+    PlanRequest,
+    check_max_parallel_tools,
+    no_text,
+)
 from chainkit.agents.errors import OutputParserError
 from chainkit.callbacks import Handlers
 from chainkit.llms import Model
 from chainkit.prompts.placeholder import to_messages
-from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message
+from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message, ToolInfo
 from chainkit.tools import Tool, ToolRetriever
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -38,6 +46,14 @@ class ToolCallingAgent(BaseAgent):
 
     With a `tool_retriever`, each run sends only the tools selected for its `input`, and
     those the model names later.
+
+    With `constrain`, the request field a server takes a JSON schema in ("response_format"
+    for OpenAI, vLLM and llama.cpp's `llama-server`, sent in OpenAI's `json_schema` form;
+    "json_schema" for llama-server's own field, "structured_outputs.json" for vLLM: the
+    schema itself), tools are not offered natively: a system message describes them, and
+    each reply is constrained to one JSON object, `{"tool": <name>, "arguments": {...}}`
+    (one call per step) or `{"answer": "..."}`; the answer asked for at a limit, to the
+    answer alone. A server that refuses the field raises ConstraintRefusedError.
     """
 
     def __init__(
@@ -51,8 +67,10 @@ class ToolCallingAgent(BaseAgent):
         history_key: str = "history",
         callbacks: Handlers = None,
         tool_retriever: ToolRetriever | None = None,
+        constrain: str | None = None,
     ) -> None:
         check_max_parallel_tools(max_parallel_tools)
+        self.constrain = check_field(constrain)
         super().__init__(llm, tools, output_key, callbacks, tool_retriever)
         self._tool_infos = [tool.info() for tool in self._toolset]
         self._info_of = {info.name: info for info in self._tool_infos}
@@ -74,13 +92,35 @@ class ToolCallingAgent(BaseAgent):
     ) -> PlanRequest:
         messages = self.messages(steps, inputs)
         if final:  # offered no tools: it is to answer with what it has
-            return PlanRequest([*messages, Message.user(FINAL_ANSWER_REQUEST)])
-        if offered is None:
-            return PlanRequest(messages, tools=self._tool_infos)
-        return PlanRequest(messages, tools=[self._info_of[tool.name] for tool in offered])
+            messages.append(Message.user(FINAL_ANSWER_REQUEST))
+            infos: list[ToolInfo] = []
+        elif offered is None:
+            infos = self._tool_infos
+        else:
+            infos = [self._info_of[tool.name] for tool in offered]
+        if self.constrain is not None:
+            value = step_schema_value(self.constrain, infos)
+            messages.insert(0, Message.system(step_prompt(infos)))
+            return PlanRequest(messages, constraint=Constraint(self.constrain, value))
+        return PlanRequest(messages) if final else PlanRequest(messages, tools=infos)
 
     def read_reply(self, reply: Message, final: bool) -> list[AgentAction] | AgentFinish:
+        if self.constrain is not None:
+            return self._read_json(reply, final)
         return self._finish(reply.content) if final else self._decide(reply)
+
+    def _read_json(self, reply: Message, final: bool) -> list[AgentAction] | AgentFinish:
+        """The step of a reply constrained to JSON; at a limit, a reply that is no answer
+        object is taken as the answer's text."""
+        try:
+            step = read_json_step(reply, self._toolset)
+        except OutputParserError:
+            if final:
+                return self._finish(reply.content)
+            raise
+        if isinstance(step, AgentFinish):
+            return self._finish(step.return_values["output"])
+        return step
 
     def messages(self, steps: Sequence[AgentStep], inputs: Mapping[str, Any]) -> list[Message]:
         """The conversation so far: system, history, question, then each reply and its results."""
