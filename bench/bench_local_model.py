@@ -7,8 +7,9 @@ time) run with decoding free and with `constrain="grammar"`, for the default age
 one set up for a small base model (below). For each it reports the runs that finished, the
 right answers (checked here: the exact result of the arithmetic, a number in the range asked
 for, a time of day), the replies that did not parse, model calls and seconds per run. Then
-structured output: the share of replies that are a valid object of a small JSON schema, asked
-for in the prompt alone and with the schema in `response_format`.
+structured output: the share of `llms.generate_object` calls (one reply each, no second try)
+that give a valid object of a small dataclass, with the schema in the prompt alone and with the
+strategy chainkit chooses (on this server, a tool call constrained to the schema).
 
 The set-up for a small base model: the MRKL format instructions end with one worked example
 per tool, and a `tools.ToolRetriever` offers the calculator and the tool whose description
@@ -27,7 +28,6 @@ CHAINKIT_LLAMA_MODEL, default `gemma.gguf` in it: `.ci/run` makes both), or give
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import tempfile
@@ -108,12 +108,6 @@ it has seen far better than it follows a description of one."""
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _TIME_OF_DAY = re.compile(r"\b\d{1,2}:\d{2}\b")
 
-OBJECT_SCHEMA = {
-    "type": "object",
-    "properties": {"city": {"type": "string"}, "country": {"type": "string"}},
-    "required": ["city", "country"],
-    "additionalProperties": False,
-}
 OBJECT_PROMPTS = (
     "Paris",
     "Tokyo",
@@ -223,28 +217,27 @@ def run_one(llm: llms.Model, question: Question, agent: agents.OneShotAgent, tal
     tally.unparsed += sum(step.action.tool == PARSE_ERROR_TOOL for step in steps)
 
 
-def valid_object(text: str) -> bool:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return False
-    return (
-        isinstance(value, dict)
-        and set(value) == {"city", "country"}
-        and all(isinstance(item, str) and item.strip() for item in value.values())
-    )
+@dataclass
+class Place:
+    city: str
+    country: str
 
 
-def objects(llm: llms.Model, constrained: bool) -> int:
-    """How many of the prompts get a valid object."""
-    # llama-cpp-python's server takes a schema in a "json_object" response_format; llama.cpp's
-    # own llama-server, vLLM and OpenAI take {"type": "json_schema", "json_schema": {...}}.
-    response_format = {"type": "json_object", "schema": OBJECT_SCHEMA} if constrained else None
+def objects(llm: llms.Model, strategy: llms.StrategyName | None) -> int:
+    """How many of the prompts get a valid Place from `llms.generate_object` in one reply (no
+    second try): `strategy` "prompted" asks with the schema in the prompt alone; None lets
+    chainkit choose (on llama-cpp-python's server json_schema is refused, and the forced tool
+    call it goes on with is constrained to the schema)."""
     valid = 0
     for city in OBJECT_PROMPTS:
         prompt = f'Reply with a JSON object with the keys "city" and "country" for the city {city}.'
-        reply = llm.generate([Message.user(prompt)], response_format=response_format, max_tokens=80)
-        valid += valid_object(reply.content)
+        try:
+            place = llms.generate_object(
+                llm, prompt, Place, strategy=strategy, max_retries=0, max_tokens=80
+            )
+        except llms.OutputValidationError:
+            continue
+        valid += bool(place.city.strip() and place.country.strip())
     return valid
 
 
@@ -281,8 +274,8 @@ def measure(base_url: str, verbose: bool) -> str:
             if verbose:
                 print(f"{name}:", *tally.failures, sep="\n  ", file=sys.stderr, flush=True)
     valid = {
-        "prompt alone": objects(llm, False),
-        "schema in response_format": objects(llm, True),
+        'generate_object, strategy="prompted" (the schema in the prompt)': objects(llm, "prompted"),
+        "generate_object, chosen by chainkit (a constrained tool call here)": objects(llm, None),
     }
     return report(tallies, valid)
 

@@ -131,7 +131,9 @@ class JsonModeStrategy(OutputStrategy):
         return with_instructions(messages, shape)
 
     def options(self, shape: OutputShape) -> dict[str, Any]:
-        return {"response_format": {"type": "json_object"}}
+        # The schema rides along: llama.cpp's server constrains a json_object reply to it,
+        # where otherwise a small model may answer with any JSON (the schema itself, often).
+        return {"response_format": {"type": "json_object", "schema": shape.schema}}
 
 
 class PromptedStrategy(OutputStrategy):

@@ -4,7 +4,7 @@ The output type is a dataclass, TypedDict, Enum, Literal, `list[...]`, a union, 
 them, a JSON Schema dict, or a pydantic model (pydantic is never imported by chainkit: only a
 model class the caller's code made is read). The strategy (see `llms.output_strategies`) is
 the caller's, or the first the model lists in its `output_strategies`; a server that refuses
-the strategy's field (a 400, 404 or 422 naming it) makes the call go on with the next one.
+the strategy's field (a 400, 404, 422 or 500 naming it) makes the call go on with the next one.
 A reply that does not validate goes back to the model with what was wrong, `max_retries`
 times at most; then `OutputValidationError` carries every attempt.
 """
@@ -46,7 +46,9 @@ PartialFunc = Callable[[Any], None]
 partial value is seldom a valid object of the type yet), each time it grows."""
 
 DEFAULT_STRATEGIES: Final[tuple[StrategyName, ...]] = ("prompted",)
-_REFUSED_STATUSES: Final = frozenset((400, 404, 422))
+# 500 too: llama-cpp-python's server answers a request field it cannot take with a 500
+# that names the field ("response_format ... Input should be 'text' or 'json_object'").
+_REFUSED_STATUSES: Final = frozenset((400, 404, 422, 500))
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,7 +111,10 @@ def test_json_mode_asks_for_a_json_object_and_shows_the_schema(
     messages = [Message.system("You take orders."), Message.user("Order tea")]
     assert mode.generate_object(openai_llm, messages, Order, strategy="json_mode") == TYPED_ORDER
     [body] = bodies(openai_server)
-    assert body["response_format"] == {"type": "json_object"}
+    assert body["response_format"]["type"] == "json_object"
+    # The schema rides along, for servers that constrain a json_object reply to it.
+    schema = body["response_format"]["schema"]
+    assert schema["properties"]["status"] == {"type": "string", "enum": ["open", "closed"]}
     system = body["messages"][0]
     assert system["role"] == "system" and system["content"].startswith("You take orders.")
     assert '"status": {"type": "string", "enum": ["open", "closed"]}' in system["content"]
@@ -171,6 +174,26 @@ def test_a_server_that_refuses_response_format_gets_the_next_strategy(
     assert (result.value, result.strategy) == (TYPED_ORDER, "tool")
     refused, answered = bodies(openai_server)
     assert "response_format" in refused and "tools" in answered
+
+
+def test_a_server_error_naming_response_format_gets_the_next_strategy(
+    mode: Mode, openai_server: OpenAIServer, make_openai: Any
+) -> None:
+    # llama-cpp-python's server answers a response_format it cannot take with a 500.
+    openai_server.fail(Fault.http(500, "response_format.type: Input should be 'json_object'"))
+    openai_server.push(Reply(tool_calls=[Call("Order", json.dumps(ORDER))]))
+    llm = make_openai(max_attempts=1)
+    result = mode.generate_object(llm, "Order tea", Order, include_raw=True)
+    assert (result.value, result.strategy) == (TYPED_ORDER, "tool")
+
+
+def test_a_server_error_naming_nothing_of_the_strategy_is_raised(
+    mode: Mode, openai_server: OpenAIServer, make_openai: Any
+) -> None:
+    openai_server.fail(Fault.http(500, "out of memory"))
+    with pytest.raises(llms.ModelStatusError):
+        mode.generate_object(make_openai(max_attempts=1), "Order tea", Order)
+    assert len(bodies(openai_server)) == 1
 
 
 def test_a_strategy_the_caller_chose_is_not_changed(
