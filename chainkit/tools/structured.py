@@ -66,9 +66,12 @@ class StructuredTool(Tool):
         description: str | None = None,
         return_direct: bool = False,
         blocking: bool = True,
+        idempotent: bool = False,
     ) -> None:
         if not isinstance(blocking, bool):
             raise ToolTypeError(f"blocking must be True or False, got {blocking!r}")
+        if not isinstance(idempotent, bool):
+            raise ToolTypeError(f"idempotent must be True or False, got {idempotent!r}")
         summary, parameter_docs = _parse_docstring(inspect.getdoc(func))
         self.func = func
         self.name = name or str(getattr(func, "__name__", ""))
@@ -82,6 +85,7 @@ class StructuredTool(Tool):
             )
         self.return_direct = return_direct
         self.blocking = blocking
+        self.idempotent = idempotent
         self._signature = inspect.signature(func)
         self._spec = _arguments_spec(
             self._signature, _type_hints(func, self.name), parameter_docs, self.name
@@ -203,6 +207,7 @@ def tool(
     description: str | None = None,
     return_direct: bool = False,
     blocking: bool = True,
+    idempotent: bool = False,
 ) -> Callable[[Callable[..., Any]], StructuredTool]: ...
 
 
@@ -214,10 +219,12 @@ def tool(
     description: str | None = None,
     return_direct: bool = False,
     blocking: bool = True,
+    idempotent: bool = False,
 ) -> StructuredTool | Callable[[Callable[..., Any]], StructuredTool]:
     """Makes a function a StructuredTool: `@tool` or `@tool(name=..., description=...)`;
     `@tool(blocking=False)` for a sync function that returns at once, which async runs then
-    call without a thread hop (see `Tool.blocking`)."""
+    call without a thread hop (see `Tool.blocking`); `@tool(idempotent=True)` for a function
+    safe to call twice with the same arguments (see `Tool.idempotent`)."""
 
     def make(function: Callable[..., Any]) -> StructuredTool:
         return StructuredTool(
@@ -226,6 +233,7 @@ def tool(
             description=description,
             return_direct=return_direct,
             blocking=blocking,
+            idempotent=idempotent,
         )
 
     return make if func is None else make(func)
