@@ -86,9 +86,10 @@ class Journal:
             entry.observation = observation
             self._save()
 
-    def finished(self) -> None:
+    def finished(self, outputs: dict[str, Any]) -> None:
         self.state.pending = []
         self.state.status = "finished"
+        self.state.outputs = outputs if _is_json(outputs) else None
         self._save()
         self.release()
 
@@ -172,8 +173,11 @@ def _state(store: Checkpointer | None, given: object) -> RunState:
 
 
 def _check_fits(state: RunState, agent: Agent, toolset: Toolset) -> None:
-    if state.status == "finished":
-        raise RunFinishedError(f"run {state.run_id!r} finished already: nothing to resume")
+    if state.status == "finished" and state.outputs is None:
+        raise RunFinishedError(
+            f"run {state.run_id!r} finished already, with outputs that are not JSON: there is "
+            "nothing to resume"
+        )
     kind = type(agent).__name__
     if state.agent != kind:
         raise StateMismatchError(
@@ -203,13 +207,19 @@ def _settle_interrupted(state: RunState, toolset: Toolset, interrupted: object) 
         raise InterruptedCallError(state.run_id, action.tool, action.tool_call_id, action.tool_input)
 
 
+def _is_json(value: object) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def _check_json(inputs: Mapping[str, Any]) -> None:
     """Raises, naming the input, unless the inputs can be saved as JSON."""
     for key, value in inputs.items():
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError):
+        if not _is_json(value):
             raise CheckpointConfigError(
                 f"a checkpointed run's inputs are saved as JSON; input {key!r} is "
                 f"{described(value)}, which is not JSON"
-            ) from None
+            )

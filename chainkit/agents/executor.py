@@ -215,6 +215,16 @@ class Executor(Chain):
             self.checkpointer, self.agent, self._toolset, given, interrupted
         )
         inputs = journal.state.inputs
+        if journal.state.outputs is not None:  # it finished: its answer, again
+            journal.release()
+            outputs = journal.state.outputs
+            if self.return_intermediate_steps:
+                outputs = {**outputs, INTERMEDIATE_STEPS_KEY: journal.state.steps}
+
+            async def answered() -> dict[str, Any]:
+                return outputs
+
+            return Resumption(dict(inputs), lambda: outputs, answered, journal.release)
 
         def call() -> dict[str, Any]:
             return self._drive(self._start(inputs, {}, journal))
@@ -288,7 +298,7 @@ class Executor(Chain):
                 run.journal.release()  # it stays resumable, from its last step
             raise
         if run.journal is not None:
-            run.journal.finished()
+            run.journal.finished({k: v for k, v in ended.items() if k != INTERMEDIATE_STEPS_KEY})
         yield _Done(ended)
 
     def _steps(self, run: _RunState) -> _Steps:

@@ -5,7 +5,7 @@ The form, version 1::
 
     {"format": "chainkit.run_state", "version": 1, "run_id": "…",
      "agent": {"kind": "ToolCallingAgent", "tools": ["add", "write"]},
-     "inputs": {"input": "…"}, "iteration": 2, "status": "running",
+     "inputs": {"input": "…"}, "iteration": 2, "status": "running", "outputs": null,
      "steps": [{"tool": "add", "tool_input": "…", "log": "…", "tool_call_id": "c1",
                 "reply": {…a Message…} | "same" | null, "observation": "…"}],
      "pending": [{…a step without its observation…, "started": true,
@@ -14,7 +14,8 @@ The form, version 1::
 `steps` are the completed steps; `pending` the calls of the step in progress, each `started`
 once it may have begun and with its `observation` once it completed. `reply` is the assistant
 message a native call came from; "same" says it is the previous call's (one reply, several
-calls), so the conversation is rebuilt exactly. `iteration` counts the model's plans so far.
+calls), so the conversation is rebuilt exactly. `iteration` counts the model's plans so far;
+`outputs` are a finished run's (when they are JSON).
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class RunState:
     pending: list[PendingCall] = field(default_factory=list)
     iteration: int = 0
     status: Literal["running", "finished"] = "running"
+    outputs: dict[str, Any] | None = None
+    """A finished run's outputs, when they are JSON (a typed answer is not)."""
 
     def header(self) -> dict[str, Any]:
         """The part that never changes during the run."""
@@ -71,6 +74,7 @@ class RunState:
         return {
             "iteration": self.iteration,
             "status": self.status,
+            "outputs": self.outputs,
             "pending": [
                 {**action_dict(p.action, _previous(self.pending, i)), "started": p.started,
                  "observation": p.observation}
@@ -111,6 +115,7 @@ class RunState:
                 pending,
                 int(data["iteration"]),
                 "finished" if data["status"] == "finished" else "running",
+                data.get("outputs"),
             )
         except StateFormatError:
             raise
