@@ -106,9 +106,12 @@ class ByObservations(llms.BaseModel):
 
     def __init__(self, script: list[Message | str]) -> None:
         self.script = script
+        self.heard: list[str] = []
+        """The text of each request's last message."""
 
     def _generate(self, request: ModelRequest) -> Message:
         messages = request.messages
+        self.heard.append(messages[-1].content)
         # A native run's turns are its replies; a MRKL run's, its observations.
         seen = sum(m.role == "assistant" for m in messages) or sum(
             m.content.count(MARK) for m in messages
