@@ -14,7 +14,7 @@ from typing import Any, Unpack
 
 from chainkit._progress import Progress
 from chainkit._stop import call_guarded
-from chainkit.callbacks import CombiningHandler, guard, join
+from chainkit.callbacks import CombiningHandler, Handlers, guard, join
 from chainkit.callbacks.run import enter
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import (
@@ -127,7 +127,12 @@ async def acall(
 
 
 def resume(
-    chain: Chain, state_or_run_id: object, decisions: object = None, *, interrupted: str = "raise"
+    chain: Chain,
+    state_or_run_id: object,
+    decisions: object = None,
+    *,
+    interrupted: str = "raise",
+    callbacks: Handlers = None,
 ) -> dict[str, Any]:
     """Continues a run of `chain` (an agents.Executor) that stopped (a crash, a kill, a
     deploy): `state_or_run_id` is the run's id in the Executor's checkpointer, or its
@@ -140,11 +145,12 @@ def resume(
     outcome is unknown). Raises checkpoints.RunLockedError while another process holds the
     run, checkpoints.StateMismatchError for a state of another agent kind or needing a tool the
     agent lacks, checkpoints.StateFormatError for another format version. `decisions` is for
-    calls waiting for approval and must be None here.
+    calls waiting for approval and must be None here. `callbacks` hear the resumed run, as
+    `call`'s option does.
     """
     check_chain("resume", chain)
     resumption = chain._resumed(state_or_run_id, decisions, interrupted)
-    with enter("chain", chain.name, chain.handler) as run:
+    with enter("chain", chain.name, _handler(chain, callbacks)) as run:
         if run.handler is not None:
             run.handler.handle_chain_start(chain.name, resumption.inputs)
         outputs = call_guarded(f"chain {chain.name}", resumption.call)
@@ -154,17 +160,27 @@ def resume(
 
 
 async def aresume(
-    chain: Chain, state_or_run_id: object, decisions: object = None, *, interrupted: str = "raise"
+    chain: Chain,
+    state_or_run_id: object,
+    decisions: object = None,
+    *,
+    interrupted: str = "raise",
+    callbacks: Handlers = None,
 ) -> dict[str, Any]:
     """Async twin of `resume`."""
     check_chain("aresume", chain)
     resumption = chain._resumed(state_or_run_id, decisions, interrupted)
-    with enter("chain", chain.name, chain.handler) as run:
+    with enter("chain", chain.name, _handler(chain, callbacks)) as run:
         if run.handler is not None:
             run.handler.handle_chain_start(chain.name, resumption.inputs)
         outputs = _finish(chain, resumption.inputs, await resumption.acall(), None)
         run.end(outputs)
         return outputs
+
+
+def _handler(chain: Chain, callbacks: Handlers) -> CombiningHandler | None:
+    """The chain's handler, joined with the `callbacks` of the call."""
+    return chain.handler if callbacks is None else join(chain.handler, guard(callbacks))
 
 
 def _call(

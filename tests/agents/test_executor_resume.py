@@ -167,3 +167,23 @@ def test_a_checkpointer_that_is_none_of_the_kind_is_refused() -> None:
 
     with pytest.raises(agents.AgentTypeError, match="checkpointer"):
         agents.Executor(agents.OneShotAgent(FakeLLM([]), [noop]), checkpointer="runs.db")  # type: ignore[arg-type]
+
+
+def test_each_parallel_call_is_saved_as_it_completes(mode: Mode, tmp_path: Path) -> None:
+    store = checkpoints.SQLiteStore(":memory:")
+    seen: list[list[str | None]] = []
+    append, note = durable_runs.side_effect_tools(tmp_path / "log", Points(None))
+
+    @tools.tool(name="append")
+    def append_looking(text: str) -> str:
+        """Appends text, after looking at what the store holds of the step."""
+        seen.append([entry.observation for entry in store.load("parallel").pending])
+        return append.func(text)  # type: ignore[attr-defined, no-any-return]
+
+    model = durable_runs.ByObservations(list(durable_runs.NATIVE_SCRIPT))
+    agent = agents.ToolCallingAgent(model, [append_looking, note], max_parallel_tools=1)
+    chain = agents.Executor(agent, checkpointer=store)
+    with checkpoints.named_run("parallel"):
+        assert mode.run(chain, durable_runs.QUESTION) == ANSWER
+    # c3 ran after c2, in the same step: c2's observation was saved before c3 started.
+    assert seen[1] == [f"{durable_runs.MARK}note:b", None]

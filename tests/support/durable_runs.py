@@ -141,3 +141,12 @@ def resume(mode: str, chain: agents.Executor, run_id: str) -> dict[str, Any]:
     if mode == "async":
         return asyncio.run(chains.aresume(chain, run_id, interrupted="repeat"))
     return chains.resume(chain, run_id, interrupted="repeat")
+
+
+def mrkl_executor() -> agents.Executor:
+    """The factory `chainkit runs resume` and `chainkit batch --checkpoint` are given in tests:
+    its tools append to $CHAINKIT_TEST_LOG and kill the process at tool point
+    $CHAINKIT_TEST_KILL_AT (if set); the command gives it its store."""
+    kill_at = os.environ.get("CHAINKIT_TEST_KILL_AT")
+    points = Points(int(kill_at) if kill_at else None)
+    return executor("mrkl", Path(os.environ["CHAINKIT_TEST_LOG"]), None, points)
