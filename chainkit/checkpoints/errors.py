@@ -6,8 +6,8 @@ from chainkit._errors import ChainkitError
 from chainkit._text import quoted
 
 
-class CheckpointError(ChainkitError, RuntimeError):
-    """Base of the checkpoint errors."""
+class CheckpointError(ChainkitError):
+    """Base of the checkpoint errors: a run that cannot be saved, found, held or resumed."""
 
 
 class CheckpointConfigError(CheckpointError, ValueError):
@@ -18,11 +18,11 @@ class RunNotFoundError(CheckpointError, LookupError):
     """No run of that id is in the store."""
 
 
-class RunLockedError(CheckpointError):
+class RunLockedError(CheckpointError, RuntimeError):
     """Another process (or thread) holds the run: it is running or being resumed there."""
 
 
-class RunFinishedError(CheckpointError):
+class RunFinishedError(CheckpointError, RuntimeError):
     """The run ended with a final answer already: there is nothing to resume."""
 
 
@@ -36,7 +36,7 @@ class StateMismatchError(CheckpointError, ValueError):
     the executor's agent lacks."""
 
 
-class InterruptedCallError(CheckpointError):
+class InterruptedCallError(CheckpointError, RuntimeError):
     """A tool call was started but not completed when the run stopped, and its tool is not
     idempotent: repeating it might do its work twice. `tool`, `tool_call_id` and `tool_input`
     name the call; resume with `interrupted="repeat"` or `interrupted="skip"` to decide."""

@@ -4,10 +4,8 @@ processes of one machine."""
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 import time
-import uuid
 
 from chainkit.checkpoints._rows import run_row, state_of, step_rows
 from chainkit.checkpoints.errors import CheckpointConfigError, RunLockedError, RunNotFoundError
@@ -43,6 +41,9 @@ class SQLiteStore:
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise CheckpointConfigError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+        import sqlite3  # loaded when a store is made, not with the agents that may use one
+        import uuid
+
         self.path = os.fspath(path)
         self._lock = threading.Lock()
         self._connection = sqlite3.connect(

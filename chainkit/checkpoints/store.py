@@ -4,7 +4,6 @@ load it back, list the runs, and hold a run so that one process at a time contin
 from __future__ import annotations
 
 import contextvars
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -65,4 +64,9 @@ def named_run(run_id: str) -> Iterator[None]:
 
 def new_run_id() -> str:
     """The id of a run starting now: the one `named_run` gives, else a fresh one."""
-    return _RUN_ID.get() or uuid.uuid4().hex
+    named = _RUN_ID.get()
+    if named:
+        return named
+    import uuid  # loaded by the first checkpointed run, not with the agents
+
+    return uuid.uuid4().hex
