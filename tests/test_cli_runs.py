@@ -76,16 +76,28 @@ def test_a_killed_checkpointed_batch_goes_on_from_the_last_step(tmp_path: Path) 
     environment = {**os.environ, "CHAINKIT_TEST_LOG": str(log), "PYTHONPATH": str(ROOT)}
     # Four calls of two points each in the first run; the second dies as its note:b is written.
     killed = subprocess.run(
-        command, cwd=ROOT, env={**environment, "CHAINKIT_TEST_KILL_AT": "12"},
-        capture_output=True, text=True, timeout=100,
+        command,
+        cwd=ROOT,
+        env={**environment, "CHAINKIT_TEST_KILL_AT": "12"},
+        capture_output=True,
+        text=True,
+        timeout=100,
     )
     assert killed.returncode == -9, killed.stderr
-    again = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=100)
+    again = subprocess.run(
+        command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=100
+    )
     assert again.returncode == 0, again.stderr
     results = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-    assert sorted((r["id"], r["output"]) for r in results) == [(1, durable_runs.ANSWER), (2, durable_runs.ANSWER)]
+    assert sorted((r["id"], r["output"]) for r in results) == [
+        (1, durable_runs.ANSWER),
+        (2, durable_runs.ANSWER),
+    ]
     # The second run's append:a completed before the kill and was not made again; its note:b,
     # cut in the middle, is idempotent and was.
     assert Counter(log.read_text("utf-8").splitlines()) == {
-        "append:a": 2, "note:b": 3, "append:c": 2, "append:d": 2,
+        "append:a": 2,
+        "note:b": 3,
+        "append:c": 2,
+        "append:d": 2,
     }

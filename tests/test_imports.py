@@ -115,3 +115,15 @@ def test_typed_results_are_exported_and_load_no_pydantic():
         "assert generate_object(FakeLLM(['{\"name\": \"Oslo\"}']), 'A city?', City).name == 'Oslo'"
     )
     assert "pydantic" not in loaded
+
+
+def test_checkpoints_load_neither_sqlite3_nor_psycopg_until_a_store_is_made():
+    loaded = loaded_after(
+        "from chainkit import agents, chains, checkpoints\n"
+        "checkpoints.SQLiteStore, checkpoints.PostgresStore, checkpoints.RunState, "
+        "checkpoints.Checkpointer, checkpoints.named_run, chains.resume, chains.aresume"
+    )
+    assert not {"sqlite3", "psycopg"} & loaded
+    assert "sqlite3" in loaded_after(
+        "from chainkit import checkpoints\ncheckpoints.SQLiteStore(':memory:')"
+    )

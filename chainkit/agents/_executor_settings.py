@@ -12,7 +12,7 @@ from chainkit.agents.agent import Agent
 from chainkit.agents.base import agent_toolset, check_max_parallel_tools
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import AgentConfigError, AgentTypeError
-from chainkit.checkpoints import Checkpointer, CheckpointConfigError
+from chainkit.checkpoints import CheckpointConfigError, Checkpointer
 from chainkit.schema import Memory
 from chainkit.tools import Toolset
 

@@ -11,8 +11,8 @@ from typing import Any, Literal
 from chainkit._text import described
 from chainkit.agents.agent import Agent
 from chainkit.checkpoints import (
-    Checkpointer,
     CheckpointConfigError,
+    Checkpointer,
     InterruptedCallError,
     PendingCall,
     RunFinishedError,
@@ -26,8 +26,7 @@ from chainkit.tools import Toolset
 
 Interrupted = Literal["raise", "repeat", "skip"]
 SKIPPED = (
-    "(this call was interrupted when the run stopped, and was not repeated: its outcome is "
-    "unknown)"
+    "(this call was interrupted when the run stopped, and was not repeated: its outcome is unknown)"
 )
 
 
@@ -102,7 +101,9 @@ class Journal:
             self.store.save(self.state)
 
 
-def start(store: Checkpointer, agent: Agent, inputs: Mapping[str, Any], steps: list[AgentStep]) -> Journal:
+def start(
+    store: Checkpointer, agent: Agent, inputs: Mapping[str, Any], steps: list[AgentStep]
+) -> Journal:
     """The journal of a new run, saved and held."""
     _check_json(inputs)
     tools = [tool.name for tool in agent.tools]
@@ -204,7 +205,9 @@ def _settle_interrupted(state: RunState, toolset: Toolset, interrupted: object) 
         if interrupted == "skip":
             entry.observation = SKIPPED
             continue
-        raise InterruptedCallError(state.run_id, action.tool, action.tool_call_id, action.tool_input)
+        raise InterruptedCallError(
+            state.run_id, action.tool, action.tool_call_id, action.tool_input
+        )
 
 
 def _is_json(value: object) -> bool:

@@ -211,9 +211,7 @@ class Executor(Chain):
         "repeat" calls it again, "skip" gives the model an observation saying its outcome is
         unknown. `decisions` is for approvals and must be None."""
         settings.check_no_decisions(decisions)
-        journal = journals.resume(
-            self.checkpointer, self.agent, self._toolset, given, interrupted
-        )
+        journal = journals.resume(self.checkpointer, self.agent, self._toolset, given, interrupted)
         inputs = journal.state.inputs
         if journal.state.outputs is not None:  # it finished: its answer, again
             journal.release()

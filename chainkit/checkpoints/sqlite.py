@@ -40,7 +40,9 @@ class SQLiteStore:
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
         if synchronous not in ("NORMAL", "FULL"):
-            raise CheckpointConfigError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+            raise CheckpointConfigError(
+                f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}"
+            )
         import sqlite3  # loaded when a store is made, not with the agents that may use one
         import uuid
 

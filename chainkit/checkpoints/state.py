@@ -76,8 +76,11 @@ class RunState:
             "status": self.status,
             "outputs": self.outputs,
             "pending": [
-                {**action_dict(p.action, _previous(self.pending, i)), "started": p.started,
-                 "observation": p.observation}
+                {
+                    **action_dict(p.action, _previous(self.pending, i)),
+                    "started": p.started,
+                    "observation": p.observation,
+                }
                 for i, p in enumerate(self.pending)
             ],
         }

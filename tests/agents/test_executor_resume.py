@@ -14,6 +14,7 @@ from chainkit.schema import AgentAction, AgentStep
 from tests.support import durable_runs
 from tests.support.durable_runs import ANSWER, Points
 from tests.support.modes import Mode
+from tests.support.openai_server import Call, OpenAIServer, Reply
 from tests.support.stub_chains import InputOutputChain
 
 
@@ -78,7 +79,7 @@ def test_a_state_round_trips_through_json_and_resumes(mode: Mode, tmp_path: Path
 
 def test_a_state_of_another_agent_kind_is_refused(tmp_path: Path) -> None:
     native = durable_runs.executor("native", tmp_path / "log", None, Points(None))
-    with pytest.raises(checkpoints.StateMismatchError, match="OneShotAgent.*ToolCallingAgent"):
+    with pytest.raises(checkpoints.StateMismatchError, match=r"OneShotAgent.*ToolCallingAgent"):
         chains.resume(native, _stopped_in("note"))
 
 
@@ -142,15 +143,21 @@ def test_a_checkpointed_run_gives_the_same_answer_and_saves_every_step(
     assert state.iteration == 4 and state.outputs == {"output": ANSWER}
 
 
-def test_the_state_holds_no_api_key(tmp_path: Path) -> None:
+def test_a_native_run_over_http_is_saved_without_its_api_key(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
     secret = "sk-test-0123456789abcdef0123456789abcdef"
-    model = llms.OpenAI(model="gpt-4o-mini", api_key=secret, base_url="http://127.0.0.1:9")
+    openai_server.push(Reply(tool_calls=[Call("append", '{"text": "a"}', "c1")]), "all done")
+    model = llms.OpenAI("gpt-4o-mini", api_key=secret, base_url=openai_server.base_url)
     append, note = durable_runs.side_effect_tools(tmp_path / "log", Points(None))
     store = checkpoints.SQLiteStore(":memory:")
     chain = agents.Executor(agents.ToolCallingAgent(model, [append, note]), checkpointer=store)
-    with checkpoints.named_run("secret"), pytest.raises(Exception):
-        chains.run(chain, "hello")
-    assert secret not in store.load("secret").to_json()
+    with checkpoints.named_run("over-http"):
+        assert chains.run(chain, "hello") == "all done"
+    saved = store.load("over-http")
+    assert [step.action.tool_call_id for step in saved.steps] == ["c1"]
+    assert saved.steps[0].action.message_log[0].tool_calls[0].function.name == "append"
+    assert secret not in saved.to_json()
 
 
 def test_inputs_that_are_not_json_are_refused_naming_the_key(tmp_path: Path) -> None:

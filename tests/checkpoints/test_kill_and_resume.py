@@ -75,7 +75,9 @@ def test_a_killed_run_resumes_without_repeating_a_completed_call(
     def whole_run() -> list[Any]:
         counting = Points(None)
         store = durable_runs.KillingStore(open_store(), counting)
-        answer = durable_runs.run(mode, durable_runs.executor(kind, whole_log, store, counting), f"{run_id}-whole")
+        answer = durable_runs.run(
+            mode, durable_runs.executor(kind, whole_log, store, counting), f"{run_id}-whole"
+        )
         return [answer, counting.passed]
 
     _, (answer, points) = _in_child(whole_run, tmp_path / "whole.json")

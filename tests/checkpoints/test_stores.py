@@ -107,14 +107,21 @@ def test_two_processes_resuming_one_run_exactly_one_proceeds(
             return f"ok:append:{text}"
 
         model = ByObservations(list(durable_runs.MRKL_SCRIPT[2:]))
-        agent = agents.OneShotAgent(model, [append, durable_runs.side_effect_tools(tmp_path / "n", durable_runs.Points(None))[1]])
+        agent = agents.OneShotAgent(
+            model,
+            [append, durable_runs.side_effect_tools(tmp_path / "n", durable_runs.Points(None))[1]],
+        )
         return agents.Executor(agent, checkpointer=open_store())
 
     def save_stopped() -> None:
         action = AgentAction("append", '{"text": "c"}', durable_runs.MRKL_SCRIPT[2])
         state = checkpoints.RunState(
-            run_id, "OneShotAgent", ["append", "note"], {"input": "q"},
-            pending=[checkpoints.PendingCall(action)], iteration=1,
+            run_id,
+            "OneShotAgent",
+            ["append", "note"],
+            {"input": "q"},
+            pending=[checkpoints.PendingCall(action)],
+            iteration=1,
         )
         open_store().save(state)
 
