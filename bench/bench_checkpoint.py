@@ -14,12 +14,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench_agent_loop import SCRIPT, TOOL_NAMES, make_tool
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.bench_agent_loop import SCRIPT, TOOL_NAMES, make_tool
 from chainkit import agents, chains, checkpoints
 from chainkit.llms import FakeLLM
 

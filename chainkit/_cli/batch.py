@@ -161,9 +161,9 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         )
         return exit_status.FAILED
     if args.checkpoint is not None:
-        refused = _checkpointing(chain, args)
-        if refused:
-            stderr.error(COMMAND, refused)
+        unfit = _checkpointing(chain, args)
+        if unfit:
+            stderr.error(COMMAND, unfit)
             return exit_status.USAGE
     if chain.memory is not None:
         stderr.tell(
