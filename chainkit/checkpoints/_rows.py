@@ -10,6 +10,9 @@ from typing import Any
 from chainkit.checkpoints.errors import RunNotFoundError
 from chainkit.checkpoints.state import RunState, step_dicts
 
+LIST_RUNS = "SELECT run_id, agent, status, steps, updated FROM chainkit_runs ORDER BY updated DESC"
+"""The rows of `Checkpointer.runs`, in the order of RunSummary's fields."""
+
 
 def run_row(state: RunState, now: float) -> tuple[Any, ...]:
     """The run's row: run_id, agent, header, progress, status, steps, updated."""

@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any
 
-from chainkit.checkpoints._rows import run_row, state_of, step_rows
+from chainkit.checkpoints._rows import LIST_RUNS, run_row, state_of, step_rows
 from chainkit.checkpoints.errors import CheckpointConfigError, RunLockedError, RunNotFoundError
 from chainkit.checkpoints.state import RunState
 from chainkit.checkpoints.store import RunSummary
@@ -101,10 +101,7 @@ class PostgresStore:
 
     def runs(self) -> list[RunSummary]:
         with self._lock:
-            rows = self._connection.execute(
-                "SELECT run_id, agent, status, steps, updated FROM chainkit_runs "
-                "ORDER BY updated DESC"
-            ).fetchall()
+            rows = self._connection.execute(LIST_RUNS).fetchall()
         return [RunSummary(*row) for row in rows]
 
     def acquire(self, run_id: str) -> None:
