@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -16,16 +17,17 @@ from chainkit import checkpoints
 from chainkit._cli.entry_point import main
 from chainkit.schema import AgentAction, AgentStep
 from tests.support import durable_runs
+from tests.support.postgres import postgres_dsn
 
 ROOT = Path(__file__).resolve().parent.parent
 FACTORY = "tests.support.durable_runs:mrkl_executor"
 
 
-def _save_stopped(db: Path) -> None:
+def _save_stopped(store: checkpoints.Checkpointer, run_id: str = "stopped-1") -> None:
     first = AgentAction("append", '{"text": "a"}', durable_runs.MRKL_SCRIPT[0])
     cut = AgentAction("note", '{"text": "b"}', durable_runs.MRKL_SCRIPT[1])
     state = checkpoints.RunState(
-        "stopped-1",
+        run_id,
         "OneShotAgent",
         ["append", "note"],
         {"input": durable_runs.QUESTION},
@@ -33,9 +35,7 @@ def _save_stopped(db: Path) -> None:
         [checkpoints.PendingCall(cut, started=True)],
         iteration=2,
     )
-    store = checkpoints.SQLiteStore(db)
     store.save(state)
-    store.close()
 
 
 def test_a_stopped_run_is_listed_shown_and_resumed(
@@ -43,7 +43,9 @@ def test_a_stopped_run_is_listed_shown_and_resumed(
 ) -> None:
     db, log = tmp_path / "runs.db", tmp_path / "calls.log"
     monkeypatch.setenv("CHAINKIT_TEST_LOG", str(log))
-    _save_stopped(db)
+    store = checkpoints.SQLiteStore(db)
+    _save_stopped(store)
+    store.close()
     assert main(["runs", "list", "--db", str(db)]) == 0
     assert "stopped-1\tOneShotAgent\trunning\t1\t" in capsys.readouterr().out
     assert main(["runs", "show", "stopped-1", "--db", str(db)]) == 0
@@ -54,6 +56,21 @@ def test_a_stopped_run_is_listed_shown_and_resumed(
     assert log.read_text("utf-8").splitlines() == ["note:b", "append:c", "append:d"]
     assert main(["runs", "list", "--db", str(db)]) == 0
     assert "stopped-1\tOneShotAgent\tfinished\t4\t" in capsys.readouterr().out
+
+
+def test_runs_of_a_postgresql_store_are_listed_and_resumed(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    dsn = postgres_dsn()
+    monkeypatch.setenv("CHAINKIT_TEST_LOG", str(tmp_path / "calls.log"))
+    run_id = f"cli-{uuid.uuid4().hex}"
+    store = checkpoints.PostgresStore(dsn)
+    _save_stopped(store, run_id)
+    store.close()
+    assert main(["runs", "list", "--db", dsn]) == 0
+    assert f"{run_id}\tOneShotAgent\trunning\t1\t" in capsys.readouterr().out
+    assert main(["runs", "resume", run_id, "--db", dsn, "--agent", FACTORY]) == 0
+    assert capsys.readouterr().out.strip() == durable_runs.ANSWER
 
 
 def test_an_unknown_run_is_an_error_naming_it(

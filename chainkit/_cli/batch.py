@@ -109,8 +109,9 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--checkpoint",
         metavar="RUNS.db",
         help=(
-            "save each run's steps in this SQLite file: run the same command again after a "
-            "crash and the runs that were in flight go on from their last step"
+            "save each run's steps in this SQLite file (or PostgreSQL, at a postgresql:// URL): "
+            "run the same command again after a crash and the runs that were in flight go on "
+            "from their last step"
         ),
     )
     command.add_argument(
@@ -189,14 +190,14 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
 
 def _checkpointing(chain: Chain, args: argparse.Namespace) -> str:
     """Gives the chain the --checkpoint store; what refuses it, if anything."""
+    from chainkit._cli.runs import open_store
     from chainkit.agents import Executor
-    from chainkit.checkpoints import SQLiteStore
 
     if args.engine == "ray":
         return "--checkpoint runs the job here: it does not go with --engine ray"
     if not isinstance(chain, Executor):
         return f"--checkpoint needs an agents.Executor; {args.agent} gave {type(chain).__name__}"
-    chain.checkpointer = SQLiteStore(args.checkpoint)
+    chain.checkpointer = open_store(args.checkpoint)
     return ""
 
 

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 from chainkit._cli import agent, exit_status, stderr
 
 if TYPE_CHECKING:
-    from chainkit.checkpoints import SQLiteStore
+    from chainkit.checkpoints import PostgresStore, SQLiteStore
+
+    Store = SQLiteStore | PostgresStore
 
 COMMAND = "runs"
 
@@ -23,8 +25,9 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="list, show and resume the checkpointed runs of a SQLite store",
         description=(
             "The runs saved by an Executor with checkpointer=checkpoints.SQLiteStore(RUNS.db) "
-            "(or chainkit batch --checkpoint): list them, show one's state as JSON, or resume "
-            "one that stopped from its last completed step."
+            "(or chainkit batch --checkpoint), or in PostgreSQL when --db is a postgresql:// "
+            "URL: list them, show one's state as JSON, or resume one that stopped from its "
+            "last completed step."
         ),
     )
     actions = command.add_subparsers(dest="action", required=True, metavar="{list,show,resume}")
@@ -32,7 +35,12 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     showing = actions.add_parser("show", help="a run's saved state, as JSON")
     resuming = actions.add_parser("resume", help="continue a run that stopped; print its answer")
     for parser in (listing, showing, resuming):
-        parser.add_argument("--db", required=True, metavar="RUNS.db", help="the SQLite store")
+        parser.add_argument(
+            "--db",
+            required=True,
+            metavar="RUNS.db",
+            help="the SQLite file, or a postgresql:// URL",
+        )
     for parser in (showing, resuming):
         parser.add_argument("run_id", metavar="RUN_ID")
     resuming.add_argument(
@@ -53,9 +61,9 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Runs `chainkit runs`; its exit status."""
-    from chainkit.checkpoints import CheckpointError, SQLiteStore
+    from chainkit.checkpoints import CheckpointError
 
-    store = SQLiteStore(args.db)
+    store = open_store(args.db)
     try:
         if args.action == "list":
             _list(store)
@@ -71,14 +79,23 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     return exit_status.SUCCESS
 
 
-def _list(store: SQLiteStore) -> None:
+def open_store(location: str) -> Store:
+    """The store at `location`: a PostgreSQL URL, else a SQLite file."""
+    from chainkit.checkpoints import PostgresStore, SQLiteStore
+
+    if location.startswith(("postgresql://", "postgres://")):
+        return PostgresStore(location)
+    return SQLiteStore(location)
+
+
+def _list(store: Store) -> None:
     print("RUN_ID\tAGENT\tSTATUS\tSTEPS\tSAVED")
     for run in store.runs():
         saved = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.updated))
         print(f"{run.run_id}\t{run.agent}\t{run.status}\t{run.steps}\t{saved}")
 
 
-def _resume(store: SQLiteStore, args: argparse.Namespace) -> int:
+def _resume(store: Store, args: argparse.Namespace) -> int:
     from chainkit import chains
     from chainkit._errors import FactoryError
     from chainkit._factory import load

@@ -13,7 +13,7 @@ deadline a sync step runs in the caller's thread, save parallel tool calls.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass
 from typing import Any, Literal, Never
 
@@ -198,8 +198,9 @@ class Executor(Chain):
     def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         return self._drive(self._start(inputs, options))
 
-    async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
-        return await self._adrive(self._start(inputs, options))
+    def _acall(self, inputs: dict[str, Any], **options: Any) -> Coroutine[Any, Any, dict[str, Any]]:
+        # The driver's coroutine itself, awaited by the caller: no coroutine around it.
+        return self._adrive(self._start(inputs, options))
 
     def _resumed(self, given: object, decisions: object, interrupted: object) -> Resumption:
         """Continues a run that stopped: `given` is its id in the checkpointer, or its

@@ -34,6 +34,14 @@ def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Calla
         store.close()
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """Which store a child process opens (tests/support/durable_runs.py: open_store)."""
+    if request.param == "sqlite":
+        return ("sqlite", str(tmp_path / "runs.db"))
+    return ("postgres", postgres_dsn())
+
+
 @pytest.fixture
 def run_id() -> str:
     """A run id no earlier test run used (the PostgreSQL database outlives a test run)."""

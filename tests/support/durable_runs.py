@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +151,95 @@ def mrkl_executor() -> agents.Executor:
     kill_at = os.environ.get("CHAINKIT_TEST_KILL_AT")
     points = Points(int(kill_at) if kill_at else None)
     return executor("mrkl", Path(os.environ["CHAINKIT_TEST_LOG"]), None, points)
+
+
+StoreSpec = tuple[str, str]
+"""Which store a child process opens: ("sqlite", path) or ("postgres", dsn)."""
+
+
+def open_store(spec: StoreSpec) -> Any:
+    kind, where = spec
+    if kind == "sqlite":
+        return checkpoints.SQLiteStore(where)
+    return checkpoints.PostgresStore(where)
+
+
+def whole_run(spec: StoreSpec, kind: str, mode: str, log: str, run_id: str) -> list[Any]:
+    """An uninterrupted run: its answer and how many points it passed."""
+    counting = Points(None)
+    store = KillingStore(open_store(spec), counting)
+    answer = run(mode, executor(kind, Path(log), store, counting), run_id)
+    return [answer, counting.passed]
+
+
+def killed_run(spec: StoreSpec, kind: str, mode: str, log: str, run_id: str, kill_at: int) -> None:
+    """A run that kills its process at point `kill_at`."""
+    points = Points(kill_at)
+    store = KillingStore(open_store(spec), points)
+    run(mode, executor(kind, Path(log), store, points), run_id)
+
+
+def resumed_run(spec: StoreSpec, kind: str, mode: str, log: str, run_id: str) -> list[Any]:
+    """The stopped run resumed (made anew if it was killed before its first save): its
+    outputs, and the calls it had cut in the middle, as `tool:text`."""
+    store = open_store(spec)
+    try:
+        pending = store.load(run_id).pending
+    except checkpoints.RunNotFoundError:
+        pending = []
+    cut = [
+        f"{entry.action.tool}:{json.loads(entry.action.tool_input)['text']}"
+        for entry in pending
+        if entry.started and entry.observation is None
+    ]
+    chain = executor(kind, Path(log), store, Points(None))
+    try:
+        outputs = resume(mode, chain, run_id)
+    except checkpoints.RunNotFoundError:
+        outputs = {"output": run(mode, chain, run_id)}
+    return [outputs, cut]
+
+
+def wait_for(path: Path) -> None:
+    """Waits for another process to create `path` (60 s at most)."""
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} never came"
+        time.sleep(0.005)
+
+
+def hold(spec: StoreSpec, state: dict[str, Any], ready: str, stop: str) -> None:
+    """Saves `state`, holds its run, says so by creating `ready`, and waits for `stop`."""
+    store = open_store(spec)
+    run_state = checkpoints.RunState.from_dict(state)
+    store.save(run_state)
+    store.acquire(run_state.run_id)
+    Path(ready).touch()
+    wait_for(Path(stop))
+
+
+def save(spec: StoreSpec, state: dict[str, Any]) -> None:
+    open_store(spec).save(checkpoints.RunState.from_dict(state))
+
+
+def resume_when_told(spec: StoreSpec, run_id: str, directory: str) -> str:
+    """Resumes a MRKL run whose `append` waits for `directory`/go: its answer, or
+    "locked: <the error>" when another process holds the run."""
+    base = Path(directory)
+    points = Points(None)
+    append, note = side_effect_tools(base / "log", points)
+
+    @tools.tool(name="append")
+    def append_when_told(text: str) -> str:
+        """Appends text, once the test says go."""
+        wait_for(base / "go")
+        return append.func(text)  # type: ignore[attr-defined, no-any-return]
+
+    model = ByObservations(list(MRKL_SCRIPT[2:]))
+    agent = agents.OneShotAgent(model, [append_when_told, note])
+    chain = agents.Executor(agent, checkpointer=open_store(spec))
+    try:
+        answer: str = chains.resume(chain, run_id)["output"]
+    except checkpoints.RunLockedError as error:
+        return f"locked: {error}"
+    return answer
