@@ -81,6 +81,12 @@ class PostgresStore:
                 start = 0 if row is None else int(row[0])
             with connection.transaction():
                 connection.execute(_SAVE_RUN, run_row(state, time.time()))
+                if start > len(state.steps):  # an earlier state of the run, saved again
+                    connection.execute(
+                        "DELETE FROM chainkit_steps WHERE run_id = %s AND seq >= %s",
+                        (state.run_id, len(state.steps)),
+                    )
+                    start = len(state.steps)
                 rows = step_rows(state, start)
                 if rows:
                     with connection.cursor() as cursor:

@@ -74,6 +74,12 @@ class SQLiteStore:
             connection.execute("BEGIN IMMEDIATE")
             try:
                 connection.execute(_SAVE_RUN, run_row(state, time.time()))
+                if start > len(state.steps):  # an earlier state of the run, saved again
+                    connection.execute(
+                        "DELETE FROM chainkit_steps WHERE run_id = ? AND seq >= ?",
+                        (state.run_id, len(state.steps)),
+                    )
+                    start = len(state.steps)
                 connection.executemany(
                     "INSERT OR REPLACE INTO chainkit_steps VALUES (?, ?, ?)",
                     step_rows(state, start),

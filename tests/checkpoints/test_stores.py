@@ -39,6 +39,15 @@ def test_a_saved_state_loads_back_step_by_step(open_store: Callable[[], Any], ru
     assert (summary.agent, summary.status, summary.steps) == ("ToolCallingAgent", "running", 5)
 
 
+def test_an_earlier_state_saved_again_replaces_the_later_one(
+    open_store: Callable[[], Any], run_id: str
+) -> None:
+    store = open_store()
+    store.save(_state(run_id, 4))
+    open_store().save(_state(run_id, 1))  # another store object: it knows nothing of the 4
+    assert len(open_store().load(run_id).steps) == 1
+
+
 def test_an_unknown_run_is_named(open_store: Callable[[], Any], run_id: str) -> None:
     with pytest.raises(checkpoints.RunNotFoundError, match=run_id):
         open_store().load(run_id)
