@@ -96,6 +96,16 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
         "UnknownToolError": LookupError,
     },
     "memory": {"MemoryKeyError": ValueError, "MemoryTypeError": TypeError},
+    "checkpoints": {
+        "CheckpointConfigError": ValueError,
+        "CheckpointError": Exception,
+        "InterruptedCallError": RuntimeError,
+        "RunFinishedError": RuntimeError,
+        "RunLockedError": RuntimeError,
+        "RunNotFoundError": LookupError,
+        "StateFormatError": ValueError,
+        "StateMismatchError": ValueError,
+    },
 }
 
 # Defined in an errors.py but not exported: neither leaves chainkit.

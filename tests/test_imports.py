@@ -124,3 +124,15 @@ def test_approval_decisions_are_exported_from_agents_and_load_no_asyncio():
         "assert Edit({'a': 1}).text == '{\"a\": 1}' and Deny('no').kind == 'deny'"
     )
     assert not {"asyncio", "argparse"} & loaded
+
+
+def test_checkpoints_load_neither_sqlite3_nor_psycopg_until_a_store_is_made():
+    loaded = loaded_after(
+        "from chainkit import agents, chains, checkpoints\n"
+        "checkpoints.SQLiteStore, checkpoints.PostgresStore, checkpoints.RunState, "
+        "checkpoints.Checkpointer, checkpoints.named_run, chains.resume, chains.aresume"
+    )
+    assert not {"sqlite3", "psycopg"} & loaded
+    assert "sqlite3" in loaded_after(
+        "from chainkit import checkpoints\ncheckpoints.SQLiteStore(':memory:')"
+    )

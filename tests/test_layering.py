@@ -33,7 +33,7 @@ BASE = {
     "_mrkl",
     "_jsonschema",
 }
-PARTS = {"callbacks", "memory", "prompts", "tools"}
+PARTS = {"callbacks", "memory", "prompts", "tools", "checkpoints"}
 # What each unit (a package, or a module at the root) may import from chainkit besides itself.
 ALLOWED: dict[str, set[str]] = {
     "schema": {"_errors"},

@@ -46,11 +46,12 @@ EXPECTED = [
     "42",
     "42",
     "['get_weather']\n北京: sunny, 21 °C",
+    "calculator returned 84\n84",
+    "qwen2.5: 1 call, 11 tokens in, 7 out, cost 0.0000039",
+    "ada is charged and has her receipt ['ada']",
     "moved 50 to savings\nasked: transfer {'amount': 500}\nmoved 500 to checking\n"
     "asked: transfer {'amount': 5000}\n"
     "Call denied by the user; transfer did not run: over the daily limit",
-    "calculator returned 84\n84",
-    "qwen2.5: 1 call, 11 tokens in, 7 out, cost 0.0000039",
 ]
 
 
@@ -74,7 +75,12 @@ def test_readme_example_runs(index, openai_server: OpenAIServer, tmp_path):
             code = code.replace(MCP_EXAMPLE_URL, server_url)
         script.write_text(code, encoding="utf-8")
         result = subprocess.run(
-            [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60
+            [sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            cwd=tmp_path,  # where an example's files (runs.db) go
         )
     assert result.returncode == 0, result.stderr
     assert EXPECTED[index] in result.stdout

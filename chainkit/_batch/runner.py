@@ -9,6 +9,7 @@ of its model calls, summed); `usage_by_model` (per model: `calls`, `input_tokens
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -19,7 +20,8 @@ from chainkit._batch.records import BadLine, Record, names
 from chainkit._errors import FactoryError
 from chainkit._redact import redact
 from chainkit.callbacks import Handler, ModelUsage, UsageTotals
-from chainkit.chains import Chain, acall
+from chainkit.chains import Chain, acall, aresume
+from chainkit.checkpoints import RunNotFoundError, named_run
 from chainkit.schema import AgentAction, Message, TokenUsage
 
 Result = dict[str, Any]
@@ -66,14 +68,24 @@ class _RunTally(Handler):
         return TokenUsage(**self._usage).to_dict()
 
 
-async def run(chain: Chain, record: Record) -> Result:
+def checkpoint_id(record: Record) -> str:
+    """The id of a record's run in a checkpoint store: the record's id (or line number)."""
+    return "batch:" + json.dumps(names(record), sort_keys=True)
+
+
+async def run(chain: Chain, record: Record, *, checkpointed: bool = False) -> Result:
     """The result line of running `chain` on `record`; an exception the run raises is its
-    `error`, never raised here (an interrupt or a cancellation is)."""
+    `error`, never raised here (an interrupt or a cancellation is). `checkpointed` (for an
+    Executor with a checkpointer): a run of the record saved before, finished or not, is
+    resumed instead of started anew."""
     tally, by_model = _RunTally(), UsageTotals()
     started = time.perf_counter()
     line: Result = names(record)
     try:
-        outputs = await acall(chain, record.inputs, callbacks=[tally, by_model])
+        if checkpointed:
+            outputs = await _resumed_or_new(chain, record, [tally, by_model])
+        else:
+            outputs = await acall(chain, record.inputs, callbacks=[tally, by_model])
     except Exception as error:
         line["error"] = {"type": type(error).__name__, "message": redact(str(error))}
     else:
@@ -84,6 +96,18 @@ async def run(chain: Chain, record: Record) -> Result:
     line["usage_by_model"] = {name: _counts(usage) for name, usage in by_model.models.items()}
     line["seconds"] = round(time.perf_counter() - started, 3)
     return line
+
+
+async def _resumed_or_new(chain: Chain, record: Record, handlers: list[Handler]) -> Result:
+    store = getattr(chain, "checkpointer", None)
+    assert store is not None  # checked when the job started
+    run_id = checkpoint_id(record)
+    try:
+        store.load(run_id)
+    except RunNotFoundError:
+        with named_run(run_id):
+            return await acall(chain, record.inputs, callbacks=handlers)
+    return await aresume(chain, run_id, callbacks=handlers)
 
 
 def _counts(usage: ModelUsage) -> dict[str, int]:
@@ -119,7 +143,12 @@ def bad_line_result(bad: BadLine) -> Result:
 
 
 async def run_all(
-    chain: Chain, records: Iterable[Record], concurrency: int, finish: Callable[[Result], None]
+    chain: Chain,
+    records: Iterable[Record],
+    concurrency: int,
+    finish: Callable[[Result], None],
+    *,
+    checkpointed: bool = False,
 ) -> None:
     """Runs `records`, at most `concurrency` at once, handing each result to `finish` as it
     comes. Records are read only as runs free up, so a long input is never held whole. An
@@ -134,7 +163,7 @@ async def run_all(
 
     async def one(record: Record) -> None:
         try:
-            finish(await run(chain, record))
+            finish(await run(chain, record, checkpointed=checkpointed))
         except asyncio.CancelledError:
             raise
         except BaseException as error:  # the job ends: no run may take this one's place

@@ -43,7 +43,7 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         usage=(
             "chainkit batch [-h] -o OUTPUT.jsonl [--concurrency N] [--agent module:factory] "
             "[--engine {local,ray}] [--ray-address ADDRESS] [--progress] [--retry-failed] "
-            "[--prices JSON] INPUT.jsonl"
+            "[--prices JSON] [--checkpoint RUNS.db] INPUT.jsonl"
         ),
         description=(
             'Run a chain on each line of INPUT.jsonl, a JSON object such as {"id": 7, '
@@ -106,6 +106,15 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="run again the runs OUTPUT.jsonl holds as failed (their lines are replaced)",
     )
     command.add_argument(
+        "--checkpoint",
+        metavar="RUNS.db",
+        help=(
+            "save each run's steps in this SQLite file (or PostgreSQL, at a postgresql:// URL): "
+            "run the same command again after a crash and the runs that were in flight go on "
+            "from their last step"
+        ),
+    )
+    command.add_argument(
         "--prices",
         type=prices,
         metavar="JSON",
@@ -152,6 +161,11 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             COMMAND, f"{spec} failed to build the chain: {type(failed).__name__}: {failed}"
         )
         return exit_status.FAILED
+    if args.checkpoint is not None:
+        unfit = _checkpointing(chain, args)
+        if unfit:
+            stderr.error(COMMAND, unfit)
+            return exit_status.USAGE
     if chain.memory is not None:
         stderr.tell(
             COMMAND,
@@ -172,6 +186,19 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         stderr.error(COMMAND, str(unopened))
         return exit_status.FAILED
     return _run(job, chain, spec, distributed, args)
+
+
+def _checkpointing(chain: Chain, args: argparse.Namespace) -> str:
+    """Gives the chain the --checkpoint store; what refuses it, if anything."""
+    from chainkit._cli.runs import open_store
+    from chainkit.agents import Executor
+
+    if args.engine == "ray":
+        return "--checkpoint runs the job here: it does not go with --engine ray"
+    if not isinstance(chain, Executor):
+        return f"--checkpoint needs an agents.Executor; {args.agent} gave {type(chain).__name__}"
+    chain.checkpointer = open_store(args.checkpoint)
+    return ""
 
 
 def _check_usage(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
@@ -205,7 +232,7 @@ def _run(
         else:
             import asyncio
 
-            asyncio.run(_run_here(job, chain, args.concurrency))
+            asyncio.run(_run_here(job, chain, args.concurrency, args.checkpoint is not None))
         job.close()
     except OutputWriteError as unwritten:
         job.close(summary=False)
@@ -228,7 +255,7 @@ def _run(
     return exit_status.SUCCESS
 
 
-async def _run_here(job: BatchJob, chain: Chain, concurrency: int) -> None:
+async def _run_here(job: BatchJob, chain: Chain, concurrency: int, checkpointed: bool) -> None:
     """The local engine: runs in this process's event loop, where SIGTERM cancels the job as
     Ctrl-C does (then raising _Terminated)."""
     import asyncio
@@ -248,7 +275,7 @@ async def _run_here(job: BatchJob, chain: Chain, concurrency: int) -> None:
     with suppress(NotImplementedError, ValueError, RuntimeError):
         loop.add_signal_handler(signal.SIGTERM, terminate)
     try:
-        await run_all(chain, job.pending(), concurrency, job.finish)
+        await run_all(chain, job.pending(), concurrency, job.finish, checkpointed=checkpointed)
     except asyncio.CancelledError:
         if terminated:
             raise _Terminated from None

@@ -12,6 +12,7 @@ from chainkit.agents.agent import Agent
 from chainkit.agents.base import agent_toolset, check_max_parallel_tools
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import AgentConfigError, AgentTypeError
+from chainkit.checkpoints import CheckpointConfigError, Checkpointer
 from chainkit.schema import Memory
 from chainkit.tools import Toolset
 
@@ -26,6 +27,7 @@ _LANGCHAIN_ARGUMENTS = {
 _SETTINGS = (
     *("agent", "max_iterations", "max_execution_time", "return_intermediate_steps", "memory"),
     *("callbacks", "error_handler", "early_stopping_method", "handle_tool_errors"),
+    *("output_type", "checkpointer"),
 )
 
 
@@ -111,4 +113,21 @@ def check_error_handler(handler: object) -> None:
         raise AgentTypeError(
             f"error_handler must be an agents.ParserErrorHandler, got {handler!r}; "
             "use error_handler=agents.ParserErrorHandler() to send parse errors back"
+        )
+
+
+def check_checkpointer(checkpointer: object) -> None:
+    if checkpointer is not None and not isinstance(checkpointer, Checkpointer):
+        raise AgentTypeError(
+            f"checkpointer must be a checkpoints.Checkpointer (such as "
+            f"checkpoints.SQLiteStore('runs.db')), got {described(checkpointer)}"
+        )
+
+
+def check_no_decisions(decisions: object) -> None:
+    """Raises unless `decisions` is None: no run of this version stops for approval."""
+    if decisions is not None:
+        raise CheckpointConfigError(
+            "decisions are for a run stopped for approval; this run has no call waiting for "
+            f"one, so give decisions=None (got {described(decisions)})"
         )

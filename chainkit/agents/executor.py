@@ -13,13 +13,14 @@ deadline a sync step runs in the caller's thread, save parallel tool calls.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal, Never
 
 from chainkit._stop import stop_escaped
 from chainkit.agents import _executor_settings as settings
+from chainkit.agents import _journal as journals
 from chainkit.agents._deadline import (
     Deadline,
     Interrupted,
@@ -56,7 +57,8 @@ from chainkit.agents.errors import (
 from chainkit.callbacks import CombiningHandler, Handlers
 from chainkit.callbacks.pacing import Pacer, pacer_of
 from chainkit.callbacks.run import Run, active_handler, enter
-from chainkit.chains import Chain
+from chainkit.chains import Chain, Resumption
+from chainkit.checkpoints import Checkpointer
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Memory
 from chainkit.tools import Tool, ToolError
 from chainkit.tools.toolset import observation as observation_of
@@ -114,6 +116,7 @@ class _RunState:
     deadline: Deadline | None
     steps: list[AgentStep]
     pacer: Pacer | None
+    journal: journals.Journal | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +156,10 @@ class Executor(Chain):
       observes the denial and its reason; the tool does not run) or `Edit(arguments)` (the tool
       runs on those). An async `approve` needs an async run. Without `approve=`, an Executor
       whose tools need approval is refused.
+    - With a `checkpointer` (a `checkpoints.Checkpointer`, such as `checkpoints.SQLiteStore`),
+      the run's state is saved when it starts, when a step's tools start and as each
+      completes, and when it finishes; `chains.resume(executor, run_id)` continues a run that
+      stopped (see `resume`). Its inputs must be JSON.
     """
 
     def __init__(
@@ -169,6 +176,7 @@ class Executor(Chain):
         handle_tool_errors: bool = False,
         output_type: object = None,
         approve: Approver | None = None,
+        checkpointer: Checkpointer | None = None,
         **langchain_arguments: Never,
     ) -> None:
         if langchain_arguments:
@@ -179,6 +187,7 @@ class Executor(Chain):
         settings.check_flag("handle_tool_errors", handle_tool_errors)
         settings.check_early_stopping_method(early_stopping_method)
         settings.check_error_handler(error_handler)
+        settings.check_checkpointer(checkpointer)
         toolset = settings.checked_toolset(agent)
         check_approver(approve, toolset)
         if memory is not None:
@@ -199,6 +208,7 @@ class Executor(Chain):
         self.approve = approve
         marked = any(requires_approval_of(tool) for tool in toolset)
         self._approval = InlineApproval(approve) if approve is not None and marked else None
+        self.checkpointer = checkpointer
 
     def __repr__(self) -> str:
         return f"Executor(agent={self.agent!r}, max_iterations={self.max_iterations})"
@@ -213,8 +223,47 @@ class Executor(Chain):
         return [*keys, INTERMEDIATE_STEPS_KEY] if self.return_intermediate_steps else keys
 
     def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
-        run = self._start(inputs, options)
+        return self._drive(self._start(inputs, options))
+
+    def _acall(self, inputs: dict[str, Any], **options: Any) -> Coroutine[Any, Any, dict[str, Any]]:
+        # The driver's coroutine itself, awaited by the caller: no coroutine around it.
+        return self._adrive(self._start(inputs, options))
+
+    def _resumed(self, given: object, decisions: object, interrupted: object) -> Resumption:
+        """Continues a run that stopped: `given` is its id in the checkpointer, or its
+        `checkpoints.RunState` (or that state's JSON form, as a dict or a str).
+
+        A call that completed is not repeated. A call that started but did not complete is
+        repeated when its tool is idempotent (`Tool.idempotent`); otherwise `interrupted`
+        decides: "raise" (the default) raises checkpoints.InterruptedCallError naming it,
+        "repeat" calls it again, "skip" gives the model an observation saying its outcome is
+        unknown. `decisions` is for approvals and must be None."""
+        settings.check_no_decisions(decisions)
+        journal = journals.resume(self.checkpointer, self.agent, self._toolset, given, interrupted)
+        inputs = journal.state.inputs
+        if journal.state.outputs is not None:  # it finished: its answer, again
+            journal.release()
+            outputs = journal.state.outputs
+            if self.return_intermediate_steps:
+                outputs = {**outputs, INTERMEDIATE_STEPS_KEY: journal.state.steps}
+
+            async def answered() -> dict[str, Any]:
+                return outputs
+
+            return Resumption(dict(inputs), lambda: outputs, answered, journal.release)
+
+        def call() -> dict[str, Any]:
+            return self._drive(self._start(inputs, {}, journal))
+
+        async def acall() -> dict[str, Any]:
+            return await self._adrive(self._start(inputs, {}, journal))
+
+        return Resumption(dict(inputs), call, acall, journal.release)
+
+    def _drive(self, run: _RunState) -> dict[str, Any]:
         perform = self._perform if run.pacer is None else self._paced
+        if run.journal is not None:
+            perform = self._journaled
         loop = self._loop(run)
         request = next(loop)
         while not isinstance(request, _Done):
@@ -227,9 +276,10 @@ class Executor(Chain):
         loop.close()
         return request.outputs
 
-    async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
-        run = self._start(inputs, options)
+    async def _adrive(self, run: _RunState) -> dict[str, Any]:
         perform = self._aperform if run.pacer is None else self._apaced
+        if run.journal is not None:
+            perform = self._ajournaled
         loop = self._loop(run)
         request = next(loop)
         while not isinstance(request, _Done):
@@ -242,21 +292,39 @@ class Executor(Chain):
         loop.close()
         return request.outputs
 
-    def _start(self, inputs: dict[str, Any], options: dict[str, Any]) -> _RunState:
+    def _start(
+        self,
+        inputs: dict[str, Any],
+        options: dict[str, Any],
+        journal: journals.Journal | None = None,
+    ) -> _RunState:
         limit = self.max_execution_time
         deadline = None if limit is None else Deadline(limit)
+        if journal is not None:
+            steps = journal.state.steps
+        else:
+            steps = []
+            if self.checkpointer is not None:
+                journal = journals.start(self.checkpointer, self.agent, inputs, steps)
         if self._typed_answer is not None:
             inputs = self._typed_answer.asking(inputs)
         callbacks = active_handler()
         pacer = None if callbacks is None else pacer_of(callbacks)
-        return _RunState(inputs, options, callbacks, deadline, [], pacer)
+        return _RunState(inputs, options, callbacks, deadline, steps, pacer, journal)
 
     # The loop: every decision of a run.
 
     def _loop(self, run: _RunState) -> _Loop:
-        ended = yield from self._steps(run)
-        if isinstance(ended, _Stopped):
-            ended = yield from self._stop_early(ended, run)
+        try:
+            ended = yield from self._steps(run)
+            if isinstance(ended, _Stopped):
+                ended = yield from self._stop_early(ended, run)
+        except BaseException:
+            if run.journal is not None:
+                run.journal.release()  # it stays resumable, from its last step
+            raise
+        if run.journal is not None:
+            run.journal.finished({k: v for k, v in ended.items() if k != INTERMEDIATE_STEPS_KEY})
         yield _Done(ended)
 
     def _steps(self, run: _RunState) -> _Steps:
@@ -266,6 +334,13 @@ class Executor(Chain):
         deadline = run.deadline  # checked twice a step, in line: a call each is measurable
         iteration = 0
         try:
+            if run.journal is not None and run.journal.state.iteration:
+                iteration = run.journal.state.iteration
+                resumed = run.journal.resumed_actions()
+                if resumed:  # the step it stopped in is finished first
+                    direct = self._record(resumed, (yield _Act(resumed, iteration)), run)
+                    if direct is not None:
+                        return self._finish(AgentFinish({self.agent.output_keys[0]: direct}), run)
             while limit is None or iteration < limit:
                 if deadline is not None and deadline.passed():
                     return self._out_of_time()
@@ -394,13 +469,65 @@ class Executor(Chain):
                 return await within(run.deadline, plan, model_interrupted)
             case _Act(actions=actions, step=step):
                 observations: list[str | None] = [None] * len(actions)
-                acting = self._aact(actions, observations, step)
+                acting = self._aact(actions, observations, partial(self._arun_tool, step=step))
                 return await within(
                     run.deadline, acting, lambda: tools_interrupted(actions, observations)
                 )
             case _PlanFinal():
                 return await self.agent.aplan_final(run.steps, run.inputs, **run.options)
         raise AssertionError(f"the loop asked for {request!r}")
+
+    def _journaled(self, request: _Request, run: _RunState) -> Any:
+        """`_perform` (or `_paced`) for a checkpointed run: a step's tools are saved as
+        started before they run, and each as it completes."""
+        journal = run.journal
+        assert journal is not None  # chosen only then
+        perform = self._perform if run.pacer is None else self._paced
+        try:
+            if type(request) is not _Act:
+                if type(request) is _Plan:
+                    journal.planned()
+                return perform(request, run)
+            if run.pacer is not None:
+                _postpone(run.deadline, run.pacer.pause())
+            actions = request.actions
+            journal.acting(actions)
+            run_tool = journal.runner(partial(self._run_tool, step=request.step))
+            if run.deadline is None and len(actions) == 1:
+                return [run_tool(actions[0])]
+            return act_in_threads(
+                run_tool, actions, self.max_parallel_tools, run.callbacks, run.deadline
+            )
+        except (OutputParserError, Interrupted):
+            raise  # the loop's to handle
+        except BaseException:
+            journal.release()
+            raise
+
+    async def _ajournaled(self, request: _Request, run: _RunState) -> Any:
+        journal = run.journal
+        assert journal is not None
+        perform = self._aperform if run.pacer is None else self._apaced
+        try:
+            if type(request) is not _Act:
+                if type(request) is _Plan:
+                    journal.planned()
+                return await perform(request, run)
+            if run.pacer is not None:
+                _postpone(run.deadline, await run.pacer.apause())
+            actions = request.actions
+            journal.acting(actions)
+            observations: list[str | None] = [None] * len(actions)
+            run_tool = journal.arunner(partial(self._arun_tool, step=request.step))
+            acting = self._aact(actions, observations, run_tool)
+            return await within(
+                run.deadline, acting, lambda: tools_interrupted(actions, observations)
+            )
+        except (OutputParserError, Interrupted):
+            raise
+        except BaseException:
+            journal.release()
+            raise
 
     def _paced(self, request: _Request, run: _RunState) -> Any:
         """`_perform`, once the stream's reader has caught up; its wait moves the deadline."""
@@ -414,7 +541,10 @@ class Executor(Chain):
         return await self._aperform(request, run)
 
     async def _aact(
-        self, actions: list[AgentAction], observations: list[str | None], step: int
+        self,
+        actions: list[AgentAction],
+        observations: list[str | None],
+        run_tool: Callable[[AgentAction], Awaitable[str]],
     ) -> list[str]:
         """Runs the actions as tasks, at most `max_parallel_tools` at once, each observation
         put in `observations` as it comes; returns them in the order of `actions`."""
@@ -424,7 +554,7 @@ class Executor(Chain):
 
         async def run(index: int, action: AgentAction) -> str:
             async with limit:
-                observation = observations[index] = await self._arun_tool(action, step)
+                observation = observations[index] = await run_tool(action)
                 return observation
 
         tasks = [asyncio.ensure_future(run(i, action)) for i, action in enumerate(actions)]

@@ -4,13 +4,15 @@ from chainkit.chains.api import (
     abatch,
     acall,
     apredict,
+    aresume,
     arun,
     batch,
     call,
     predict,
+    resume,
     run,
 )
-from chainkit.chains.chain import Chain
+from chainkit.chains.chain import Chain, Resumption
 from chainkit.chains.errors import (
     ChainAttributeError,
     ChainKeyError,
@@ -45,17 +47,20 @@ __all__ = [
     "OptionsTypeError",
     "OutputNotStringError",
     "OutputsTypeError",
+    "Resumption",
     "SequentialChain",
     "SimpleSequentialChain",
     "SingleKeyError",
     "abatch",
     "acall",
     "apredict",
+    "aresume",
     "arun",
     "astream",
     "batch",
     "call",
     "predict",
+    "resume",
     "run",
     "stream",
 ]

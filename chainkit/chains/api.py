@@ -14,7 +14,7 @@ from typing import Any, Unpack
 
 from chainkit._progress import Progress
 from chainkit._stop import call_guarded
-from chainkit.callbacks import CombiningHandler, guard, join
+from chainkit.callbacks import CombiningHandler, Handlers, guard, join
 from chainkit.callbacks.run import enter
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import (
@@ -124,6 +124,63 @@ async def acall(
     """Async twin of `call`."""
     check_chain("acall", chain)
     return await _acall(chain, inputs, options, None)
+
+
+def resume(
+    chain: Chain,
+    state_or_run_id: object,
+    decisions: object = None,
+    *,
+    interrupted: str = "raise",
+    callbacks: Handlers = None,
+) -> dict[str, Any]:
+    """Continues a run of `chain` (an agents.Executor) that stopped (a crash, a kill, a
+    deploy): `state_or_run_id` is the run's id in the Executor's checkpointer, or its
+    `checkpoints.RunState` (or that state's JSON form). Returns the run's outputs, as `call`
+    would have; the resumed run is a "chain" run for callbacks, and memory saves it.
+
+    A tool call that completed is never repeated; one cut in the middle is repeated only for
+    an idempotent tool, else `interrupted` decides: "raise" (raises
+    checkpoints.InterruptedCallError naming it), "repeat", or "skip" (the model is told its
+    outcome is unknown). Raises checkpoints.RunLockedError while another process holds the
+    run, checkpoints.StateMismatchError for a state of another agent kind or needing a tool the
+    agent lacks, checkpoints.StateFormatError for another format version. `decisions` is for
+    calls waiting for approval and must be None here. `callbacks` hear the resumed run, as
+    `call`'s option does.
+    """
+    check_chain("resume", chain)
+    resumption = chain._resumed(state_or_run_id, decisions, interrupted)
+    with enter("chain", chain.name, _handler(chain, callbacks)) as run:
+        if run.handler is not None:
+            run.handler.handle_chain_start(chain.name, resumption.inputs)
+        outputs = call_guarded(f"chain {chain.name}", resumption.call)
+        outputs = _finish(chain, resumption.inputs, outputs, None)
+        run.end(outputs)
+        return outputs
+
+
+async def aresume(
+    chain: Chain,
+    state_or_run_id: object,
+    decisions: object = None,
+    *,
+    interrupted: str = "raise",
+    callbacks: Handlers = None,
+) -> dict[str, Any]:
+    """Async twin of `resume`."""
+    check_chain("aresume", chain)
+    resumption = chain._resumed(state_or_run_id, decisions, interrupted)
+    with enter("chain", chain.name, _handler(chain, callbacks)) as run:
+        if run.handler is not None:
+            run.handler.handle_chain_start(chain.name, resumption.inputs)
+        outputs = _finish(chain, resumption.inputs, await resumption.acall(), None)
+        run.end(outputs)
+        return outputs
+
+
+def _handler(chain: Chain, callbacks: Handlers) -> CombiningHandler | None:
+    """The chain's handler, joined with the `callbacks` of the call."""
+    return chain.handler if callbacks is None else join(chain.handler, guard(callbacks))
 
 
 def _call(

@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from chainkit._elsewhere import Elsewhere
 from chainkit._stop import to_thread
 from chainkit.callbacks import Observed
-from chainkit.chains.errors import ChainAttributeError
+from chainkit.chains.errors import ChainAttributeError, ChainTypeError
 from chainkit.schema import Memory
+
+
+@dataclass(frozen=True, slots=True)
+class Resumption:
+    """A stopped run, checked and held, ready to continue: its `inputs`, and how to continue
+    it (`call`, or `acall` in async code); `release` lets it go without continuing."""
+
+    inputs: dict[str, Any]
+    call: Callable[[], dict[str, Any]]
+    acall: Callable[[], Awaitable[dict[str, Any]]]
+    release: Callable[[], None]
 
 
 class Chain(Observed, ABC):
@@ -59,6 +72,14 @@ class Chain(Observed, ABC):
         """Async twin of `_call`; by default runs `_call` in a daemon worker thread, so that a
         cancelled call that never returns does not keep `asyncio.run` from returning."""
         return await to_thread(f"chain {self.name}", self._call, inputs, **options)
+
+    def _resumed(self, given: object, decisions: object, interrupted: object) -> Resumption:
+        """The stopped run `given` (an id or a saved state), ready to continue; a chain that
+        keeps no state between steps cannot."""
+        raise ChainTypeError(
+            f"{self.name} cannot resume a run: chains.resume continues an agents.Executor's "
+            "run (give the Executor a checkpointer to save its runs)"
+        )
 
     @property
     def name(self) -> str:

@@ -28,6 +28,10 @@ class Tool:
 
     `return_direct = True` ends the run with this tool's output as the final answer.
 
+    `idempotent = True` says a call may safely be made twice with the same input: a
+    checkpointed run that stopped in the middle of such a call repeats it when resumed
+    (`chains.resume`); a call of any other tool cut in the middle is reported instead.
+
     `input_required = False` says the input may be left out (the tool then gets ''): its
     schema does not require it, and a native call's `{}` is an empty input.
 
@@ -46,6 +50,7 @@ class Tool:
     name: str = ""
     description: str = ""
     return_direct: bool = False
+    idempotent: bool = False
     input_required: bool = True
     blocking: bool = True
     requires_approval: bool | Callable[[Any], bool] = False

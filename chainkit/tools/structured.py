@@ -67,10 +67,13 @@ class StructuredTool(Tool):
         return_direct: bool = False,
         blocking: bool = True,
         requires_approval: bool | Callable[[Any], bool] = False,
+        idempotent: bool = False,
     ) -> None:
         if not isinstance(blocking, bool):
             raise ToolTypeError(f"blocking must be True or False, got {blocking!r}")
         check_approval_mark(requires_approval)
+        if not isinstance(idempotent, bool):
+            raise ToolTypeError(f"idempotent must be True or False, got {idempotent!r}")
         summary, parameter_docs = _parse_docstring(inspect.getdoc(func))
         self.func = func
         self.name = name or str(getattr(func, "__name__", ""))
@@ -85,6 +88,7 @@ class StructuredTool(Tool):
         self.return_direct = return_direct
         self.blocking = blocking
         self.requires_approval = requires_approval
+        self.idempotent = idempotent
         self._signature = inspect.signature(func)
         self._spec = _arguments_spec(
             self._signature, _type_hints(func, self.name), parameter_docs, self.name
@@ -207,6 +211,7 @@ def tool(
     return_direct: bool = False,
     blocking: bool = True,
     requires_approval: bool | Callable[[Any], bool] = False,
+    idempotent: bool = False,
 ) -> Callable[[Callable[..., Any]], StructuredTool]: ...
 
 
@@ -219,12 +224,14 @@ def tool(
     return_direct: bool = False,
     blocking: bool = True,
     requires_approval: bool | Callable[[Any], bool] = False,
+    idempotent: bool = False,
 ) -> StructuredTool | Callable[[Callable[..., Any]], StructuredTool]:
     """Makes a function a StructuredTool: `@tool` or `@tool(name=..., description=...)`;
     `@tool(blocking=False)` for a sync function that returns at once, which async runs then
     call without a thread hop (see `Tool.blocking`); `@tool(requires_approval=True)` (or a
     function of the arguments dict) for one whose calls a person approves (see
-    `Tool.requires_approval`)."""
+    `Tool.requires_approval`); `@tool(idempotent=True)` for a function safe to call twice
+    with the same arguments (see `Tool.idempotent`)."""
 
     def make(function: Callable[..., Any]) -> StructuredTool:
         return StructuredTool(
@@ -234,6 +241,7 @@ def tool(
             return_direct=return_direct,
             blocking=blocking,
             requires_approval=requires_approval,
+            idempotent=idempotent,
         )
 
     return make if func is None else make(func)

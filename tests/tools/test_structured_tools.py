@@ -1287,3 +1287,14 @@ def test_a_dataclass_field_default_that_does_not_fit_names_the_field():
         "tool f, parameter query: BadDefault.count: default 'many' does not fit the type: "
         'expected integer, got "many"'
     )
+
+
+def test_idempotent_is_declared_by_the_decorator_and_checked():
+    @tool(idempotent=True)
+    def look_up(key: str) -> str:
+        """Looks a key up."""
+        return key
+
+    assert look_up.idempotent and not Tool.idempotent
+    with pytest.raises(tools.ToolTypeError, match="idempotent must be True or False, got 1"):
+        StructuredTool(lambda: 1, name="one", description="one", idempotent=1)  # type: ignore[arg-type]

@@ -1,0 +1,117 @@
+"""`chainkit runs list|show|resume --db RUNS.db`: the runs a checkpoint store holds, one
+run's saved state, and continuing a run that stopped."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import TYPE_CHECKING
+
+from chainkit._cli import agent, exit_status, stderr
+
+if TYPE_CHECKING:
+    from chainkit.checkpoints import PostgresStore, SQLiteStore
+
+    Store = SQLiteStore | PostgresStore
+
+COMMAND = "runs"
+
+
+def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Adds `runs` to the `chainkit` command's subcommands."""
+    command = commands.add_parser(
+        COMMAND,
+        help="list, show and resume the checkpointed runs of a SQLite store",
+        description=(
+            "The runs saved by an Executor with checkpointer=checkpoints.SQLiteStore(RUNS.db) "
+            "(or chainkit batch --checkpoint), or in PostgreSQL when --db is a postgresql:// "
+            "URL: list them, show one's state as JSON, or resume one that stopped from its "
+            "last completed step."
+        ),
+    )
+    actions = command.add_subparsers(dest="action", required=True, metavar="{list,show,resume}")
+    listing = actions.add_parser("list", help="the runs, most recently saved first")
+    showing = actions.add_parser("show", help="a run's saved state, as JSON")
+    resuming = actions.add_parser("resume", help="continue a run that stopped; print its answer")
+    for parser in (listing, showing, resuming):
+        parser.add_argument(
+            "--db",
+            required=True,
+            metavar="RUNS.db",
+            help="the SQLite file, or a postgresql:// URL",
+        )
+    for parser in (showing, resuming):
+        parser.add_argument("run_id", metavar="RUN_ID")
+    resuming.add_argument(
+        "--agent",
+        metavar="module:factory",
+        help="the function that built the run's Executor (default: the built-in agent)",
+    )
+    resuming.add_argument(
+        "--interrupted",
+        choices=("raise", "repeat", "skip"),
+        default="raise",
+        help=(
+            "a call of a tool that is not idempotent, cut in the middle: report it (default), "
+            "repeat it, or tell the model its outcome is unknown"
+        ),
+    )
+
+
+def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Runs `chainkit runs`; its exit status."""
+    from chainkit.checkpoints import CheckpointError
+
+    store = open_store(args.db)
+    try:
+        if args.action == "list":
+            _list(store)
+        elif args.action == "show":
+            print(json.dumps(store.load(args.run_id).to_dict(), indent=2, ensure_ascii=False))
+        else:
+            return _resume(store, args)
+    except CheckpointError as refused:
+        stderr.error(COMMAND, str(refused))
+        return exit_status.FAILED
+    finally:
+        store.close()
+    return exit_status.SUCCESS
+
+
+def open_store(location: str) -> Store:
+    """The store at `location`: a PostgreSQL URL, else a SQLite file."""
+    from chainkit.checkpoints import PostgresStore, SQLiteStore
+
+    if location.startswith(("postgresql://", "postgres://")):
+        return PostgresStore(location)
+    return SQLiteStore(location)
+
+
+def _list(store: Store) -> None:
+    print("RUN_ID\tAGENT\tSTATUS\tSTEPS\tSAVED")
+    for run in store.runs():
+        saved = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.updated))
+        print(f"{run.run_id}\t{run.agent}\t{run.status}\t{run.steps}\t{saved}")
+
+
+def _resume(store: Store, args: argparse.Namespace) -> int:
+    from chainkit import chains
+    from chainkit._errors import FactoryError
+    from chainkit._factory import load
+    from chainkit.agents import Executor
+
+    spec = args.agent or agent.SPEC
+    try:
+        executor = load(spec, "mypackage.agents:make_agent", (Executor,))
+        if not isinstance(executor, Executor):
+            raise FactoryError(f"{spec} gave {type(executor).__name__}, not an agents.Executor")
+    except FactoryError as refused:
+        stderr.error(COMMAND, str(refused))
+        return exit_status.USAGE
+    executor.checkpointer = store
+    outputs = chains.resume(executor, args.run_id, interrupted=args.interrupted)
+    keys = executor.output_keys
+    answer = outputs[keys[0]] if len(keys) == 1 else outputs
+    print(answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False))
+    return exit_status.SUCCESS

@@ -1,0 +1,35 @@
+"""Checkpoints: a run's state as versioned JSON, and the stores that keep it after every step
+so a run resumes (`chains.resume`) after a crash, in another process or days later."""
+
+from chainkit.checkpoints.errors import (
+    CheckpointConfigError,
+    CheckpointError,
+    InterruptedCallError,
+    RunFinishedError,
+    RunLockedError,
+    RunNotFoundError,
+    StateFormatError,
+    StateMismatchError,
+)
+from chainkit.checkpoints.postgres import PostgresStore
+from chainkit.checkpoints.sqlite import SQLiteStore
+from chainkit.checkpoints.state import PendingCall, RunState
+from chainkit.checkpoints.store import Checkpointer, RunSummary, named_run
+
+__all__ = [
+    "CheckpointConfigError",
+    "CheckpointError",
+    "Checkpointer",
+    "InterruptedCallError",
+    "PendingCall",
+    "PostgresStore",
+    "RunFinishedError",
+    "RunLockedError",
+    "RunNotFoundError",
+    "RunState",
+    "RunSummary",
+    "SQLiteStore",
+    "StateFormatError",
+    "StateMismatchError",
+    "named_run",
+]

@@ -1,0 +1,171 @@
+"""SQLiteStore: runs' states in one SQLite file (stdlib sqlite3, WAL), for the threads and
+processes of one machine."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from chainkit.checkpoints._rows import LIST_RUNS, run_row, state_of, step_rows
+from chainkit.checkpoints.errors import CheckpointConfigError, RunLockedError, RunNotFoundError
+from chainkit.checkpoints.state import RunState
+from chainkit.checkpoints.store import RunSummary
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS chainkit_runs (
+    run_id TEXT PRIMARY KEY, agent TEXT NOT NULL, header TEXT NOT NULL, progress TEXT NOT NULL,
+    status TEXT NOT NULL, steps INTEGER NOT NULL, updated REAL NOT NULL,
+    lease_owner TEXT, lease_pid INTEGER);
+CREATE TABLE IF NOT EXISTS chainkit_steps (
+    run_id TEXT NOT NULL, seq INTEGER NOT NULL, step TEXT NOT NULL, PRIMARY KEY (run_id, seq));
+"""
+_SAVE_RUN = """
+INSERT INTO chainkit_runs (run_id, agent, header, progress, status, steps, updated)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (run_id) DO UPDATE SET progress = excluded.progress, status = excluded.status,
+    steps = excluded.steps, updated = excluded.updated
+"""
+
+
+class SQLiteStore:
+    """Keeps each run as a row and each of its steps as a row, in the SQLite database at
+    `path` (":memory:" for one process's tests). A save is one transaction; WAL lets readers
+    (`chainkit runs list`) in while a run writes. A run is held (`acquire`) by one store at a
+    time; a hold whose process has died is taken over.
+
+    `synchronous` is SQLite's setting: "NORMAL" (the default) survives a process crash,
+    "FULL" a power loss too, at the cost of a disk flush per step.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
+        if synchronous not in ("NORMAL", "FULL"):
+            raise CheckpointConfigError(
+                f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}"
+            )
+        import sqlite3  # loaded when a store is made, not with the agents that may use one
+        import uuid
+
+        self.path = os.fspath(path)
+        self._lock = threading.Lock()
+        self._connection = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=30.0
+        )
+        self._connection.execute("PRAGMA journal_mode=WAL")
+        self._connection.execute(f"PRAGMA synchronous={synchronous}")
+        self._connection.executescript(_SCHEMA)
+        self._owner = uuid.uuid4().hex
+        self._saved_steps: dict[str, int] = {}
+        self._held: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"
+
+    def close(self) -> None:
+        with self._lock:
+            self._connection.close()
+
+    def save(self, state: RunState) -> None:
+        with self._lock:
+            start = self._saved_steps.get(state.run_id)
+            if start is None:
+                start = self._stored_steps(state.run_id)
+            connection = self._connection
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                connection.execute(_SAVE_RUN, run_row(state, time.time()))
+                if start > len(state.steps):  # an earlier state of the run, saved again
+                    connection.execute(
+                        "DELETE FROM chainkit_steps WHERE run_id = ? AND seq >= ?",
+                        (state.run_id, len(state.steps)),
+                    )
+                    start = len(state.steps)
+                connection.executemany(
+                    "INSERT OR REPLACE INTO chainkit_steps VALUES (?, ?, ?)",
+                    step_rows(state, start),
+                )
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+            self._saved_steps[state.run_id] = len(state.steps)
+
+    def load(self, run_id: str) -> RunState:
+        with self._lock:
+            connection = self._connection
+            connection.execute("BEGIN")
+            try:
+                row = connection.execute(
+                    "SELECT header, progress FROM chainkit_runs WHERE run_id = ?", (run_id,)
+                ).fetchone()
+                steps = connection.execute(
+                    "SELECT step FROM chainkit_steps WHERE run_id = ? ORDER BY seq", (run_id,)
+                ).fetchall()
+            finally:
+                connection.execute("COMMIT")
+        state = state_of(run_id, row, steps)
+        self._saved_steps[run_id] = len(state.steps)
+        return state
+
+    def runs(self) -> list[RunSummary]:
+        with self._lock:
+            rows = self._connection.execute(LIST_RUNS).fetchall()
+        return [RunSummary(*row) for row in rows]
+
+    def acquire(self, run_id: str) -> None:
+        with self._lock:
+            if run_id in self._held:
+                raise RunLockedError(f"run {run_id!r} is held already, by this store")
+            connection = self._connection
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                self._take(run_id)
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+            self._held.add(run_id)
+
+    def _take(self, run_id: str) -> None:
+        row = self._connection.execute(
+            "SELECT lease_owner, lease_pid FROM chainkit_runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        if row is None:
+            raise RunNotFoundError(f"no run {run_id!r} in the checkpoint store")
+        owner, pid = row
+        if owner is not None and owner != self._owner and _alive(pid):
+            raise RunLockedError(
+                f"run {run_id!r} is held by process {pid}, which is running or resuming it"
+            )
+        self._connection.execute(
+            "UPDATE chainkit_runs SET lease_owner = ?, lease_pid = ? WHERE run_id = ?",
+            (self._owner, os.getpid(), run_id),
+        )
+
+    def release(self, run_id: str) -> None:
+        with self._lock:
+            self._held.discard(run_id)
+            self._connection.execute(
+                "UPDATE chainkit_runs SET lease_owner = NULL, lease_pid = NULL "
+                "WHERE run_id = ? AND lease_owner = ?",
+                (run_id, self._owner),
+            )
+
+    def _stored_steps(self, run_id: str) -> int:
+        row = self._connection.execute(
+            "SELECT steps FROM chainkit_runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return 0 if row is None else int(row[0])
+
+
+def _alive(pid: int | None) -> bool:
+    """Whether process `pid` of this machine still runs (a reaped one does not)."""
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,104 @@
+"""The stores: a state saved is the state loaded, the runs listed, and one holder at a time
+across processes, for SQLite and PostgreSQL alike."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chainkit import checkpoints
+from chainkit.schema import AgentAction, AgentStep, Message, ToolCall
+from tests.support import durable_runs, forked
+from tests.support.durable_runs import StoreSpec
+
+
+def _state(run_id: str, steps: int) -> checkpoints.RunState:
+    reply = Message.assistant("", [ToolCall("c1"), ToolCall("c2")])
+    taken = [
+        AgentStep(AgentAction("note", f"{i}", "", f"c{i % 2 + 1}", [reply]), f"ok:{i}")
+        for i in range(steps)
+    ]
+    return checkpoints.RunState(run_id, "ToolCallingAgent", ["note"], {"input": "q"}, taken)
+
+
+def test_a_saved_state_loads_back_step_by_step(open_store: Callable[[], Any], run_id: str) -> None:
+    store = open_store()
+    state = _state(run_id, 2)
+    store.save(state)
+    state.steps.extend(_state(run_id, 5).steps[2:])
+    state.iteration = 3
+    store.save(state)  # adds the new steps' rows
+    loaded = open_store().load(run_id)
+    assert loaded.to_dict() == state.to_dict()
+    assert loaded.steps[0].action.message_log[0] is loaded.steps[1].action.message_log[0]
+    summary = next(run for run in open_store().runs() if run.run_id == run_id)
+    assert (summary.agent, summary.status, summary.steps) == ("ToolCallingAgent", "running", 5)
+
+
+def test_an_earlier_state_saved_again_replaces_the_later_one(
+    open_store: Callable[[], Any], run_id: str
+) -> None:
+    store = open_store()
+    store.save(_state(run_id, 4))
+    open_store().save(_state(run_id, 1))  # another store object: it knows nothing of the 4
+    assert len(open_store().load(run_id).steps) == 1
+
+
+def test_an_unknown_run_is_named(open_store: Callable[[], Any], run_id: str) -> None:
+    with pytest.raises(checkpoints.RunNotFoundError, match=run_id):
+        open_store().load(run_id)
+
+
+def test_a_held_run_is_refused_to_another_store_until_its_process_dies(
+    store_spec: StoreSpec, run_id: str, tmp_path: Path
+) -> None:
+    ready, stop = tmp_path / "ready", tmp_path / "stop"
+    holder, _ = forked.start(
+        durable_runs.hold, store_spec, _state(run_id, 1).to_dict(), str(ready), str(stop)
+    )
+    try:
+        durable_runs.wait_for(ready)
+        store = durable_runs.open_store(store_spec)
+        with pytest.raises(checkpoints.RunLockedError, match=run_id):
+            store.acquire(run_id)
+    finally:
+        holder.kill()
+        holder.join()
+    store.acquire(run_id)  # its holder died: the hold went with it
+    with pytest.raises(checkpoints.RunLockedError, match="this store"):
+        store.acquire(run_id)
+    store.release(run_id)
+    store.acquire(run_id)
+    store.release(run_id)
+
+
+def test_two_processes_resuming_one_run_exactly_one_proceeds(
+    store_spec: StoreSpec, run_id: str, tmp_path: Path
+) -> None:
+    action = AgentAction("append", '{"text": "c"}', durable_runs.MRKL_SCRIPT[2])
+    stopped = checkpoints.RunState(
+        run_id,
+        "OneShotAgent",
+        ["append", "note"],
+        {"input": "q"},
+        pending=[checkpoints.PendingCall(action)],
+        iteration=1,
+    )
+    forked.run(durable_runs.save, store_spec, stopped.to_dict())
+    children = [
+        forked.start(durable_runs.resume_when_told, store_spec, run_id, str(tmp_path))
+        for _ in range(2)
+    ]
+    deadline = time.monotonic() + 60
+    while not any(result.exists() for _, result in children):
+        assert time.monotonic() < deadline, "neither resume answered"
+        time.sleep(0.005)
+    (tmp_path / "go").touch()  # the one refused has answered: let the other finish
+    outcomes = sorted(forked.finish(*child)[1] for child in children)
+    assert outcomes[0] == durable_runs.ANSWER
+    assert outcomes[1].startswith("locked: ") and run_id in outcomes[1]
+    assert (tmp_path / "log").read_text("utf-8").splitlines() == ["append:c", "append:d"]
