@@ -1,7 +1,7 @@
 """Agents: the MRKL OneShotAgent, the native ToolCallingAgent, and the Executor that runs them."""
 
 from chainkit.agents.agent import Agent
-from chainkit.agents.approval import ApprovalRequest, Approve, Deny, Edit
+from chainkit.agents.approval import ApprovalRequest, Approve, Deny, Edit, PendingApproval
 from chainkit.agents.base import BaseAgent, Constraint, PlanRequest, check_tools
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
@@ -37,6 +37,7 @@ __all__ = [
     "OneShotAgent",
     "OutputParserError",
     "ParserErrorHandler",
+    "PendingApproval",
     "PlanRequest",
     "ToolCallingAgent",
     "UnknownToolError",

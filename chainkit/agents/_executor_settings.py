@@ -12,7 +12,7 @@ from chainkit.agents.agent import Agent
 from chainkit.agents.base import agent_toolset, check_max_parallel_tools
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import AgentConfigError, AgentTypeError
-from chainkit.checkpoints import CheckpointConfigError, Checkpointer
+from chainkit.checkpoints import Checkpointer
 from chainkit.schema import Memory
 from chainkit.tools import Toolset
 
@@ -121,13 +121,4 @@ def check_checkpointer(checkpointer: object) -> None:
         raise AgentTypeError(
             f"checkpointer must be a checkpoints.Checkpointer (such as "
             f"checkpoints.SQLiteStore('runs.db')), got {described(checkpointer)}"
-        )
-
-
-def check_no_decisions(decisions: object) -> None:
-    """Raises unless `decisions` is None: no run of this version stops for approval."""
-    if decisions is not None:
-        raise CheckpointConfigError(
-            "decisions are for a run stopped for approval; this run has no call waiting for "
-            f"one, so give decisions=None (got {described(decisions)})"
         )

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from chainkit._text import described
 from chainkit.agents.agent import Agent
+from chainkit.agents.approval import GivenDecisions
 from chainkit.checkpoints import (
     CheckpointConfigError,
     Checkpointer,
@@ -39,6 +40,8 @@ class Journal:
         self.state = state
         self._lock = threading.Lock()  # parallel tools complete in threads
         self._entries: dict[int, PendingCall] = {id(p.action): p for p in state.pending}
+        self.decisions: GivenDecisions | None = None
+        """The decisions for the calls of the step it paused on, given when resumed."""
 
     def planned(self) -> None:
         self.state.iteration += 1
@@ -51,7 +54,12 @@ class Journal:
         """Saves the step's calls as started, unless they are the resumed step's."""
         pending = self.state.pending
         if pending and pending[0].action is actions[0]:
+            if not all(p.started for p in pending):  # a step paused for approval starts now
+                for entry in pending:
+                    entry.started = True
+                self._save()
             return
+        self.decisions = None
         self.state.pending = [PendingCall(action, True) for action in actions]
         self._entries = {id(p.action): p for p in self.state.pending}
         self._save()
@@ -85,6 +93,12 @@ class Journal:
             entry.observation = observation
             self._save()
 
+    def paused(self, actions: list[AgentAction]) -> None:
+        """Saves the step's calls as not started: the run waits for decisions on them."""
+        self.state.pending = [PendingCall(action) for action in actions]
+        self._save()
+        self.release()
+
     def finished(self, outputs: dict[str, Any]) -> None:
         self.state.pending = []
         self.state.status = "finished"
@@ -102,14 +116,15 @@ class Journal:
 
 
 def start(
-    store: Checkpointer, agent: Agent, inputs: Mapping[str, Any], steps: list[AgentStep]
+    store: Checkpointer | None, agent: Agent, inputs: Mapping[str, Any], steps: list[AgentStep]
 ) -> Journal:
-    """The journal of a new run, saved and held."""
+    """The journal of a new run, saved and held (in memory only without a store)."""
     _check_json(inputs)
     tools = [tool.name for tool in agent.tools]
     state = RunState(new_run_id(), type(agent).__name__, tools, dict(inputs), steps)
-    store.save(state)
-    store.acquire(state.run_id)
+    if store is not None:
+        store.save(state)
+        store.acquire(state.run_id)
     return Journal(store, state)
 
 

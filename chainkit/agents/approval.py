@@ -12,16 +12,16 @@ from __future__ import annotations
 import inspect
 import json
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from chainkit._stop import to_thread
 from chainkit.agents.errors import AgentConfigError, AgentTypeError
 from chainkit.callbacks import CombiningHandler
+from chainkit.checkpoints import RunState
 from chainkit.schema import AgentAction
 from chainkit.tools import Tool
-from chainkit.tools.toolset import Toolset
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,26 +191,85 @@ def checked_decision(decision: object, request: ApprovalRequest) -> Decision:
     )
 
 
-def check_approver(approve: object, toolset: Toolset) -> None:
-    """Refuses an `approve=` that is not callable, and tools needing approval without one."""
+def check_approver(approve: object) -> None:
+    """Refuses an `approve=` that is not callable (without one, calls needing approval pause
+    the run: see `PendingApproval`)."""
     if approve is not None and not callable(approve):
         raise AgentTypeError(
             f"approve must be a function taking an agents.ApprovalRequest, got "
             f"{type(approve).__name__}"
         )
-    if approve is None:
-        marked = [tool.name for tool in toolset if requires_approval_of(tool)]
-        if marked:
-            named = (
-                f"tools {', '.join(marked)} require"
-                if len(marked) > 1
-                else f"tool {marked[0]} requires"
-            )
+
+
+PENDING_KEY = "pending"
+"""The output key of a run paused for approval: its `PendingApproval`."""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingApproval:
+    """A run of an Executor without `approve=` that stopped at a step with calls needing
+    approval: `requests` are that step's calls waiting for a decision, in the step's order
+    (the step's other calls wait with them, and run once the run is resumed), `state` the
+    run's state (`state.to_json()` can be stored anywhere). Continue it with
+    `chains.resume(executor, state, decisions)`."""
+
+    requests: list[ApprovalRequest]
+    state: RunState
+
+
+def waiting_key(request: ApprovalRequest, position: int) -> str | int:
+    """The key of a waiting call's decision: its `tool_call_id`, or for a call without one
+    (a MRKL action) its position among the requests."""
+    return position if request.tool_call_id is None else request.tool_call_id
+
+
+class GivenDecisions:
+    """Decisions taken elsewhere for the calls a run paused on, given to each as an inline
+    `approve=` would be: a dict keyed by `waiting_key`, or a list in the requests' order.
+    Refuses decisions missing for a waiting call, or naming no waiting call."""
+
+    __slots__ = ("_decisions",)
+
+    def __init__(self, requests: list[ApprovalRequest], decisions: object) -> None:
+        keys = [waiting_key(request, i) for i, request in enumerate(requests)]
+        given = _keyed(keys, decisions)
+        missing = [key for key in keys if key not in given]
+        unknown = [key for key in given if key not in keys]
+        if missing or unknown:
             raise AgentConfigError(
-                f"{named} approval: pass approve= to the Executor, a "
-                "function given each agents.ApprovalRequest that returns agents.Approve(), "
-                "Deny(reason) or Edit(arguments)"
+                f"decisions must name each call waiting for approval ({keys}): "
+                f"missing {missing}, naming no waiting call {unknown}"
             )
+        self._decisions: dict[tuple[str, str, str | None], list[Decision]] = {}
+        for key, request in zip(keys, requests, strict=True):
+            decision = checked_decision(given[key], request)
+            self._decisions.setdefault(_call_of(request), []).append(decision)
+
+    def decide(self, request: ApprovalRequest) -> Decision:
+        return self._decisions[_call_of(request)].pop(0)
+
+    async def adecide(self, request: ApprovalRequest) -> Decision:
+        return self.decide(request)
+
+
+def _keyed(keys: list[str | int], decisions: object) -> dict[Any, object]:
+    if isinstance(decisions, list | tuple):
+        if len(decisions) != len(keys):
+            raise AgentConfigError(
+                f"decisions as a list need one per waiting call ({len(keys)}), got {len(decisions)}"
+            )
+        return dict(zip(keys, decisions, strict=True))
+    if isinstance(decisions, Mapping):
+        return dict(decisions)
+    raise AgentTypeError(
+        "decisions must be a dict of tool_call_id (or position) to agents.Approve(), "
+        f"Deny(reason) or Edit(arguments), or a list in the requests' order; got "
+        f"{type(decisions).__name__}"
+    )
+
+
+def _call_of(request: ApprovalRequest) -> tuple[str, str, str | None]:
+    return (request.tool, request.input, request.tool_call_id)
 
 
 def report_required(handler: CombiningHandler | None, request: ApprovalRequest) -> None:

@@ -14,7 +14,7 @@ deadline a sync step runs in the caller's thread, save parallel tool calls.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Literal, Never
 
@@ -33,11 +33,14 @@ from chainkit.agents._deadline import (
 from chainkit.agents._typed_answer import TypedAnswer
 from chainkit.agents.agent import Agent
 from chainkit.agents.approval import (
+    PENDING_KEY,
     ApprovalRequest,
     Approver,
     Decision,
     Denial,
+    GivenDecisions,
     InlineApproval,
+    PendingApproval,
     applied,
     check_approver,
     needs_approval,
@@ -45,10 +48,12 @@ from chainkit.agents.approval import (
     report_required,
     request_for,
     requires_approval_of,
+    waiting_key,
 )
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
     PARSE_ERROR_TOOL,
+    AgentConfigError,
     NoReturnError,
     NotFinishedError,
     OutputParserError,
@@ -58,7 +63,7 @@ from chainkit.callbacks import CombiningHandler, Handlers
 from chainkit.callbacks.pacing import Pacer, pacer_of
 from chainkit.callbacks.run import Run, active_handler, enter
 from chainkit.chains import Chain, Resumption
-from chainkit.checkpoints import Checkpointer
+from chainkit.checkpoints import Checkpointer, PendingCall, RunState
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Memory
 from chainkit.tools import Tool, ToolError
 from chainkit.tools.toolset import observation as observation_of
@@ -127,8 +132,16 @@ class _Stopped:
     reason: str
 
 
-_Steps = Generator[_Request, Any, "dict[str, Any] | _Stopped"]
-"""Yields what it needs done; returns the run's outputs, or the limit that stopped it."""
+@dataclass(frozen=True, slots=True)
+class _Paused:
+    """A run stopped for decisions on its calls."""
+
+    pending: PendingApproval
+
+
+_Steps = Generator[_Request, Any, "dict[str, Any] | _Stopped | _Paused"]
+"""Yields what it needs done; returns the run's outputs, the limit that stopped it, or the
+calls it waits for decisions on."""
 
 
 class Executor(Chain):
@@ -189,7 +202,7 @@ class Executor(Chain):
         settings.check_error_handler(error_handler)
         settings.check_checkpointer(checkpointer)
         toolset = settings.checked_toolset(agent)
-        check_approver(approve, toolset)
+        check_approver(approve)
         if memory is not None:
             settings.check_memory_is_read(agent, memory)
         self.agent = agent
@@ -208,6 +221,7 @@ class Executor(Chain):
         self.approve = approve
         marked = any(requires_approval_of(tool) for tool in toolset)
         self._approval = InlineApproval(approve) if approve is not None and marked else None
+        self._defers = approve is None and marked
         self.checkpointer = checkpointer
 
     def __repr__(self) -> str:
@@ -237,9 +251,16 @@ class Executor(Chain):
         repeated when its tool is idempotent (`Tool.idempotent`); otherwise `interrupted`
         decides: "raise" (the default) raises checkpoints.InterruptedCallError naming it,
         "repeat" calls it again, "skip" gives the model an observation saying its outcome is
-        unknown. `decisions` is for approvals and must be None."""
-        settings.check_no_decisions(decisions)
+        unknown. `decisions` are for the calls a run paused on for approval (see
+        `agents.PendingApproval`): a dict of each waiting call's `tool_call_id` (its position
+        among the requests for a call without one) to `agents.Approve()`, `Deny(reason)` or
+        `Edit(arguments)`, or a list in the requests' order."""
         journal = journals.resume(self.checkpointer, self.agent, self._toolset, given, interrupted)
+        try:
+            journal.decisions = self._given_decisions(journal, decisions)
+        except BaseException:
+            journal.release()
+            raise
         inputs = journal.state.inputs
         if journal.state.outputs is not None:  # it finished: its answer, again
             journal.release()
@@ -259,6 +280,54 @@ class Executor(Chain):
             return await self._adrive(self._start(inputs, {}, journal))
 
         return Resumption(dict(inputs), call, acall, journal.release)
+
+    def _given_decisions(
+        self, journal: journals.Journal, decisions: object
+    ) -> GivenDecisions | None:
+        """The decisions for the calls the run paused on; refuses decisions for a run that
+        has none waiting, and a run with some waiting but no decisions (nor `approve=`)."""
+        requests = self._waiting(journal.state, journal.state.iteration)
+        if not requests:
+            if decisions is not None:
+                raise AgentConfigError(
+                    f"decisions are for a run paused for approval; run "
+                    f"{journal.state.run_id!r} has no call waiting for one, so give none"
+                )
+            return None
+        if decisions is None:
+            if self._approval is not None:
+                return None  # approve= decides them
+            waiting = [waiting_key(request, i) for i, request in enumerate(requests)]
+            raise AgentConfigError(
+                f"run {journal.state.run_id!r} is paused for approval of calls {waiting}: "
+                "give decisions (agents.Approve(), Deny(reason) or Edit(arguments)) for each"
+            )
+        return GivenDecisions(requests, decisions)
+
+    def _waiting(self, state: RunState, step: int) -> list[ApprovalRequest]:
+        """The requests for the calls of the state's pending step that wait for a decision."""
+        requests = []
+        for entry in state.pending:
+            tool = self._toolset.find(entry.action.tool)
+            if entry.started or tool is None or not needs_approval(tool, entry.action):
+                continue
+            requests.append(request_for(tool, entry.action, state.run_id, step))
+        return requests
+
+    def _pause(self, actions: list[AgentAction], step: int, run: _RunState) -> _Paused | None:
+        """Pauses a run without `approve=` at a step with calls needing approval: its state
+        is saved (with a checkpointer) and the requests reported."""
+        journal = run.journal
+        assert journal is not None  # a run that may pause keeps its state
+        waiting = [PendingCall(action) for action in actions]
+        state = replace(journal.state, pending=waiting)
+        requests = self._waiting(state, step)
+        if not requests:
+            return None
+        journal.paused(actions)
+        for request in requests:
+            report_required(run.callbacks, request)
+        return _Paused(PendingApproval(requests, journal.state))
 
     def _drive(self, run: _RunState) -> dict[str, Any]:
         perform = self._perform if run.pacer is None else self._paced
@@ -304,7 +373,7 @@ class Executor(Chain):
             steps = journal.state.steps
         else:
             steps = []
-            if self.checkpointer is not None:
+            if self.checkpointer is not None or self._defers:
                 journal = journals.start(self.checkpointer, self.agent, inputs, steps)
         if self._typed_answer is not None:
             inputs = self._typed_answer.asking(inputs)
@@ -317,6 +386,9 @@ class Executor(Chain):
     def _loop(self, run: _RunState) -> _Loop:
         try:
             ended = yield from self._steps(run)
+            if isinstance(ended, _Paused):
+                yield _Done({self.agent.output_keys[0]: None, PENDING_KEY: ended.pending})
+                return
             if isinstance(ended, _Stopped):
                 ended = yield from self._stop_early(ended, run)
         except BaseException:
@@ -365,6 +437,8 @@ class Executor(Chain):
                     return self._out_of_time()
                 if run.callbacks is not None:
                     self._report(decision, run.callbacks)
+                if self._defers and (paused := self._pause(decision, iteration, run)):
+                    return paused
                 direct = self._record(decision, (yield _Act(decision, iteration)), run)
                 if direct is not None:
                     return self._finish(AgentFinish({self.agent.output_keys[0]: direct}), run)
@@ -492,7 +566,8 @@ class Executor(Chain):
                 _postpone(run.deadline, run.pacer.pause())
             actions = request.actions
             journal.acting(actions)
-            run_tool = journal.runner(partial(self._run_tool, step=request.step))
+            given = journal.decisions
+            run_tool = journal.runner(partial(self._run_tool, step=request.step, given=given))
             if run.deadline is None and len(actions) == 1:
                 return [run_tool(actions[0])]
             return act_in_threads(
@@ -518,7 +593,8 @@ class Executor(Chain):
             actions = request.actions
             journal.acting(actions)
             observations: list[str | None] = [None] * len(actions)
-            run_tool = journal.arunner(partial(self._arun_tool, step=request.step))
+            given = journal.decisions
+            run_tool = journal.arunner(partial(self._arun_tool, step=request.step, given=given))
             acting = self._aact(actions, observations, run_tool)
             return await within(
                 run.deadline, acting, lambda: tools_interrupted(actions, observations)
@@ -569,7 +645,7 @@ class Executor(Chain):
 
     # One tool call: a "tool" run, with its events.
 
-    def _run_tool(self, action: AgentAction, step: int) -> str:
+    def _run_tool(self, action: AgentAction, step: int, given: GivenDecisions | None = None) -> str:
         tool = self._toolset.find(action.tool)
         name = _UNKNOWN_TOOL if tool is None else tool.name
         with enter("tool", name, None, action.tool_call_id) as run:
@@ -577,9 +653,10 @@ class Executor(Chain):
                 run.handler.handle_tool_start(run.name, action.tool_input, action.tool_call_id)
             if tool is None:
                 return self._unknown_tool(action, run)
-            if self._approval is not None and needs_approval(tool, action):
+            approval = self._approval if given is None else given
+            if approval is not None and needs_approval(tool, action):
                 request = self._asking(tool, action, run, step)
-                decision = self._approval.decide(request)
+                decision = approval.decide(request)
                 decided = self._decided(request, decision, tool, action, run)
                 if isinstance(decided, Denial):
                     return self._tool_ended(decided, run)
@@ -593,7 +670,9 @@ class Executor(Chain):
                 return self._tool_failed(tool, error, run)
             return self._tool_ended(output, run)
 
-    async def _arun_tool(self, action: AgentAction, step: int) -> str:
+    async def _arun_tool(
+        self, action: AgentAction, step: int, given: GivenDecisions | None = None
+    ) -> str:
         tool = self._toolset.find(action.tool)
         name = _UNKNOWN_TOOL if tool is None else tool.name
         with enter("tool", name, None, action.tool_call_id) as run:
@@ -601,9 +680,10 @@ class Executor(Chain):
                 run.handler.handle_tool_start(run.name, action.tool_input, action.tool_call_id)
             if tool is None:
                 return self._unknown_tool(action, run)
-            if self._approval is not None and needs_approval(tool, action):
+            approval = self._approval if given is None else given
+            if approval is not None and needs_approval(tool, action):
                 request = self._asking(tool, action, run, step)
-                decision = await self._approval.adecide(request)
+                decision = await approval.adecide(request)
                 decided = self._decided(request, decision, tool, action, run)
                 if isinstance(decided, Denial):
                     return self._tool_ended(decided, run)

@@ -194,12 +194,6 @@ def test_an_async_approve_is_awaited_in_an_async_run():
     assert payments.paid == []
 
 
-def test_tools_needing_approval_without_approve_are_refused_naming_them():
-    payments = Payments()
-    with pytest.raises(agents.AgentConfigError, match="tool pay requires approval: pass approve="):
-        agents.Executor(tool_calling(payments))
-
-
 @pytest.mark.parametrize(
     ("make", "message"),
     [
@@ -362,9 +356,3 @@ def test_a_sync_approve_returning_a_coroutine_is_awaited_in_an_async_run():
     assert asyncio.run(chains.arun(executor, "pay")).endswith("did not run: later")
     with pytest.raises(agents.AgentTypeError, match="returned an awaitable for the call of pay"):
         chains.run(executor, "pay")
-
-
-def test_several_tools_needing_approval_without_approve_are_all_named():
-    shell = Shell()
-    with pytest.raises(agents.AgentConfigError, match="tools pay, shell require approval"):
-        agents.Executor(agents.ToolCallingAgent(CallsThenReports(), [Payments().pay, shell]))

@@ -96,8 +96,8 @@ def test_a_state_of_another_version_is_refused(tmp_path: Path) -> None:
         chains.resume(_mrkl(tmp_path), data)
 
 
-def test_decisions_are_refused_until_approval_exists(tmp_path: Path) -> None:
-    with pytest.raises(checkpoints.CheckpointConfigError, match="decisions"):
+def test_decisions_for_a_run_not_paused_for_approval_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(agents.AgentConfigError, match="'stopped' has no call waiting"):
         chains.resume(_mrkl(tmp_path), _stopped_in("note"), {"c1": "approve"})
 
 
