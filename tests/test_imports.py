@@ -120,6 +120,7 @@ def test_typed_results_are_exported_and_load_no_pydantic():
 def test_approval_decisions_are_exported_from_agents_and_load_no_asyncio():
     loaded = loaded_after(
         "from chainkit.agents import ApprovalRequest, Approve, Deny, Edit, Executor\n"
+        "from chainkit.agents import PendingApproval\n"
         "from chainkit.agents.approval import Decision, needs_approval\n"
         "assert Edit({'a': 1}).text == '{\"a\": 1}' and Deny('no').kind == 'deny'"
     )

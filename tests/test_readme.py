@@ -52,6 +52,7 @@ EXPECTED = [
     "moved 50 to savings\nasked: transfer {'amount': 500}\nmoved 500 to checking\n"
     "asked: transfer {'amount': 5000}\n"
     "Call denied by the user; transfer did not run: over the daily limit",
+    "waiting: transfer {'amount': 500}\nmoved 50 to checking",
 ]
 
 

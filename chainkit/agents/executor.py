@@ -167,8 +167,10 @@ class Executor(Chain):
     - A call of a tool marked `requires_approval` waits for `approve(request)`, given an
       `agents.ApprovalRequest`, which returns `agents.Approve()`, `Deny(reason)` (the model
       observes the denial and its reason; the tool does not run) or `Edit(arguments)` (the tool
-      runs on those). An async `approve` needs an async run. Without `approve=`, an Executor
-      whose tools need approval is refused.
+      runs on those). An async `approve` needs an async run. Without `approve=`, the run
+      pauses at the first step with a call needing approval: its outputs' "pending" is an
+      `agents.PendingApproval` (the waiting requests and the run's state), which
+      `chains.resume(executor, state, decisions)` continues.
     - With a `checkpointer` (a `checkpoints.Checkpointer`, such as `checkpoints.SQLiteStore`),
       the run's state is saved when it starts, when a step's tools start and as each
       completes, and when it finishes; `chains.resume(executor, run_id)` continues a run that

@@ -144,9 +144,10 @@ def resume(
     checkpoints.InterruptedCallError naming it), "repeat", or "skip" (the model is told its
     outcome is unknown). Raises checkpoints.RunLockedError while another process holds the
     run, checkpoints.StateMismatchError for a state of another agent kind or needing a tool the
-    agent lacks, checkpoints.StateFormatError for another format version. `decisions` is for
-    calls waiting for approval and must be None here. `callbacks` hear the resumed run, as
-    `call`'s option does.
+    agent lacks, checkpoints.StateFormatError for another format version. `decisions` decide the
+    calls a run paused on for approval (see agents.PendingApproval): a dict keyed by each
+    call's tool_call_id (or position), or a list in the requests' order. `callbacks` hear
+    the resumed run, as `call`'s option does.
     """
     check_chain("resume", chain)
     resumption = chain._resumed(state_or_run_id, decisions, interrupted)

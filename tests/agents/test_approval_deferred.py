@@ -56,10 +56,13 @@ def test_run_which_returns_text_points_a_paused_run_to_call(mode: Mode):
 
 @pytest.mark.timeout(60)
 def test_mixed_decisions_answer_as_inline_approval_does(mode: Mode):
-    decisions = {"call-0": agents.Deny("too much"), "call-1": agents.Approve()}
+    decisions: dict[str, agents.Deny | agents.Approve] = {
+        "call-0": agents.Deny("too much"),
+        "call-1": agents.Approve(),
+    }
     inline_payments = Payments()
     inline = agents.Executor(
-        tool_calling(inline_payments, *CALLS), approve=lambda r: decisions[r.tool_call_id]
+        tool_calling(inline_payments, *CALLS), approve=lambda r: decisions[str(r.tool_call_id)]
     )
     expected = mode.run(inline, "pay them")
     payments = Payments()
