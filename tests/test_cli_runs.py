@@ -3,6 +3,7 @@ shown and continued from the command line; a batch killed mid-run goes on from i
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -13,14 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from chainkit import checkpoints
+from chainkit import agents, chains, checkpoints
 from chainkit._cli.entry_point import main
 from chainkit.schema import AgentAction, AgentStep
 from tests.support import durable_runs
+from tests.support.approvals import Payments, tool_calling
+from tests.support.deferred_payments import CALLS, DECISIONS, payments_executor
 from tests.support.postgres import postgres_dsn
 
 ROOT = Path(__file__).resolve().parent.parent
 FACTORY = "tests.support.durable_runs:mrkl_executor"
+FACTORY_OF_PAYMENTS = "tests.support.deferred_payments:payments_executor"
 
 
 def _save_stopped(store: checkpoints.Checkpointer, run_id: str = "stopped-1") -> None:
@@ -118,3 +122,29 @@ def test_a_killed_checkpointed_batch_goes_on_from_the_last_step(tmp_path: Path) 
         "append:c": 2,
         "append:d": 2,
     }
+
+
+def test_a_paused_run_is_listed_as_paused_and_resumed_with_answers_typed_at_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = str(tmp_path / "runs.db")
+    store = checkpoints.SQLiteStore(db)
+    paused = chains.call(
+        agents.Executor(tool_calling(Payments(), *CALLS), checkpointer=store), {"input": "pay"}
+    )["pending"]
+    store.close()
+    inline = chains.resume(payments_executor(), paused.state.to_json(), DECISIONS)["output"]
+    run_id = paused.state.run_id
+    assert main(["runs", "list", "--db", db]) == 0
+    assert f"{run_id}\tToolCallingAgent\tpaused\t0\t" in capsys.readouterr().out
+    resume = ["runs", "resume", run_id, "--db", db, "--agent", FACTORY_OF_PAYMENTS]
+    assert main(resume) == 1  # no decisions: the error says what the run waits for
+    assert "is paused for approval of 2 calls (pay, pay): resume it with --approve" in (
+        capsys.readouterr().err
+    )
+    typed = 'n\ntoo much\ne\n{"to": "ann", "amount": 1}\n'  # DECISIONS, at the prompts
+    monkeypatch.setattr("sys.stdin", io.StringIO(typed))
+    assert main([*resume, "--approve"]) == 0
+    assert capsys.readouterr().out.strip() == inline
+    assert main(["runs", "list", "--db", db]) == 0
+    assert f"{run_id}\tToolCallingAgent\tfinished\t" in capsys.readouterr().out

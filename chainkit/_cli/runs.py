@@ -9,6 +9,7 @@ import time
 from typing import TYPE_CHECKING
 
 from chainkit._cli import agent, exit_status, stderr
+from chainkit._text import counted
 
 if TYPE_CHECKING:
     from chainkit.checkpoints import PostgresStore, SQLiteStore
@@ -47,6 +48,14 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--agent",
         metavar="module:factory",
         help="the function that built the run's Executor (default: the built-in agent)",
+    )
+    resuming.add_argument(
+        "--approve",
+        action="store_true",
+        help=(
+            "a run paused for approval: ask at the terminal for each waiting call (y / n with "
+            "a reason / e to edit its arguments as JSON)"
+        ),
     )
     resuming.add_argument(
         "--interrupted",
@@ -110,7 +119,27 @@ def _resume(store: Store, args: argparse.Namespace) -> int:
         stderr.error(COMMAND, str(refused))
         return exit_status.USAGE
     executor.checkpointer = store
-    outputs = chains.resume(executor, args.run_id, interrupted=args.interrupted)
+    waiting = executor.waiting_requests(store.load(args.run_id))
+    if waiting and not args.approve:
+        tools = ", ".join(request.tool for request in waiting)
+        stderr.error(
+            COMMAND,
+            f"run {args.run_id} is paused for approval of {counted(len(waiting), 'call')} "
+            f"({tools}): resume it with --approve to decide them at the terminal",
+        )
+        return exit_status.FAILED
+    decisions = None
+    if waiting:
+        from chainkit._cli.approve import ask_at_terminal
+
+        decisions = [ask_at_terminal(request) for request in waiting]
+    outputs = chains.resume(executor, args.run_id, decisions, interrupted=args.interrupted)
+    if outputs.get("pending") is not None:
+        stderr.error(
+            COMMAND,
+            f"run {args.run_id} paused again for approval; resume it with --approve",
+        )
+        return exit_status.FAILED
     keys = executor.output_keys
     answer = outputs[keys[0]] if len(keys) == 1 else outputs
     print(answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False))

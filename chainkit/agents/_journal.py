@@ -57,6 +57,7 @@ class Journal:
             if not all(p.started for p in pending):  # a step paused for approval starts now
                 for entry in pending:
                     entry.started = True
+                self.state.status = "running"
                 self._save()
             return
         self.decisions = None
@@ -96,6 +97,7 @@ class Journal:
     def paused(self, actions: list[AgentAction]) -> None:
         """Saves the step's calls as not started: the run waits for decisions on them."""
         self.state.pending = [PendingCall(action) for action in actions]
+        self.state.status = "paused"
         self._save()
         self.release()
 

@@ -288,7 +288,7 @@ class Executor(Chain):
     ) -> GivenDecisions | None:
         """The decisions for the calls the run paused on; refuses decisions for a run that
         has none waiting, and a run with some waiting but no decisions (nor `approve=`)."""
-        requests = self._waiting(journal.state, journal.state.iteration)
+        requests = self.waiting_requests(journal.state)
         if not requests:
             if decisions is not None:
                 raise AgentConfigError(
@@ -305,6 +305,12 @@ class Executor(Chain):
                 "give decisions (agents.Approve(), Deny(reason) or Edit(arguments)) for each"
             )
         return GivenDecisions(requests, decisions)
+
+    def waiting_requests(self, state: RunState) -> list[ApprovalRequest]:
+        """The approval requests a paused run waits on (its state, as
+        `PendingApproval.state` holds it or a checkpointer saved it), in the order decisions
+        given as a list follow; none for a run that waits for no decision."""
+        return self._waiting(state, state.iteration)
 
     def _waiting(self, state: RunState, step: int) -> list[ApprovalRequest]:
         """The requests for the calls of the state's pending step that wait for a decision."""

@@ -11,11 +11,13 @@ The form, version 1::
      "pending": [{…a step without its observation…, "started": true,
                   "observation": "…" | null}]}
 
-`steps` are the completed steps; `pending` the calls of the step in progress, each `started`
-once it may have begun and with its `observation` once it completed. `reply` is the assistant
-message a native call came from; "same" says it is the previous call's (one reply, several
-calls), so the conversation is rebuilt exactly. `iteration` counts the model's plans so far;
-`outputs` are a finished run's (when they are JSON).
+`status` is "running" (also for a run whose process died), "paused" (its pending calls wait for
+approval, none started) or "finished". `steps` are the completed steps; `pending` the calls of
+the step in progress, each `started` once it may have begun and with its `observation` once it
+completed. `reply` is the assistant message a native call came from; "same" says it is the
+previous call's (one reply, several calls), so the conversation is rebuilt exactly.
+`iteration` counts the model's plans so far; `outputs` are a finished run's (when they are
+JSON).
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ class RunState:
     steps: list[AgentStep] = field(default_factory=list)
     pending: list[PendingCall] = field(default_factory=list)
     iteration: int = 0
-    status: Literal["running", "finished"] = "running"
+    status: Literal["running", "paused", "finished"] = "running"
+    """"paused": stopped at a step whose calls wait for a person's decisions (approval)."""
     outputs: dict[str, Any] | None = None
     """A finished run's outputs, when they are JSON (a typed answer is not)."""
 
@@ -117,7 +120,7 @@ class RunState:
                 steps,
                 pending,
                 int(data["iteration"]),
-                "finished" if data["status"] == "finished" else "running",
+                _status(data["status"]),
                 data.get("outputs"),
             )
         except StateFormatError:
@@ -197,3 +200,9 @@ def _text(value: object, what: str) -> str:
     if not isinstance(value, str):
         raise StateFormatError(f"run state is malformed: {what} must be a str, got {value!r:.60}")
     return value
+
+
+def _status(value: object) -> Literal["running", "paused", "finished"]:
+    if value == "finished":
+        return "finished"
+    return "paused" if value == "paused" else "running"

@@ -31,6 +31,16 @@ def _paused(mode: Mode, executor: agents.Executor, **options: Any) -> agents.Pen
     return pending
 
 
+def _listed_status(tmp_path: Path, run_id: str) -> str:
+    """The status the store lists for the run (as `chainkit runs list` shows it)."""
+    store = checkpoints.SQLiteStore(str(tmp_path / "runs.db"))
+    try:
+        [status] = [run.status for run in store.runs() if run.run_id == run_id]
+    finally:
+        store.close()
+    return status
+
+
 @pytest.mark.timeout(60)
 def test_the_run_pauses_with_every_waiting_call_and_nothing_runs(mode: Mode):
     payments = Payments()
@@ -42,6 +52,8 @@ def test_the_run_pauses_with_every_waiting_call_and_nothing_runs(mode: Mode):
     ]
     assert {r.run_id for r in pending.requests} == {pending.state.run_id}
     assert [p.started for p in pending.state.pending] == [False, False]
+    assert pending.state.status == "paused"
+    assert checkpoints.RunState.from_json(pending.state.to_json()).status == "paused"
 
 
 @pytest.mark.timeout(60)
@@ -131,6 +143,7 @@ def test_a_checkpointed_run_resumes_by_run_id_and_handlers_hear_it(
 
     pending = _paused(mode, executor(Payments()), callbacks=events)
     assert [e[0] for e in events.heard("approval_required")] == ["approval_required"] * 2
+    assert _listed_status(tmp_path, pending.state.run_id) == "paused"
     payments = Payments()
     decisions = {"call-0": agents.Approve(), "call-1": agents.Deny("")}
     outputs = mode.drive(
@@ -141,6 +154,7 @@ def test_a_checkpointed_run_resumes_by_run_id_and_handlers_hear_it(
         == "paid 900 to bob | Call denied by the user; pay did not run (no reason given)"
     )
     assert payments.paid == [("bob", 900)]
+    assert _listed_status(tmp_path, pending.state.run_id) == "finished"
     decided = sorted(e[1:] for e in events.heard("approval_decided"))
     assert decided == [
         ("pay", "approve", None, None, "call-0"),

@@ -22,6 +22,11 @@ def executor(payments: Payments) -> agents.Executor:
     return agents.Executor(tool_calling(payments, *CALLS))
 
 
+def payments_executor() -> agents.Executor:
+    """The payments Executor with a fresh ledger: a factory for `chainkit runs resume --agent`."""
+    return executor(Payments())
+
+
 def main(step: str, state_file: Path) -> None:
     payments = Payments()
     if step == "pause":
