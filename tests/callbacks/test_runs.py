@@ -296,7 +296,9 @@ class Asks(tools.Tool):
 def test_a_chain_inside_a_tool_cut_by_the_deadline_is_closed_once_and_heard_no_more():
     recorder, model = EventRecorder(), Stalling()
     agent = agents.OneShotAgent(FakeLLM(["Action: asks\nAction Input: x"]), [Asks(model)])
-    executor = agents.Executor(agent, max_execution_time=0.3)
+    # The inner chain must reach its model before the deadline (an abandoned step is stopped
+    # at its next event): 2 s leaves room on a loaded machine.
+    executor = agents.Executor(agent, max_execution_time=2.0)
     try:
         with pytest.raises(agents.NotFinishedError):
             chains.run(executor, "q", callbacks=recorder)
