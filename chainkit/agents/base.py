@@ -152,12 +152,7 @@ class BaseAgent(Observed, Agent):
         offer = self._tool_offer
         if offer is None:  # every tool is offered: nothing to select
             request = self.plan_request(steps, inputs, None, False)
-            try:
-                reply = self.llm.generate(request.messages, **self._model_options(options, request))
-            except ModelStatusError as error:
-                _raise_if_refused(error, request)
-                raise
-            return self.read_reply(reply, False)
+            return self.read_reply(self._reply(request, options), False)
         request = self.plan_request(steps, inputs, offer.tools(steps, inputs, self.handler), False)
         reply = self._reply(request, options)
         return offer.planned(self.read_reply(reply, False), inputs, self.handler)
@@ -168,13 +163,7 @@ class BaseAgent(Observed, Agent):
         offer = self._tool_offer
         if offer is None:  # every tool is offered: nothing to select
             request = self.plan_request(steps, inputs, None, False)
-            options = self._model_options(options, request)
-            try:
-                reply = await self.llm.agenerate(request.messages, **options)
-            except ModelStatusError as error:
-                _raise_if_refused(error, request)
-                raise
-            return self.read_reply(reply, False)
+            return self.read_reply(await self._areply(request, options), False)
         offered = await offer.atools(steps, inputs, self.handler)
         request = self.plan_request(steps, inputs, offered, False)
         reply = await self._areply(request, options)
