@@ -22,6 +22,7 @@ from numbers import Real
 from typing import Any, Protocol, runtime_checkable
 
 from chainkit._search.bm25 import LexicalIndex
+from chainkit._search.names import NameWords
 from chainkit._search.requests import requests, without_phrasing
 from chainkit._search.terms import terms, tokens
 from chainkit._stop import to_thread
@@ -45,7 +46,8 @@ or of its arguments' names and descriptions: the name says the operation (tuned 
 of bench/tool_retrieval_bfcl.py, where giving the description's first sentence more weight
 as well did not help)."""
 REQUEST_CANDIDATES = 10
-"""How many of the best tools for a whole question each of its requests ranks again."""
+"""How many of the best tools for a whole question each of its requests ranks again (with the
+tools whose names hold the most of the request's words)."""
 
 
 @runtime_checkable
@@ -95,6 +97,7 @@ class ToolRetriever:
         self._embedder = embedder
         self._write_lock = threading.Lock()
         self._index = LexicalIndex[str]()
+        self._names = NameWords[str]()
         # Replaced, never changed in place, so that `select` reads them without a lock.
         self._toolset = Toolset()
         self._vectors: dict[str, list[float]] = {}
@@ -156,6 +159,7 @@ class ToolRetriever:
             self._vectors = {**self._vectors, **vectors}
             for tool in checked:
                 self._index.add(tool.name, _document(tool))
+            self._names.add({tool.name: terms(tool.name) for tool in checked})
 
     def remove(self, *tools: str | Tool) -> None:
         """Removes tools, given by name or as the tool; raises, removing none, for one it does
@@ -165,6 +169,7 @@ class ToolRetriever:
             for tool in found:
                 self._index.remove(tool.name)
             gone = {tool.name for tool in found}
+            self._names.remove(gone)
             self._toolset = self._toolset.without(found)
             self._vectors = {n: v for n, v in self._vectors.items() if n not in gone}
             self._always = tuple(name for name in self._always if name not in gone)
@@ -217,9 +222,17 @@ class ToolRetriever:
         self, ranking: list[str], asked: list[dict[str, float]], depth: int
     ) -> list[str]:
         """The question's `ranking` interleaved with each request's own ranking of the
-        question's best `REQUEST_CANDIDATES`: the best tool for each request comes before the
-        second best for any, so that one request does not fill every slot."""
-        each = self._index.search_each(asked, depth, ranking[:REQUEST_CANDIDATES])
+        question's best `REQUEST_CANDIDATES` and of the tools whose names hold the most of its
+        words (two at least, `NameWords.naming_most`): the best tool for each request comes
+        before the second best for any, so that one request does not fill every slot, and a
+        short request's tool is a candidate even when a long request fills the question's
+        best. The requests take turns by their best tool's score, so that a piece naming no
+        operation ("I have a question") comes after those that do."""
+        candidates = dict.fromkeys(ranking[:REQUEST_CANDIDATES])
+        for request in asked:
+            candidates.update(dict.fromkeys(self._names.naming_most(request)))
+        each = [part for part in self._index.search_each(asked, depth, candidates) if part]
+        each.sort(key=_best_score, reverse=True)
         return _interleaved([ranking, *([name for name, _ in part] for part in each)])
 
     @staticmethod
@@ -338,6 +351,10 @@ def _union(parts: list[dict[str, float]]) -> dict[str, float]:
         for term, weight in part.items():
             union[term] = max(weight, union.get(term, 0.0))
     return union
+
+
+def _best_score(scored: list[tuple[str, float]]) -> float:
+    return scored[0][1]
 
 
 def _interleaved(rankings: list[list[str]]) -> list[str]:

@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from chainkit._search.bm25 import LexicalIndex
+from chainkit._search.names import NameWords
 from chainkit._search.requests import requests, without_phrasing
 from chainkit._search.terms import stem, terms, tokens
 
@@ -234,6 +235,17 @@ def test_plurals_in_ss_stem_to_their_singular() -> None:
     from chainkit._search.terms import tokens as words
 
     assert "class" in words("classes") and "class" in words("class")
+
+
+def test_the_names_holding_the_most_words_of_a_request():
+    names = NameWords[str]()
+    names.add({name: terms(name) for name in ("car_rental_pricing", "car_rental", "car_wash")})
+    names.add({"hotel_room_pricing": terms("hotel_room_pricing")})
+    assert names.naming_most(tokens("the car rental pricing")) == {"car_rental_pricing"}
+    assert names.naming_most(tokens("rent a car")) == set()  # one word names no operation
+    names.remove(["car_rental_pricing", "absent"])
+    assert names.naming_most(tokens("the car rental pricing")) == {"car_rental"}
+    assert names.naming_most(tokens("room pricing")) == {"hotel_room_pricing"}
 
 
 def test_a_question_splits_into_its_requests_not_its_list_items():

@@ -313,6 +313,57 @@ def test_each_request_gets_a_tool_with_embeddings_fused_too(embeddings):
     assert "convert_units" in selected and "recipe_search" in selected
 
 
+def test_a_short_request_is_offered_the_tool_its_name_says():
+    # Twelve hotels answer the long request, and outrank the car rental tool for the whole
+    # question; its name holds the short request's words.
+    hotels = [
+        _tool(
+            f"{city}_hotels",
+            f"Books a deluxe hotel room in {city} with a gym and breakfast; "
+            "the price includes car rental.",
+        )
+        for city in (
+            "paris",
+            "rome",
+            "lisbon",
+            "oslo",
+            "vienna",
+            "prague",
+            "madrid",
+            "dublin",
+            "berlin",
+            "athens",
+            "warsaw",
+            "zurich",
+        )
+    ]
+    cars = _tool("car_rental_pricing", "Daily rate of renting a vehicle.", vehicle="Its class.")
+    retriever = tools.ToolRetriever([*hotels, cars], top_k=3)
+    selected = names(
+        retriever.select(
+            "Book a deluxe hotel room in Paris with a gym and breakfast, and tell me the car "
+            "rental pricing"
+        )
+    )
+    assert selected[0] == "paris_hotels" and "car_rental_pricing" in selected
+
+
+def test_requests_naming_an_operation_take_their_turn_first():
+    retriever = tools.ToolRetriever(
+        [
+            _tool("book_hotel", "Books a hotel room for some nights.", nights="Nights."),
+            _tool("search_flights", "Searches flights to a city.", city="City."),
+            _tool("faq", "Answers a question about our service."),
+        ],
+        top_k=2,
+    )
+    question = (
+        "I have one more question. Book a hotel room in Paris for two nights, then search "
+        "flights to Paris"
+    )
+    assert names(retriever.select(question)) == ["book_hotel", "search_flights"]
+
+
 def test_the_words_of_a_name_weigh_as_the_operation():
     movies = [
         _tool("FindMovies", "Find movies to buy tickets for, showing in a city.", city="City."),
