@@ -10,11 +10,21 @@ from __future__ import annotations
 
 import re
 
-_JOINING = r"(?:and then|and also|and|also|then|as well as|plus|additionally|afterwards|finally)"
-# Sentence ends (with a joining word after them) and the joining words within a sentence;
-# never splits inside a word.
+_JOINING = r"(?:and then|and also|and|then|as well as|plus|additionally|afterwards|finally)"
+# A sentence ends at . ? ! ; before a space or the end (not in "3.5", "a.b@c.com" or
+# "data.csv"), closing quotes and brackets kept with it; CJK sentence ends need no space.
+_SENTENCE_END = r"[.?!;]+[\"'”’)]*(?=\s|$)|[。？！；\n]+"
+# Where a request starts: after a sentence end (and a joining word or "also" after it); at a
+# joining word within a sentence, or at "also" after a comma ("I would also like" is one
+# request); at a comma before "what" or "how" ("the capital of Australia, what is the
+# population of Canada"); at an item of a numbered list ("1) ... 2) ...", "1. ... 2. ...");
+# at the joining words of Chinese. Never inside a word.
 _BOUNDARY = re.compile(
-    rf"[.?!;。？！；\n]+\s*(?:{_JOINING}\b,?\s*)?|,?\s+{_JOINING}\s+|然后|并且|而且|另外|还有|同时",
+    rf"(?:{_SENTENCE_END})\s*(?:(?:{_JOINING}|also)\b,?\s*)?"
+    rf"|,?\s+{_JOINING}\s+|,\s*also\b,?\s*"
+    r"|,\s*(?=(?:what|how)\b)"
+    r"|(?:^|\s)\(?\d{1,2}\)\s+|(?:^|\s)\d{1,2}\.\s+(?=\D)"
+    r"|然后|并且|而且|另外|还有|同时",
     re.IGNORECASE,
 )
 _PHRASING = re.compile(
@@ -29,9 +39,9 @@ MIN_REQUEST_CHARS = 8
 
 
 def requests(text: str) -> list[str]:
-    """The requests `text` makes, in order: its pieces between sentence ends and joining words
-    (and, then, also, 然后…), each long enough to ask for something; `[text]` when it makes
-    only one."""
+    """The requests `text` makes, in order: its pieces between sentence ends, joining words
+    (and, then, 然后…), questions after a comma and the items of a numbered list, each long
+    enough to ask for something; `[text]` when it makes only one."""
     pieces = [piece.strip() for piece in _BOUNDARY.split(text)]
     found = [piece for piece in pieces if len(piece) >= MIN_REQUEST_CHARS]
     return found if len(found) > 1 else [text]

@@ -261,6 +261,44 @@ def test_a_question_splits_into_its_requests_not_its_list_items():
     ]
 
 
+@pytest.mark.parametrize(
+    ("question", "asked"),
+    [
+        (  # a question word after a comma starts a request
+            "What is the capital of Australia, what is the population of Canada, and how "
+            "large is Brazil?",
+            [
+                "What is the capital of Australia",
+                "what is the population of Canada",
+                "how large is Brazil",
+            ],
+        ),
+        (  # a point in a number, an address or a file name ends no sentence
+            "The bond pays 3.5% a year, mail john.doe@example.com the data.csv file. How "
+            "much is it worth?",
+            [
+                "The bond pays 3.5% a year, mail john.doe@example.com the data.csv file",
+                "How much is it worth",
+            ],
+        ),
+        (  # "also" within a sentence starts no request
+            "Find a hotel in Rome. I would also like to book a table for two",
+            ["Find a hotel in Rome", "I would also like to book a table for two"],
+        ),
+        (  # the items of a numbered list
+            "Please: 1) find a hotel in Rome 2) book a flight to Rome (3) rent a car there",
+            ["find a hotel in Rome", "book a flight to Rome", "rent a car there"],
+        ),
+        (
+            "Two things. 1. Find a hotel in Rome 2. Book a flight to Rome",
+            ["Two things", "Find a hotel in Rome", "Book a flight to Rome"],
+        ),
+    ],
+)
+def test_requests_start_at_questions_and_list_items_not_at_points(question, asked):
+    assert requests(question) == asked
+
+
 def test_request_phrasing_is_taken_out():
     assert without_phrasing("Can you please help me find a hotel?").split() == [
         "find",
