@@ -21,9 +21,8 @@ _SENTENCE_END = r"[.?!;]+[\"'”’)]*(?=\s|$)|[。？！；\n]+"
 # at the joining words of Chinese. Never inside a word.
 _BOUNDARY = re.compile(
     rf"(?:{_SENTENCE_END})\s*(?:(?:{_JOINING}|also)\b,?\s*)?"
-    rf"|,?\s+{_JOINING}\s+|,\s*also\b,?\s*"
-    r"|,\s*(?=(?:what|how)\b)"
-    r"|(?:^|\s)\(?\d{1,2}\)\s+|(?:^|\s)\d{1,2}\.\s+(?=\D)"
+    rf"|,?\s+{_JOINING}\s+|,\s*(?:also\b,?\s*|(?=(?:what|how)\b))"
+    r"|(?<!\S)\(?\d{1,2}[.)]\s+(?=\D)"
     r"|然后|并且|而且|另外|还有|同时",
     re.IGNORECASE,
 )
