@@ -8,6 +8,10 @@ it also ranks them by the cosine similarity of embeddings, and fuses the two ran
 reciprocal rank fusion: each tool scores the sum of 1 / (60 + its rank) over both rankings
 (Cormack et al., 2009). Ranks, not scores, are fused, so BM25's unbounded scores and cosines
 need no common scale, and a tool that either ranking puts first comes out near the top.
+
+Near copies of one operation (the same tool from two servers, or written twice by different
+APIs) are offered once among the first: the others come after the distinct candidates
+(`chainkit.tools._near_copies`).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import math
 import operator
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from itertools import islice, zip_longest
+from itertools import zip_longest
 from numbers import Real
 from typing import Any, Protocol, runtime_checkable
 
@@ -26,6 +30,7 @@ from chainkit._search.names import NameWords
 from chainkit._search.requests import requests, without_phrasing
 from chainkit._search.terms import terms, tokens
 from chainkit._stop import to_thread
+from chainkit.tools._near_copies import CountedTerms, counted_terms, distinct_first
 from chainkit.tools.base import Tool
 from chainkit.tools.errors import ToolConfigError, ToolTypeError
 from chainkit.tools.toolset import Toolset
@@ -48,6 +53,9 @@ as well did not help)."""
 REQUEST_CANDIDATES = 10
 """How many of the best tools for a whole question each of its requests ranks again (with the
 tools whose names hold the most of the request's words)."""
+COPY_CANDIDATES = 3
+"""How many candidates past `top_k` a selection reads, for the near copies it moves back
+(`chainkit.tools._near_copies`) to give their places to."""
 
 
 @runtime_checkable
@@ -68,6 +76,16 @@ class ToolRetriever:
     query to be selected, so a selection may hold fewer than `top_k` tools, and an empty
     query selects only `always_include`. With one, every tool has a rank and `top_k` are
     always selected.
+
+    Tools whose texts are near-identical (the terms they are found by, counted, at least
+    `_near_copies.NEAR_COPY_SIMILARITY` alike) are one operation written twice, such as
+    `get_current_weather` from two MCP servers joined with prefixes (`a_get_current_weather`,
+    `b_get_current_weather`): the best-ranked copy is selected, and the others (and the copies
+    of an always-included tool) only after the distinct tools that rank next, so that the
+    copies do not take the places of the tools for the rest of a question. A copy is moved
+    back, never dropped: with few tools matching, it is still selected. Two look-alike tools
+    that are each the best for one of a question's requests ("soccer scores for Arsenal, and
+    basketball scores for the Lakers") are both selected.
 
     Tools are added and removed one by one (`add`, `remove`), without rebuilding the index;
     `select` may run in several threads at once, and while tools are added. Selecting among
@@ -101,6 +119,7 @@ class ToolRetriever:
         # Replaced, never changed in place, so that `select` reads them without a lock.
         self._toolset = Toolset()
         self._vectors: dict[str, list[float]] = {}
+        self._counted_terms: dict[str, CountedTerms] = {}
         self._always: tuple[str, ...] = ()
         self._add(tools)
         always = [self._tool_named(tool, "always_include").name for tool in always_include]
@@ -157,8 +176,11 @@ class ToolRetriever:
             # Checked again: another thread may have added one meanwhile.
             self._toolset = self._toolset.adding(checked)
             self._vectors = {**self._vectors, **vectors}
-            for tool in checked:
-                self._index.add(tool.name, _document(tool))
+            documents = {tool.name: _document(tool) for tool in checked}
+            added = {name: counted_terms(words) for name, words in documents.items()}
+            self._counted_terms = {**self._counted_terms, **added}
+            for name, words in documents.items():
+                self._index.add(name, words)
             self._names.add({tool.name: terms(tool.name) for tool in checked})
 
     def remove(self, *tools: str | Tool) -> None:
@@ -172,6 +194,7 @@ class ToolRetriever:
             self._names.remove(gone)
             self._toolset = self._toolset.without(found)
             self._vectors = {n: v for n, v in self._vectors.items() if n not in gone}
+            self._counted_terms = {n: v for n, v in self._counted_terms.items() if n not in gone}
             self._always = tuple(name for name in self._always if name not in gone)
 
     def select(self, query: str) -> list[Tool]:
@@ -202,10 +225,12 @@ class ToolRetriever:
         return self._ranked(query, vector)
 
     def _ranked(self, query: str, query_vector: object) -> list[Tool]:
-        toolset, always = self._toolset, self._always
-        wanted = self._top_k + len(always)  # the always-included may rank among the best
+        toolset, always, counted = self._toolset, self._always, self._counted_terms
+        # The always-included may rank among the best, and near copies are moved back.
+        wanted = self._top_k + len(always) + COPY_CANDIDATES
         asked = [tokens(without_phrasing(part)) for part in requests(query)]
         question = asked[0] if len(asked) == 1 else _union(asked)
+        bests: set[str] = set()
         if query_vector is None:
             depth = wanted if len(asked) == 1 else max(wanted, REQUEST_CANDIDATES)
             ranking = [name for name, _ in self._index.search(question, depth)]
@@ -214,26 +239,33 @@ class ToolRetriever:
             lexical = [name for name, _ in self._index.search(question, depth)]
             ranking = _fused(lexical, self._dense_ranking(query_vector, depth))
         if len(asked) > 1:
-            ranking = self._by_request(ranking, asked, wanted)
-        others = self._listed(toolset, (name for name in ranking if name not in always))
-        return [*self._listed(toolset, always), *islice(others, self._top_k)]
+            ranking, bests = self._by_request(ranking, asked, wanted)
+        # Read once: a tool may be added or removed meanwhile.
+        others = [n for n in ranking if n not in always and toolset.find(n) is not None]
+        # A request's own best is never moved back: two requests may ask for look-alike
+        # operations (soccer scores, basketball scores), and each needs its own.
+        others = distinct_first(others, counted, self._top_k, always, bests)
+        return [*self._listed(toolset, always), *self._listed(toolset, others[: self._top_k])]
 
     def _by_request(
         self, ranking: list[str], asked: list[dict[str, float]], depth: int
-    ) -> list[str]:
+    ) -> tuple[list[str], set[str]]:
         """The question's `ranking` interleaved with each request's own ranking of the
         question's best `REQUEST_CANDIDATES` and of the tools whose names hold the most of its
         words (two at least, `NameWords.naming_most`): the best tool for each request comes
         before the second best for any, so that one request does not fill every slot, and a
         short request's tool is a candidate even when a long request fills the question's
         best. The requests take turns by their best tool's score, so that a piece naming no
-        operation ("I have a question") comes after those that do."""
+        operation ("I have a question") comes after those that do. Also returns the names of
+        those bests."""
         candidates = dict.fromkeys(ranking[:REQUEST_CANDIDATES])
         for request in asked:
             candidates.update(dict.fromkeys(self._names.naming_most(request)))
         each = [part for part in self._index.search_each(asked, depth, candidates) if part]
         each.sort(key=_best_score, reverse=True)
-        return _interleaved([ranking, *([name for name, _ in part] for part in each)])
+        rankings = [[name for name, _ in part] for part in each]
+        bests = {names[0] for names in rankings}
+        return _interleaved([ranking, *rankings]), bests
 
     @staticmethod
     def _listed(toolset: Toolset, names: Iterable[str]) -> list[Tool]:

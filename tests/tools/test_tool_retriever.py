@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import os
 import pickle
+import subprocess
+import sys
 import threading
 import time
 
@@ -423,3 +426,99 @@ def test_namespaced_twins_rank_by_their_own_text():
     assert names(retriever.select("What's the current weather in the city of Lyon?")) == [
         "owm_get_current_weather"
     ]
+
+
+def _weather(name, description):
+    return _tool(name, description, city="The city, such as Paris.", unit="celsius or fahrenheit")
+
+
+WEATHER_COPIES = [
+    _weather("owm_get_current_weather", "Get the current weather in a city."),
+    _weather("meteo_get_current_weather", "Get the current weather for a city."),
+    _weather("wttr_get_current_weather", "Gets the current weather of a city."),
+]
+FORECAST = _tool("get_forecast", "Weather forecast for the next days.", city="The city.")
+CONVERTER = _tool(
+    "convert_units",
+    "Converts a quantity from one unit to another: km to miles, kg to pounds.",
+    quantity="The number to convert.",
+    to_unit="The unit to convert to.",
+)
+
+
+def test_near_copies_do_not_crowd_out_the_rest_of_a_question():
+    catalog = [*WEATHER_COPIES, CONVERTER, STOCK, FLIGHT, TRANSLATE, SEARCH]
+    retriever = tools.ToolRetriever(catalog, top_k=2)
+    question = "Current weather in Paris in celsius for a walk of 30 km to Versailles, in miles"
+    # One copy of the weather operation, then the converter for the rest of the question.
+    assert names(retriever.select(question)) == ["owm_get_current_weather", "convert_units"]
+
+
+def test_a_near_copy_comes_after_the_distinct_tools_and_is_never_dropped():
+    retriever = tools.ToolRetriever([*WEATHER_COPIES[:2], FORECAST], top_k=5)
+    # Two servers offering the same operation: the first copy, the other tool, the second copy.
+    assert names(retriever.select("current weather in Paris")) == [
+        "owm_get_current_weather",
+        "get_forecast",
+        "meteo_get_current_weather",
+    ]
+    # A copy of an always-included tool is moved back as well.
+    always = tools.ToolRetriever(
+        [*WEATHER_COPIES[:2], FORECAST], top_k=2, always_include=["owm_get_current_weather"]
+    )
+    assert names(always.select("current weather in Paris")) == [
+        "owm_get_current_weather",
+        "get_forecast",
+        "meteo_get_current_weather",
+    ]
+
+
+_SELECT_AFTER_ADDING_A_COPY = """
+import pickle, sys
+from tests.tools.test_tool_retriever import WEATHER_COPIES
+retriever = pickle.loads(sys.stdin.buffer.read())
+retriever.add(WEATHER_COPIES[1])
+print(" ".join(tool.name for tool in retriever.select("current weather in Paris")))
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_retriever_unpickled_in_another_process_still_finds_near_copies():
+    retriever = tools.ToolRetriever([WEATHER_COPIES[0], FORECAST], top_k=5)
+    # Strings hash differently there: what the retriever keeps of its tools must not depend
+    # on this process's hashes.
+    selected = subprocess.run(
+        [sys.executable, "-c", _SELECT_AFTER_ADDING_A_COPY],
+        input=pickle.dumps(retriever),
+        capture_output=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "1", "PYTHONPATH": os.getcwd()},
+    )
+    assert selected.stdout.decode().split() == [
+        "owm_get_current_weather",
+        "get_forecast",
+        "meteo_get_current_weather",
+    ]
+
+
+def test_look_alike_operations_that_a_question_asks_for_are_all_offered():
+    def scores(sport):
+        return _tool(
+            f"{sport}_scores.get_scores",
+            f"Get the scores of a {sport} team for its last rounds in a league.",
+            team=f"The name of the {sport} team.",
+            league="The league the team plays in.",
+            rounds="How many of the last rounds.",
+        )
+
+    question = (
+        "Scores of the soccer team Arsenal for its last 5 rounds in the Premier League, "
+        "and the scores of the basketball team Lakers for its last 3 rounds in the NBA"
+    )
+    standings = _tool("league_standings", "The standings of a league.", league="The league.")
+    retriever = tools.ToolRetriever([scores("soccer"), scores("basketball"), standings], top_k=2)
+    # Each request's own best tool is offered, near copies of each other as they are.
+    assert set(names(retriever.select(question))) == {
+        "soccer_scores.get_scores",
+        "basketball_scores.get_scores",
+    }

@@ -1,0 +1,106 @@
+"""Near copies: tools whose texts say almost the same thing, such as one operation offered by
+two servers (`a_get_current_weather`, `b_get_current_weather`) or written twice by different
+APIs. Several copies of one operation would take the few places of a selection from the tools
+for the rest of a question, so the retriever offers the first and moves the others after the
+distinct candidates (in the spirit of maximal marginal relevance, Carbonell and Goldstein,
+1998).
+
+Two tools are near copies when the weighted Jaccard similarity of the terms they are indexed
+by reaches `NEAR_COPY_SIMILARITY`: for each term, the smaller of its two counts, summed, over
+the larger, summed (a name's words count as often as the index weights them, so the name
+weighs most). Each tool's terms are counted once, when it is added, into a set in which
+repeats are told apart, so that comparing two tools is one set intersection, in C; and a
+fingerprint of that set rules out most pairs with a few operations on integers first.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping
+from itertools import chain
+
+NEAR_COPY_SIMILARITY = 0.65
+"""How alike two tools' counted terms must be (weighted Jaccard: the terms both have over the
+terms either has, repeats counted) for the later one to count as a copy of the earlier. Tuned
+on the dev half of bench/tool_retrieval_bfcl.py (all the tools a question needs among the 5
+selected: 83.2 % with no copy moved back, 84.6 % at 0.65, 85.6 % at 0.5). Below 0.62, operations
+of bench/tool_retrieval.py's generated catalog that differ only by their verb were moved back
+(`get_travel_insurance` and `book_travel_insurance` are 0.57 alike), so that fewer of its
+questions found their tool; 0.65 keeps a margin. Higher keeps more copies; lower also moves
+back look-alike operations that a question needs together (`store_price` and
+`store_currency`)."""
+FINGERPRINT_BITS = 512
+"""The bits of a tool's fingerprint, each set by the terms that hash to it: enough that pairs
+of candidates that are no near copies are nearly all told apart by it (in
+bench/tool_retrieval_bfcl.py, 39 in 40 of those the selections compare)."""
+
+
+class CountedTerms:
+    """A tool's terms, each repeat told apart ("price", "price#2"...) so that the intersection
+    of two such sets holds each term as often as both have it ("#" is in no term); and their
+    fingerprint, with how many of the terms it hides (those whose bit another term set)."""
+
+    __slots__ = ("fingerprint", "hidden", "size", "terms")
+
+    def __init__(self, terms: frozenset[str]) -> None:
+        self.terms = terms
+        self.size = len(terms)
+        fingerprint = 0
+        for term in terms:
+            fingerprint |= 1 << (hash(term) % FINGERPRINT_BITS)
+        self.fingerprint = fingerprint
+        self.hidden = self.size - fingerprint.bit_count()
+
+    def __reduce__(self) -> tuple[type[CountedTerms], tuple[frozenset[str]]]:
+        # The fingerprint is not kept: strings hash differently in another process.
+        return CountedTerms, (self.terms,)
+
+
+def counted_terms(terms: Iterable[str]) -> CountedTerms:
+    """The terms, each repeat told apart, and their fingerprint."""
+    counts = Counter(terms)
+    repeats = [f"{term}#{n}" for term, count in counts.items() for n in range(2, count + 1)]
+    return CountedTerms(frozenset(chain(counts, repeats)))
+
+
+def distinct_first(
+    ranking: list[str],
+    terms: Mapping[str, CountedTerms],
+    count: int,
+    offered: Iterable[str] = (),
+    kept: Collection[str] = (),
+) -> list[str]:
+    """`ranking` with its first `count` names that are no near copy of a better-ranked name
+    nor of `offered` (named already) first, then the near copies among the names read, then
+    the names not read. The names of `kept`, and a name without terms (a tool added or removed
+    meanwhile), count as distinct."""
+    seen = [terms[name] for name in offered if name in terms]
+    distinct: list[str] = []
+    copies: list[str] = []
+    for position, name in enumerate(ranking):
+        if len(distinct) == count:
+            return [*distinct, *copies, *ranking[position:]]
+        own = terms.get(name)
+        if own is not None and name not in kept and _copies_any(own, seen):
+            copies.append(name)
+            continue
+        distinct.append(name)
+        if own is not None:
+            seen.append(own)
+    return [*distinct, *copies]
+
+
+def _copies_any(own: CountedTerms, seen: list[CountedTerms]) -> bool:
+    """Whether `own` is a near copy of one of `seen`. The terms two tools share each set a bit
+    in both fingerprints, so they are at most the bits both set plus the fewer terms either
+    fingerprint hides: most pairs are ruled out by that bound, without intersecting their
+    terms, and whatever the hashes, no near copies are."""
+    for other in seen:
+        either = own.size + other.size
+        most = (own.fingerprint & other.fingerprint).bit_count() + min(own.hidden, other.hidden)
+        if most < NEAR_COPY_SIMILARITY * (either - most):
+            continue
+        shared = len(own.terms & other.terms)
+        if shared >= NEAR_COPY_SIMILARITY * (either - shared):
+            return True
+    return False
