@@ -135,7 +135,8 @@ class BaseModel:
                 reply = self._generate(request)
             except (StopIteration, StopAsyncIteration) as error:
                 raise self._stop_escaped(error) from error
-            run.end(reply)
+            if run.handler is not None:  # else no one hears the end: no call to make
+                run.end(reply)
             return reply
 
     async def agenerate(
@@ -150,7 +151,8 @@ class BaseModel:
             if run.handler is not None:
                 _start(run.handler, request, self)
             reply = await self._agenerate(request)
-            run.end(reply)
+            if run.handler is not None:
+                run.end(reply)
             return reply
 
     def _generate(self, request: ModelRequest) -> Message:
