@@ -16,7 +16,7 @@ from chainkit.callbacks import CombiningHandler, Handler, guard
 from chainkit.callbacks.handler import ModelOptions
 from chainkit.callbacks.run import enter, tokens_wanted
 from chainkit.llms.errors import ModelAttributeError, ModelTypeError
-from chainkit.llms.options import CallOptions, StreamingFunc, check_options
+from chainkit.llms.options import CallOptions, StreamingFunc, check_options, check_stop
 from chainkit.schema import Message, ToolInfo
 
 __all__ = ["BaseModel", "Model", "ModelRequest", "acall", "call"]
@@ -180,8 +180,11 @@ def _request(
     """The request, and the guarded handler of the call's own `callbacks` option; raises,
     before the call, for an unknown option or callbacks that are no Handler."""
     options: dict[str, Any] = given  # type: ignore[assignment]  # the call's own **options
-    check_options(options)
     stop = options.pop("stop", None)
+    if options:  # an agent's call gives its stop words alone: no more to check
+        check_options(options)
+    if stop is not None:
+        check_stop("stop", stop)
     streaming_func = options.pop("streaming_func", None)
     callbacks = options.pop("callbacks", None)
     own = None if callbacks is None else guard(callbacks)
