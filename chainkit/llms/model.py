@@ -185,12 +185,19 @@ def _request(
         check_options(options)
     if stop is not None:
         check_stop("stop", stop)
+    streaming_func, own = _taken(options) if options else (None, None)
+    return ModelRequest(messages, stop, tools, streaming_func, None, options, streaming_func), own
+
+
+def _taken(options: dict[str, Any]) -> tuple[StreamingFunc | None, CombiningHandler | None]:
+    """The call's `streaming_func` and the guarded handler of its `callbacks`, taken out of its
+    checked `options`; raises for callbacks that are no Handler and an async streaming_func."""
     streaming_func = options.pop("streaming_func", None)
     callbacks = options.pop("callbacks", None)
     own = None if callbacks is None else guard(callbacks)
-    if streaming_func is not None:  # no call on the agent loop's path, which streams nothing
+    if streaming_func is not None:
         check_streaming_func(streaming_func)
-    return ModelRequest(messages, stop, tools, streaming_func, None, options, streaming_func), own
+    return streaming_func, own
 
 
 def check_streaming_func(streaming_func: object) -> None:
