@@ -745,7 +745,8 @@ class Executor(Chain):
 
     def _tool_ended(self, output: object, run: Run) -> str:
         text = output if isinstance(output, str) else observation_of(output)
-        run.end(text)
+        if run.handler is not None:  # else no one hears the end: no call to make
+            run.end(text)
         return text
 
 

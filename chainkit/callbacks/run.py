@@ -144,7 +144,8 @@ class Run(RunInfo):
 
     def end(self, result: Any) -> None:
         """Reports the run's end with its result: outputs, reply message, tool output or the
-        documents (tools) a retriever found."""
+        documents (tools) a retriever found. A run with no handler has no one to report to,
+        so callers on every step's path skip the call then."""
         self.ended = True
         if self.handler is not None:
             self._report(0, result)

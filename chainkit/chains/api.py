@@ -193,7 +193,8 @@ def _call(
             run.handler.handle_chain_start(chain.name, full)
         outputs = call_guarded(f"chain {chain.name}", chain._call, full, **rest)
         outputs = _finish(chain, full, outputs, string_for)
-        run.end(outputs)
+        if run.handler is not None:  # else no one hears the end: no call to make
+            run.end(outputs)
         return outputs
 
 
@@ -205,7 +206,8 @@ async def _acall(
         if run.handler is not None:
             run.handler.handle_chain_start(chain.name, full)
         outputs = _finish(chain, full, await chain._acall(full, **rest), string_for)
-        run.end(outputs)
+        if run.handler is not None:
+            run.end(outputs)
         return outputs
 
 

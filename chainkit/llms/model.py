@@ -16,7 +16,7 @@ from chainkit.callbacks import CombiningHandler, Handler, guard
 from chainkit.callbacks.handler import ModelOptions
 from chainkit.callbacks.run import enter, tokens_wanted
 from chainkit.llms.errors import ModelAttributeError, ModelTypeError
-from chainkit.llms.options import CallOptions, StreamingFunc, check_options
+from chainkit.llms.options import CallOptions, StreamingFunc, check_options, check_stop
 from chainkit.schema import Message, ToolInfo
 
 __all__ = ["BaseModel", "Model", "ModelRequest", "acall", "call"]
@@ -135,7 +135,8 @@ class BaseModel:
                 reply = self._generate(request)
             except (StopIteration, StopAsyncIteration) as error:
                 raise self._stop_escaped(error) from error
-            run.end(reply)
+            if run.handler is not None:  # else no one hears the end: no call to make
+                run.end(reply)
             return reply
 
     async def agenerate(
@@ -150,7 +151,8 @@ class BaseModel:
             if run.handler is not None:
                 _start(run.handler, request, self)
             reply = await self._agenerate(request)
-            run.end(reply)
+            if run.handler is not None:
+                run.end(reply)
             return reply
 
     def _generate(self, request: ModelRequest) -> Message:
@@ -178,14 +180,24 @@ def _request(
     """The request, and the guarded handler of the call's own `callbacks` option; raises,
     before the call, for an unknown option or callbacks that are no Handler."""
     options: dict[str, Any] = given  # type: ignore[assignment]  # the call's own **options
-    check_options(options)
     stop = options.pop("stop", None)
+    if options:  # an agent's call gives its stop words alone: no more to check
+        check_options(options)
+    if stop is not None:
+        check_stop("stop", stop)
+    streaming_func, own = _taken(options) if options else (None, None)
+    return ModelRequest(messages, stop, tools, streaming_func, None, options, streaming_func), own
+
+
+def _taken(options: dict[str, Any]) -> tuple[StreamingFunc | None, CombiningHandler | None]:
+    """The call's `streaming_func` and the guarded handler of its `callbacks`, taken out of its
+    checked `options`; raises for callbacks that are no Handler and an async streaming_func."""
     streaming_func = options.pop("streaming_func", None)
     callbacks = options.pop("callbacks", None)
     own = None if callbacks is None else guard(callbacks)
-    if streaming_func is not None:  # no call on the agent loop's path, which streams nothing
+    if streaming_func is not None:
         check_streaming_func(streaming_func)
-    return ModelRequest(messages, stop, tools, streaming_func, None, options, streaming_func), own
+    return streaming_func, own
 
 
 def check_streaming_func(streaming_func: object) -> None:

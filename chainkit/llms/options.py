@@ -166,8 +166,10 @@ _stop_checked: tuple[str, ...] = ()
 str cannot change, and holding it here keeps its id from being reused by another object."""
 
 
-def _stop(name: str, value: Any) -> None:
-    """Text at which to stop, or a list of such texts (one str is one stop)."""
+def check_stop(name: str, value: Any) -> None:
+    """Raises unless `value`, the option `name`, is text at which to stop or a list of such
+    texts (one str is one stop): the check of `stop` in `check_options`, which a model call
+    makes on its own, as every agent's call gives stop words and most calls nothing else."""
     global _stop_checked
     if value is _stop_checked:
         return
@@ -208,7 +210,7 @@ def _bias(name: str, value: Any) -> None:
 _finite = _number(None)
 _mapping = _instance(Mapping, "a dict")
 _VALUE_CHECKS: dict[str, Callable[[str, Any], None]] = {
-    "stop": _stop,
+    "stop": check_stop,
     "temperature": _number(0),
     "max_tokens": _whole(1),
     "max_completion_tokens": _whole(1),

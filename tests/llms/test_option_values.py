@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from chainkit import ChainkitError, chains, llms
-from chainkit.llms import FakeLLM, ModelConfigError, ModelTypeError
+from chainkit.llms import FakeLLM, ModelConfigError, ModelTypeError, UnknownOptionError
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import Message
 from tests.support.openai_server import OpenAIServer
@@ -82,6 +82,26 @@ def test_a_bad_value_is_refused_by_the_model_before_it_is_called(
         fake.generate([Message.user("hi")], **options)
     assert message in str(raised.value)
     assert isinstance(raised.value, ChainkitError)
+    assert fake.calls == []
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"stop": ["\n"], "temperature": "hot"}, ModelTypeError, "temperature must be"),
+        ({"temperature": 0, "stop": ["\n", ""]}, ModelConfigError, "stop holds an empty str"),
+        ({"stop": ["\n"], "temprature": 0}, UnknownOptionError, "'temprature'"),
+        ({"stop": 5, "temprature": 0}, UnknownOptionError, "'temprature'"),
+    ],
+)
+def test_a_model_call_checks_its_stop_words_and_its_other_options_alike(
+    options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    # A model call checks `stop` on its own (every agent's call gives it, most nothing else),
+    # and the other options as before: an unknown name is still refused first.
+    fake = FakeLLM(["a"])
+    with pytest.raises(error, match=message):
+        fake.generate([Message.user("hi")], **options)
     assert fake.calls == []
 
 
