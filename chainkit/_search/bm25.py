@@ -205,11 +205,11 @@ class LexicalIndex(Generic[K]):
 def _completed(
     scores: dict[int, float], rest: list[tuple[dict[int, float], float, float]], threshold: float
 ) -> dict[int, float]:
-    """The documents of `scores` that may still score `threshold` (the `limit`-th best score
-    so far) with the terms `rest` added, with them added. A document is dropped as soon as
-    its score and the most the terms left could add fall short, so that most are dropped
-    before a single look-up; the others are added up in the same order as if every posting
-    were read, to the same scores."""
+    """The documents of `scores` that score at least `threshold` (the `limit`-th best score
+    so far, so that `limit` of them do) with the terms `rest` added, with them added. A
+    document is dropped as soon as its score and the most the terms left could add fall
+    short, so that most are dropped before a single look-up; the others are added up in the
+    same order as if every posting were read, to the same scores."""
     # Below by far more than rounding: these bounds add the terms in another order.
     bar = threshold * (1 - _ROUNDING)
     found = {}
@@ -219,7 +219,8 @@ def _completed(
                 break
             score += weight * posting.get(slot, 0.0)
         else:
-            found[slot] = score
+            if score >= threshold:  # else `limit` others outrank it
+                found[slot] = score
     return found
 
 
