@@ -140,9 +140,12 @@ class LexicalIndex(Generic[K]):
                 threshold = heapq.nlargest(limit, scores.values())[-1]
                 if threshold > most:
                     return _completed(scores, weighted[index:], threshold)
-            if weight == 1.0:  # most terms: no product to take
+            if weight == 1.0:  # most terms: no product to take, nor call to get
                 for slot, points in posting.items():
-                    scores[slot] = get(slot, 0.0) + points
+                    if slot in scores:
+                        scores[slot] += points
+                    else:
+                        scores[slot] = points
             else:
                 for slot, points in posting.items():
                     scores[slot] = get(slot, 0.0) + weight * points
