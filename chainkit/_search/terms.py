@@ -52,7 +52,7 @@ LETTER_GRAM = 3
 Tibetan): a letter or a pair is no word; three are close to a syllable."""
 _UNSPACED_CHAR = re.compile(f"[{_UNSPACED_RANGES}]")
 # A run of an unspaced script, or a word: letters and digits of other scripts.
-_PIECE = re.compile(f"([{_UNSPACED_RANGES}]+)|[^\\W_{_UNSPACED_RANGES}]+")
+_PIECE = re.compile(f"([{_UNSPACED_RANGES}]+)|([^\\W_{_UNSPACED_RANGES}]+)")
 # No doubled letter is dropped from these: "fill" + "ing", "pass" + "ed", "buzz" + "ing".
 _KEPT_DOUBLES = frozenset("lsz")
 
@@ -90,12 +90,8 @@ def terms(text: str) -> Iterator[str]:
     """The terms of `text` in order, repeats included: stemmed words (no stop words, no bare
     numbers), and for each run of an unspaced script its bigrams and its characters (no stop
     characters)."""
-    for piece in _PIECE.finditer(unicodedata.normalize("NFKC", text)):
-        run = piece.group(1)
-        if run is not None:
-            yield from _run_terms(run)
-        else:
-            yield from _name_terms(piece.group())
+    for run, word in _pieces(text):
+        yield from _run_terms(run) if run else _name_terms(word)
 
 
 def weight(term: str) -> float:
@@ -105,7 +101,19 @@ def weight(term: str) -> float:
 
 def tokens(text: str) -> dict[str, float]:
     """Term -> weight, each distinct term of `text` once (see `terms` and `weight`)."""
-    return {term: weight(term) for term in terms(text)}
+    found: dict[str, float] = {}
+    for run, word in _pieces(text):
+        if run:
+            found.update((term, weight(term)) for term in _run_terms(run))
+        else:  # a word's terms hold no unspaced script: each weighs 1
+            for term in _name_terms(word):
+                found[term] = 1.0
+    return found
+
+
+def _pieces(text: str) -> list[tuple[str, str]]:
+    """(run, "") for each run of an unspaced script of `text`, ("", word) for each word."""
+    return _PIECE.findall(unicodedata.normalize("NFKC", text))
 
 
 def _starts_word(text: str, index: int) -> bool:

@@ -122,15 +122,16 @@ def test_a_search_ranks_as_if_it_read_every_posting():
             total += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(words) / average))
         return total
 
-    for _ in range(50):
-        query = set(generator.choices(vocabulary, frequency, k=4))
+    for _ in range(150):
+        query = set(generator.choices(vocabulary, frequency, k=generator.randint(1, 8)))
+        limit = generator.choice((1, 5, 20))
         everything = sorted(
-            ((score(words, query), key) for key, words in documents.items()),
+            ((score(words, query), key) for key, words in documents.items() if query & {*words}),
             key=lambda item: (-item[0], int(item[1][1:])),
         )
-        found = index.search(dict.fromkeys(query, 1.0), 5)
-        assert [key for key, _ in found] == [key for _, key in everything[:5]]
-        assert [s for _, s in found] == pytest.approx([s for s, _ in everything[:5]])
+        found = index.search(dict.fromkeys(query, 1.0), limit)
+        assert [key for key, _ in found] == [key for _, key in everything[:limit]]
+        assert [s for _, s in found] == pytest.approx([s for s, _ in everything[:limit]])
 
 
 def test_a_search_for_each_query_among_a_few_keys_scores_those_alone():
