@@ -464,8 +464,12 @@ class Executor(Chain):
     ) -> str | None:
         """Records the actions' steps; returns the observation of the first action whose tool
         returns directly, if any."""
+        # Indexed rather than zip(strict=True), whose keyword call costs more than the rest of
+        # the loop on every tool step; the drivers give one observation per action.
+        assert len(observations) == len(actions)
         direct: str | None = None
-        for action, observation in zip(actions, observations, strict=True):
+        for index, action in enumerate(actions):
+            observation = observations[index]
             run.steps.append(AgentStep(action, observation))
             if direct is None:
                 tool = self._toolset.find(action.tool)

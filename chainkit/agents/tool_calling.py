@@ -102,7 +102,8 @@ class ToolCallingAgent(BaseAgent):
             value = step_schema_value(self.constrain, infos)
             messages.insert(0, Message.system(step_prompt(infos)))
             return PlanRequest(messages, constraint=Constraint(self.constrain, value))
-        return PlanRequest(messages) if final else PlanRequest(messages, tools=infos)
+        # The tools positional, as a keyword argument to a class is dearer, on every step.
+        return PlanRequest(messages) if final else PlanRequest(messages, infos)
 
     def read_reply(self, reply: Message, final: bool) -> list[AgentAction] | AgentFinish:
         if self.constrain is not None:

@@ -13,7 +13,7 @@ from contextvars import copy_context
 from typing import Any, Unpack
 
 from chainkit._progress import Progress
-from chainkit._stop import call_guarded
+from chainkit._stop import call_guarded, stop_escaped
 from chainkit.callbacks import CombiningHandler, Handlers, guard, join
 from chainkit.callbacks.run import enter
 from chainkit.chains.chain import Chain
@@ -191,7 +191,12 @@ def _call(
     with enter("chain", chain.name, own) as run:
         if run.handler is not None:
             run.handler.handle_chain_start(chain.name, full)
-        outputs = call_guarded(f"chain {chain.name}", chain._call, full, **rest)
+        # call_guarded's work in line: its frame and the source's text, formatted on every
+        # run for an error that almost never comes, are a measurable part of a short run.
+        try:
+            outputs = chain._call(full, **rest)
+        except (StopIteration, StopAsyncIteration) as error:
+            raise stop_escaped(error, f"chain {chain.name}") from error
         outputs = _finish(chain, full, outputs, string_for)
         if run.handler is not None:  # else no one hears the end: no call to make
             run.end(outputs)

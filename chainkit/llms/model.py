@@ -150,7 +150,12 @@ class BaseModel:
         with enter("llm", request.options.get("model") or self.name, own) as run:
             if run.handler is not None:
                 _start(run.handler, request, self)
-            reply = await self._agenerate(request)
+            if type(self)._agenerate is BaseModel._agenerate:
+                # No async path of its own: the sync reply _agenerate would give, without a
+                # coroutine made and awaited around it on every call.
+                reply = self._sync_reply(request)
+            else:
+                reply = await self._agenerate(request)
             if run.handler is not None:
                 run.end(reply)
             return reply

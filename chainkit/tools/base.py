@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from chainkit._elsewhere import Elsewhere
-from chainkit._stop import call_guarded, to_thread
+from chainkit._stop import stop_escaped, to_thread
 from chainkit.schema import ToolInfo
 from chainkit.tools._arguments import decode_json
 from chainkit.tools._schema_text import prompt_arguments
@@ -73,7 +73,12 @@ class Tool:
         interpreter from exiting.
         """
         if not self.blocking:
-            return call_guarded(f"tool {self.name!r}", self.call, input)
+            # call_guarded's work in line, so the source's text is formatted only for the
+            # error that needs it, not on every call of an agent's tools.
+            try:
+                return self.call(input)
+            except (StopIteration, StopAsyncIteration) as error:
+                raise stop_escaped(error, f"tool {self.name!r}") from error
         return await to_thread(f"tool {self.name!r}", self.call, input)
 
     def __repr__(self) -> str:
