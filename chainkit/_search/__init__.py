@@ -1,2 +1,3 @@
 """Lexical search, shared by the tool retriever and the offline model: the terms a text is
-turned into, and an Okapi BM25 index over them."""
+turned into, an Okapi BM25 index over them, the requests a question makes, and the near
+copies among ranked documents."""

@@ -11,7 +11,7 @@ need no common scale, and a tool that either ranking puts first comes out near t
 
 Near copies of one operation (the same tool from two servers, or written twice by different
 APIs) are offered once among the first: the others come after the distinct candidates
-(`chainkit.tools._near_copies`).
+(`chainkit._search.near_copies`).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from chainkit._search.bm25 import LexicalIndex
 from chainkit._search.names import NameWords
+from chainkit._search.near_copies import CountedTerms, counted_terms, distinct_first
 from chainkit._search.requests import requests, without_phrasing
 from chainkit._search.terms import terms, tokens
 from chainkit._stop import to_thread
-from chainkit.tools._near_copies import CountedTerms, counted_terms, distinct_first
 from chainkit.tools.base import Tool
 from chainkit.tools.errors import ToolConfigError, ToolTypeError
 from chainkit.tools.toolset import Toolset
@@ -55,7 +55,7 @@ REQUEST_CANDIDATES = 10
 tools whose names hold the most of the request's words)."""
 COPY_CANDIDATES = 3
 """How many candidates past `top_k` a selection reads, for the near copies it moves back
-(`chainkit.tools._near_copies`) to give their places to."""
+(`chainkit._search.near_copies`) to give their places to."""
 
 
 @runtime_checkable
@@ -78,7 +78,7 @@ class ToolRetriever:
     always selected.
 
     Tools whose texts are near-identical (the terms they are found by, counted, at least
-    `_near_copies.NEAR_COPY_SIMILARITY` alike) are one operation written twice, such as
+    `near_copies.NEAR_COPY_SIMILARITY` alike) are one operation written twice, such as
     `get_current_weather` from two MCP servers joined with prefixes (`a_get_current_weather`,
     `b_get_current_weather`): the best-ranked copy is selected, and the others (and the copies
     of an always-included tool) only after the distinct tools that rank next, so that the
