@@ -240,12 +240,14 @@ class ToolRetriever:
             ranking = _fused(lexical, self._dense_ranking(query_vector, depth))
         if len(asked) > 1:
             ranking, bests = self._by_request(ranking, asked, wanted)
-        # Read once: a tool may be added or removed meanwhile.
-        others = [n for n in ranking if n not in always and toolset.find(n) is not None]
+        # Looked up once, in the toolset read above: a tool may be added or removed meanwhile.
+        found = {
+            n: tool for n in ranking if n not in always and (tool := toolset.find(n)) is not None
+        }
         # A request's own best is never moved back: two requests may ask for look-alike
         # operations (soccer scores, basketball scores), and each needs its own.
-        others = distinct_first(others, counted, self._top_k, always, bests)
-        return [*self._listed(toolset, always), *self._listed(toolset, others[: self._top_k])]
+        chosen = distinct_first(list(found), counted, self._top_k, always, bests)
+        return [*self._listed(toolset, always), *(found[n] for n in chosen[: self._top_k])]
 
     def _by_request(
         self, ranking: list[str], asked: list[dict[str, float]], depth: int
