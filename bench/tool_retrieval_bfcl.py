@@ -45,6 +45,8 @@ class Defined(Tool):
 
     def __init__(self, name: str, description: str, parameters: dict[str, Any]) -> None:
         self.name, self.description, self._parameters = name, description or name, parameters
+        # As an MCPTool's: the name without the namespace the extract gave it.
+        self.remote_name = name_of(name)
 
     @property
     def parameters(self) -> dict[str, Any]:

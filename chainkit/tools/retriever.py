@@ -11,7 +11,8 @@ need no common scale, and a tool that either ranking puts first comes out near t
 
 Near copies of one operation (the same tool from two servers, or written twice by different
 APIs) are offered once among the first: the others come after the distinct candidates
-(`chainkit._search.near_copies`).
+(`chainkit._search.near_copies`). Tools that their sources name alike (MCP tools of one
+`remote_name` from servers joined with prefixes) need be less alike to count as copies.
 """
 
 from __future__ import annotations
@@ -82,7 +83,10 @@ class ToolRetriever:
     `get_current_weather` from two MCP servers joined with prefixes (`a_get_current_weather`,
     `b_get_current_weather`): the best-ranked copy is selected, and the others (and the copies
     of an always-included tool) only after the distinct tools that rank next, so that the
-    copies do not take the places of the tools for the rest of a question. A copy is moved
+    copies do not take the places of the tools for the rest of a question. Tools that their
+    sources give the same name (MCP tools of one `remote_name`, from servers joined with
+    prefixes) are copies when their texts are at least `near_copies.SAME_OPERATION_SIMILARITY`
+    alike: the servers may describe one operation in their own words. A copy is moved
     back, never dropped: with few tools matching, it is still selected. Two look-alike tools
     that are each the best for one of a question's requests ("soccer scores for Arsenal, and
     basketball scores for the Lakers") are both selected.
@@ -177,7 +181,9 @@ class ToolRetriever:
             self._toolset = self._toolset.adding(checked)
             self._vectors = {**self._vectors, **vectors}
             documents = {tool.name: _document(tool) for tool in checked}
-            added = {name: counted_terms(words) for name, words in documents.items()}
+            added = {
+                tool.name: counted_terms(documents[tool.name], _operation(tool)) for tool in checked
+            }
             self._counted_terms = {**self._counted_terms, **added}
             for name, words in documents.items():
                 self._index.add(name, words)
@@ -342,6 +348,14 @@ def _argument_evidence(tool: Tool) -> list[str]:
     if type(tool).parameters is Tool.parameters:
         return []
     return [*_argument_names(tool), *_argument_descriptions(tool)]
+
+
+def _operation(tool: Tool) -> str:
+    """The name the tool's source gives it: an MCPTool's `remote_name` (its `name` may have the
+    prefix of the MCPTools that listed it), or that of any tool with a `remote_name` string;
+    else its name."""
+    remote_name = getattr(tool, "remote_name", None)
+    return remote_name if isinstance(remote_name, str) else tool.name
 
 
 def _embedded_text(tool: Tool) -> str:

@@ -522,3 +522,60 @@ def test_look_alike_operations_that_a_question_asks_for_are_all_offered():
         "soccer_scores.get_scores",
         "basketball_scores.get_scores",
     }
+
+
+def _served(server, operation, description, **arguments):
+    """An MCP tool as MCPTools(prefix=f"{server}_") lists it; never called."""
+    properties = {
+        argument: {"type": "string", "description": about} for argument, about in arguments.items()
+    }
+    return tools.MCPTool(
+        object(),
+        server=server,
+        remote_name=operation,
+        name=f"{server}_{operation}",
+        description=description,
+        parameters={"type": "object", "properties": properties},
+    )
+
+
+FIND_RESTAURANTS = [
+    ("yelp", "Find restaurants in a city by the food they serve.", "city", "cuisine"),
+    ("maps", "Search places to eat near a location, by price and food.", "location", "cuisine"),
+]
+MENU = _tool("translate_menu", "Translate a restaurant menu into English.", menu="The menu.")
+
+
+def test_one_operation_from_two_servers_described_differently_is_offered_once_first():
+    served = [
+        _served(server, "find_restaurants", about, **{place: "Where.", food: "The food."})
+        for server, about, place, food in FIND_RESTAURANTS
+    ]
+    question = "Find restaurants serving Italian food in Rome"
+    retriever = tools.ToolRetriever([*served, MENU], top_k=2)
+    assert names(retriever.select(question)) == ["yelp_find_restaurants", "translate_menu"]
+    # The other server's copy is moved back, not dropped.
+    assert names(tools.ToolRetriever([*served, MENU], top_k=3).select(question)) == [
+        "yelp_find_restaurants",
+        "translate_menu",
+        "maps_find_restaurants",
+    ]
+    # The same texts under names that no source gave alike are too far apart to be copies.
+    plain = [
+        _tool(f"{server}_find_restaurants", about, **{place: "Where.", food: "The food."})
+        for server, about, place, food in FIND_RESTAURANTS
+    ]
+    assert names(tools.ToolRetriever([*plain, MENU], top_k=2).select(question)) == [
+        "yelp_find_restaurants",
+        "maps_find_restaurants",
+    ]
+
+
+def test_operations_of_one_name_that_do_different_things_are_no_copies():
+    web = _served("web", "search", "Search the web for pages on a topic.", query="Words.")
+    wiki = _served("wiki", "search", "Look up an encyclopedia article.", title="The title.")
+    news = _tool("latest_news", "The latest news headlines on a topic.", topic="The topic.")
+    retriever = tools.ToolRetriever([web, wiki, news], top_k=2)
+    # The two searches share a name but little else: both are offered before the news.
+    question = "search the web or an encyclopedia on the topic of the moon landing"
+    assert names(retriever.select(question)) == ["web_search", "wiki_search"]
