@@ -13,6 +13,11 @@ a baseline ranking tools by how many distinct words of the question their name a
 description share, and the share of all questions for which the very copy of a function
 written several times was selected (the namespaced `s3_get_current_weather` its question was
 given, where any copy answers it). Then the median time of one selection.
+
+With `--embeddings-model M [--embeddings-base-url URL]` the retriever also ranks by the
+embeddings of any OpenAI-compatible endpoint (`llms.OpenAIEmbeddings`; the key comes from
+OPENAI_API_KEY) and fuses both rankings; `bench/serve_embeddings.py` serves a local
+sentence-transformers model as one.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from chainkit.tools import Tool, ToolRetriever
+from chainkit.tools.retriever import Embedder
 
 DATA = Path(__file__).resolve().parent / "data" / "bfcl_tools.jsonl.gz"
 KS = (1, 3, 5, 10)
@@ -137,8 +143,13 @@ def groups(questions: Sequence[Question], split: str) -> dict[str, list[Question
     }
 
 
-def report(tools: Sequence[Tool], questions: Sequence[Question], splits: Sequence[str]) -> None:
-    retriever = ToolRetriever(tools, top_k=max(KS))
+def report(
+    tools: Sequence[Tool],
+    questions: Sequence[Question],
+    splits: Sequence[str],
+    embedder: Embedder | None,
+) -> None:
+    retriever = ToolRetriever(tools, top_k=max(KS), embedder=embedder)
     rankers = (("ToolRetriever", retriever.select), ("word overlap", WordOverlap(tools).select))
     for split in splits:
         for label, chosen in groups(questions, split).items():
@@ -156,9 +167,9 @@ def report(tools: Sequence[Tool], questions: Sequence[Question], splits: Sequenc
         )
 
 
-def misses(tools: Sequence[Tool], questions: Sequence[Question], count: int) -> None:
-    """Prints the first `count` dev questions whose tools are not all among the 5 selected."""
-    retriever = ToolRetriever(tools, top_k=5)
+def misses(retriever: ToolRetriever, questions: Sequence[Question], count: int) -> None:
+    """Prints the first `count` dev questions whose tools are not all among the 5 `retriever`
+    selects."""
     for question in questions:
         if count <= 0:
             return
@@ -169,8 +180,7 @@ def misses(tools: Sequence[Tool], questions: Sequence[Question], count: int) -> 
             print(f"  needs {list(question.gold)}\n  got   {names}")
 
 
-def selection_time(tools: Sequence[Tool], texts: Sequence[str]) -> list[float]:
-    retriever = ToolRetriever(tools, top_k=5)
+def selection_time(retriever: ToolRetriever, texts: Sequence[str]) -> list[float]:
     retriever.select("")  # brings the index up to date
     times = []
     for text in texts:
@@ -185,12 +195,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("dev", "test", "both"), default="both")
     parser.add_argument("--misses", type=int, default=0, help="print this many dev misses at 5")
+    parser.add_argument("--embeddings-model", help="rank by this model's embeddings too")
+    parser.add_argument("--embeddings-base-url", help="its OpenAI-compatible base URL")
     args = parser.parse_args()
     tools, questions = load()
     print(f"catalog: {len(tools)} tools; {len(questions)} questions (all needed tools among k)")
-    report(tools, questions, ("dev", "test") if args.split == "both" else (args.split,))
-    misses(tools, questions, args.misses)
-    times = selection_time(tools, [question.text for question in questions[::5]])
+    embedder: Embedder | None = None
+    if args.embeddings_model:
+        from chainkit.llms import OpenAIEmbeddings
+
+        embedder = OpenAIEmbeddings(args.embeddings_model, base_url=args.embeddings_base_url)
+        print(f"embedder: {args.embeddings_model} at {args.embeddings_base_url or 'OpenAI'}")
+    splits = ("dev", "test") if args.split == "both" else (args.split,)
+    report(tools, questions, splits, embedder)
+    retriever = ToolRetriever(tools, top_k=5, embedder=embedder)
+    misses(retriever, questions, args.misses)
+    times = selection_time(retriever, [question.text for question in questions[::5]])
     print(
         f"select (top_k=5) among {len(tools)} tools: median {statistics.median(times) * 1e6:.0f}"
         f" µs over {len(times)} selections"

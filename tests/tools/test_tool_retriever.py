@@ -525,12 +525,13 @@ def test_look_alike_operations_that_a_question_asks_for_are_all_offered():
 
 
 def _served(server, operation, description, **arguments):
-    """An MCP tool as MCPTools(prefix=f"{server}_") lists it; never called."""
+    """An MCP tool as MCPTools(prefix=f"{server}_") lists it; never called, so its caller is
+    none."""
     properties = {
         argument: {"type": "string", "description": about} for argument, about in arguments.items()
     }
     return tools.MCPTool(
-        object(),
+        None,  # type: ignore[arg-type]
         server=server,
         remote_name=operation,
         name=f"{server}_{operation}",
