@@ -138,9 +138,12 @@ class LexicalIndex(Generic[K]):
             # score: worth it before a posting a third as long, and only once the terms read
             # could score far more than the terms left (else it seldom passes: measured
             # over the BFCL bench questions, fewer instructions than twice and three times).
+            # The `limit`-th best score is above `most` when `limit` scores are: counted in a
+            # comprehension, and only those ranked (a heap over every score costs more).
             if len(scores) >= limit and 3 * len(posting) > len(scores) and reachable > 4 * most:
-                threshold = heapq.nlargest(limit, scores.values())[-1]
-                if threshold > most:
+                above = [score for score in scores.values() if score > most]
+                if len(above) >= limit:
+                    threshold = heapq.nlargest(limit, above)[-1]
                     return _completed(scores, weighted[index:], threshold)
             if weight == 1.0:  # most terms: no product to take, nor call to get
                 for slot, points in posting.items():
