@@ -220,8 +220,13 @@ def _completed(
     same order as if every posting were read, to the same scores."""
     # Below by far more than rounding: these bounds add the terms in another order.
     bar = threshold * (1 - _ROUNDING)
+    # Most documents fall short before the first look-up: one comparison drops them, without
+    # a turn of the loop over the terms (`bar`'s margin covers this subtraction's rounding).
+    cut = bar - rest[0][2]
     found = {}
     for slot, score in scores.items():
+        if score < cut:
+            continue
         for posting, weight, most in rest:
             if score + most < bar:
                 break
