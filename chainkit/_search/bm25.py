@@ -247,22 +247,16 @@ def _length(item: tuple[dict[int, float], float, float]) -> int:
 
 
 def _best(scores: dict[int, float], limit: int) -> list[tuple[int, float]]:
-    """The `limit` best (slot, score) pairs, best first, ties earliest slot first. The best
-    `limit` + 1 are found by score alone (in C); only when the last two of them tie does the
-    choice among equal scores need every score compared by slot too."""
-    if len(scores) > limit:
-        best = heapq.nlargest(limit + 1, scores.items(), key=_score)
-        if best[-1][1] < best[-2][1]:
-            scores = dict(best[:-1])
-        else:
-            threshold = best[-2][1]
-            scores = {slot: score for slot, score in scores.items() if score >= threshold}
-    return sorted(scores.items(), key=_score_then_earliest, reverse=True)[:limit]
+    """The `limit` best (slot, score) pairs, best first, ties earliest slot first: sorted by
+    slot, then by score (a stable sort keeps ties in slot order), both in C. Among more than
+    eight times `limit`, those below the `limit`-th best score are dropped first, by a heap
+    over the scores that costs less than sorting them all."""
+    if limit > 0 and len(scores) > 8 * limit:
+        threshold = heapq.nlargest(limit, scores.values())[-1]
+        scores = {slot: score for slot, score in scores.items() if score >= threshold}
+    ranked = sorted(scores.items())
+    ranked.sort(key=_score, reverse=True)
+    return ranked[:limit]
 
 
 _score = itemgetter(1)
-
-
-def _score_then_earliest(item: tuple[int, float]) -> tuple[float, int]:
-    slot, score = item
-    return score, -slot
