@@ -230,7 +230,8 @@ def _completed(
         for posting, weight, most in rest:
             if score + most < bar:
                 break
-            score += weight * posting.get(slot, 0.0)
+            if slot in posting:  # most do not hold the term (a test costs less than a get)
+                score += weight * posting[slot]
         else:
             if score >= threshold:  # else `limit` others outrank it
                 found[slot] = score
