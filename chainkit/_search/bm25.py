@@ -164,11 +164,11 @@ class LexicalIndex(Generic[K]):
         for term, weight in query.items():
             posting = self._postings.get(term)
             if posting and weight > 0:
-                found.append((posting, weight, weight * self._highest[term]))
-        found.sort(key=_length)
+                found.append((len(posting), posting, weight, weight * self._highest[term]))
+        found.sort(key=_length)  # stable: terms as long keep the query's order
         most = 0.0
         weighted = []
-        for posting, weight, highest in reversed(found):
+        for _, posting, weight, highest in reversed(found):
             most += highest
             weighted.append((posting, weight, most))
         weighted.reverse()
@@ -243,10 +243,6 @@ def _column(posting: dict[int, float], slots: list[int]) -> dict[int, float]:
     return {slot: posting[slot] for slot in slots if slot in posting}
 
 
-def _length(item: tuple[dict[int, float], float, float]) -> int:
-    return len(item[0])
-
-
 def _best(scores: dict[int, float], limit: int) -> list[tuple[int, float]]:
     """The `limit` best (slot, score) pairs, best first, ties earliest slot first: sorted by
     slot, then by score (a stable sort keeps ties in slot order), both in C. Among more than
@@ -261,3 +257,4 @@ def _best(scores: dict[int, float], limit: int) -> list[tuple[int, float]]:
 
 
 _score = itemgetter(1)
+_length = itemgetter(0)
