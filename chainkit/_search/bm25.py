@@ -221,16 +221,20 @@ def _completed(
     # Below by far more than rounding: these bounds add the terms in another order.
     bar = threshold * (1 - _ROUNDING)
     # Most documents fall short before the first look-up: one comparison drops them, without
-    # a turn of the loop over the terms (`bar`'s margin covers this subtraction's rounding).
-    cut = bar - rest[0][2]
+    # a turn of the loop over the terms (`bar`'s margin covers this subtraction's rounding);
+    # it is the first term's check, so that term is added without one.
+    (first, first_weight, reach), later = rest[0], rest[1:]
+    cut = bar - reach
     found = {}
     for slot, score in scores.items():
         if score < cut:
             continue
-        for posting, weight, most in rest:
+        if slot in first:  # most do not hold the term (a test costs less than a get)
+            score += first_weight * first[slot]
+        for posting, weight, most in later:
             if score + most < bar:
                 break
-            if slot in posting:  # most do not hold the term (a test costs less than a get)
+            if slot in posting:
                 score += weight * posting[slot]
         else:
             if score >= threshold:  # else `limit` others outrank it
