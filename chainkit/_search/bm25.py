@@ -19,7 +19,7 @@ import heapq
 import math
 import threading
 from collections import Counter
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, Generic, TypeVar
 
@@ -143,7 +143,7 @@ class LexicalIndex(Generic[K]):
             if len(scores) >= limit and 3 * len(posting) > len(scores) and reachable > 4 * most:
                 above = [score for score in scores.values() if score > most]
                 if len(above) >= limit:
-                    threshold = heapq.nlargest(limit, above)[-1]
+                    threshold = _kth_highest(above, limit)
                     return _completed(scores, weighted[index:], threshold)
             if weight == 1.0:  # most terms: no product to take, nor call to get
                 for slot, points in posting.items():
@@ -250,15 +250,25 @@ def _column(posting: dict[int, float], slots: list[int]) -> dict[int, float]:
 def _best(scores: dict[int, float], limit: int) -> list[tuple[int, float]]:
     """The `limit` best (slot, score) pairs, best first, ties earliest slot first: sorted by
     slot, then by score (a stable sort keeps ties in slot order), both in C. Among more than
-    eight times `limit`, those below the `limit`-th best score are dropped first, by a heap
-    over the scores that costs less than sorting them all."""
+    eight times `limit`, those below the `limit`-th best score are dropped first: sorting
+    pairs costs more than sorting or heaping bare scores."""
     if limit > 0 and len(scores) > 8 * limit:
-        threshold = heapq.nlargest(limit, scores.values())[-1]
+        threshold = _kth_highest(scores.values(), limit)
         scores = {slot: score for slot, score in scores.items() if score >= threshold}
     ranked = sorted(scores.items())
     ranked.sort(key=_score, reverse=True)
     return ranked[:limit]
 
 
+def _kth_highest(values: Collection[float], k: int) -> float:
+    """The `k`-th highest of `values` (which hold `k` at least): sorted in C when they are
+    few, else by a heap, which reads each once (over the BFCL bench questions, sorting takes a
+    fifth of the heap's time for the median 29 values, and a few times more for 2,000)."""
+    if len(values) < _SORTED_UP_TO:
+        return sorted(values)[-k]
+    return heapq.nlargest(k, values)[-1]
+
+
+_SORTED_UP_TO = 256
 _score = itemgetter(1)
 _length = itemgetter(0)
