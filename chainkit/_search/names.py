@@ -55,6 +55,8 @@ class NameWords(Generic[K]):
         for index, keys in enumerate(holders):
             for others in holders[index + 1 :]:
                 found |= keys & others
+        if not found:  # most requests: no name holds two of their words
+            return found
         named = self._words
         shared = {key: len(named.get(key, frozenset()) & asked) for key in found}
         most = max(shared.values(), default=0)

@@ -22,7 +22,7 @@ import math
 import operator
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from itertools import zip_longest
+from itertools import chain, zip_longest
 from numbers import Real
 from typing import Any, Protocol, runtime_checkable
 
@@ -407,9 +407,8 @@ def _best_score(scored: list[tuple[str, float]]) -> float:
 
 def _interleaved(rankings: list[list[str]]) -> list[str]:
     """The first of each ranking, then the second of each, and so on, each name once."""
-    merged: dict[str, None] = {}
-    for names in zip_longest(*rankings):
-        merged.update((name, None) for name in names if name is not None)
+    merged = dict.fromkeys(chain.from_iterable(zip_longest(*rankings)))
+    merged.pop(None, None)  # the filler of the shorter rankings
     return list(merged)
 
 
