@@ -55,8 +55,11 @@ def handler(encode: Encode, model: str) -> type[BaseHTTPRequestHandler]:
             if self.path.rstrip("/") != "/v1/embeddings":
                 self._send(404, _error(f"no endpoint {self.path}"))
                 return
-            length = int(self.headers.get("Content-Length") or 0)
-            self._send(*embeddings_response(self.rfile.read(length), encode, model))
+            length = self.headers.get("Content-Length", "")
+            if not length.isdigit():  # absent, negative or not a number: nothing safe to read
+                self._send(411, _error("the request must give its Content-Length"))
+                return
+            self._send(*embeddings_response(self.rfile.read(int(length)), encode, model))
 
         def _send(self, status: int, answer: dict[str, Any]) -> None:
             payload = json.dumps(answer).encode()

@@ -3,6 +3,7 @@ as an OpenAI-compatible server would (here with a stand-in for the model)."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import urllib.error
 import urllib.request
@@ -64,3 +65,12 @@ def test_a_bad_request_is_answered_with_what_was_wrong(
         urllib.request.urlopen(urllib.request.Request(url, data=body, method="POST"), timeout=30)
     assert refused.value.code == status
     assert message in refused.value.read().decode()
+
+
+@pytest.mark.timeout(60)
+def test_a_request_without_a_readable_length_is_refused_not_waited_on(base_url: str) -> None:
+    host, port = base_url.removeprefix("http://").removesuffix("/v1").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as connection:
+        connection.sendall(b"POST /v1/embeddings HTTP/1.1\r\nContent-Length: -1\r\n\r\n{}")
+        answer = connection.recv(4096).decode()
+    assert answer.startswith("HTTP/1.0 411") and "Content-Length" in answer
