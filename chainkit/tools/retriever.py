@@ -180,14 +180,15 @@ class ToolRetriever:
             # Checked again: another thread may have added one meanwhile.
             self._toolset = self._toolset.adding(checked)
             self._vectors = {**self._vectors, **vectors}
-            documents = {tool.name: _document(tool) for tool in checked}
+            named = {tool.name: tuple(terms(tool.name)) for tool in checked}
+            documents = {tool.name: _document(tool, named[tool.name]) for tool in checked}
             added = {
                 tool.name: counted_terms(documents[tool.name], _operation(tool)) for tool in checked
             }
             self._counted_terms = {**self._counted_terms, **added}
             for name, words in documents.items():
                 self._index.add(name, words)
-            self._names.add({tool.name: terms(tool.name) for tool in checked})
+            self._names.add(named)
 
     def remove(self, *tools: str | Tool) -> None:
         """Removes tools, given by name or as the tool; raises, removing none, for one it does
@@ -335,11 +336,11 @@ def _argument_descriptions(tool: Tool) -> list[str]:
     return [text for text in about if isinstance(text, str)]
 
 
-def _document(tool: Tool) -> list[str]:
-    """The terms a tool is found by: its name's words, weighted as the operation, then its
-    description and its arguments' names and descriptions (the evidence)."""
+def _document(tool: Tool, name_terms: Sequence[str]) -> list[str]:
+    """The terms a tool is found by: its name's (`name_terms`), weighted as the operation, then
+    its description and its arguments' names and descriptions (the evidence)."""
     evidence = " ".join((tool.description, *_argument_evidence(tool)))
-    return [term for term in terms(tool.name) for _ in range(NAME_WEIGHT)] + list(terms(evidence))
+    return [term for term in name_terms for _ in range(NAME_WEIGHT)] + list(terms(evidence))
 
 
 def _argument_evidence(tool: Tool) -> list[str]:

@@ -285,10 +285,15 @@ def test_an_embedder_without_async_runs_in_a_thread():
 
 
 def _tool(name, description, **arguments):
+    return _Schema(name, description, _string_arguments(arguments))
+
+
+def _string_arguments(arguments):
+    """The JSON schema of string arguments, each with its description."""
     properties = {
         argument: {"type": "string", "description": about} for argument, about in arguments.items()
     }
-    return _Schema(name, description, {"type": "object", "properties": properties})
+    return {"type": "object", "properties": properties}
 
 
 RECIPES = [
@@ -527,16 +532,13 @@ def test_look_alike_operations_that_a_question_asks_for_are_all_offered():
 def _served(server, operation, description, **arguments):
     """An MCP tool as MCPTools(prefix=f"{server}_") lists it; never called, so its caller is
     none."""
-    properties = {
-        argument: {"type": "string", "description": about} for argument, about in arguments.items()
-    }
     return tools.MCPTool(
         None,  # type: ignore[arg-type]
         server=server,
         remote_name=operation,
         name=f"{server}_{operation}",
         description=description,
-        parameters={"type": "object", "properties": properties},
+        parameters=_string_arguments(arguments),
     )
 
 
