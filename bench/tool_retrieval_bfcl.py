@@ -1,10 +1,11 @@
 """Tool retrieval on real function definitions: the Berkeley Function Calling Leaderboard's.
 
 Run from the repository root: `python bench/tool_retrieval_bfcl.py` (about ten seconds). It pools
-the functions of BFCL's single-turn questions (bench/data/bfcl_tools.jsonl.gz, made by
-bench/data/extract_bfcl.py; Apache-2.0, see bench/data/BFCL_LICENSE) into one catalog of
-2,555 tools, and asks its 2,501 questions, each with the tools its gold calls name. A question
-counts as found at k when every tool it needs is among the first k selected.
+the functions of BFCL's single-turn questions (../shared/benchmarks/bfcl_pooled/
+bfcl_tools.jsonl.gz beside the checkout, or the file `--data` names; Apache-2.0, its SOURCE.md
+says where it comes from) into one catalog of 2,555 tools, and asks its 2,501 questions, each
+with the tools its gold calls name. A question counts as found at k when every tool it needs is
+among the first k selected.
 
 The questions are split by a hash of their id into a dev half, which the retriever's weights
 were tuned on, and a test half, which they were not; both are printed, for all questions,
@@ -37,10 +38,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.shared_data import shared_benchmark
 from chainkit.tools import Tool, ToolRetriever
 from chainkit.tools.retriever import Embedder
 
-DATA = Path(__file__).resolve().parent / "data" / "bfcl_tools.jsonl.gz"
+DATA = "bfcl_pooled/bfcl_tools.jsonl.gz"
+"""The pooled BFCL extract, under ../shared/benchmarks/."""
 KS = (1, 3, 5, 10)
 _WORD = re.compile(r"\w+")
 _NAMESPACE = re.compile(r"^s\d+_")
@@ -78,10 +81,10 @@ class Question:
         return sum(not c.isascii() for c in letters) <= 0.2 * len(letters)
 
 
-def load() -> tuple[list[Tool], list[Question]]:
+def load(data: Path) -> tuple[list[Tool], list[Question]]:
     tools: list[Tool] = []
     questions: list[Question] = []
-    with gzip.open(DATA, "rt", encoding="utf-8") as lines:
+    with gzip.open(data, "rt", encoding="utf-8") as lines:
         for line in lines:
             row = json.loads(line)
             if "tool" in row:
@@ -197,8 +200,14 @@ def main() -> None:
     parser.add_argument("--misses", type=int, default=0, help="print this many dev misses at 5")
     parser.add_argument("--embeddings-model", help="rank by this model's embeddings too")
     parser.add_argument("--embeddings-base-url", help="its OpenAI-compatible base URL")
+    parser.add_argument(
+        "--data", type=Path, help=f"the catalog (default ../shared/benchmarks/{DATA})"
+    )
     args = parser.parse_args()
-    tools, questions = load()
+    try:
+        tools, questions = load(args.data or shared_benchmark(DATA))
+    except FileNotFoundError as missing:  # shared_benchmark's, or that of --data
+        sys.exit(f"{Path(__file__).name}: {missing}")
     print(f"catalog: {len(tools)} tools; {len(questions)} questions (all needed tools among k)")
     embedder: Embedder | None = None
     if args.embeddings_model:

@@ -1,22 +1,21 @@
-"""Real models' chat templates, kept in tests/support/chat_templates, rendered by render_chat.
+"""Real models' chat templates (tests/support/chat_templates.py says where they come from),
+rendered by render_chat.
 
 - "chatml" writes what Qwen2.5's own template writes, byte for byte, for any conversation;
   the one difference, Qwen's default system prompt, is added to the conversation first.
 - Templates see what transformers gives them: `thinking` beside `reasoning_content`
   (gpt-oss), `documents`, and tool-call arguments that are the object transformers passes (to
-  `tojson`, Qwen, Llama, gpt-oss; printed as its dict) and the model's JSON text where they
-  are added to a string with `+` (DeepSeek).
+  `tojson`, Qwen, Llama, gpt-oss, DeepSeek; printed as its dict) and the model's JSON text
+  where they are added to a string with `+`.
 
-The templates are the `chat_template` of each model's tokenizer_config.json: Qwen2.5-7B-Instruct,
-Qwen3-0.6B, gpt-oss-120b, DeepSeek-V3.1 and Llama-3.3-70B-Instruct (the copies llama.cpp keeps
-in models/templates).
+The templates are those of Qwen2.5-7B-Instruct, Qwen3-0.6B, gpt-oss-120b, DeepSeek-V3.1 and
+Llama-3.3-70B-Instruct, as llama.cpp keeps them.
 """
 
 from __future__ import annotations
 
 import json
 from datetime import datetime
-from pathlib import Path
 
 import jinja2.sandbox
 import pytest
@@ -25,19 +24,13 @@ from hypothesis import strategies as st
 
 from chainkit.prompts import PromptError, render_chat
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
+from tests.support.chat_templates import chat_template
 
-DATA = Path(__file__).resolve().parents[1] / "support" / "chat_templates"
-
-
-def template(name: str) -> str:
-    return (DATA / f"{name}.jinja").read_text(encoding="utf-8")
-
-
-QWEN25 = template("qwen2.5-7b-instruct")
-QWEN3 = template("qwen3-0.6b")
-GPT_OSS = template("gpt-oss-120b")
-DEEPSEEK_V31 = template("deepseek-v3.1")
-LLAMA33 = template("llama-3.3-70b-instruct")
+QWEN25 = chat_template("Qwen-Qwen2.5-7B-Instruct")
+QWEN3 = chat_template("Qwen-Qwen3-0.6B")
+GPT_OSS = chat_template("openai-gpt-oss-120b")
+DEEPSEEK_V31 = chat_template("deepseek-ai-DeepSeek-V3.1")
+LLAMA33 = chat_template("meta-llama-Llama-3.3-70B-Instruct")
 
 QWEN_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 """What Qwen2.5's template writes as the system prompt of a conversation that has none."""
@@ -217,7 +210,7 @@ def test_gpt_oss_renders_the_final_turns_thinking_only_when_not_prompting():
     )
 
 
-def test_deepseek_v31_concatenates_the_arguments_as_the_model_wrote_them():
+def test_deepseek_v31_writes_the_arguments_as_json_within_its_concatenations():
     second = ToolCall("call_2", FunctionCall("get_weather", '{"city": "上海"}'))
     conversation = [
         *weather_conversation(),
@@ -227,18 +220,29 @@ def test_deepseek_v31_concatenates_the_arguments_as_the_model_wrote_them():
     ]
     prompt = render_chat(conversation, None, DEEPSEEK_V31, bos_token="<｜begin▁of▁sentence｜>")
     assert prompt == (
-        "<｜begin▁of▁sentence｜>Be brief.<｜User｜>北京天气?<｜Assistant｜></think>"
+        "<｜begin▁of▁sentence｜>Be brief.<｜User｜>北京天气?<｜Assistant｜><think></think>"
         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
-        '{"city":"北京", "days": 2}<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence｜>'
+        '{"city": "北京", "days": 2}<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence｜>'
         "<｜tool▁output▁begin｜>晴 21°C<｜tool▁output▁end｜>北京晴。<｜end▁of▁sentence｜>"
-        "<｜User｜>上海和北京呢?<｜Assistant｜></think>查两个。"
+        "<｜User｜>上海和北京呢?<｜Assistant｜><think></think>查两个。"
         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
-        '{"city":"北京", "days": 2}<｜tool▁call▁end｜>'
+        '{"city": "北京", "days": 2}<｜tool▁call▁end｜>'
         "<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
         '{"city": "上海"}<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence｜>'
     )
     thinking = render_chat(conversation[:2], None, DEEPSEEK_V31, thinking=True, bos_token="")
     assert thinking == "Be brief.<｜User｜>北京天气?<｜Assistant｜><think>"
+
+
+def test_arguments_added_to_a_string_are_the_json_the_model_wrote():
+    """As DeepSeek's own templates write them: `'<sep>' + tool['function']['arguments']`."""
+    template = (
+        "{% for message in messages %}{% for tool in message.tool_calls or [] %}"
+        "{{ '[' + tool['function']['name'] + '|' + tool['function']['arguments'] + ']' }}"
+        "{% endfor %}{% endfor %}"
+    )
+    prompt = render_chat(weather_conversation(), None, template)
+    assert prompt == '[get_weather|{"city":"北京", "days": 2}]'
 
 
 def test_qwen3_puts_the_reasoning_of_the_turn_in_progress_in_think_tags():
@@ -278,9 +282,11 @@ def test_llama33_writes_the_arguments_object_and_the_tool_result():
 
 
 @pytest.mark.parametrize(
-    "name", ["qwen2.5-7b-instruct", "qwen3-0.6b", "gpt-oss-120b", "deepseek-v3.1"]
+    "template",
+    [QWEN25, QWEN3, GPT_OSS, DEEPSEEK_V31],
+    ids=["qwen2.5", "qwen3", "gpt-oss", "deepseek"],
 )
-def test_real_templates_render_long_conversations_within_the_default_limits(name):
+def test_real_templates_render_long_conversations_within_the_default_limits(template):
     conversation = [Message.system("Be brief.")]
     for turn in range(300):
         conversation += [
@@ -289,7 +295,7 @@ def test_real_templates_render_long_conversations_within_the_default_limits(name
             Message.tool("y" * 2000, "call_1", "get_weather"),
             Message.assistant(f"answer {turn}"),
         ]
-    prompt = render_chat(conversation, TOOLS, template(name), bos_token="")
+    prompt = render_chat(conversation, TOOLS, template, bos_token="")
     assert "question 299 " in prompt
     assert "answer 299" in prompt
 

@@ -8,7 +8,8 @@
 - factories the CLI loads by name: `batch_factories` (`chainkit batch --agent`) and
   `mcp_serve_factories` (`chainkit mcp-serve`);
 - `event_recorder` (the handler that records every callback event), `tool_catalog`
-  (generated catalogs for tool retrieval), `chat_templates/` (real models' chat templates);
+  (generated catalogs for tool retrieval), `chat_templates` (real models' chat templates,
+  from a package on PyPI);
 - `stub_tools` (tools with a fixed behaviour: one `Echo`), `stub_chains` (the base of the
   tests' own chains), `concurrency_peak` (how much runs at once);
 - `modes`: the one sync/async parametrization, the `mode` fixture of tests/conftest.py;
