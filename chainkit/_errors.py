@@ -5,7 +5,7 @@ keeps a standard base too (ValueError, TypeError, TimeoutError, …), so both
 `except chainkit.ChainkitError` and the usual `except ValueError` catch it. The errors here
 are chainkit's own, exported from `chainkit` itself: a stop escaping user code, which any
 package may raise, and those of the `module:factory` specs and the batch output that the
-command line and `chainkit.distributed` share. README's "Errors" section shows the tree.
+command line and `chainkit.distributed` share. docs/errors.md shows the tree.
 """
 
 

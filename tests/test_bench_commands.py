@@ -1,6 +1,7 @@
-"""Every benchmark command the README gives runs as written: `python bench/NAME.py` from the
-repository root, with chainkit installed and the checkout itself not on sys.path (as after a
-plain `pip install`), gets as far as its `--help` (the script and all it imports load)."""
+"""Every benchmark command the docs give (README.md and docs/) runs as written: `python
+bench/NAME.py` from the repository root, with chainkit installed and the checkout itself not
+on sys.path (as after a plain `pip install`), gets as far as its `--help` (the script and all
+it imports load)."""
 
 from __future__ import annotations
 
@@ -31,11 +32,14 @@ AS_INSTALLED = textwrap.dedent(
 )
 
 NEEDS = {"bench/bench_langchain_baseline.py": "langchain_classic"}
-"""Scripts the README says to install a package for first."""
+"""Scripts the docs say to install a package for first."""
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def readme_scripts() -> list[str]:
-    return sorted(set(COMMAND.findall((ROOT / "README.md").read_text())))
+    return sorted(
+        {script for page in PAGES for script in COMMAND.findall(page.read_text(encoding="utf-8"))}
+    )
 
 
 def test_the_readme_gives_the_benchmarks():
@@ -49,7 +53,7 @@ def test_the_readme_gives_the_benchmarks():
 def test_a_readme_benchmark_command_runs_as_written(script):
     needed = NEEDS.get(script)
     if needed is not None and importlib.util.find_spec(needed) is None:
-        pytest.skip(f"{script} needs {needed}, which the README says to install first")
+        pytest.skip(f"{script} needs {needed}, which the docs say to install first")
     done = subprocess.run(
         [sys.executable, "-c", AS_INSTALLED, script],
         cwd=ROOT,

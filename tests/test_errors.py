@@ -305,9 +305,9 @@ def test_batch_results_are_checked_too(monkeypatch):
         asyncio.run(chains.abatch(_chat_with_memory(), inputs, return_exceptions=True))
 
 
-# The README's "Errors" table, checked against the errors chainkit exports.
+# The "Errors" table of the docs, checked against the errors chainkit exports.
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ERRORS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "errors.md"
 # Raised inside chainkit and always caught there: never reach a user.
 INTERNAL_ERRORS = {
     "chainkit.tools.errors.MalformedJSONError",
@@ -329,8 +329,8 @@ _TABLE_STANDARD = [
 
 def _readme_error_table() -> dict[str, dict[str, str | None]]:
     """Each row of the table: the module (`chainkit.x`, or `chainkit`) and its errors, each
-    with the standard exception the README gives it in parentheses (None for none)."""
-    section = README.read_text().split("\n## Errors\n", 1)[1].split("\n## ", 1)[0]
+    with the standard exception the page gives it in parentheses (None for none)."""
+    section = ERRORS_PAGE.read_text(encoding="utf-8").split("\n## ", 1)[0]
     rows: dict[str, dict[str, str | None]] = {}
     for line in section.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
@@ -421,8 +421,8 @@ def test_the_readme_error_table_gives_each_error_its_standard_base():
 
 
 def test_the_table_check_sees_a_missing_row_entry(monkeypatch):
-    # The check parses what the README says, so a name dropped from it is seen.
-    text = README.read_text()
+    # The check parses what the page says, so a name dropped from it is seen.
+    text = ERRORS_PAGE.read_text(encoding="utf-8")
     assert "`MemoryTypeError` (TypeError)" in text
     monkeypatch.setattr(
         Path, "read_text", lambda self, *a, **k: text.replace(", `MemoryTypeError` (TypeError)", "")

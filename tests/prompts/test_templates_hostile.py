@@ -586,9 +586,9 @@ def test_instrumented_operations_keep_jinja2s_meaning() -> None:
     ]
 
 
-def test_the_readme_states_the_default_limits() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_docs_state_the_default_limits() -> None:
+    page = (REPO / "docs" / "limits.md").read_text(encoding="utf-8")
     defaults = TemplateLimits()
     for limit in fields(TemplateLimits):
         value = getattr(defaults, limit.name)
-        assert f"| `prompts.TemplateLimits.{limit.name}` | {value:,} |" in readme
+        assert f"| `prompts.TemplateLimits.{limit.name}` | {value:,} |" in page
