@@ -101,6 +101,8 @@ def test_readme_has_the_two_setup_commands():
 def test_every_block_of_the_page_runs(page: Path, openai_server: OpenAIServer, tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    # The `chainkit` command of this interpreter's environment, activated or not.
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     with contextlib.ExitStack() as servers:
         urls = {SERVER_URL: openai_server.base_url}
         for block in page_blocks(page):
