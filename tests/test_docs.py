@@ -132,6 +132,21 @@ def test_every_block_of_the_page_runs(page: Path, openai_server: OpenAIServer, t
                 assert_prints(block, stdout)
 
 
+def test_the_site_builds_with_warnings_as_errors(tmp_path: Path):
+    # .ci/run builds it too; here a broken link or anchor fails where the pages are tested.
+    needs("mkdocs")
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        timeout=BLOCK_TIMEOUT,
+    )
+    assert built.returncode == 0, built.stderr
+    assert (tmp_path / "agents" / "index.html").is_file()
+
+
 def needs(module: str) -> None:
     """Skips without an extra, as its own tests do; under CI (.ci/run installs them all) the
     block runs, and fails without it."""
