@@ -116,6 +116,9 @@ def test_every_block_of_the_page_runs(page: Path, openai_server: OpenAIServer, t
                 continue
             code = block.body
             if SERVER_URL in code:
+                assert "needs a server" in block.before, (
+                    f"{block.where()}: say before the block that it needs a server"
+                )
                 replies = _REPLIES.search(block.before)
                 openai_server.push(*(json.loads(replies[1]) if replies else [DEFAULT_REPLY]))
             if "MCPTools" in code or "mcp-serve" in code:
