@@ -147,7 +147,12 @@ def test_the_site_builds_with_warnings_as_errors(tmp_path: Path):
         timeout=BLOCK_TIMEOUT,
     )
     assert built.returncode == 0, built.stderr
-    assert (tmp_path / "agents" / "index.html").is_file()
+    pages = sorted(tmp_path.rglob("*.html"))
+    assert tmp_path / "agents" / "index.html" in pages
+    # Offline: no web fonts, scripts or style sheets from elsewhere (links to read are fine).
+    fetched = re.compile(r"<(?:script|link|img)\b[^>]*\b(?:src|href)=\"(?:https?:)?//", re.I)
+    for page in pages:
+        assert not fetched.search(page.read_text(encoding="utf-8")), page
 
 
 def needs(module: str) -> None:
