@@ -24,6 +24,9 @@ from chainkit._jsonschema.specs import (
 )
 
 _MAX_REF_DEPTH: Final = 64
+_Memo = dict[tuple[int, int, str], list[ArgumentProblem]]
+"""The problems found for each (schema node, value, path) in one `coerce` (ids: both live
+throughout it)."""
 _TYPE_NAMES: Final = frozenset(
     ("string", "integer", "number", "boolean", "null", "array", "object")
 )
@@ -63,7 +66,7 @@ class DictSchemaSpec(Spec):
 
     def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         before = len(problems)
-        self._check(self._root, value, path, problems, 0)
+        self._check(self._root, value, path, problems, 0, {})
         return INVALID if len(problems) > before else value
 
     def _resolve(self, schema: Mapping[str, Any], depth: int) -> Mapping[str, Any]:
@@ -86,22 +89,28 @@ class DictSchemaSpec(Spec):
         path: str,
         problems: list[ArgumentProblem],
         depth: int,
+        memo: _Memo,
     ) -> None:
+        """Appends what is wrong with `value` under `schema`. Each (schema, value) pair is
+        checked once per `coerce`: a recursive anyOf tries every branch on the same values,
+        which without `memo` costs time exponential in the nesting. `depth` counts the steps
+        taken on this one value (anyOf, allOf, $ref): a cycle of them never ends."""
         if schema is True or not isinstance(schema, Mapping):
             return
-        schema = self._resolve(schema, depth)
-        if not self._check_shape(schema, value, path, problems):
-            return
-        for part in schema.get("allOf") or ():
-            self._check(part, value, path, problems, depth + 1)
-        options = schema.get("anyOf") or schema.get("oneOf")
-        if options:
-            self._check_any(options, value, path, problems, depth + 1)
-        if isinstance(value, dict):
-            self._check_object(schema, value, path, problems, depth + 1)
-        elif isinstance(value, list) and "items" in schema:
-            for index, item in enumerate(value):
-                self._check(schema["items"], item, index_path(path, index), problems, depth + 1)
+        key = (id(schema), id(value), path)
+        found = memo.get(key)
+        if found is None:
+            found = []
+            schema = self._resolve(schema, depth)
+            if self._check_shape(schema, value, path, found):
+                for part in schema.get("allOf") or ():
+                    self._check(part, value, path, found, depth + 1, memo)
+                options = schema.get("anyOf") or schema.get("oneOf")
+                if options:
+                    self._check_any(options, value, path, found, depth + 1, memo)
+                self._check_members(schema, value, path, found, memo)
+            memo[key] = found
+        problems.extend(found)
 
     def _check_shape(
         self, schema: Mapping[str, Any], value: object, path: str, problems: list[ArgumentProblem]
@@ -130,36 +139,45 @@ class DictSchemaSpec(Spec):
         path: str,
         problems: list[ArgumentProblem],
         depth: int,
+        memo: _Memo,
     ) -> None:
         closest: list[ArgumentProblem] | None = None
         for option in options:
             attempt: list[ArgumentProblem] = []
-            self._check(option, value, path, attempt, depth)
+            self._check(option, value, path, attempt, depth, memo)
             if not attempt:
                 return
             if closest is None or len(attempt) < len(closest):
                 closest = attempt
         problems.extend(closest or ())
 
-    def _check_object(
+    def _check_members(
         self,
         schema: Mapping[str, Any],
-        value: dict[Any, Any],
+        value: object,
         path: str,
         problems: list[ArgumentProblem],
-        depth: int,
+        memo: _Memo,
     ) -> None:
+        """Checks an object's properties or an array's items: each a new value, so its
+        `depth` starts again."""
+        if isinstance(value, list) and "items" in schema:
+            items = schema["items"]
+            for index, item in enumerate(value):
+                self._check(items, item, index_path(path, index), problems, 0, memo)
+        if not isinstance(value, dict):
+            return
         properties: Mapping[str, Any] = schema.get("properties") or {}
         extra = schema.get("additionalProperties", True)
         for key, item in value.items():
             where = key_path(path, str(key))
             if key in properties:
-                self._check(properties[key], item, where, problems, depth)
+                self._check(properties[key], item, where, problems, 0, memo)
             elif extra is False:
                 known = ", ".join(properties) or "none"
                 problems.append(ArgumentProblem(where, f"unknown field (known: {known})"))
             else:
-                self._check(extra, item, where, problems, depth)
+                self._check(extra, item, where, problems, 0, memo)
         problems.extend(
             ArgumentProblem(key_path(path, name), "missing required field")
             for name in schema.get("required") or ()
