@@ -1,15 +1,18 @@
 """JSON as models write it: found inside a reply, read tolerantly, and read while it streams.
 
-`find_object` takes the first JSON object in a reply: inside a ``` fence if there is one,
-after any leading prose, with trailing commas allowed and whatever follows ignored.
-`partial_object` reads an object cut off anywhere into the best value it holds so far: the
-members complete or partly there (a string cut short as far as it goes), none that has only
-its key. One hand-written parser does both, in linear time (no regex), nesting bounded.
+`ObjectStream` reads the first JSON object of a reply as its text arrives, each character
+once: `partial()` is the best value it holds so far (the members complete or partly there, a
+string cut short as far as it goes, none that has only its key), `whole()` the object once
+the reply is complete. The object is the first one that reads: prose before it, ``` fences
+around it (or around other text before it) and whatever follows are passed over; trailing
+commas are allowed. `find_object` and `partial_object` read a whole text with it. Linear
+time, no regex that backtracks, nesting bounded.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Final
 
 from chainkit._errors import ChainkitError
@@ -17,6 +20,9 @@ from chainkit._errors import ChainkitError
 _MAX_DEPTH: Final = 200
 _MAX_STARTS: Final = 16
 """How many `{` a reply's prose may hold before its object: each is tried in turn."""
+_MAX_SHOWN_NUMBER: Final = 64
+"""A number still arriving is shown while its text is at most this long (reading it costs
+time in its length, each time a partial value is made)."""
 _ESCAPES: Final = {
     '"': '"',
     "\\": "\\",
@@ -29,7 +35,12 @@ _ESCAPES: Final = {
 }
 _LITERALS: Final = {"true": True, "false": False, "null": None}
 _NUMBER_CHARS: Final = frozenset("+-0123456789.eE")
-_FENCE: Final = "```"
+_HEX: Final = frozenset("0123456789abcdefABCDEF")
+_STRING_STOP: Final = re.compile(r'["\\]')
+_SPACE: Final = frozenset(" \t\r\n")
+_NOT_SPACE: Final = re.compile(r"[^ \t\r\n]")
+_REPLACEMENT: Final = "\ufffd"
+"""What a lone UTF-16 surrogate escape stands for: no valid text holds one."""
 
 
 class JSONTextError(ChainkitError, ValueError):
@@ -37,242 +48,365 @@ class JSONTextError(ChainkitError, ValueError):
     caught inside chainkit: it becomes a problem the model hears about."""
 
 
-class _EndOfText(Exception):
-    """The text ended inside a value (only raised when reading a whole object)."""
+class _Absent:
+    """A member not shown yet (a number cut at "1.", a literal cut at "tr")."""
 
 
-class _Reader:
-    """Reads one JSON value from `text` at `at`. With `partial`, the end of the text ends
-    every open value instead of being an error."""
+_ABSENT: Final = _Absent()
 
-    def __init__(self, text: str, at: int, *, partial: bool) -> None:
-        self.text = text
-        self.at = at
-        self.partial = partial
-        self.ended = False
 
-    def fail(self, what: str) -> JSONTextError:
-        around = self.text[max(self.at - 20, 0) : self.at + 20]
-        return JSONTextError(f"{what} at character {self.at} (near {around!r})")
+class _Frame:
+    """An open object or array: its finished members, and the key of the member arriving."""
 
-    def skip_space(self) -> None:
-        text, at = self.text, self.at
-        while at < len(text) and text[at] in " \t\r\n":
-            at += 1
-        self.at = at
+    __slots__ = ("closer", "container", "expect", "key")
 
-    def peek(self) -> str:
-        self.skip_space()
-        if self.at >= len(self.text):
-            self.ended = True
-            if not self.partial:
-                raise _EndOfText
-            return ""
-        return self.text[self.at]
+    def __init__(self, container: dict[str, object] | list[object], expect: str) -> None:
+        self.container = container
+        self.closer = "}" if isinstance(container, dict) else "]"
+        self.expect = expect  # "key", "colon", "value", "value or end", "child", "comma"
+        self.key: str | None = None
 
-    def read_value(self, depth: int) -> object:
-        if depth > _MAX_DEPTH:
-            raise self.fail("JSON nested too deep")
-        char = self.peek()
-        if char == "{":
-            return self.read_object(depth)
-        if char == "[":
-            return self.read_array(depth)
-        if char == '"':
-            return self.read_string()
-        if char in _NUMBER_CHARS:
-            return self.read_number()
-        if char.isalpha():
-            return self.read_literal()
-        if self.ended:
+    def add(self, value: object) -> None:
+        if isinstance(self.container, dict):
+            assert self.key is not None
+            self.container[self.key] = value
+        else:
+            self.container.append(value)
+        self.key = None
+        self.expect = "comma"
+
+    def with_child(self, child: object) -> dict[str, object] | list[object]:
+        """A copy of the container with `child` (the member still arriving) in its place."""
+        copy = self.container.copy()
+        if child is not _ABSENT:
+            if isinstance(copy, dict):
+                assert self.key is not None
+                copy[self.key] = child
+            else:
+                copy.append(child)
+        return copy
+
+
+class _Scalar:
+    """A string, number or literal still arriving; a key is a string that is shown only as
+    its member's name."""
+
+    __slots__ = ("is_key", "kind", "pieces")
+
+    def __init__(self, kind: str, *, is_key: bool = False) -> None:
+        self.kind = kind  # "string", "number", "literal"
+        self.is_key = is_key
+        self.pieces: list[str] = []
+
+    def text(self) -> str:
+        if len(self.pieces) > 1:
+            self.pieces = ["".join(self.pieces)]
+        return self.pieces[0] if self.pieces else ""
+
+    def shown(self) -> object:
+        """What the value is so far, or _ABSENT when nothing of it can be shown."""
+        if self.is_key:
+            return _ABSENT
+        text = self.text()
+        if self.kind == "string":
+            return text
+        if self.kind == "literal":
+            return _LITERALS.get(text, _ABSENT)
+        if len(text) > _MAX_SHOWN_NUMBER:
+            return _ABSENT
+        try:
+            return json.loads(text)
+        except ValueError:
+            return _ABSENT
+
+
+class ObjectStream:
+    """The first JSON object of a reply, read as its text arrives (see the module).
+
+    `chars_read` counts the characters the reader looked at, so a test can check that
+    reading stays linear in the reply."""
+
+    def __init__(self) -> None:
+        self.chars_read = 0
+        self._chunks: list[str] = []
+        self._length = 0  # of the text so far
+        self._failures = 0
+        self._start_at = -1  # where the object being read began
+        self._first_error: JSONTextError | None = None
+        self._given_up = False
+        self._reset()
+
+    def _reset(self) -> None:
+        self._stack: list[_Frame] = []
+        self._scalar: _Scalar | None = None
+        self._pending = ""  # an escape cut off at the end of the text so far
+        self._result: dict[str, object] | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether the object is complete (what follows it is not read)."""
+        return self._result is not None
+
+    @property
+    def open_members(self) -> int:
+        """How many members the open objects and arrays hold: what a partial value copies."""
+        return sum(len(frame.container) for frame in self._stack)
+
+    def feed(self, chunk: str) -> None:
+        """Reads the next piece of the reply."""
+        self._chunks.append(chunk)
+        offset = self._length - len(self._pending)
+        self._length += len(chunk)
+        if self._result is not None or self._given_up:
+            return
+        text, self._pending = self._pending + chunk, ""
+        try:
+            self._read(text, 0, offset)
+        except JSONTextError as error:
+            self._recover(error)
+
+    def _recover(self, error: JSONTextError) -> None:
+        """After the object begun at `_start_at` failed (or was cut off): reads on from the
+        next `{`, as prose may hold braces before the object."""
+        whole = "".join(self._chunks)
+        while True:
+            self._first_error = self._first_error or error
+            self._failures += 1
+            start = whole.find("{", self._start_at + 1)
+            self._reset()
+            if self._failures >= _MAX_STARTS:
+                self._given_up = True
+                return
+            if start < 0:
+                return  # seek on in the text still to come
+            try:
+                self._read(whole, start, 0)
+                return
+            except JSONTextError as failed:
+                error = failed
+
+    def partial(self) -> dict[str, object] | None:
+        """The best object the reply holds so far; None before its `{`, or when what came is
+        no JSON."""
+        if self._result is not None:
+            return self._result
+        if not self._stack:
             return None
-        raise self.fail(f"unexpected {char!r}")
+        value: object = _ABSENT if self._scalar is None else self._scalar.shown()
+        for frame in reversed(self._stack):
+            value = frame.with_child(value)
+        assert isinstance(value, dict)
+        return value
 
-    def read_object(self, depth: int) -> dict[str, object]:
-        result: dict[str, object] = {}
-        self.at += 1
-        while True:
-            char = self.peek()
-            if char == "}":
-                self.at += 1
-                return result
-            if self.ended:
-                return result
-            if char != '"':
-                raise self.fail("expected a key in quotes")
-            key = self.read_string()
-            if self.ended or self.peek() != ":":
-                if self.ended:
-                    return result
-                raise self.fail("expected ':'")
-            self.at += 1
-            item = self.read_value(depth + 1)
-            if self.ended:
-                if item is not None:
-                    result[key] = item
-                return result
-            result[key] = item
-            if not self.separator("}"):
-                return result
+    def whole(self) -> dict[str, object]:
+        """The object of the complete reply; JSONTextError when it holds none."""
+        while self._result is None:
+            if self._given_up or not self._stack:
+                raise self._first_error or JSONTextError(
+                    "no JSON object in the reply (it has no '{')"
+                )
+            self._recover(JSONTextError("the JSON object is cut off: the reply ends inside it"))
+        return self._result
 
-    def read_array(self, depth: int) -> list[object]:
-        result: list[object] = []
-        self.at += 1
-        while True:
-            char = self.peek()
-            if char == "]":
-                self.at += 1
-                return result
-            if self.ended:
-                return result
-            item = self.read_value(depth + 1)
-            if self.ended:
-                if item is not None:
-                    result.append(item)
-                return result
-            result.append(item)
-            if not self.separator("]"):
-                return result
+    # Reading: `text` from `at` is what is new (with an escape held back from before);
+    # `offset` is where `text` begins in the reply.
 
-    def separator(self, closer: str) -> bool:
-        """Reads the ',' after a member (a trailing one before `closer` is allowed); False
-        when the text ended there."""
-        char = self.peek()
-        if self.ended:
-            return False
-        if char == closer:
-            return True
-        if char != ",":
-            raise self.fail(f"expected ',' or {closer!r}")
-        self.at += 1
-        return True
+    def _read(self, text: str, at: int, offset: int) -> None:
+        start, end = at, len(text)
+        try:
+            while at < end and self._result is None:
+                if self._scalar is not None:
+                    at = self._read_scalar(text, at, offset)
+                elif not self._stack:
+                    at = self._seek(text, at, offset)
+                else:
+                    at = self._read_structure(text, at, offset)
+        finally:
+            self.chars_read += at - start
 
-    def read_string(self) -> str:
-        text = self.text
-        pieces: list[str] = []
-        at = self.at + 1
-        start = at
-        while at < len(text):
+    def _seek(self, text: str, at: int, offset: int) -> int:
+        start = text.find("{", at)
+        if start < 0:
+            return len(text)
+        self._start_at = offset + start
+        self._stack.append(_Frame({}, "key"))
+        return start + 1
+
+    def _fail(self, what: str, text: str, at: int, offset: int) -> JSONTextError:
+        around = text[max(at - 20, 0) : at + 20]
+        return JSONTextError(f"{what} at character {offset + at} (near {around!r})")
+
+    def _read_structure(self, text: str, at: int, offset: int) -> int:
+        char = text[at]
+        if char in _SPACE:
+            found = _NOT_SPACE.search(text, at)
+            if found is None:
+                return len(text)
+            at = found.start()
             char = text[at]
-            if char == '"':
-                pieces.append(text[start:at])
-                self.at = at + 1
-                return "".join(pieces)
-            if char == "\\":
-                pieces.append(text[start:at])
-                escaped, at = self.escape(at)
-                pieces.append(escaped)
-                start = at
-                continue
-            at += 1
-        pieces.append(text[start:at])
-        self.at = at
-        self.ended = True
-        if not self.partial:
-            raise _EndOfText
-        return "".join(pieces)
+        frame = self._stack[-1]
+        expect = frame.expect
+        closer = frame.closer
+        if expect == "comma":
+            if char == ",":
+                frame.expect = "key" if closer == "}" else "value or end"
+            elif char == closer:
+                self._close()
+            else:
+                raise self._fail(f"expected ',' or {closer!r}", text, at, offset)
+            return at + 1
+        if expect == "key":
+            if char == "}":
+                self._close()
+            elif char == '"':
+                self._scalar = _Scalar("string", is_key=True)
+            else:
+                raise self._fail("expected a key in quotes", text, at, offset)
+            return at + 1
+        if expect == "colon":
+            if char != ":":
+                raise self._fail("expected ':'", text, at, offset)
+            frame.expect = "value"
+            return at + 1
+        if expect == "value or end" and char == "]":
+            self._close()
+            return at + 1
+        return self._start_value(text, at, offset)
 
-    def escape(self, at: int) -> tuple[str, int]:
-        """The character an escape at `at` stands for, and where reading goes on."""
-        code = self.text[at + 1 : at + 2]
+    def _start_value(self, text: str, at: int, offset: int) -> int:
+        char = text[at]
+        if char in "{[":
+            if len(self._stack) > _MAX_DEPTH:
+                raise self._fail("JSON nested too deep", text, at, offset)
+            self._stack[-1].expect = "child"
+            container: dict[str, object] | list[object] = {} if char == "{" else []
+            self._stack.append(_Frame(container, "key" if char == "{" else "value or end"))
+            return at + 1
+        if char == '"':
+            self._scalar = _Scalar("string")
+            return at + 1
+        if char in _NUMBER_CHARS:
+            self._scalar = _Scalar("number")
+            return at
+        if char.isalpha():
+            self._scalar = _Scalar("literal")
+            return at
+        raise self._fail(f"unexpected {char!r}", text, at, offset)
+
+    def _close(self) -> None:
+        finished = self._stack.pop().container
+        if not self._stack:
+            assert isinstance(finished, dict)
+            self._result = finished
+        else:
+            self._stack[-1].add(finished)
+
+    def _finish_scalar(self, value: object) -> None:
+        scalar = self._scalar
+        assert scalar is not None
+        self._scalar = None
+        frame = self._stack[-1]
+        if scalar.is_key:
+            assert isinstance(value, str)
+            frame.key = value
+            frame.expect = "colon"
+        else:
+            frame.add(value)
+
+    def _read_scalar(self, text: str, at: int, offset: int) -> int:
+        scalar = self._scalar
+        assert scalar is not None
+        if scalar.kind == "string":
+            return self._read_string(scalar, text, at, offset)
+        chars = _NUMBER_CHARS if scalar.kind == "number" else None
+        end = at
+        while end < len(text) and (text[end] in chars if chars else text[end].isalpha()):
+            end += 1
+        scalar.pieces.append(text[at:end])
+        if end == len(text):
+            return end
+        word = scalar.text()
+        if chars is None:
+            if word not in _LITERALS:
+                raise self._fail(f"unexpected {word!r}", text, at, offset)
+            self._finish_scalar(_LITERALS[word])
+            return end
+        try:
+            number = json.loads(word)
+        except ValueError:
+            raise self._fail("invalid number", text, at, offset) from None
+        self._finish_scalar(number)
+        return end
+
+    def _read_string(self, scalar: _Scalar, text: str, at: int, offset: int) -> int:
+        while True:
+            stop = _STRING_STOP.search(text, at)
+            if stop is None:
+                scalar.pieces.append(text[at:])
+                return len(text)
+            where = stop.start()
+            scalar.pieces.append(text[at:where])
+            if text[where] == '"':
+                self._finish_scalar(scalar.text())
+                return where + 1
+            escaped = self._escape(text, where, offset)
+            if escaped is None:  # cut off inside the escape: wait for the rest
+                self._pending = text[where:]
+                return len(text)
+            character, at = escaped
+            scalar.pieces.append(character)
+
+    def _escape(self, text: str, at: int, offset: int) -> tuple[str, int] | None:
+        """The character the escape at `at` stands for and where reading goes on; None when
+        the text ends before the escape does."""
+        code = text[at + 1 : at + 2]
+        if not code:
+            return None
         if code in _ESCAPES:
             return _ESCAPES[code], at + 2
-        if code == "u":
-            unit = _hex_unit(self.text, at + 2)
-            if unit is not None:
-                # A high surrogate and the low one after it stand for one character.
-                low = _hex_unit(self.text, at + 8) if self.text[at + 6 : at + 8] == "\\u" else None
-                if 0xD800 <= unit < 0xDC00 and low is not None and 0xDC00 <= low < 0xE000:
-                    return chr(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)), at + 12
-                return chr(unit), at + 6
-        if at + 2 + (4 if code == "u" else 0) > len(self.text):
-            return "", len(self.text)  # cut off inside the escape: the text ends here
-        self.at = at
-        raise self.fail("invalid escape")
-
-    def read_number(self) -> object:
-        text, start = self.text, self.at
-        at = start
-        while at < len(text) and text[at] in _NUMBER_CHARS:
-            at += 1
-        self.at = at
-        try:
-            return json.loads(text[start:at])
-        except ValueError:
-            if at >= len(text):  # cut off: "1." or "-" so far
-                self.ended = True
-                if not self.partial:
-                    raise _EndOfText from None
+        if code != "u":
+            raise self._fail("invalid escape", text, at, offset)
+        unit = _hex_unit(text, at + 2)
+        if unit is None:
+            if _could_be_hex(text[at + 2 : at + 6]) and at + 6 > len(text):
                 return None
-            raise self.fail("invalid number") from None
-
-    def read_literal(self) -> object:
-        text, start = self.text, self.at
-        at = start
-        while at < len(text) and text[at].isalpha():
-            at += 1
-        word = text[start:at]
-        self.at = at
-        if word in _LITERALS:
-            return _LITERALS[word]
-        if at >= len(text) and any(name.startswith(word) for name in _LITERALS):
-            self.ended = True
-            if not self.partial:
-                raise _EndOfText
+            raise self._fail("invalid escape", text, at, offset)
+        if 0xDC00 <= unit < 0xE000:
+            return _REPLACEMENT, at + 6
+        if not 0xD800 <= unit < 0xDC00:
+            return chr(unit), at + 6
+        # A high surrogate: its low half may follow as an escape of its own.
+        after = text[at + 6 : at + 12]
+        low = _hex_unit(text, at + 8) if after.startswith("\\u") else None
+        if low is not None and 0xDC00 <= low < 0xE000:
+            return chr(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)), at + 12
+        if len(after) < 6 and "\\u".startswith(after[:2]) and _could_be_hex(after[2:]):
             return None
-        raise self.fail(f"unexpected {word!r}")
+        return _REPLACEMENT, at + 6
 
 
 def _hex_unit(text: str, at: int) -> int | None:
     """The UTF-16 code unit of the four hex digits at `at`, if there are four."""
     digits = text[at : at + 4]
-    if len(digits) == 4 and all(c in "0123456789abcdefABCDEF" for c in digits):
+    if len(digits) == 4 and _could_be_hex(digits):
         return int(digits, 16)
     return None
 
 
-def _fenced(text: str) -> str:
-    """The inside of the first ``` fence (its language tag dropped), else `text`."""
-    opened = text.find(_FENCE)
-    if opened < 0:
-        return text
-    line_end = text.find("\n", opened)
-    if line_end < 0:
-        return text
-    closed = text.find(_FENCE, line_end)
-    return text[line_end + 1 : closed if closed >= 0 else len(text)]
+def _could_be_hex(digits: str) -> bool:
+    return all(digit in _HEX for digit in digits)
 
 
-def find_object(text: str) -> object:
+def find_object(text: str) -> dict[str, object]:
     """The first JSON object in a model's reply, read tolerantly; JSONTextError if none."""
-    body = _fenced(text)
-    start = body.find("{")
-    if start < 0:
-        raise JSONTextError("no JSON object in the reply (it has no '{')")
-    first_error: JSONTextError | None = None
-    for _ in range(_MAX_STARTS):
-        reader = _Reader(body, start, partial=False)
-        try:
-            return reader.read_object(0)
-        except _EndOfText:
-            error = JSONTextError("the JSON object is cut off: the reply ends inside it")
-        except JSONTextError as failed:
-            error = failed
-        first_error = first_error or error
-        start = body.find("{", start + 1)
-        if start < 0:
-            break
-    raise first_error or JSONTextError("no JSON object in the reply")
+    stream = ObjectStream()
+    stream.feed(text)
+    return stream.whole()
 
 
 def partial_object(text: str) -> dict[str, object] | None:
     """The best object the start of a streamed reply holds so far; None before its `{`, or
     when what came is no JSON."""
-    body = _fenced(text)
-    start = body.find("{")
-    if start < 0:
-        return None
-    try:
-        return _Reader(body, start, partial=True).read_object(0)
-    except JSONTextError:
-        return None
+    stream = ObjectStream()
+    stream.feed(text)
+    return stream.partial()

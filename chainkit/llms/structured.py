@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, Literal, TypeVar, Unpack, overload
 
-from chainkit._jsonschema.lenient import partial_object
+from chainkit._jsonschema.lenient import ObjectStream
 from chainkit._jsonschema.output import Invalid, OutputShape
 from chainkit._text import described
 from chainkit.callbacks.run import active_handler, tokens_wanted
@@ -49,6 +49,9 @@ DEFAULT_STRATEGIES: Final[tuple[StrategyName, ...]] = ("prompted",)
 # 500 too: llama-cpp-python's server answers a request field it cannot take with a 500
 # that names the field ("response_format ... Input should be 'text' or 'json_object'").
 _REFUSED_STATUSES: Final = frozenset((400, 404, 422, 500))
+_COPIES_PER_CHAR: Final = 8
+"""How many members of open objects a partial value may copy per character read since the
+last one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +73,15 @@ class ObjectResult(Generic[T]):
 
 
 class _Partials:
-    """Reads a streamed reply's partial object after each chunk and hands it on when it grew:
-    to `on_partial`, and to the handlers as a `partial_object` event."""
+    """Reads a streamed reply's object as it arrives (each character once) and hands its
+    partial value on when it grew: to `on_partial`, and to the handlers as a
+    `partial_object` event.
+
+    A partial value shares its finished members with the one before and copies only the
+    objects and arrays still open; so that a long list does not cost a copy per chunk, the
+    next one is made once the text since the last pays for it (`_COPIES_PER_CHAR`). The
+    whole stream then costs time linear in the reply, and the last partial is the whole
+    value (`finish`)."""
 
     def __init__(
         self, shape: OutputShape, on_partial: PartialFunc | None, user: StreamingFunc | None
@@ -79,18 +89,33 @@ class _Partials:
         self.shape = shape
         self.on_partial = on_partial
         self.user = user
-        self.pieces: list[str] = []
-        self.last: object = None
+        self.restart()
 
     def restart(self) -> None:
-        self.pieces = []
-        self.last = None
+        self.stream = ObjectStream()
+        self.unshown = 0  # characters read since the last partial was made
+        self.last: object = None
 
     def feed(self, chunk: str) -> None:
         if self.user is not None:
             self.user(chunk)
-        self.pieces.append(chunk)
-        data = partial_object("".join(self.pieces))
+        self.stream.feed(chunk)
+        self.unshown += len(chunk)
+        if self.unshown * _COPIES_PER_CHAR >= self.stream.open_members:
+            self.hand_on()
+
+    def finish(self, text: str) -> None:
+        """Ends the reply: hands on what was held back; a reply that streamed no text (the
+        tool strategy's arguments arrive whole) is read as one piece."""
+        if self.stream.chars_read == 0 and self.unshown == 0 and text:
+            self.stream.feed(text)
+            self.unshown = len(text)
+        if self.unshown:
+            self.hand_on()
+
+    def hand_on(self) -> None:
+        self.unshown = 0
+        data = self.stream.partial()
         if data is None:
             return
         value = self.shape.unwrap(data) if self.shape.wrapped else data
@@ -182,6 +207,8 @@ class _Session:
         if isinstance(refusal, str) and refusal:
             raise ModelRefusalError(refusal, reply)
         text = self.strategy.reply_text(reply, self.shape)
+        if self.partials is not None:
+            self.partials.finish(text)
         value = self.shape.read_text(text)
         if not isinstance(value, Invalid):
             return ObjectResult(value, reply, self.strategy.name, tuple(self.rejected))

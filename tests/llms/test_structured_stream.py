@@ -1,0 +1,67 @@
+"""Partial values of a streamed typed result: linear in the reply, never half a character,
+the last one the whole value whatever the strategy."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from chainkit import llms
+from chainkit.schema import FunctionCall, Message, ToolCall
+
+
+@dataclass
+class Line:
+    product: str
+    quantity: int
+
+
+@dataclass
+class Order:
+    lines: list[Line]
+    status: str
+
+
+def order_reply(count: int) -> tuple[dict[str, Any], str]:
+    data = {"lines": [{"product": f"p{i}", "quantity": i} for i in range(count)], "status": "ok"}
+    return data, json.dumps(data)
+
+
+def test_the_partials_of_a_long_list_cost_in_proportion_to_the_reply() -> None:
+    data, reply = order_reply(3000)
+    partials: list[Any] = []
+    llms.generate_object(
+        llms.FakeLLM([reply], chunk_size=4), "Go", Order, on_partial=partials.append
+    )
+    assert partials[-1] == data
+    # Each partial copies the list still open: together no more than a few per character.
+    copied = sum(len(partial.get("lines", ())) for partial in partials)
+    assert copied <= 8 * len(reply)
+    # ... while it still grows in small steps.
+    assert len(partials) > 100
+
+
+def test_a_reply_that_streams_no_text_still_ends_with_the_whole_value() -> None:
+    data, reply = order_reply(2)
+    call = ToolCall("c1", FunctionCall("Order", reply))
+    partials: list[Any] = []
+    model = llms.FakeLLM([Message.assistant("", [call])])
+    llms.generate_object(model, "Go", Order, strategy="tool", on_partial=partials.append)
+    assert partials == [data]
+
+
+def test_a_surrogate_pair_cut_between_chunks_never_reaches_on_partial() -> None:
+    reply = '{"lines": [], "status": "\\ud83d\\ude00 ok"}'
+    for chunk_size in range(1, 14):
+        partials: list[Any] = []
+        model = llms.FakeLLM([reply], chunk_size=chunk_size)
+        order = llms.generate_object(model, "Go", Order, on_partial=partials.append)
+        assert order.status == "\U0001f600 ok"
+        statuses = [partial.get("status", "") for partial in partials]
+        assert all(
+            status in ("", "\U0001f600", "\U0001f600 ", "\U0001f600 o", "\U0001f600 ok")
+            for status in statuses
+        )
+        for status in statuses:
+            status.encode("utf-8")  # no lone surrogate
