@@ -2,7 +2,8 @@
 
 - `json_schema`: OpenAI's `response_format={"type": "json_schema", ...}`, strict when the
   schema fits strict mode; servers that constrain decoding (vLLM, llama.cpp, Ollama) take it;
-- `tool`: one tool whose parameters are the schema, and `tool_choice` naming it;
+- `tool`: one tool whose parameters are the schema (strict when the schema fits strict mode),
+  and `tool_choice` naming it;
 - `json_mode`: `response_format={"type": "json_object"}`, the schema in the instructions;
 - `prompted`: the schema in the instructions only; any model, the reply read tolerantly.
 
@@ -103,7 +104,7 @@ class ToolStrategy(OutputStrategy):
 
     def tools(self, shape: OutputShape) -> list[ToolInfo]:
         description = shape.spec.description or f"Give the answer as a {shape.name}."
-        return [ToolInfo(shape.name, description, shape.schema)]
+        return [ToolInfo(shape.name, description, shape.schema, strict=shape.strict)]
 
     def reply_text(self, reply: Message, shape: OutputShape) -> str:
         call = _call_of(reply, shape.name)

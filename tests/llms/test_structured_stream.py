@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from chainkit import llms
+from chainkit.llms.openai.chat import OpenAI
 from chainkit.schema import FunctionCall, Message, ToolCall
+from tests.support.openai_server import Call, OpenAIServer, Reply
 
 
 @dataclass
@@ -65,3 +67,26 @@ def test_a_surrogate_pair_cut_between_chunks_never_reaches_on_partial() -> None:
         )
         for status in statuses:
             status.encode("utf-8")  # no lone surrogate
+
+
+@dataclass
+class Note:
+    text: str
+    tags: list[str] | None = None
+
+
+def test_the_tool_strategy_sends_strict_where_the_schema_allows(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    _, reply = order_reply(1)
+    openai_server.push(
+        Reply(tool_calls=[Call("Order", reply)]),
+        Reply(tool_calls=[Call("Note", '{"text": "hi"}')]),
+    )
+    assert llms.generate_object(openai_llm, "Go", Order, strategy="tool").status == "ok"
+    assert llms.generate_object(openai_llm, "Go", Note, strategy="tool") == Note("hi")
+    closed, open_ = (
+        request.body["tools"][0]["function"] for request in openai_server.chat_requests()
+    )
+    assert closed["strict"] is True
+    assert "strict" not in open_  # a field with a default: strict mode would refuse the schema
