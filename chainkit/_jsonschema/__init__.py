@@ -5,5 +5,7 @@
   (`items[2].price: expected number, got "x"`);
 - `dict_schema`: a JSON Schema given as a dict, checked as it stands;
 - `lenient`: the JSON object in a model's reply, read tolerantly, whole or while it streams;
-- `output`: the shape a model's typed result must have, and its reading.
+- `output`: the shape a model's typed result must have, and its reading;
+- `partial`: a partial value of a typed result built into the type (fields not there yet
+  None).
 """

@@ -128,6 +128,7 @@ class ObjectStream:
 
     def __init__(self) -> None:
         self.chars_read = 0
+        self.values_read = 0  # values begun: what a partial value built anew is made of
         self._chunks: list[str] = []
         self._length = 0  # of the text so far
         self._failures = 0
@@ -151,6 +152,17 @@ class ObjectStream:
     def open_members(self) -> int:
         """How many members the open objects and arrays hold: what a partial value copies."""
         return sum(len(frame.container) for frame in self._stack)
+
+    def finished_items(self, key: str) -> list[object]:
+        """The finished members so far of the array that is the object's `key` member."""
+        if self._result is not None:
+            found = self._result.get(key)
+        elif len(self._stack) > 1 and self._stack[0].key == key:
+            found = self._stack[1].container
+        else:
+            root = self._stack[0].container if self._stack else None
+            found = root.get(key) if isinstance(root, dict) else None
+        return found if isinstance(found, list) else []
 
     def feed(self, chunk: str) -> None:
         """Reads the next piece of the reply."""
@@ -275,6 +287,7 @@ class ObjectStream:
 
     def _start_value(self, text: str, at: int, offset: int) -> int:
         char = text[at]
+        self.values_read += 1
         if char in "{[":
             if len(self._stack) > _MAX_DEPTH:
                 raise self._fail("JSON nested too deep", text, at, offset)

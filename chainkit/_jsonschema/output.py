@@ -9,6 +9,7 @@ strategy keeps their replies alike.
 from __future__ import annotations
 
 import re
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -75,6 +76,10 @@ class OutputShape:
         )
         self.name = _name_of(output_type, inner)
         self.strict = _fits_strict(self.schema)
+        self.item_type: object = None
+        """T for an output type `list[T]`: what each of its items is read into."""
+        if typing.get_origin(output_type) is list and typing.get_args(output_type):
+            self.item_type = typing.get_args(output_type)[0]
 
     def unwrap(self, data: object) -> object:
         """The value a reply's object stands for: its `value` member for a wrapped type."""

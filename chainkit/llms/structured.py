@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Generic, Literal, TypeVar, Unpack, overload
 
 from chainkit._jsonschema.lenient import ObjectStream
-from chainkit._jsonschema.output import Invalid, OutputShape
+from chainkit._jsonschema.output import WRAPPER_KEY, Invalid, OutputShape
+from chainkit._jsonschema.partial import typed_partial
+from chainkit._jsonschema.specs import INVALID, compile_type
 from chainkit._text import described
 from chainkit.callbacks.run import active_handler, tokens_wanted
 from chainkit.llms.errors import (
@@ -43,7 +45,10 @@ T = TypeVar("T")
 
 PartialFunc = Callable[[Any], None]
 """Receives each partial value of a streamed typed result, as JSON data (dicts and lists: a
-partial value is seldom a valid object of the type yet), each time it grows."""
+partial value is seldom a valid object of the type yet), each time it grows; with
+`typed_partials=True`, built into the type (fields not there yet are None)."""
+ItemFunc = Callable[[Any], None]
+"""Receives each item of a streamed `list[T]` result, read into T, as soon as it is whole."""
 
 DEFAULT_STRATEGIES: Final[tuple[StrategyName, ...]] = ("prompted",)
 # 500 too: llama-cpp-python's server answers a request field it cannot take with a 500
@@ -72,36 +77,60 @@ class ObjectResult(Generic[T]):
         return None if meta is None else meta.usage
 
 
+@dataclass(frozen=True, slots=True)
+class _Streamed:
+    """Who hears a streamed reply: the caller's `on_partial` (and whether as typed values),
+    `on_item` and `streaming_func`."""
+
+    on_partial: PartialFunc | None
+    typed_partials: bool
+    on_item: ItemFunc | None
+    streaming_func: StreamingFunc | None
+
+    @property
+    def wanted(self) -> bool:
+        return self.on_partial is not None or self.on_item is not None or tokens_wanted()
+
+
 class _Partials:
-    """Reads a streamed reply's object as it arrives (each character once) and hands its
-    partial value on when it grew: to `on_partial`, and to the handlers as a
-    `partial_object` event.
+    """Reads a streamed reply's object as it arrives (each character once) and hands on what
+    it holds: its partial value when it grew (to `on_partial`, as JSON data or built into the
+    type, and to the handlers as a `partial_object` event), and each item of a list result
+    once it is whole and reads as the item type (to `on_item`).
 
     A partial value shares its finished members with the one before and copies only the
-    objects and arrays still open; so that a long list does not cost a copy per chunk, the
-    next one is made once the text since the last pays for it (`_COPIES_PER_CHAR`). The
-    whole stream then costs time linear in the reply, and the last partial is the whole
-    value (`finish`)."""
+    objects and arrays still open (built into the type, it is made anew); so that a long
+    list does not cost a copy per chunk, the next one is made once the text since the last
+    pays for it (`_COPIES_PER_CHAR`). The whole stream then costs time linear in the reply,
+    and the last partial is the whole value (`finish`)."""
 
-    def __init__(
-        self, shape: OutputShape, on_partial: PartialFunc | None, user: StreamingFunc | None
-    ) -> None:
+    def __init__(self, shape: OutputShape, streamed: _Streamed) -> None:
         self.shape = shape
-        self.on_partial = on_partial
-        self.user = user
+        self.on_partial = streamed.on_partial
+        self.typed = streamed.typed_partials
+        self.user = streamed.streaming_func
+        self.on_item = streamed.on_item
+        self.item_spec = None if shape.item_type is None else compile_type(shape.item_type)
+        self.handed = 0  # items handed on, across attempts: each is handed on once
         self.restart()
 
     def restart(self) -> None:
         self.stream = ObjectStream()
         self.unshown = 0  # characters read since the last partial was made
         self.last: object = None
+        self.last_shown: object = None
+        self.seen = 0  # items of this attempt looked at
+        self.blocked = False  # an item did not read: none after it is handed on
 
     def feed(self, chunk: str) -> None:
         if self.user is not None:
             self.user(chunk)
         self.stream.feed(chunk)
         self.unshown += len(chunk)
-        if self.unshown * _COPIES_PER_CHAR >= self.stream.open_members:
+        if self.on_item is not None:
+            self.hand_on_items(self.on_item)
+        cost = self.stream.values_read if self.typed else self.stream.open_members
+        if self.unshown * _COPIES_PER_CHAR >= cost:
             self.hand_on()
 
     def finish(self, text: str) -> None:
@@ -110,6 +139,8 @@ class _Partials:
         if self.stream.chars_read == 0 and self.unshown == 0 and text:
             self.stream.feed(text)
             self.unshown = len(text)
+            if self.on_item is not None:
+                self.hand_on_items(self.on_item)
         if self.unshown:
             self.hand_on()
 
@@ -119,13 +150,49 @@ class _Partials:
         if data is None:
             return
         value = self.shape.unwrap(data) if self.shape.wrapped else data
-        if value != self.last and value != {}:
-            self.last = value
-            if self.on_partial is not None:
-                self.on_partial(value)
-            handler = active_handler()
-            if handler is not None:
-                handler.handle_partial_object(value)
+        if value == self.last or value == {}:
+            return
+        self.last = value
+        if self.on_partial is not None:
+            self.tell(self.on_partial, value)
+        handler = active_handler()
+        if handler is not None:
+            handler.handle_partial_object(value)
+
+    def tell(self, on_partial: PartialFunc, value: object) -> None:
+        if not self.typed:
+            on_partial(value)
+            return
+        shown = typed_partial(self.shape.output_type, value)
+        # Two partial values may build alike: a string cut short for an enum is None.
+        if shown != self.last_shown:
+            self.last_shown = shown
+            on_partial(shown)
+
+    def hand_on_items(self, on_item: ItemFunc) -> None:
+        assert self.item_spec is not None
+        items = self.stream.finished_items(WRAPPER_KEY)
+        while self.seen < len(items) and not self.blocked:
+            if self.seen >= self.handed:
+                item = self.item_spec.coerce(items[self.seen], "", [])
+                if item is INVALID:
+                    self.blocked = True
+                    return
+                on_item(item)
+                self.handed += 1
+            self.seen += 1
+
+
+def _check_streamed(streamed: _Streamed, shape: OutputShape) -> None:
+    if not isinstance(streamed.typed_partials, bool):
+        raise ModelTypeError(
+            f"typed_partials must be True or False, got {described(streamed.typed_partials)}"
+        )
+    if streamed.on_item is not None and shape.item_type is None:
+        raise ModelTypeError(
+            f"on_item hears the items of a list: output_type must be list[...], got "
+            f"{shape.output_type!r}"
+        )
 
 
 def _checked_retries(max_retries: object) -> int:
@@ -166,7 +233,7 @@ class _Session:
         output_type: object,
         strategy: object,
         max_retries: object,
-        on_partial: PartialFunc | None,
+        streamed: _Streamed,
         options: dict[str, Any],
     ) -> None:
         self.max_retries = _checked_retries(max_retries)
@@ -177,9 +244,8 @@ class _Session:
         self.messages = [Message.user(prompt)] if isinstance(prompt, str) else list(prompt)
         self.options = options
         self.rejected: list[RejectedOutput] = []
-        self.partials: _Partials | None = None
-        if on_partial is not None or tokens_wanted():
-            self.partials = _Partials(self.shape, on_partial, options.get("streaming_func"))
+        _check_streamed(streamed, self.shape)
+        self.partials = _Partials(self.shape, streamed) if streamed.wanted else None
 
     def request(self) -> tuple[list[Message], list[ToolInfo] | None, dict[str, Any]]:
         strategy, shape = self.strategy, self.shape
@@ -231,6 +297,8 @@ def generate_object(
     max_retries: int = 2,
     include_raw: Literal[False] = False,
     on_partial: PartialFunc | None = None,
+    typed_partials: bool = False,
+    on_item: ItemFunc | None = None,
     **options: Unpack[CallOptions],
 ) -> T: ...
 @overload
@@ -244,6 +312,8 @@ def generate_object(
     max_retries: int = 2,
     include_raw: Literal[True],
     on_partial: PartialFunc | None = None,
+    typed_partials: bool = False,
+    on_item: ItemFunc | None = None,
     **options: Unpack[CallOptions],
 ) -> ObjectResult[T]: ...
 @overload
@@ -257,6 +327,8 @@ def generate_object(
     max_retries: int = 2,
     include_raw: bool = False,
     on_partial: PartialFunc | None = None,
+    typed_partials: bool = False,
+    on_item: ItemFunc | None = None,
     **options: Unpack[CallOptions],
 ) -> Any: ...
 def generate_object(
@@ -269,6 +341,8 @@ def generate_object(
     max_retries: int = 2,
     include_raw: bool = False,
     on_partial: PartialFunc | None = None,
+    typed_partials: bool = False,
+    on_item: ItemFunc | None = None,
     **options: Unpack[CallOptions],
 ) -> Any:
     """Asks `llm` for a value of `output_type` and returns it, validated (with
@@ -278,9 +352,12 @@ def generate_object(
     first choice; a reply that does not validate is sent back with its problems up to
     `max_retries` times, then `OutputValidationError` carries every attempt. A refusal raises
     `ModelRefusalError`. `on_partial` (a `PartialFunc`) streams the reply and hears each
-    partial value as it grows; the other options are the model's call options.
+    partial value as it grows (built into the type with `typed_partials=True`); `on_item`
+    (an `ItemFunc`, for a `list[T]` result) hears each item as soon as it is whole and reads
+    as a T, once, in order, across re-asks. The other options are the model's call options.
     """
-    session = _Session(llm, prompt, output_type, strategy, max_retries, on_partial, dict(options))
+    streamed = _Streamed(on_partial, typed_partials, on_item, options.get("streaming_func"))
+    session = _Session(llm, prompt, output_type, strategy, max_retries, streamed, dict(options))
     while True:
         messages, tools, call_options = session.request()
         try:
@@ -305,6 +382,8 @@ async def agenerate_object(
     max_retries: int = 2,
     include_raw: Literal[False] = False,
     on_partial: PartialFunc | None = None,
+    typed_partials: bool = False,
+    on_item: ItemFunc | None = None,
     **options: Unpack[CallOptions],
 ) -> T: ...
 @overload
@@ -318,6 +397,8 @@ async def agenerate_object(
     max_retries: int = 2,
     include_raw: Literal[True],
     on_partial: PartialFunc | None = None,
+    typed_partials: bool = False,
+    on_item: ItemFunc | None = None,
     **options: Unpack[CallOptions],
 ) -> ObjectResult[T]: ...
 @overload
@@ -331,6 +412,8 @@ async def agenerate_object(
     max_retries: int = 2,
     include_raw: bool = False,
     on_partial: PartialFunc | None = None,
+    typed_partials: bool = False,
+    on_item: ItemFunc | None = None,
     **options: Unpack[CallOptions],
 ) -> Any: ...
 async def agenerate_object(
@@ -343,10 +426,13 @@ async def agenerate_object(
     max_retries: int = 2,
     include_raw: bool = False,
     on_partial: PartialFunc | None = None,
+    typed_partials: bool = False,
+    on_item: ItemFunc | None = None,
     **options: Unpack[CallOptions],
 ) -> Any:
     """Async twin of `generate_object`."""
-    session = _Session(llm, prompt, output_type, strategy, max_retries, on_partial, dict(options))
+    streamed = _Streamed(on_partial, typed_partials, on_item, options.get("streaming_func"))
+    session = _Session(llm, prompt, output_type, strategy, max_retries, streamed, dict(options))
     while True:
         messages, tools, call_options = session.request()
         try:
