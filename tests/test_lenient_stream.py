@@ -16,7 +16,11 @@ from chainkit._jsonschema.lenient import JSONTextError, ObjectStream, find_objec
 VALUES = st.dictionaries(
     st.text(max_size=5),
     st.recursive(
-        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(),
         lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
         max_leaves=8,
     ),

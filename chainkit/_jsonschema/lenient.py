@@ -23,6 +23,8 @@ _MAX_STARTS: Final = 16
 _MAX_SHOWN_NUMBER: Final = 64
 """A number still arriving is shown while its text is at most this long (reading it costs
 time in its length, each time a partial value is made)."""
+_CHARS_PER_MEMBER: Final = 64
+"""Copying this many characters of a string costs about what copying one member does."""
 _ESCAPES: Final = {
     '"': '"',
     "\\": "\\",
@@ -91,12 +93,17 @@ class _Scalar:
     """A string, number or literal still arriving; a key is a string that is shown only as
     its member's name."""
 
-    __slots__ = ("is_key", "kind", "pieces")
+    __slots__ = ("is_key", "kind", "length", "pieces")
 
     def __init__(self, kind: str, *, is_key: bool = False) -> None:
         self.kind = kind  # "string", "number", "literal"
         self.is_key = is_key
         self.pieces: list[str] = []
+        self.length = 0
+
+    def add(self, piece: str) -> None:
+        self.pieces.append(piece)
+        self.length += len(piece)
 
     def text(self) -> str:
         if len(self.pieces) > 1:
@@ -149,9 +156,14 @@ class ObjectStream:
         return self._result is not None
 
     @property
-    def open_members(self) -> int:
-        """How many members the open objects and arrays hold: what a partial value copies."""
-        return sum(len(frame.container) for frame in self._stack)
+    def copy_cost(self) -> int:
+        """What making a partial value costs, in members copied: the members of the open
+        objects and arrays, and the string still arriving (joined anew each time)."""
+        members = sum(len(frame.container) for frame in self._stack)
+        scalar = self._scalar
+        if scalar is None or scalar.kind != "string":
+            return members
+        return members + scalar.length // _CHARS_PER_MEMBER
 
     def finished_items(self, key: str) -> list[object]:
         """The finished members so far of the array that is the object's `key` member."""
@@ -335,7 +347,7 @@ class ObjectStream:
         end = at
         while end < len(text) and (text[end] in chars if chars else text[end].isalpha()):
             end += 1
-        scalar.pieces.append(text[at:end])
+        scalar.add(text[at:end])
         if end == len(text):
             return end
         word = scalar.text()
@@ -355,10 +367,10 @@ class ObjectStream:
         while True:
             stop = _STRING_STOP.search(text, at)
             if stop is None:
-                scalar.pieces.append(text[at:])
+                scalar.add(text[at:])
                 return len(text)
             where = stop.start()
-            scalar.pieces.append(text[at:where])
+            scalar.add(text[at:where])
             if text[where] == '"':
                 self._finish_scalar(scalar.text())
                 return where + 1
@@ -367,7 +379,7 @@ class ObjectStream:
                 self._pending = text[where:]
                 return len(text)
             character, at = escaped
-            scalar.pieces.append(character)
+            scalar.add(character)
 
     def _escape(self, text: str, at: int, offset: int) -> tuple[str, int] | None:
         """The character the escape at `at` stands for and where reading goes on; None when

@@ -129,7 +129,7 @@ class _Partials:
         self.unshown += len(chunk)
         if self.on_item is not None:
             self.hand_on_items(self.on_item)
-        cost = self.stream.values_read if self.typed else self.stream.open_members
+        cost = self.stream.values_read if self.typed else self.stream.copy_cost
         if self.unshown * _COPIES_PER_CHAR >= cost:
             self.hand_on()
 

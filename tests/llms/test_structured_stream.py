@@ -90,3 +90,26 @@ def test_the_tool_strategy_sends_strict_where_the_schema_allows(
     )
     assert closed["strict"] is True
     assert "strict" not in open_  # a field with a default: strict mode would refuse the schema
+
+
+@dataclass
+class Story:
+    text: str
+
+
+def copied_per_character(size: int) -> float:
+    """The characters of the growing string that the partials of a `size`-character story
+    hold, all together, per character of the reply."""
+    reply = json.dumps({"text": "word " * (size // 5)})
+    held: list[int] = []
+    model = llms.FakeLLM([reply], chunk_size=4)
+    llms.generate_object(
+        model, "Go", Story, on_partial=lambda story: held.append(len(story["text"]))
+    )
+    assert held[-1] == len(reply) - len('{"text": ""}')
+    return sum(held) / len(reply)
+
+
+def test_the_partials_of_a_long_string_cost_in_proportion_to_the_reply() -> None:
+    # Each partial joins the string so far: made every chunk, that would be quadratic.
+    assert copied_per_character(32_000) <= 1.25 * copied_per_character(8_000)
