@@ -5,30 +5,16 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import dataclass
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import pydantic
 import pytest
 
 from chainkit import llms
 from chainkit.llms.openai.chat import OpenAI
+from tests.llms.test_structured import Item, Order
 from tests.support.modes import Mode
 from tests.support.openai_server import OpenAIServer, Reply
-
-
-@dataclass(frozen=True)
-class Item:
-    name: str
-    price: float
-
-
-@dataclass
-class Order:
-    items: list[Item]
-    status: Literal["open", "closed"]
-    note: str | None = None
-
 
 ORDER = {"items": [{"name": "tea", "price": 2.5}, {"name": "cake", "price": 4}], "status": "open"}
 
