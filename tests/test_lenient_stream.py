@@ -136,3 +136,15 @@ def test_a_reply_with_no_object_says_why() -> None:
     assert stream.partial() is None
     with pytest.raises(JSONTextError, match="unexpected 'nope'"):
         stream.whole()
+
+
+def test_a_word_that_can_be_no_literal_fails_at_once_not_when_it_ends() -> None:
+    stream = ObjectStream()
+    stream.feed('{"a": 1, "b": nu')
+    assert stream.partial() == {"a": 1}
+    stream.feed("llx")
+    assert stream.partial() is None  # "nullx" is nothing: the object fails here
+    stream.feed("y" * 100_000)  # read once, for a `{` that may begin another object
+    assert stream.chars_read <= len('{"a": 1, "b": nullx') + 100_000
+    with pytest.raises(JSONTextError, match="unexpected 'nullx'"):
+        stream.whole()

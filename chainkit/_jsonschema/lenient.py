@@ -16,6 +16,7 @@ import re
 from typing import Final
 
 from chainkit._errors import ChainkitError
+from chainkit._text import shorten
 
 _MAX_DEPTH: Final = 200
 _MAX_STARTS: Final = 16
@@ -36,6 +37,7 @@ _ESCAPES: Final = {
     "t": "\t",
 }
 _LITERALS: Final = {"true": True, "false": False, "null": None}
+_LONGEST_LITERAL: Final = max(map(len, _LITERALS))
 _NUMBER_CHARS: Final = frozenset("+-0123456789.eE")
 _HEX: Final = frozenset("0123456789abcdefABCDEF")
 _STRING_STOP: Final = re.compile(r'["\\]')
@@ -112,15 +114,13 @@ class _Scalar:
 
     def shown(self) -> object:
         """What the value is so far, or _ABSENT when nothing of it can be shown."""
-        if self.is_key:
+        if self.is_key or (self.kind != "string" and self.length > _MAX_SHOWN_NUMBER):
             return _ABSENT
         text = self.text()
         if self.kind == "string":
             return text
         if self.kind == "literal":
             return _LITERALS.get(text, _ABSENT)
-        if len(text) > _MAX_SHOWN_NUMBER:
-            return _ABSENT
         try:
             return json.loads(text)
         except ValueError:
@@ -348,12 +348,12 @@ class ObjectStream:
         while end < len(text) and (text[end] in chars if chars else text[end].isalpha()):
             end += 1
         scalar.add(text[at:end])
-        if end == len(text):
+        if end == len(text) and (chars is not None or _begins_literal(scalar)):
             return end
         word = scalar.text()
         if chars is None:
             if word not in _LITERALS:
-                raise self._fail(f"unexpected {word!r}", text, at, offset)
+                raise self._fail(f"unexpected {shorten(word, 20)!r}", text, at, offset)
             self._finish_scalar(_LITERALS[word])
             return end
         try:
@@ -408,6 +408,14 @@ class ObjectStream:
         if len(after) < 6 and "\\u".startswith(after[:2]) and _could_be_hex(after[2:]):
             return None
         return _REPLACEMENT, at + 6
+
+
+def _begins_literal(scalar: _Scalar) -> bool:
+    """Whether the word read so far may still become true, false or null."""
+    if scalar.length > _LONGEST_LITERAL:
+        return False
+    word = scalar.text()
+    return any(name.startswith(word) for name in _LITERALS)
 
 
 def _hex_unit(text: str, at: int) -> int | None:
