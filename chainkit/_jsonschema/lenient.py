@@ -151,11 +151,6 @@ class ObjectStream:
         self._result: dict[str, object] | None = None
 
     @property
-    def done(self) -> bool:
-        """Whether the object is complete (what follows it is not read)."""
-        return self._result is not None
-
-    @property
     def copy_cost(self) -> int:
         """What making a partial value costs, in members copied: the members of the open
         objects and arrays, and the string still arriving (joined anew each time)."""
