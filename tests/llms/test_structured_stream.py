@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from chainkit import llms
+from chainkit import chains, llms
 from chainkit.llms.openai.chat import OpenAI
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests.support.openai_server import Call, OpenAIServer, Reply
@@ -113,3 +113,33 @@ def copied_per_character(size: int) -> float:
 def test_the_partials_of_a_long_string_cost_in_proportion_to_the_reply() -> None:
     # Each partial joins the string so far: made every chunk, that would be quadratic.
     assert copied_per_character(32_000) <= 1.25 * copied_per_character(8_000)
+
+
+class OrderChain(chains.Chain):
+    """A chain that asks its model for an Order: a run that `chains.stream` watches."""
+
+    def __init__(self, llm: llms.Model) -> None:
+        self.llm = llm
+
+    @property
+    def input_keys(self) -> list[str]:
+        return ["question"]
+
+    @property
+    def output_keys(self) -> list[str]:
+        return ["order"]
+
+    def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+        return {"order": llms.generate_object(self.llm, inputs["question"], Order)}
+
+
+def test_under_chains_stream_the_partials_cost_in_proportion_to_the_reply_too() -> None:
+    data, reply = order_reply(600)
+    chain = OrderChain(llms.FakeLLM([reply], chunk_size=4))
+    values = [
+        event.data["value"]
+        for event in chains.stream(chain, {"question": "Go"})
+        if event.kind == "partial_object"
+    ]
+    assert values[-1] == data
+    assert sum(len(value.get("lines", ())) for value in values) <= 8 * len(reply)
