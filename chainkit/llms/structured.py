@@ -17,7 +17,7 @@ from typing import Any, Final, Generic, Literal, TypeVar, Unpack, overload
 
 from chainkit._jsonschema.lenient import ObjectStream
 from chainkit._jsonschema.output import WRAPPER_KEY, Invalid, OutputShape
-from chainkit._jsonschema.partial import typed_partial
+from chainkit._jsonschema.partial import PartialBuilder
 from chainkit._jsonschema.specs import INVALID, compile_type
 from chainkit._text import described
 from chainkit.callbacks.run import active_handler, tokens_wanted
@@ -57,6 +57,9 @@ _REFUSED_STATUSES: Final = frozenset((400, 404, 422, 500))
 _COPIES_PER_CHAR: Final = 8
 """How many members of open objects a partial value may copy per character read since the
 last one."""
+_BUILT_PER_CHAR: Final = 4
+"""How many values a typed partial (built anew each time) may hold per character read since
+the last one: building a value costs about as much as reading a few characters."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +110,7 @@ class _Partials:
     def __init__(self, shape: OutputShape, streamed: _Streamed) -> None:
         self.shape = shape
         self.on_partial = streamed.on_partial
-        self.typed = streamed.typed_partials
+        self.builder = PartialBuilder(shape.output_type) if streamed.typed_partials else None
         self.user = streamed.streaming_func
         self.on_item = streamed.on_item
         self.item_spec = None if shape.item_type is None else compile_type(shape.item_type)
@@ -129,8 +132,11 @@ class _Partials:
         self.unshown += len(chunk)
         if self.on_item is not None:
             self.hand_on_items(self.on_item)
-        cost = self.stream.values_read if self.typed else self.stream.copy_cost
-        if self.unshown * _COPIES_PER_CHAR >= cost:
+        if self.builder is None:
+            due = self.unshown * _COPIES_PER_CHAR >= self.stream.copy_cost
+        else:
+            due = self.unshown * _BUILT_PER_CHAR >= self.stream.values_read
+        if due:
             self.hand_on()
 
     def finish(self, text: str) -> None:
@@ -160,10 +166,10 @@ class _Partials:
             handler.handle_partial_object(value)
 
     def tell(self, on_partial: PartialFunc, value: object) -> None:
-        if not self.typed:
+        if self.builder is None:
             on_partial(value)
             return
-        shown = typed_partial(self.shape.output_type, value)
+        shown = self.builder.build(value)
         # Two partial values may build alike: a string cut short for an enum is None.
         if shown != self.last_shown:
             self.last_shown = shown

@@ -143,3 +143,17 @@ def test_under_chains_stream_the_partials_cost_in_proportion_to_the_reply_too() 
     ]
     assert values[-1] == data
     assert sum(len(value.get("lines", ())) for value in values) <= 8 * len(reply)
+
+
+def test_typed_partials_of_a_long_list_cost_in_proportion_to_the_reply() -> None:
+    _, reply = order_reply(3000)
+    partials: list[Any] = []
+    model = llms.FakeLLM([reply], chunk_size=4)
+    order = llms.generate_object(
+        model, "Go", Order, on_partial=partials.append, typed_partials=True
+    )
+    assert partials[-1] == order
+    # Each typed partial is built whole: together no more values than a few per character.
+    built = sum(1 + 3 * len(partial.lines) for partial in partials)
+    assert built <= 4 * len(reply) + 100
+    assert len(partials) > 100
