@@ -104,8 +104,8 @@ class _Partials:
     A partial value shares its finished members with the one before and copies only the
     objects and arrays still open (built into the type, it is made anew); so that a long
     list does not cost a copy per chunk, the next one is made once the text since the last
-    pays for it (`_COPIES_PER_CHAR`). The whole stream then costs time linear in the reply,
-    and the last partial is the whole value (`finish`)."""
+    pays for it (`_COPIES_PER_CHAR`, `_BUILT_PER_CHAR`). The whole stream then costs time
+    linear in the reply, and the last partial is the whole value (`finish`)."""
 
     def __init__(self, shape: OutputShape, streamed: _Streamed) -> None:
         self.shape = shape
@@ -113,7 +113,7 @@ class _Partials:
         self.builder = PartialBuilder(shape.output_type) if streamed.typed_partials else None
         self.user = streamed.streaming_func
         self.on_item = streamed.on_item
-        self.item_spec = None if shape.item_type is None else compile_type(shape.item_type)
+        self.item_spec = None if self.on_item is None else compile_type(shape.item_type)
         self.handed = 0  # items handed on, across attempts: each is handed on once
         self.restart()
 
