@@ -97,6 +97,8 @@ def test_readme_has_the_two_setup_commands():
     assert '<!-- setup:test -->\n```sh\npip install -e ".[dev]" && pytest\n```' in text
 
 
+# A page's blocks run one after another, each under BLOCK_TIMEOUT: the page gets their sum.
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
 def test_every_block_of_the_page_runs(page: Path, openai_server: OpenAIServer, tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
