@@ -60,7 +60,7 @@ class Block:
     output: str | None = None
 
     def where(self) -> str:
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
+        return f"{os.path.relpath(self.page, ROOT)}:{self.line}"
 
 
 def page_blocks(page: Path) -> list[Block]:
@@ -214,6 +214,13 @@ def test_a_page_s_blocks_pair_with_their_outputs(tmp_path: Path):
         ("python", "pkg/mod.py", "X = 2\n", None),
         ("sh", None, 'echo "```"\n', None),
     ]
+
+
+def test_an_output_block_must_follow_a_block(tmp_path: Path):
+    page = tmp_path / "page.md"
+    page.write_text('```python\nprint(1)\n```\n\nSo:\n\n```text title="Output"\n1\n```\n')
+    with pytest.raises(AssertionError, match="must follow the block"):
+        page_blocks(page)
 
 
 def test_an_output_is_compared_whole_with_dots_for_any_text():
