@@ -137,6 +137,14 @@ def test_every_block_of_the_page_runs(page: Path, openai_server: OpenAIServer, t
                 assert_prints(block, stdout)
 
 
+def test_the_readme_links_to_files_that_exist():
+    # The site's own links are checked by its strict build; the README is not part of it.
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text)
+    assert "docs/agents.md" in targets
+    assert [target for target in targets if not (ROOT / target).is_file()] == []
+
+
 def test_the_site_builds_with_warnings_as_errors(tmp_path: Path):
     # .ci/run builds it too; here a broken link or anchor fails where the pages are tested.
     needs("mkdocs")
