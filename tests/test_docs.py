@@ -25,6 +25,7 @@ import re
 import shlex
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,8 +42,11 @@ DEFAULT_REPLY = "hello from the loopback server"
 RUN_LANGUAGES = {"python", "sh"}
 BLOCK_TIMEOUT = 120
 
+# A fenced block, also one indented in a list item (its lines lose that indent).
 _FENCE = re.compile(
-    r"^(?P<fence>```+)(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$", re.M | re.S
+    r"^(?P<indent>[ ]*)(?P<fence>```+)(?P<info>[^\n`]*)\n"
+    r"(?P<body>.*?)^(?P=indent)(?P=fence)[ \t]*$",
+    re.M | re.S,
 )
 _TITLE = re.compile(r'title="([^"]*)"')
 _REPLIES = re.compile(r"<!-- server replies: (.*?) -->\s*\Z", re.S)
@@ -77,7 +81,7 @@ def page_blocks(page: Path) -> list[Block]:
             line=text.count("\n", 0, match.start()) + 1,
             language=language,
             title=title[1] if title else None,
-            body=match["body"],
+            body=textwrap.dedent(match["body"]) if match["indent"] else match["body"],
             before=text[end : match.start()],
         )
         end = match.end()
@@ -213,7 +217,8 @@ def test_a_page_s_blocks_pair_with_their_outputs(tmp_path: Path):
     page = tmp_path / "page.md"
     page.write_text(
         'Text.\n\n```python\nprint(1)\n```\n\n```text title="Output"\n1\n```\n\n'
-        '```python title="pkg/mod.py"\nX = 2\n```\n\n````sh\necho "```"\n````\n',
+        '```python title="pkg/mod.py"\nX = 2\n```\n\n````sh\necho "```"\n````\n'
+        "- In a list:\n\n  ```python\n  if True:\n      print(2)\n  ```\n",
         encoding="utf-8",
     )
     blocks = page_blocks(page)
@@ -221,6 +226,7 @@ def test_a_page_s_blocks_pair_with_their_outputs(tmp_path: Path):
         ("python", None, "print(1)\n", "1\n"),
         ("python", "pkg/mod.py", "X = 2\n", None),
         ("sh", None, 'echo "```"\n', None),
+        ("python", None, "if True:\n    print(2)\n", None),
     ]
 
 
