@@ -9,15 +9,21 @@ The form, version 1::
      "steps": [{"tool": "add", "tool_input": "…", "log": "…", "tool_call_id": "c1",
                 "reply": {…a Message…} | "same" | null, "observation": "…"}],
      "pending": [{…a step without its observation…, "started": true,
-                  "observation": "…" | null}]}
+                  "observation": "…" | null, "answers": […], "asked": … | null}],
+     "saved": 3}
 
 `status` is "running" (also for a run whose process died), "paused" (its pending calls wait for
 approval, none started) or "finished". `steps` are the completed steps; `pending` the calls of
 the step in progress, each `started` once it may have begun and with its `observation` once it
-completed. `reply` is the assistant message a native call came from; "same" says it is the
-previous call's (one reply, several calls), so the conversation is rebuilt exactly.
-`iteration` counts the model's plans so far; `outputs` are a finished run's (when they are
-JSON).
+completed. A call's `answers` are what people answered for it, in order: the decision on its
+approval (`{"kind": "approve"}`, `{"kind": "deny", "reason": …}`, `{"kind": "edit",
+"arguments": …}`) first when its tool asks for one, then the answers to the questions its tool
+asked (`agents.interrupt`); `asked` is the question it waits on (null when it waits for none).
+`saved` counts the saves of the run in its store: a store refuses a state older than its
+record (see `checkpoints.Checkpointer`). `reply` is the assistant message a native call came
+from; "same" says it is the previous call's (one reply, several calls), so the conversation is
+rebuilt exactly. `iteration` counts the model's plans so far; `outputs` are a finished run's
+(when they are JSON).
 """
 
 from __future__ import annotations
@@ -43,6 +49,12 @@ class PendingCall:
     action: AgentAction
     started: bool = False
     observation: str | None = None
+    answers: list[Any] = field(default_factory=list)
+    """What people answered for this call (JSON): its approval decision first when its tool
+    needs one, then the answers to its tool's questions."""
+    asked: Any = None
+    """The question (JSON) the call waits on a person for: an approval request or its tool's
+    `agents.interrupt`; None when it waits for none."""
 
 
 @dataclass(slots=True)
@@ -61,6 +73,9 @@ class RunState:
     """"paused": stopped at a step whose calls wait for a person's decisions (approval)."""
     outputs: dict[str, Any] | None = None
     """A finished run's outputs, when they are JSON (a typed answer is not)."""
+    saved: int = 0
+    """How many times the run was saved in its store: the version of the record this state
+    was read from or last written as (0: never saved)."""
 
     def header(self) -> dict[str, Any]:
         """The part that never changes during the run."""
@@ -83,9 +98,12 @@ class RunState:
                     **action_dict(p.action, _previous(self.pending, i)),
                     "started": p.started,
                     "observation": p.observation,
+                    "answers": p.answers,
+                    "asked": p.asked,
                 }
                 for i, p in enumerate(self.pending)
             ],
+            "saved": self.saved,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -111,7 +129,11 @@ class RunState:
             pending: list[PendingCall] = []
             for item in data["pending"]:
                 action = _action(item, pending[-1].action if pending else None)
-                pending.append(PendingCall(action, bool(item["started"]), item["observation"]))
+                answers = list(item.get("answers", []))
+                started, observation = bool(item["started"]), item["observation"]
+                pending.append(
+                    PendingCall(action, started, observation, answers, item.get("asked"))
+                )
             return cls(
                 _text(data["run_id"], "run_id"),
                 _text(agent["kind"], "agent kind"),
@@ -122,6 +144,7 @@ class RunState:
                 int(data["iteration"]),
                 _status(data["status"]),
                 data.get("outputs"),
+                int(data.get("saved", 0)),
             )
         except StateFormatError:
             raise

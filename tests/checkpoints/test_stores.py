@@ -39,13 +39,22 @@ def test_a_saved_state_loads_back_step_by_step(open_store: Callable[[], Any], ru
     assert (summary.agent, summary.status, summary.steps) == ("ToolCallingAgent", "running", 5)
 
 
-def test_an_earlier_state_saved_again_replaces_the_later_one(
+def test_a_state_older_than_the_record_is_refused_and_the_record_kept(
     open_store: Callable[[], Any], run_id: str
 ) -> None:
     store = open_store()
-    store.save(_state(run_id, 4))
-    open_store().save(_state(run_id, 1))  # another store object: it knows nothing of the 4
-    assert len(open_store().load(run_id).steps) == 1
+    state = _state(run_id, 1)
+    store.save(state)
+    earlier = checkpoints.RunState.from_json(state.to_json())  # a copy, kept "anywhere"
+    state.steps.extend(_state(run_id, 4).steps[1:])
+    store.save(state)
+    with pytest.raises(checkpoints.StaleStateError, match=f"{run_id}.*state is of save 1"):
+        open_store().save(earlier)  # another store object: it knows nothing of the 4
+    loaded = open_store().load(run_id)
+    assert (len(loaded.steps), loaded.saved) == (4, 2)
+    with pytest.raises(checkpoints.RunExistsError, match=run_id):
+        open_store().save(_state(run_id, 0))  # a new run under the same id
+    assert len(open_store().load(run_id).steps) == 4
 
 
 def test_an_unknown_run_is_named(open_store: Callable[[], Any], run_id: str) -> None:
