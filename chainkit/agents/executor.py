@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Literal, Never
 
-from chainkit._stop import stop_escaped
 from chainkit.agents import _executor_settings as settings
 from chainkit.agents import _journal as journals
 from chainkit.agents._deadline import (
@@ -30,50 +29,35 @@ from chainkit.agents._deadline import (
     tools_interrupted,
     within,
 )
+from chainkit.agents._gate import Gate, Request
+from chainkit.agents._tool_call import ToolCalls
 from chainkit.agents._typed_answer import TypedAnswer
 from chainkit.agents.agent import Agent
 from chainkit.agents.approval import (
     PENDING_KEY,
     ApprovalRequest,
     Approver,
-    Decision,
     Denial,
-    GivenDecisions,
-    InlineApproval,
     PendingApproval,
-    applied,
     check_approver,
-    needs_approval,
-    report_decided,
     report_required,
-    request_for,
-    requires_approval_of,
-    waiting_key,
 )
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
     PARSE_ERROR_TOOL,
-    AgentConfigError,
     NoReturnError,
     NotFinishedError,
     OutputParserError,
-    UnknownToolError,
 )
 from chainkit.callbacks import CombiningHandler, Handlers
 from chainkit.callbacks.pacing import Pacer, pacer_of
-from chainkit.callbacks.run import Run, active_handler, enter
+from chainkit.callbacks.run import active_handler
 from chainkit.chains import Chain, Resumption
 from chainkit.checkpoints import Checkpointer, PendingCall, RunState
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Memory
-from chainkit.tools import Tool, ToolError
-from chainkit.tools.toolset import observation as observation_of
 
 INTERMEDIATE_STEPS_KEY = "intermediate_steps"
 _AS_IT_IS = ParserErrorHandler()
-_UNKNOWN_TOOL = "(unknown tool)"
-"""The name of the run of an action naming no tool of the agent: never the name the model
-wrote, which may be anything (the user's words among them), as a run's name becomes a span
-name and a trace's label; the run's UnknownToolError names it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +107,12 @@ class _RunState:
     pacer: Pacer | None
     journal: journals.Journal | None
 
+    def ended(self) -> None:
+        """The run's end, however it ends (answered, paused, failed, cancelled): its hold on
+        the run in the store is let go, here only, so a loop collected later lets nothing go."""
+        if self.journal is not None:
+            self.journal.release()
+
 
 @dataclass(frozen=True, slots=True)
 class _Stopped:
@@ -134,14 +124,14 @@ class _Stopped:
 
 @dataclass(frozen=True, slots=True)
 class _Paused:
-    """A run stopped for decisions on its calls."""
+    """A run stopped for people's answers on its calls."""
 
     pending: PendingApproval
 
 
 _Steps = Generator[_Request, Any, "dict[str, Any] | _Stopped | _Paused"]
 """Yields what it needs done; returns the run's outputs, the limit that stopped it, or the
-calls it waits for decisions on."""
+calls it waits for people's answers on."""
 
 
 class Executor(Chain):
@@ -170,11 +160,16 @@ class Executor(Chain):
       runs on those). An async `approve` needs an async run. Without `approve=`, the run
       pauses at the first step with a call needing approval: its outputs' "pending" is an
       `agents.PendingApproval` (the waiting requests and the run's state), which
-      `chains.resume(executor, state, decisions)` continues.
+      `chains.resume(executor, state, decisions)` continues. A decision is saved in the run's
+      state before its call starts.
+    - A tool may ask a person a question (`agents.interrupt`): the run pauses as it does for
+      approval, and resumes with the answer.
     - With a `checkpointer` (a `checkpoints.Checkpointer`, such as `checkpoints.SQLiteStore`),
       the run's state is saved when it starts, when a step's tools start and as each
       completes, and when it finishes; `chains.resume(executor, run_id)` continues a run that
-      stopped (see `resume`). Its inputs must be JSON.
+      stopped (see `_resumed`). Its inputs must be JSON. A new run under an id the store holds
+      a run of already (`checkpoints.named_run`) is refused with RunExistsError before
+      anything runs.
     """
 
     def __init__(
@@ -221,9 +216,8 @@ class Executor(Chain):
         self.output_type = output_type
         self._typed_answer = None if output_type is None else TypedAnswer(output_type)
         self.approve = approve
-        marked = any(requires_approval_of(tool) for tool in toolset)
-        self._approval = InlineApproval(approve) if approve is not None and marked else None
-        self._defers = approve is None and marked
+        self._gate = Gate(toolset, approve)
+        self._calls = ToolCalls(toolset, self._gate, handle_tool_errors)
         self.checkpointer = checkpointer
 
     def __repr__(self) -> str:
@@ -247,25 +241,32 @@ class Executor(Chain):
 
     def _resumed(self, given: object, decisions: object, interrupted: object) -> Resumption:
         """Continues a run that stopped: `given` is its id in the checkpointer, or its
-        `checkpoints.RunState` (or that state's JSON form, as a dict or a str).
+        `checkpoints.RunState` (or that state's JSON form, as a dict or a str). With a
+        checkpointer, the store's record of the run is what continues: a state given that is
+        older (resumed already) continues from the record, and with decisions is refused
+        (checkpoints.StaleStateError), so no call runs twice.
 
         A call that completed is not repeated. A call that started but did not complete is
         repeated when its tool is idempotent (`Tool.idempotent`); otherwise `interrupted`
         decides: "raise" (the default) raises checkpoints.InterruptedCallError naming it,
         "repeat" calls it again, "skip" gives the model an observation saying its outcome is
-        unknown. `decisions` are for the calls a run paused on for approval (see
-        `agents.PendingApproval`): a dict of each waiting call's `tool_call_id` (its position
-        among the requests for a call without one) to `agents.Approve()`, `Deny(reason)` or
-        `Edit(arguments)`, or a list in the requests' order."""
-        journal = journals.resume(self.checkpointer, self.agent, self._toolset, given, interrupted)
-        try:
-            journal.decisions = self._given_decisions(journal, decisions)
-        except BaseException:
-            journal.release()
-            raise
+        unknown. A call decided before the run stopped keeps its decision (a denied one never
+        runs, an edited one runs as edited); one that waited for a person waits still.
+        `decisions` are for the calls a run paused on (see `agents.PendingApproval`): a dict
+        of each waiting call's `tool_call_id` (its position among the requests for a call
+        without one) to `agents.Approve()`, `Deny(reason)` or `Edit(arguments)`, or to the
+        answer to its tool's question; or a list in the requests' order."""
+        journal = journals.resume(
+            self.checkpointer,
+            self.agent,
+            self._gate,
+            self._toolset,
+            given,
+            decisions,
+            interrupted,
+        )
         inputs = journal.state.inputs
         if journal.state.outputs is not None:  # it finished: its answer, again
-            journal.release()
             outputs = journal.state.outputs
             if self.return_intermediate_steps:
                 outputs = {**outputs, INTERMEDIATE_STEPS_KEY: journal.state.steps}
@@ -283,58 +284,35 @@ class Executor(Chain):
 
         return Resumption(dict(inputs), call, acall, journal.release)
 
-    def _given_decisions(
-        self, journal: journals.Journal, decisions: object
-    ) -> GivenDecisions | None:
-        """The decisions for the calls the run paused on; refuses decisions for a run that
-        has none waiting, and a run with some waiting but no decisions (nor `approve=`)."""
-        requests = self.waiting_requests(journal.state)
-        if not requests:
-            if decisions is not None:
-                raise AgentConfigError(
-                    f"decisions are for a run paused for approval; run "
-                    f"{journal.state.run_id!r} has no call waiting for one, so give none"
-                )
-            return None
-        if decisions is None:
-            if self._approval is not None:
-                return None  # approve= decides them
-            waiting = [waiting_key(request, i) for i, request in enumerate(requests)]
-            raise AgentConfigError(
-                f"run {journal.state.run_id!r} is paused for approval of calls {waiting}: "
-                "give decisions (agents.Approve(), Deny(reason) or Edit(arguments)) for each"
-            )
-        return GivenDecisions(requests, decisions)
-
-    def waiting_requests(self, state: RunState) -> list[ApprovalRequest]:
-        """The approval requests a paused run waits on (its state, as
-        `PendingApproval.state` holds it or a checkpointer saved it), in the order decisions
-        given as a list follow; none for a run that waits for no decision."""
-        return self._waiting(state, state.iteration)
-
-    def _waiting(self, state: RunState, step: int) -> list[ApprovalRequest]:
-        """The requests for the calls of the state's pending step that wait for a decision."""
-        requests = []
-        for entry in state.pending:
-            tool = self._toolset.find(entry.action.tool)
-            if entry.started or tool is None or not needs_approval(tool, entry.action):
-                continue
-            requests.append(request_for(tool, entry.action, state.run_id, step))
-        return requests
+    def waiting_requests(self, state: RunState) -> list[Request]:
+        """The requests a paused run waits on (its state, as `PendingApproval.state` holds
+        it or a checkpointer saved it), in the order answers given as a list follow: an
+        `agents.ApprovalRequest` or an `agents.InputRequest` each; none for a run that waits
+        for no one."""
+        return [request for _, request in self._gate.waiting(state, state.iteration)]
 
     def _pause(self, actions: list[AgentAction], step: int, run: _RunState) -> _Paused | None:
-        """Pauses a run without `approve=` at a step with calls needing approval: its state
-        is saved (with a checkpointer) and the requests reported."""
+        """Pauses a run without `approve=` at a step with calls needing approval, before any
+        of its calls runs: its state is saved (with a checkpointer) and the requests
+        reported."""
         journal = run.journal
         assert journal is not None  # a run that may pause keeps its state
-        waiting = [PendingCall(action) for action in actions]
-        state = replace(journal.state, pending=waiting)
-        requests = self._waiting(state, step)
-        if not requests:
+        state = replace(journal.state, pending=[PendingCall(action) for action in actions])
+        if not self._gate.waiting(state, step):
             return None
         journal.paused(actions)
+        return self._paused(run, step)
+
+    def _paused(self, run: _RunState, step: int) -> _Paused:
+        """The run stopped for the answers its pending calls wait on, reported."""
+        journal = run.journal
+        assert journal is not None
+        if journal.state.status != "paused":
+            journal.paused()
+        requests = [request for _, request in self._gate.waiting(journal.state, step)]
         for request in requests:
-            report_required(run.callbacks, request)
+            if isinstance(request, ApprovalRequest):
+                report_required(run.callbacks, request)
         return _Paused(PendingApproval(requests, journal.state))
 
     def _drive(self, run: _RunState) -> dict[str, Any]:
@@ -342,14 +320,17 @@ class Executor(Chain):
         if run.journal is not None:
             perform = self._journaled
         loop = self._loop(run)
-        request = next(loop)
-        while not isinstance(request, _Done):
-            try:
-                result = perform(request, run)
-            except (OutputParserError, Interrupted) as error:
-                request = loop.throw(error)
-            else:
-                request = loop.send(result)
+        try:
+            request = next(loop)
+            while not isinstance(request, _Done):
+                try:
+                    result = perform(request, run)
+                except (OutputParserError, Interrupted) as error:
+                    request = loop.throw(error)
+                else:
+                    request = loop.send(result)
+        finally:
+            run.ended()
         loop.close()
         return request.outputs
 
@@ -358,14 +339,17 @@ class Executor(Chain):
         if run.journal is not None:
             perform = self._ajournaled
         loop = self._loop(run)
-        request = next(loop)
-        while not isinstance(request, _Done):
-            try:
-                result = await perform(request, run)
-            except (OutputParserError, Interrupted) as error:
-                request = loop.throw(error)
-            else:
-                request = loop.send(result)
+        try:
+            request = next(loop)
+            while not isinstance(request, _Done):
+                try:
+                    result = await perform(request, run)
+                except (OutputParserError, Interrupted) as error:
+                    request = loop.throw(error)
+                else:
+                    request = loop.send(result)
+        finally:
+            run.ended()
         loop.close()
         return request.outputs
 
@@ -381,7 +365,7 @@ class Executor(Chain):
             steps = journal.state.steps
         else:
             steps = []
-            if self.checkpointer is not None or self._defers:
+            if self.checkpointer is not None or self._gate.defers:
                 journal = journals.start(self.checkpointer, self.agent, inputs, steps)
         if self._typed_answer is not None:
             inputs = self._typed_answer.asking(inputs)
@@ -392,17 +376,12 @@ class Executor(Chain):
     # The loop: every decision of a run.
 
     def _loop(self, run: _RunState) -> _Loop:
-        try:
-            ended = yield from self._steps(run)
-            if isinstance(ended, _Paused):
-                yield _Done({self.agent.output_keys[0]: None, PENDING_KEY: ended.pending})
-                return
-            if isinstance(ended, _Stopped):
-                ended = yield from self._stop_early(ended, run)
-        except BaseException:
-            if run.journal is not None:
-                run.journal.release()  # it stays resumable, from its last step
-            raise
+        ended = yield from self._steps(run)
+        if isinstance(ended, _Paused):
+            yield _Done({self.agent.output_keys[0]: None, PENDING_KEY: ended.pending})
+            return
+        if isinstance(ended, _Stopped):
+            ended = yield from self._stop_early(ended, run)
         if run.journal is not None:
             run.journal.finished({k: v for k, v in ended.items() if k != INTERMEDIATE_STEPS_KEY})
         yield _Done(ended)
@@ -418,7 +397,10 @@ class Executor(Chain):
                 iteration = run.journal.state.iteration
                 resumed = run.journal.resumed_actions()
                 if resumed:  # the step it stopped in is finished first
-                    direct = self._record(resumed, (yield _Act(resumed, iteration)), run)
+                    observations = yield _Act(resumed, iteration)
+                    if run.journal.waits():
+                        return self._paused(run, iteration)
+                    direct = self._record(resumed, observations, run)
                     if direct is not None:
                         return self._finish(AgentFinish({self.agent.output_keys[0]: direct}), run)
             while limit is None or iteration < limit:
@@ -445,9 +427,12 @@ class Executor(Chain):
                     return self._out_of_time()
                 if run.callbacks is not None:
                     self._report(decision, run.callbacks)
-                if self._defers and (paused := self._pause(decision, iteration, run)):
+                if self._gate.defers and (paused := self._pause(decision, iteration, run)):
                     return paused
-                direct = self._record(decision, (yield _Act(decision, iteration)), run)
+                observations = yield _Act(decision, iteration)
+                if run.journal is not None and run.journal.waits():
+                    return self._paused(run, iteration)
+                direct = self._record(decision, observations, run)
                 if direct is not None:
                     return self._finish(AgentFinish({self.agent.output_keys[0]: direct}), run)
         except Interrupted as cut:
@@ -524,7 +509,7 @@ class Executor(Chain):
             if type(request) is _Plan:
                 return self.agent.plan(run.steps, run.inputs, **run.options)
             if type(request) is _Act and len(request.actions) == 1:
-                return [self._run_tool(request.actions[0], request.step)]
+                return [self._calls.run(request.actions[0], request.step)]
         match request:
             case _Plan():
                 assert run.deadline is not None  # taken above otherwise
@@ -533,7 +518,7 @@ class Executor(Chain):
                 )
             case _Act(actions=actions, step=step):
                 return act_in_threads(
-                    partial(self._run_tool, step=step),
+                    partial(self._calls.run, step=step),
                     actions,
                     self.max_parallel_tools,
                     run.callbacks,
@@ -548,14 +533,14 @@ class Executor(Chain):
             if type(request) is _Plan:
                 return await self.agent.aplan(run.steps, run.inputs, **run.options)
             if type(request) is _Act and len(request.actions) == 1:
-                return [await self._arun_tool(request.actions[0], request.step)]
+                return [await self._calls.arun(request.actions[0], request.step)]
         match request:
             case _Plan():
                 plan = self.agent.aplan(run.steps, run.inputs, **run.options)
                 return await within(run.deadline, plan, model_interrupted)
             case _Act(actions=actions, step=step):
                 observations: list[str | None] = [None] * len(actions)
-                acting = self._aact(actions, observations, partial(self._arun_tool, step=step))
+                acting = self._aact(actions, observations, partial(self._calls.arun, step=step))
                 return await within(
                     run.deadline, acting, lambda: tools_interrupted(actions, observations)
                 )
@@ -564,58 +549,40 @@ class Executor(Chain):
         raise AssertionError(f"the loop asked for {request!r}")
 
     def _journaled(self, request: _Request, run: _RunState) -> Any:
-        """`_perform` (or `_paced`) for a checkpointed run: a step's tools are saved as
-        started before they run, and each as it completes."""
+        """`_perform` (or `_paced`) for a run that keeps its state: a step's calls are saved
+        as started before they run, and each as it completes."""
         journal = run.journal
         assert journal is not None  # chosen only then
-        perform = self._perform if run.pacer is None else self._paced
-        try:
-            if type(request) is not _Act:
-                if type(request) is _Plan:
-                    journal.planned()
-                return perform(request, run)
-            if run.pacer is not None:
-                _postpone(run.deadline, run.pacer.pause())
-            actions = request.actions
-            journal.acting(actions)
-            given = journal.decisions
-            run_tool = journal.runner(partial(self._run_tool, step=request.step, given=given))
-            if run.deadline is None and len(actions) == 1:
-                return [run_tool(actions[0])]
-            return act_in_threads(
-                run_tool, actions, self.max_parallel_tools, run.callbacks, run.deadline
-            )
-        except (OutputParserError, Interrupted):
-            raise  # the loop's to handle
-        except BaseException:
-            journal.release()
-            raise
+        if type(request) is not _Act:
+            if type(request) is _Plan:
+                journal.planned()
+            return (self._perform if run.pacer is None else self._paced)(request, run)
+        if run.pacer is not None:
+            _postpone(run.deadline, run.pacer.pause())
+        actions, step, calls = request.actions, request.step, self._calls
+        journal.acting(actions, self._gate.waits)
+        run_tool = journal.runner(lambda action, entry: calls.run(action, step, entry, journal))
+        if run.deadline is None and len(actions) == 1:
+            return [run_tool(actions[0])]
+        return act_in_threads(
+            run_tool, actions, self.max_parallel_tools, run.callbacks, run.deadline
+        )
 
     async def _ajournaled(self, request: _Request, run: _RunState) -> Any:
         journal = run.journal
         assert journal is not None
-        perform = self._aperform if run.pacer is None else self._apaced
-        try:
-            if type(request) is not _Act:
-                if type(request) is _Plan:
-                    journal.planned()
-                return await perform(request, run)
-            if run.pacer is not None:
-                _postpone(run.deadline, await run.pacer.apause())
-            actions = request.actions
-            journal.acting(actions)
-            observations: list[str | None] = [None] * len(actions)
-            given = journal.decisions
-            run_tool = journal.arunner(partial(self._arun_tool, step=request.step, given=given))
-            acting = self._aact(actions, observations, run_tool)
-            return await within(
-                run.deadline, acting, lambda: tools_interrupted(actions, observations)
-            )
-        except (OutputParserError, Interrupted):
-            raise
-        except BaseException:
-            journal.release()
-            raise
+        if type(request) is not _Act:
+            if type(request) is _Plan:
+                journal.planned()
+            return await (self._aperform if run.pacer is None else self._apaced)(request, run)
+        if run.pacer is not None:
+            _postpone(run.deadline, await run.pacer.apause())
+        actions, step, calls = request.actions, request.step, self._calls
+        journal.acting(actions, self._gate.waits)
+        observations: list[str | None] = [None] * len(actions)
+        run_tool = journal.arunner(lambda action, entry: calls.arun(action, step, entry, journal))
+        acting = self._aact(actions, observations, run_tool)
+        return await within(run.deadline, acting, lambda: tools_interrupted(actions, observations))
 
     def _paced(self, request: _Request, run: _RunState) -> Any:
         """`_perform`, once the stream's reader has caught up; its wait moves the deadline."""
@@ -654,104 +621,6 @@ class Executor(Chain):
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
-
-    # One tool call: a "tool" run, with its events.
-
-    def _run_tool(self, action: AgentAction, step: int, given: GivenDecisions | None = None) -> str:
-        tool = self._toolset.find(action.tool)
-        name = _UNKNOWN_TOOL if tool is None else tool.name
-        with enter("tool", name, None, action.tool_call_id) as run:
-            if run.handler is not None:
-                run.handler.handle_tool_start(run.name, action.tool_input, action.tool_call_id)
-            if tool is None:
-                return self._unknown_tool(action, run)
-            approval = self._approval if given is None else given
-            if approval is not None and needs_approval(tool, action):
-                request = self._asking(tool, action, run, step)
-                decision = approval.decide(request)
-                decided = self._decided(request, decision, tool, action, run)
-                if isinstance(decided, Denial):
-                    return self._tool_ended(decided, run)
-                action = decided
-            try:
-                if action.tool_call_id is None:
-                    output = tool.call(action.tool_input)
-                else:
-                    output = tool.call_arguments(action.tool_input)
-            except BaseException as error:
-                return self._tool_failed(tool, error, run)
-            return self._tool_ended(output, run)
-
-    async def _arun_tool(
-        self, action: AgentAction, step: int, given: GivenDecisions | None = None
-    ) -> str:
-        tool = self._toolset.find(action.tool)
-        name = _UNKNOWN_TOOL if tool is None else tool.name
-        with enter("tool", name, None, action.tool_call_id) as run:
-            if run.handler is not None:
-                run.handler.handle_tool_start(run.name, action.tool_input, action.tool_call_id)
-            if tool is None:
-                return self._unknown_tool(action, run)
-            approval = self._approval if given is None else given
-            if approval is not None and needs_approval(tool, action):
-                request = self._asking(tool, action, run, step)
-                decision = await approval.adecide(request)
-                decided = self._decided(request, decision, tool, action, run)
-                if isinstance(decided, Denial):
-                    return self._tool_ended(decided, run)
-                action = decided
-            try:
-                if action.tool_call_id is None:
-                    output = await tool.acall(action.tool_input)
-                else:
-                    output = await tool.acall_arguments(action.tool_input)
-            except BaseException as error:
-                return self._tool_failed(tool, error, run)
-            return self._tool_ended(output, run)
-
-    def _asking(self, tool: Tool, action: AgentAction, run: Run, step: int) -> ApprovalRequest:
-        """The request for a decision on this call, reported to the run's handlers."""
-        request = request_for(tool, action, run.parent_id, step)
-        report_required(run.handler, request)
-        return request
-
-    def _decided(
-        self,
-        request: ApprovalRequest,
-        decision: Decision,
-        tool: Tool,
-        action: AgentAction,
-        run: Run,
-    ) -> AgentAction | Denial:
-        """The call to make after `decision`, or its denial; the decision is reported."""
-        report_decided(run.handler, request, decision)
-        return applied(decision, action, tool)
-
-    def _unknown_tool(self, action: AgentAction, run: Run) -> str:
-        """The observation for an action naming no tool of the agent, reported as the run's
-        error."""
-        unknown = UnknownToolError(action.tool, ", ".join(self._toolset.names))
-        run.fail(unknown)
-        return str(unknown)
-
-    def _tool_failed(self, tool: Tool, error: BaseException, run: Run) -> str:
-        """The observation for a tool's failure; re-raises what is not to be observed."""
-        if isinstance(error, StopIteration | StopAsyncIteration):
-            error = stop_escaped(error, f"tool {tool.name!r}")  # as Tool.acall raises it
-        run.fail(error)
-        if isinstance(error, ToolError):
-            return str(error)
-        if self.handle_tool_errors and isinstance(error, Exception):
-            # The type tells the model what went wrong: str(KeyError('42')) is only "'42'".
-            detail = f": {error}" if str(error) else ""
-            return f"Tool error: {type(error).__name__}{detail}"
-        raise error
-
-    def _tool_ended(self, output: object, run: Run) -> str:
-        text = output if isinstance(output, str) else observation_of(output)
-        if run.handler is not None:  # else no one hears the end: no call to make
-            run.end(text)
-        return text
 
 
 def _postpone(deadline: Deadline | None, seconds: float) -> None:

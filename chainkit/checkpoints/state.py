@@ -9,16 +9,17 @@ The form, version 1::
      "steps": [{"tool": "add", "tool_input": "…", "log": "…", "tool_call_id": "c1",
                 "reply": {…a Message…} | "same" | null, "observation": "…"}],
      "pending": [{…a step without its observation…, "started": true,
-                  "observation": "…" | null, "answers": […], "asked": … | null}],
+                  "observation": "…" | null, "decision": {…} | null, "answers": […],
+                  "asked": … | null}],
      "saved": 3}
 
 `status` is "running" (also for a run whose process died), "paused" (its pending calls wait for
 approval, none started) or "finished". `steps` are the completed steps; `pending` the calls of
 the step in progress, each `started` once it may have begun and with its `observation` once it
-completed. A call's `answers` are what people answered for it, in order: the decision on its
-approval (`{"kind": "approve"}`, `{"kind": "deny", "reason": …}`, `{"kind": "edit",
-"arguments": …}`) first when its tool asks for one, then the answers to the questions its tool
-asked (`agents.interrupt`); `asked` is the question it waits on (null when it waits for none).
+completed. A call's `decision` is a person's decision on its approval (`{"kind": "approve"}`,
+`{"kind": "deny", "reason": …}`, `{"kind": "edit", "arguments": …}`), saved before the call
+starts; `answers` are the answers to the questions its tool asked (`agents.interrupt`), in
+order, and `asked` the question it waits on (null when it waits for none).
 `saved` counts the saves of the run in its store: a store refuses a state older than its
 record (see `checkpoints.Checkpointer`). `reply` is the assistant message a native call came
 from; "same" says it is the previous call's (one reply, several calls), so the conversation is
@@ -49,12 +50,12 @@ class PendingCall:
     action: AgentAction
     started: bool = False
     observation: str | None = None
+    decision: dict[str, Any] | None = None
+    """A person's decision on the call's approval, as JSON (`agents.approval.decision_data`)."""
     answers: list[Any] = field(default_factory=list)
-    """What people answered for this call (JSON): its approval decision first when its tool
-    needs one, then the answers to its tool's questions."""
+    """The answers (JSON) to the questions the call's tool asked (`agents.interrupt`)."""
     asked: Any = None
-    """The question (JSON) the call waits on a person for: an approval request or its tool's
-    `agents.interrupt`; None when it waits for none."""
+    """The question (JSON) of the call's tool that waits for an answer; None when none does."""
 
 
 @dataclass(slots=True)
@@ -98,6 +99,7 @@ class RunState:
                     **action_dict(p.action, _previous(self.pending, i)),
                     "started": p.started,
                     "observation": p.observation,
+                    "decision": p.decision,
                     "answers": p.answers,
                     "asked": p.asked,
                 }
@@ -129,11 +131,11 @@ class RunState:
             pending: list[PendingCall] = []
             for item in data["pending"]:
                 action = _action(item, pending[-1].action if pending else None)
-                answers = list(item.get("answers", []))
                 started, observation = bool(item["started"]), item["observation"]
-                pending.append(
-                    PendingCall(action, started, observation, answers, item.get("asked"))
-                )
+                decision, asked = item.get("decision"), item.get("asked")
+                answers = list(item.get("answers", []))
+                entry = PendingCall(action, started, observation, decision, answers, asked)
+                pending.append(entry)
             return cls(
                 _text(data["run_id"], "run_id"),
                 _text(agent["kind"], "agent kind"),
