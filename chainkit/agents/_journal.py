@@ -7,12 +7,16 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 from chainkit._text import described
 from chainkit.agents._gate import Gate
+from chainkit.agents._tool_call import ToolCalls, Waiting
 from chainkit.agents.agent import Agent
-from chainkit.agents.approval import Denial
+from chainkit.agents.approval import ApprovalRequest, Denial, PendingApproval, report_required
+from chainkit.callbacks import CombiningHandler
+from chainkit.chains import Resumption
 from chainkit.checkpoints import (
     CheckpointConfigError,
     Checkpointer,
@@ -37,13 +41,6 @@ Waits = Callable[[AgentAction], bool] | None
 """Whether a call waits for a person's decision before it starts (None: no call does)."""
 
 
-class Waiting(str):
-    """The observation of a call that waits for a person: not one the model reads; the run
-    pauses at the end of its step."""
-
-    __slots__ = ()
-
-
 class Journal:
     """The state of one run, shared with its loop (the same list of steps), saved to `store`
     (None: a state resumed without a store is kept in memory only), which `held` the run
@@ -63,7 +60,41 @@ class Journal:
         """The calls of the step the run stopped in, to finish before planning again."""
         return [entry.action for entry in self.state.pending]
 
-    def acting(self, actions: list[AgentAction], waits: Waits) -> None:
+    def acting(
+        self, actions: list[AgentAction], step: int, calls: ToolCalls, waits: Waits
+    ) -> Callable[[AgentAction], str]:
+        """Saves the step's calls as started (see `_started`); returns how each is run: as
+        `calls` runs it, skipped for a call completed before, its observation saved after."""
+        self._started(actions, waits)
+
+        def run(action: AgentAction) -> str:
+            entry = self._entries[id(action)]
+            if entry.observation is not None:
+                return _observed(entry)
+            observation = calls.run(action, step, entry, self)
+            if type(observation) is not Waiting:
+                self._completed(entry, observation)
+            return observation
+
+        return run
+
+    def aacting(
+        self, actions: list[AgentAction], step: int, calls: ToolCalls, waits: Waits
+    ) -> Callable[[AgentAction], Awaitable[str]]:
+        self._started(actions, waits)
+
+        async def run(action: AgentAction) -> str:
+            entry = self._entries[id(action)]
+            if entry.observation is not None:
+                return _observed(entry)
+            observation = await calls.arun(action, step, entry, self)
+            if type(observation) is not Waiting:
+                self._completed(entry, observation)
+            return observation
+
+        return run
+
+    def _started(self, actions: list[AgentAction], waits: Waits) -> None:
         """Saves the step's calls as started, but those waiting for a person's decision (each
         starts as it is decided); the resumed step's with the answers it was given."""
         pending = self.state.pending
@@ -78,36 +109,6 @@ class Journal:
             ]
             self._entries = {id(p.action): p for p in self.state.pending}
         self._save()
-
-    def runner(
-        self, run_tool: Callable[[AgentAction, PendingCall], str]
-    ) -> Callable[[AgentAction], str]:
-        """`run_tool`, skipped for a call completed before, its observation saved after."""
-
-        def run(action: AgentAction) -> str:
-            entry = self._entries[id(action)]
-            if entry.observation is not None:
-                return _observed(entry)
-            observation = run_tool(action, entry)
-            if type(observation) is not Waiting:
-                self._completed(entry, observation)
-            return observation
-
-        return run
-
-    def arunner(
-        self, run_tool: Callable[[AgentAction, PendingCall], Awaitable[str]]
-    ) -> Callable[[AgentAction], Awaitable[str]]:
-        async def run(action: AgentAction) -> str:
-            entry = self._entries[id(action)]
-            if entry.observation is not None:
-                return _observed(entry)
-            observation = await run_tool(action, entry)
-            if type(observation) is not Waiting:
-                self._completed(entry, observation)
-            return observation
-
-        return run
 
     def _completed(self, entry: PendingCall, observation: str) -> None:
         with self._lock:
@@ -133,13 +134,25 @@ class Journal:
         """Whether a call of the step just run waits for a person."""
         return any(entry.observation is None for entry in self.state.pending)
 
-    def paused(self, actions: list[AgentAction] | None = None) -> None:
-        """Saves the run as waiting for people's answers: on `actions`, a step none of whose
-        calls started, or on the calls of the step just run that wait."""
-        if actions is not None:
-            self.state.pending = [PendingCall(action) for action in actions]
+    def waits_before(self, actions: list[AgentAction], gate: Gate) -> bool:
+        """Whether a step (of a run without `approve=`) waits for decisions before any of its
+        calls runs; if so its calls are the state's pending ones, none started."""
+        pending = [PendingCall(action) for action in actions]
+        if not gate.waiting(replace(self.state, pending=pending), self.state.iteration):
+            return False
+        self.state.pending = pending
+        return True
+
+    def pause(self, gate: Gate, callbacks: CombiningHandler | None) -> PendingApproval:
+        """Saves the run as waiting for people's answers on its pending calls; what it
+        waits on, each approval reported."""
         self.state.status = "paused"
         self._save()
+        requests = [request for _, request in gate.waiting(self.state, self.state.iteration)]
+        for request in requests:
+            if isinstance(request, ApprovalRequest):
+                report_required(callbacks, request)
+        return PendingApproval(requests, self.state)
 
     def finished(self, outputs: dict[str, Any]) -> None:
         self.state.pending = []
@@ -157,6 +170,15 @@ class Journal:
     def _save(self) -> None:
         if self.store is not None:
             self.store.save(self.state)
+
+
+def answered(inputs: dict[str, Any], outputs: dict[str, Any]) -> Resumption:
+    """The resumption of a finished run: its answer, again."""
+
+    async def again() -> dict[str, Any]:
+        return outputs
+
+    return Resumption(dict(inputs), lambda: outputs, again, lambda: None)
 
 
 def _starts(entry: PendingCall, waits: Waits) -> bool:

@@ -4,11 +4,10 @@ questions (`agents.interrupt`), and its output or failure made the observation."
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from chainkit._stop import stop_escaped
 from chainkit.agents._gate import Gate
-from chainkit.agents._journal import Journal, Waiting
 from chainkit.agents.approval import (
     ApprovalRequest,
     Decision,
@@ -31,6 +30,21 @@ UNKNOWN_TOOL = "(unknown tool)"
 wrote, which may be anything (the user's words among them), as a run's name becomes a span
 name and a trace's label; the run's UnknownToolError names it."""
 WAITING = "(waiting for a person's answer)"
+
+
+class Waiting(str):
+    """The observation of a call that waits for a person: not one the model reads; the run
+    pauses at the end of its step."""
+
+    __slots__ = ()
+
+
+class Journal(Protocol):
+    """Where a call's answers are saved (`agents._journal.Journal`)."""
+
+    def decided(self, entry: PendingCall, decision: dict[str, Any]) -> None: ...
+
+    def asking(self, entry: PendingCall, question: Any) -> None: ...
 
 
 class ToolCalls:

@@ -79,7 +79,7 @@ def test_each_question_in_turn_and_a_state_kept_as_json(mode: Mode, tmp_path: Pa
         "resume", _executor(bank, tmp_path, *calls), first.state.to_json(), ["checking"]
     )
     pending: agents.PendingApproval = second["pending"]
-    assert [r.question for r in pending.requests] == ["move 500?"]
+    assert [getattr(r, "question", r) for r in pending.requests] == ["move 500?"]
     assert pending.state.pending[0].answers == ["checking"]
     outputs = mode.drive(
         "resume", _executor(bank, tmp_path, *calls), pending.state, {"call-0": "yes"}
