@@ -66,34 +66,22 @@ class ToolCalls:
         journal: Journal | None = None,
     ) -> str:
         tool = self._toolset.find(action.tool)
-        with enter(
-            "tool", UNKNOWN_TOOL if tool is None else tool.name, None, action.tool_call_id
-        ) as run:
-            if run.handler is not None:
-                run.handler.handle_tool_start(run.name, action.tool_input, action.tool_call_id)
-            if tool is None:
-                return self._unknown_tool(action, run)
-            gate = self._gate
-            if (gate.inline is not None or gate.defers) and (
-                request := gate.request(tool, action, run.parent_id, step)
-            ) is not None:
-                decision = gate.decided(entry)
-                if decision is None:
-                    if gate.inline is None:  # the run pauses for it, as for a question
-                        return self._waits(None, entry, journal, run)
-                    report_required(run.handler, request)
-                    decision = gate.inline.decide(request)
-                    self._save(decision, entry, journal)
-                decided = self._decided(request, decision, tool, action, run)
-                if isinstance(decided, Denial):
-                    return self._tool_ended(decided, run)
-                action = decided
+        name = UNKNOWN_TOOL if tool is None else tool.name
+        with enter("tool", name, None, action.tool_call_id) as run:
+            gated = self._gated(tool, action, step, entry, journal, run)
+            if isinstance(gated, ApprovalRequest):
+                assert self._gate.inline is not None  # asked of no one else
+                decision = self._gate.inline.decide(gated)
+                gated = self._decided(gated, decision, action, entry, journal, run)
+            if isinstance(gated, str):
+                return gated
+            assert tool is not None  # an unknown tool's call ended in its gate
             try:
                 if entry is None:
-                    output = _call(tool, action)
+                    output = _call(tool, gated)
                 else:
                     with answering(entry.answers):
-                        output = _call(tool, action)
+                        output = _call(tool, gated)
             except Asked as asked:
                 return self._waits(asked.question, entry, journal, run)
             except BaseException as error:
@@ -108,56 +96,83 @@ class ToolCalls:
         journal: Journal | None = None,
     ) -> str:
         tool = self._toolset.find(action.tool)
-        with enter(
-            "tool", UNKNOWN_TOOL if tool is None else tool.name, None, action.tool_call_id
-        ) as run:
-            if run.handler is not None:
-                run.handler.handle_tool_start(run.name, action.tool_input, action.tool_call_id)
-            if tool is None:
-                return self._unknown_tool(action, run)
-            gate = self._gate
-            if (gate.inline is not None or gate.defers) and (
-                request := gate.request(tool, action, run.parent_id, step)
-            ) is not None:
-                decision = gate.decided(entry)
-                if decision is None:
-                    if gate.inline is None:  # the run pauses for it, as for a question
-                        return self._waits(None, entry, journal, run)
-                    report_required(run.handler, request)
-                    decision = await gate.inline.adecide(request)
-                    self._save(decision, entry, journal)
-                decided = self._decided(request, decision, tool, action, run)
-                if isinstance(decided, Denial):
-                    return self._tool_ended(decided, run)
-                action = decided
+        name = UNKNOWN_TOOL if tool is None else tool.name
+        with enter("tool", name, None, action.tool_call_id) as run:
+            gated = self._gated(tool, action, step, entry, journal, run)
+            if isinstance(gated, ApprovalRequest):
+                assert self._gate.inline is not None
+                decision = await self._gate.inline.adecide(gated)
+                gated = self._decided(gated, decision, action, entry, journal, run)
+            if isinstance(gated, str):
+                return gated
+            assert tool is not None
             try:
                 if entry is None:
-                    output = await _acall(tool, action)
+                    output = await _acall(tool, gated)
                 else:
                     with answering(entry.answers):
-                        output = await _acall(tool, action)
+                        output = await _acall(tool, gated)
             except Asked as asked:
                 return self._waits(asked.question, entry, journal, run)
             except BaseException as error:
                 return self._tool_failed(tool, error, run)
             return self._tool_ended(output, run)
 
-    def _save(self, decision: Decision, entry: PendingCall | None, journal: Journal | None) -> None:
-        """Saves an inline decision before the call starts, for a run that keeps its state."""
-        if entry is not None and journal is not None:
-            journal.decided(entry, decision_data(decision))
+    def _gated(
+        self,
+        tool: Tool | None,
+        action: AgentAction,
+        step: int,
+        entry: PendingCall | None,
+        journal: Journal | None,
+        run: Run,
+    ) -> AgentAction | ApprovalRequest | str:
+        """Reports the call's start; what its gate lets through: the call to make, the
+        approval request a person decides inline now, or the observation it ends with (an
+        unknown tool's error, a saved denial, a wait for a person)."""
+        if run.handler is not None:
+            run.handler.handle_tool_start(run.name, action.tool_input, action.tool_call_id)
+        if tool is None:
+            return self._unknown_tool(action, run)
+        gate = self._gate
+        if gate.inline is None and not gate.defers:
+            return action
+        request = gate.request(tool, action, run.parent_id, step)
+        if request is None:
+            return action
+        decision = gate.decided(entry)
+        if decision is not None:
+            return self._applied(request, decision, action, run)
+        if gate.inline is None:  # the run pauses for it, as for a question
+            return self._waits(None, entry, journal, run)
+        report_required(run.handler, request)
+        return request
 
     def _decided(
         self,
         request: ApprovalRequest,
         decision: Decision,
-        tool: Tool,
         action: AgentAction,
+        entry: PendingCall | None,
+        journal: Journal | None,
         run: Run,
-    ) -> AgentAction | Denial:
-        """The call to make after `decision`, or its denial; the decision is reported."""
+    ) -> AgentAction | str:
+        """An inline decision, saved before its call starts (for a run that keeps its
+        state), applied."""
+        if entry is not None and journal is not None:
+            journal.decided(entry, decision_data(decision))
+        return self._applied(request, decision, action, run)
+
+    def _applied(
+        self, request: ApprovalRequest, decision: Decision, action: AgentAction, run: Run
+    ) -> AgentAction | str:
+        """The call to make after `decision`, or its denial as the observation; the
+        decision is reported."""
         report_decided(run.handler, request, decision)
-        return applied(decision, action, tool)
+        tool = self._toolset.find(action.tool)
+        assert tool is not None  # a call of a tool of the agent was decided
+        decided = applied(decision, action, tool)
+        return self._tool_ended(decided, run) if isinstance(decided, Denial) else decided
 
     def _waits(
         self, question: Any, entry: PendingCall | None, journal: Journal | None, run: Run

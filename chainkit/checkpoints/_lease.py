@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import os
 import socket
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
-from chainkit.checkpoints.errors import CheckpointConfigError
+from chainkit.checkpoints.errors import CheckpointConfigError, RunLockedError, RunNotFoundError
 
 LEASE_COLUMNS = {
     "lease_token": "TEXT",
@@ -118,13 +121,31 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def taking(run_id: str, expires: float) -> tuple[str, tuple[object, ...]]:
-    """A new hold's token, and TAKE_LEASE's parameters for it."""
+def take(
+    execute: Callable[[str, tuple[Any, ...]], Any],
+    read_lease: str,
+    take_lease: str,
+    run_id: str,
+    seconds: float,
+) -> str:
+    """Takes the run's lease for this process for `seconds`, inside the store's transaction
+    (READ_LEASE and TAKE_LEASE in its SQL); its token. Raises RunLockedError, naming the
+    holder, while another hold stands."""
+    row = execute(read_lease, (run_id,)).fetchone()
+    if row is None:
+        raise RunNotFoundError(f"no run {run_id!r} in the checkpoint store")
+    now = time.time()
+    if not is_gone(row, now):
+        raise RunLockedError(
+            f"run {run_id!r} is held by {holder_of(row)}, which is running or resuming it"
+        )
     import uuid  # loaded by the first hold, not with the store
 
-    token = uuid.uuid4().hex
-    here = this_process()
-    return token, (token, here.host, here.boot, here.pid, here.started, expires, run_id)
+    token, here = uuid.uuid4().hex, this_process()
+    execute(
+        take_lease, (token, here.host, here.boot, here.pid, here.started, now + seconds, run_id)
+    )
+    return token
 
 
 def checked_seconds(seconds: object) -> float:

@@ -4,8 +4,8 @@ read back."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
 from chainkit.checkpoints.errors import (
     CheckpointError,
@@ -31,9 +31,37 @@ holder of its lease (or anyone while no one holds it); renews the lease. `{same}
 dialect's NULL-safe equality (SQLite's IS, PostgreSQL's IS NOT DISTINCT FROM)."""
 INSERT_RUN = """
 INSERT INTO chainkit_runs (run_id, agent, header, progress, status, steps, updated, version)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING
 """
 READ_VERSION = "SELECT version, lease_token FROM chainkit_runs WHERE run_id = ?"
+
+
+class Dialect(NamedTuple):
+    """The statements of `write_run` in a store's SQL (its placeholders, its NULL-safe
+    equality)."""
+
+    update: str
+    read_version: str
+    insert: str
+
+
+Execute = Callable[[str, tuple[Any, ...]], Any]
+"""A connection's `execute`: a statement and its parameters, to a cursor."""
+
+
+def write_run(
+    execute: Execute, sql: Dialect, state: RunState, now: float, expires: float, held: str | None
+) -> None:
+    """Writes the run's row, inside the store's transaction, over the version the state was
+    read as (`state.saved` counts this save already), renewing the hold `held` (this store's
+    lease token on the run, if any); raises, naming why, when the record moved on, or is
+    held by another store."""
+    if execute(sql.update, updated_row(state, now, expires, held)).rowcount == 1:
+        return
+    stored = execute(sql.read_version, (state.run_id,)).fetchone()
+    if stored is None and execute(sql.insert, inserted_row(state, now)).rowcount == 1:
+        return
+    raise refusal(state, stored or (None, None), held)  # None: another store inserted it
 
 
 def updated_row(state: RunState, now: float, expires: float, held: str | None) -> tuple[Any, ...]:

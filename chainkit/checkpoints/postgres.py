@@ -8,19 +8,8 @@ import time
 from typing import Any
 
 from chainkit.checkpoints import _lease as leases
-from chainkit.checkpoints._rows import (
-    INSERT_RUN,
-    LIST_RUNS,
-    LOAD_RUN,
-    READ_VERSION,
-    UPDATE_RUN,
-    inserted_row,
-    refusal,
-    state_of,
-    step_rows,
-    updated_row,
-)
-from chainkit.checkpoints.errors import CheckpointConfigError, RunLockedError, RunNotFoundError
+from chainkit.checkpoints import _rows as rows
+from chainkit.checkpoints.errors import CheckpointConfigError, RunLockedError
 from chainkit.checkpoints.state import RunState
 from chainkit.checkpoints.store import RunSummary
 
@@ -46,9 +35,12 @@ def _pg(sql: str) -> str:
     return sql.replace("?", "%s")
 
 
-_UPDATE_RUN = _pg(UPDATE_RUN.format(same="IS NOT DISTINCT FROM"))
-_INSERT_RUN = _pg(INSERT_RUN) + " ON CONFLICT (run_id) DO NOTHING"
-_READ_VERSION, _LOAD_RUN = _pg(READ_VERSION), _pg(LOAD_RUN)
+_SQL = rows.Dialect(
+    _pg(rows.UPDATE_RUN.format(same="IS NOT DISTINCT FROM")),
+    _pg(rows.READ_VERSION),
+    _pg(rows.INSERT_RUN),
+)
+_LOAD_RUN = _pg(rows.LOAD_RUN)
 _READ_LEASE = _pg(leases.READ_LEASE) + " FOR UPDATE"
 _TAKE_LEASE, _END_LEASE = _pg(leases.TAKE_LEASE), _pg(leases.END_LEASE)
 
@@ -102,35 +94,23 @@ class PostgresStore:
             state.saved += 1
             try:
                 with connection.transaction():
-                    self._write_run(state)
+                    now, held = time.time(), self._held.get(state.run_id)
+                    expires = now + self._lease_seconds
+                    rows.write_run(connection.execute, _SQL, state, now, expires, held)
                     if start > len(state.steps):  # an earlier state of the run, saved again
                         connection.execute(
                             "DELETE FROM chainkit_steps WHERE run_id = %s AND seq >= %s",
                             (state.run_id, len(state.steps)),
                         )
                         start = len(state.steps)
-                    rows = step_rows(state, start)
-                    if rows:
+                    added = rows.step_rows(state, start)
+                    if added:
                         with connection.cursor() as cursor:
-                            cursor.executemany(_SAVE_STEP, rows)
+                            cursor.executemany(_SAVE_STEP, added)
             except BaseException:
                 state.saved -= 1
                 raise
             self._saved_steps[state.run_id] = len(state.steps)
-
-    def _write_run(self, state: RunState) -> None:
-        """Writes the run's row over the version the state was read as; raises, naming why,
-        when the record moved on or is held by another store."""
-        now, held = time.time(), self._held.get(state.run_id)
-        row = updated_row(state, now, now + self._lease_seconds, held)
-        if self._connection.execute(_UPDATE_RUN, row).rowcount == 1:
-            return
-        stored = self._connection.execute(_READ_VERSION, (state.run_id,)).fetchone()
-        if stored is not None:
-            raise refusal(state, stored, held)
-        inserted = self._connection.execute(_INSERT_RUN, inserted_row(state, now))
-        if inserted.rowcount != 1:  # another store inserted it meanwhile
-            raise refusal(state, (None, None), held)
 
     def load(self, run_id: str) -> RunState:
         with self._lock, self._connection.transaction():
@@ -138,31 +118,22 @@ class PostgresStore:
             steps = self._connection.execute(
                 "SELECT step FROM chainkit_steps WHERE run_id = %s ORDER BY seq", (run_id,)
             ).fetchall()
-        state = state_of(run_id, row, steps)
+        state = rows.state_of(run_id, row, steps)
         self._saved_steps[run_id] = len(state.steps)
         return state
 
     def runs(self) -> list[RunSummary]:
         with self._lock:
-            rows = self._connection.execute(LIST_RUNS).fetchall()
-        return [RunSummary(*row) for row in rows]
+            listed = self._connection.execute(rows.LIST_RUNS).fetchall()
+        return [RunSummary(*row) for row in listed]
 
     def acquire(self, run_id: str) -> None:
         with self._lock:
             if run_id in self._held:
                 raise RunLockedError(f"run {run_id!r} is held already, by this store")
             with self._connection.transaction():
-                row = self._connection.execute(_READ_LEASE, (run_id,)).fetchone()
-                if row is None:
-                    raise RunNotFoundError(f"no run {run_id!r} in the checkpoint store")
-                now = time.time()
-                if not leases.is_gone(row, now):
-                    raise RunLockedError(
-                        f"run {run_id!r} is held by {leases.holder_of(row)}, which is running "
-                        "or resuming it"
-                    )
-                token, taking = leases.taking(run_id, now + self._lease_seconds)
-                self._connection.execute(_TAKE_LEASE, taking)
+                execute, seconds = self._connection.execute, self._lease_seconds
+                token = leases.take(execute, _READ_LEASE, _TAKE_LEASE, run_id, seconds)
             self._held[run_id] = token
 
     def release(self, run_id: str) -> None:

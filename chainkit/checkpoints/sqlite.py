@@ -8,19 +8,8 @@ import threading
 import time
 
 from chainkit.checkpoints import _lease as leases
-from chainkit.checkpoints._rows import (
-    INSERT_RUN,
-    LIST_RUNS,
-    LOAD_RUN,
-    READ_VERSION,
-    UPDATE_RUN,
-    inserted_row,
-    refusal,
-    state_of,
-    step_rows,
-    updated_row,
-)
-from chainkit.checkpoints.errors import CheckpointConfigError, RunLockedError, RunNotFoundError
+from chainkit.checkpoints import _rows as rows
+from chainkit.checkpoints.errors import CheckpointConfigError, RunLockedError
 from chainkit.checkpoints.state import RunState
 from chainkit.checkpoints.store import RunSummary
 
@@ -31,7 +20,7 @@ CREATE TABLE IF NOT EXISTS chainkit_runs (
 CREATE TABLE IF NOT EXISTS chainkit_steps (
     run_id TEXT NOT NULL, seq INTEGER NOT NULL, step TEXT NOT NULL, PRIMARY KEY (run_id, seq));
 """
-_UPDATE_RUN = UPDATE_RUN.format(same="IS")
+_SQL = rows.Dialect(rows.UPDATE_RUN.format(same="IS"), rows.READ_VERSION, rows.INSERT_RUN)
 
 
 class SQLiteStore:
@@ -88,7 +77,9 @@ class SQLiteStore:
             connection.execute("BEGIN IMMEDIATE")
             state.saved += 1
             try:
-                self._write_run(state)
+                now, held = time.time(), self._held.get(state.run_id)
+                expires = now + self._lease_seconds
+                rows.write_run(connection.execute, _SQL, state, now, expires, held)
                 if start > len(state.steps):  # an earlier state of the run, saved again
                     connection.execute(
                         "DELETE FROM chainkit_steps WHERE run_id = ? AND seq >= ?",
@@ -97,7 +88,7 @@ class SQLiteStore:
                     start = len(state.steps)
                 connection.executemany(
                     "INSERT OR REPLACE INTO chainkit_steps VALUES (?, ?, ?)",
-                    step_rows(state, start),
+                    rows.step_rows(state, start),
                 )
             except BaseException:
                 state.saved -= 1
@@ -106,37 +97,25 @@ class SQLiteStore:
             connection.execute("COMMIT")
             self._saved_steps[state.run_id] = len(state.steps)
 
-    def _write_run(self, state: RunState) -> None:
-        """Writes the run's row over the version the state was read as; raises, naming why,
-        when the record moved on or is held by another store."""
-        now, held = time.time(), self._held.get(state.run_id)
-        row = updated_row(state, now, now + self._lease_seconds, held)
-        if self._connection.execute(_UPDATE_RUN, row).rowcount == 1:
-            return
-        stored = self._connection.execute(READ_VERSION, (state.run_id,)).fetchone()
-        if stored is not None:
-            raise refusal(state, stored, held)
-        self._connection.execute(INSERT_RUN, inserted_row(state, now))
-
     def load(self, run_id: str) -> RunState:
         with self._lock:
             connection = self._connection
             connection.execute("BEGIN")
             try:
-                row = connection.execute(LOAD_RUN, (run_id,)).fetchone()
+                row = connection.execute(rows.LOAD_RUN, (run_id,)).fetchone()
                 steps = connection.execute(
                     "SELECT step FROM chainkit_steps WHERE run_id = ? ORDER BY seq", (run_id,)
                 ).fetchall()
             finally:
                 connection.execute("COMMIT")
-        state = state_of(run_id, row, steps)
+        state = rows.state_of(run_id, row, steps)
         self._saved_steps[run_id] = len(state.steps)
         return state
 
     def runs(self) -> list[RunSummary]:
         with self._lock:
-            rows = self._connection.execute(LIST_RUNS).fetchall()
-        return [RunSummary(*row) for row in rows]
+            listed = self._connection.execute(rows.LIST_RUNS).fetchall()
+        return [RunSummary(*row) for row in listed]
 
     def acquire(self, run_id: str) -> None:
         with self._lock:
@@ -152,17 +131,8 @@ class SQLiteStore:
             connection.execute("COMMIT")
 
     def _take(self, run_id: str) -> None:
-        row = self._connection.execute(leases.READ_LEASE, (run_id,)).fetchone()
-        if row is None:
-            raise RunNotFoundError(f"no run {run_id!r} in the checkpoint store")
-        now = time.time()
-        if not leases.is_gone(row, now):
-            raise RunLockedError(
-                f"run {run_id!r} is held by {leases.holder_of(row)}, which is running or "
-                "resuming it"
-            )
-        token, taking = leases.taking(run_id, now + self._lease_seconds)
-        self._connection.execute(leases.TAKE_LEASE, taking)
+        execute, seconds = self._connection.execute, self._lease_seconds
+        token = leases.take(execute, leases.READ_LEASE, leases.TAKE_LEASE, run_id, seconds)
         self._held[run_id] = token
 
     def release(self, run_id: str) -> None:
