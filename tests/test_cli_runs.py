@@ -19,7 +19,7 @@ from chainkit._cli.entry_point import main
 from chainkit.schema import AgentAction, AgentStep
 from tests.support import durable_runs
 from tests.support.approvals import Payments, tool_calling
-from tests.support.deferred_payments import CALLS, DECISIONS, payments_executor
+from tests.support.deferred_payments import CALLS, DECISIONS, asking_executor, payments_executor
 from tests.support.postgres import postgres_dsn
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,3 +180,19 @@ def test_a_paused_run_is_listed_as_paused_and_resumed_with_answers_typed_at_the_
     assert capsys.readouterr().out.strip() == inline
     assert main(["runs", "list", "--db", db]) == 0
     assert f"{run_id}\tToolCallingAgent\tfinished\t" in capsys.readouterr().out
+
+
+def test_a_tools_question_is_answered_at_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = str(tmp_path / "runs.db")
+    executor = asking_executor()
+    executor.checkpointer = store = checkpoints.SQLiteStore(db)
+    run_id = chains.call(executor, {"input": "move 5"})["pending"].state.run_id
+    store.close()
+    monkeypatch.setattr("sys.stdin", io.StringIO('"checking"\n'))
+    factory = "tests.support.deferred_payments:asking_executor"
+    assert main(["runs", "resume", run_id, "--db", db, "--agent", factory, "--approve"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() == "moved 5 to checking"
+    assert 'transfer asks {"question": "which account?"}' in captured.err
