@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from chainkit import agents, chains, checkpoints, llms, tools
+from chainkit.agents.approval import Approver
 from chainkit.llms.model import ModelRequest
 from chainkit.schema import FunctionCall, Message, ToolCall
 
@@ -104,7 +105,7 @@ APPROVED_CALLS = ["append:a", "note:b", "append:C"]
 """The calls of a run whose person edits c into C and denies d."""
 
 
-def decider(points: Points) -> agents.Approver:
+def decider(points: Points) -> Approver:
     """The person approving `append`: approves a, edits c into C, denies d (the denial's
     reason carries MARK, so the MRKL model counts it as an observation); the process may die
     while they decide."""
