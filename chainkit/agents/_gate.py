@@ -37,11 +37,12 @@ class Gate:
     """The approvals and questions of one Executor's tool calls. `inline` asks `approve=`;
     a gate that `defers` (no `approve=`, a tool marked) pauses a step before its calls run."""
 
-    __slots__ = ("_toolset", "defers", "inline", "waits")
+    __slots__ = ("_toolset", "defers", "inline", "marked", "waits")
 
     def __init__(self, toolset: Toolset, approve: Approver | None) -> None:
         self._toolset = toolset
-        marked = any(requires_approval_of(tool) for tool in toolset)
+        self.marked = marked = any(requires_approval_of(tool) for tool in toolset)
+        """Whether any call may need approval: else the gate lets every call through."""
         self.inline = InlineApproval(approve) if approve is not None and marked else None
         self.defers = approve is None and marked
         self.waits: Callable[[AgentAction], bool] | None = self.needs_decision if marked else None

@@ -68,20 +68,25 @@ class ToolCalls:
         tool = self._toolset.find(action.tool)
         name = UNKNOWN_TOOL if tool is None else tool.name
         with enter("tool", name, None, action.tool_call_id) as run:
-            gated = self._gated(tool, action, step, entry, journal, run)
-            if isinstance(gated, ApprovalRequest):
-                assert self._gate.inline is not None  # asked of no one else
-                decision = self._gate.inline.decide(gated)
-                gated = self._decided(gated, decision, action, entry, journal, run)
-            if isinstance(gated, str):
-                return gated
-            assert tool is not None  # an unknown tool's call ended in its gate
+            if run.handler is not None:
+                run.handler.handle_tool_start(run.name, action.tool_input, action.tool_call_id)
+            if tool is None:
+                return self._unknown_tool(action, run)
+            if self._gate.marked:
+                gated = self._gated(tool, action, step, entry, journal, run)
+                if isinstance(gated, ApprovalRequest):
+                    assert self._gate.inline is not None  # asked of no one else
+                    decision = self._gate.inline.decide(gated)
+                    gated = self._decided(gated, decision, action, entry, journal, run)
+                if isinstance(gated, str):
+                    return gated
+                action = gated
             try:
                 if entry is None:
-                    output = _call(tool, gated)
+                    output = _call(tool, action)
                 else:
                     with answering(entry.answers):
-                        output = _call(tool, gated)
+                        output = _call(tool, action)
             except Asked as asked:
                 return self._waits(asked.question, entry, journal, run)
             except BaseException as error:
@@ -98,20 +103,25 @@ class ToolCalls:
         tool = self._toolset.find(action.tool)
         name = UNKNOWN_TOOL if tool is None else tool.name
         with enter("tool", name, None, action.tool_call_id) as run:
-            gated = self._gated(tool, action, step, entry, journal, run)
-            if isinstance(gated, ApprovalRequest):
-                assert self._gate.inline is not None
-                decision = await self._gate.inline.adecide(gated)
-                gated = self._decided(gated, decision, action, entry, journal, run)
-            if isinstance(gated, str):
-                return gated
-            assert tool is not None
+            if run.handler is not None:
+                run.handler.handle_tool_start(run.name, action.tool_input, action.tool_call_id)
+            if tool is None:
+                return self._unknown_tool(action, run)
+            if self._gate.marked:
+                gated = self._gated(tool, action, step, entry, journal, run)
+                if isinstance(gated, ApprovalRequest):
+                    assert self._gate.inline is not None
+                    decision = await self._gate.inline.adecide(gated)
+                    gated = self._decided(gated, decision, action, entry, journal, run)
+                if isinstance(gated, str):
+                    return gated
+                action = gated
             try:
                 if entry is None:
-                    output = await _acall(tool, gated)
+                    output = await _acall(tool, action)
                 else:
                     with answering(entry.answers):
-                        output = await _acall(tool, gated)
+                        output = await _acall(tool, action)
             except Asked as asked:
                 return self._waits(asked.question, entry, journal, run)
             except BaseException as error:
@@ -120,23 +130,17 @@ class ToolCalls:
 
     def _gated(
         self,
-        tool: Tool | None,
+        tool: Tool,
         action: AgentAction,
         step: int,
         entry: PendingCall | None,
         journal: Journal | None,
         run: Run,
     ) -> AgentAction | ApprovalRequest | str:
-        """Reports the call's start; what its gate lets through: the call to make, the
-        approval request a person decides inline now, or the observation it ends with (an
-        unknown tool's error, a saved denial, a wait for a person)."""
-        if run.handler is not None:
-            run.handler.handle_tool_start(run.name, action.tool_input, action.tool_call_id)
-        if tool is None:
-            return self._unknown_tool(action, run)
+        """What the gate lets through: the call to make, the approval request a person
+        decides inline now, or the observation the call ends with (a saved denial, a wait
+        for a person)."""
         gate = self._gate
-        if gate.inline is None and not gate.defers:
-            return action
         request = gate.request(tool, action, run.parent_id, step)
         if request is None:
             return action
