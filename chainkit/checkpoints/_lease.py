@@ -30,6 +30,16 @@ LEASE_COLUMNS = {
 """The columns of chainkit_runs that hold a run's lease and the version of its record (added
 to a table an older chainkit made)."""
 
+
+def added_columns(present: set[str]) -> list[str]:
+    """The statements adding the columns of LEASE_COLUMNS missing from `present`."""
+    return [
+        f"ALTER TABLE chainkit_runs ADD COLUMN {name} {kind}"
+        for name, kind in LEASE_COLUMNS.items()
+        if name not in present
+    ]
+
+
 READ_LEASE = (
     "SELECT lease_token, lease_host, lease_boot, lease_pid, lease_started, lease_expires "
     "FROM chainkit_runs WHERE run_id = ?"

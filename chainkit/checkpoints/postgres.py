@@ -20,9 +20,9 @@ CREATE TABLE IF NOT EXISTS chainkit_runs (
 CREATE TABLE IF NOT EXISTS chainkit_steps (
     run_id TEXT NOT NULL, seq INTEGER NOT NULL, step TEXT NOT NULL, PRIMARY KEY (run_id, seq));
 """
-_ADD_LEASE_COLUMNS = ";".join(
-    f"ALTER TABLE chainkit_runs ADD COLUMN IF NOT EXISTS {name} {kind}"
-    for name, kind in leases.LEASE_COLUMNS.items()
+_COLUMNS = (
+    "SELECT column_name FROM information_schema.columns "
+    "WHERE table_name = 'chainkit_runs' AND table_schema = current_schema()"
 )
 _SAVE_STEP = """
 INSERT INTO chainkit_steps VALUES (%s, %s, %s)
@@ -69,7 +69,11 @@ class PostgresStore:
         self._connection = psycopg.connect(dsn, autocommit=True)
         with self._connection.transaction():
             self._connection.execute("SELECT pg_advisory_xact_lock(hashtext('chainkit_schema'))")
-            for statement in filter(str.strip, (_SCHEMA + _ADD_LEASE_COLUMNS).split(";")):
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                self._connection.execute(statement)
+            # Added to an older chainkit's table only: ALTER TABLE locks out every run's save.
+            present = {name for (name,) in self._connection.execute(_COLUMNS)}
+            for statement in leases.added_columns(present):
                 self._connection.execute(statement)
         self._saved_steps: dict[str, int] = {}
         self._held: dict[str, str] = {}

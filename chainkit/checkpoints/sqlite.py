@@ -143,10 +143,9 @@ class SQLiteStore:
 
     def _add_lease_columns(self) -> None:
         """Adds the lease and version columns to a table an older chainkit made."""
-        columns = {row[1] for row in self._connection.execute("PRAGMA table_info(chainkit_runs)")}
-        for name, kind in leases.LEASE_COLUMNS.items():
-            if name not in columns:
-                self._connection.execute(f"ALTER TABLE chainkit_runs ADD COLUMN {name} {kind}")
+        present = {row[1] for row in self._connection.execute("PRAGMA table_info(chainkit_runs)")}
+        for statement in leases.added_columns(present):
+            self._connection.execute(statement)
 
     def _stored_steps(self, run_id: str) -> int:
         row = self._connection.execute(

@@ -132,8 +132,8 @@ class RunState:
             for item in data["pending"]:
                 action = _action(item, pending[-1].action if pending else None)
                 started, observation = bool(item["started"]), item["observation"]
-                decision, asked = item.get("decision"), item.get("asked")
-                answers = list(item.get("answers", []))
+                decision, asked = _decision(item.get("decision")), item.get("asked")
+                answers = _answers(item.get("answers", []))
                 entry = PendingCall(action, started, observation, decision, answers, asked)
                 pending.append(entry)
             return cls(
@@ -225,6 +225,27 @@ def _text(value: object, what: str) -> str:
     if not isinstance(value, str):
         raise StateFormatError(f"run state is malformed: {what} must be a str, got {value!r:.60}")
     return value
+
+
+def _decision(value: object) -> dict[str, Any] | None:
+    """A call's saved approval decision, as `agents.approval.decision_data` writes it."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        kind = value.get("kind")
+        if kind == "approve" or (kind == "deny" and isinstance(value.get("reason"), str)):
+            return value
+        if kind == "edit" and isinstance(value.get("arguments"), dict | str):
+            return value
+    raise StateFormatError(f"run state is malformed: a call's decision is not one: {value!r:.100}")
+
+
+def _answers(value: object) -> list[Any]:
+    if not isinstance(value, list):
+        raise StateFormatError(
+            f"run state is malformed: a call's answers must be a list, got {value!r:.60}"
+        )
+    return list(value)
 
 
 def _status(value: object) -> Literal["running", "paused", "finished"]:
