@@ -19,7 +19,7 @@ from chainkit._cli.entry_point import main
 from chainkit.schema import AgentAction, AgentStep
 from tests.support import durable_runs
 from tests.support.approvals import Payments, tool_calling
-from tests.support.deferred_payments import CALLS, DECISIONS, payments_executor
+from tests.support.deferred_payments import CALLS, DECISIONS, asking_executor, payments_executor
 from tests.support.postgres import postgres_dsn
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,6 +124,38 @@ def test_a_killed_checkpointed_batch_goes_on_from_the_last_step(tmp_path: Path) 
     }
 
 
+@pytest.mark.timeout(120)
+def test_two_batch_jobs_sharing_a_store_never_take_each_others_runs(tmp_path: Path) -> None:
+    """Before, the second job (same record ids, another output) resumed the first job's
+    finished runs: it answered without running anything of its own."""
+    records = tmp_path / "in.jsonl"
+    records.write_text(
+        "".join(json.dumps({"id": n, "input": durable_runs.QUESTION}) + "\n" for n in (1, 2))
+    )
+    log = tmp_path / "calls.log"
+    environment = {**os.environ, "CHAINKIT_TEST_LOG": str(log), "PYTHONPATH": str(ROOT)}
+    for output in ("a.jsonl", "b.jsonl", "a.jsonl"):
+        command = [sys.executable, "-m", "chainkit", "batch", str(records), "-o"]
+        command += [str(tmp_path / output), "--agent", FACTORY, "--concurrency", "1"]
+        command += ["--checkpoint", str(tmp_path / "runs.db")]
+        done = subprocess.run(
+            command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=100
+        )
+        assert done.returncode == 0, done.stderr
+    # Each job made its two runs' four calls once; the first job run again made none.
+    assert Counter(log.read_text("utf-8").splitlines()) == {
+        "append:a": 4,
+        "note:b": 4,
+        "append:c": 4,
+        "append:d": 4,
+    }
+    store = checkpoints.SQLiteStore(tmp_path / "runs.db")
+    try:
+        assert len({run.run_id for run in store.runs()}) == 4
+    finally:
+        store.close()
+
+
 def test_a_paused_run_is_listed_as_paused_and_resumed_with_answers_typed_at_the_terminal(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -148,3 +180,19 @@ def test_a_paused_run_is_listed_as_paused_and_resumed_with_answers_typed_at_the_
     assert capsys.readouterr().out.strip() == inline
     assert main(["runs", "list", "--db", db]) == 0
     assert f"{run_id}\tToolCallingAgent\tfinished\t" in capsys.readouterr().out
+
+
+def test_a_tools_question_is_answered_at_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = str(tmp_path / "runs.db")
+    executor = asking_executor()
+    executor.checkpointer = store = checkpoints.SQLiteStore(db)
+    run_id = chains.call(executor, {"input": "move 5"})["pending"].state.run_id
+    store.close()
+    monkeypatch.setattr("sys.stdin", io.StringIO('"checking"\n'))
+    factory = "tests.support.deferred_payments:asking_executor"
+    assert main(["runs", "resume", run_id, "--db", db, "--agent", factory, "--approve"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() == "moved 5 to checking"
+    assert 'transfer asks {"question": "which account?"}' in captured.err

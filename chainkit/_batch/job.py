@@ -5,6 +5,7 @@ results; skipping what is done, writing, counting and reporting happen here, onc
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -58,6 +59,15 @@ class BatchJob:
         self._started = time.monotonic()
         if progress:
             self._progress = Progress(total, LABEL)
+
+    @property
+    def identity(self) -> str:
+        """The job's identity, part of its runs' ids in a checkpoint store: the job is its
+        output file (running it again goes on with it), named by its real path."""
+        import hashlib
+
+        path = os.path.realpath(self.output.path)
+        return hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
     def pending(self) -> Iterator[Record]:
         """The records to run, in input order, read as they are asked for."""

@@ -68,22 +68,23 @@ class _RunTally(Handler):
         return TokenUsage(**self._usage).to_dict()
 
 
-def checkpoint_id(record: Record) -> str:
-    """The id of a record's run in a checkpoint store: the record's id (or line number)."""
-    return "batch:" + json.dumps(names(record), sort_keys=True)
+def checkpoint_id(record: Record, job: str) -> str:
+    """The id of a record's run in a checkpoint store: the job's identity, then the record's
+    id (or line number), so two jobs sharing a store never take each other's runs."""
+    return f"batch:{job}:" + json.dumps(names(record), sort_keys=True)
 
 
-async def run(chain: Chain, record: Record, *, checkpointed: bool = False) -> Result:
+async def run(chain: Chain, record: Record, *, checkpoint_job: str | None = None) -> Result:
     """The result line of running `chain` on `record`; an exception the run raises is its
-    `error`, never raised here (an interrupt or a cancellation is). `checkpointed` (for an
-    Executor with a checkpointer): a run of the record saved before, finished or not, is
-    resumed instead of started anew."""
+    `error`, never raised here (an interrupt or a cancellation is). `checkpoint_job` (for an
+    Executor with a checkpointer: the job's identity): a run of the record saved before by
+    this job, finished or not, is resumed instead of started anew."""
     tally, by_model = _RunTally(), UsageTotals()
     started = time.perf_counter()
     line: Result = names(record)
     try:
-        if checkpointed:
-            outputs = await _resumed_or_new(chain, record, [tally, by_model])
+        if checkpoint_job is not None:
+            outputs = await _resumed_or_new(chain, record, checkpoint_job, [tally, by_model])
         else:
             outputs = await acall(chain, record.inputs, callbacks=[tally, by_model])
     except Exception as error:
@@ -98,10 +99,12 @@ async def run(chain: Chain, record: Record, *, checkpointed: bool = False) -> Re
     return line
 
 
-async def _resumed_or_new(chain: Chain, record: Record, handlers: list[Handler]) -> Result:
+async def _resumed_or_new(
+    chain: Chain, record: Record, job: str, handlers: list[Handler]
+) -> Result:
     store = getattr(chain, "checkpointer", None)
     assert store is not None  # checked when the job started
-    run_id = checkpoint_id(record)
+    run_id = checkpoint_id(record, job)
     try:
         store.load(run_id)
     except RunNotFoundError:
@@ -148,7 +151,7 @@ async def run_all(
     concurrency: int,
     finish: Callable[[Result], None],
     *,
-    checkpointed: bool = False,
+    checkpoint_job: str | None = None,
 ) -> None:
     """Runs `records`, at most `concurrency` at once, handing each result to `finish` as it
     comes. Records are read only as runs free up, so a long input is never held whole. An
@@ -163,7 +166,7 @@ async def run_all(
 
     async def one(record: Record) -> None:
         try:
-            finish(await run(chain, record, checkpointed=checkpointed))
+            finish(await run(chain, record, checkpoint_job=checkpoint_job))
         except asyncio.CancelledError:
             raise
         except BaseException as error:  # the job ends: no run may take this one's place

@@ -4,7 +4,9 @@ Each call is shown on stderr (the tool and its arguments, control characters esc
 model's text cannot drive the terminal), then one question is asked: `y` runs it, `n` denies it
 after asking for a reason (the model reads it), `e` asks for new arguments as JSON (a JSON
 string for a tool taking text) and runs the tool on them. An answer that is none of these, or
-arguments that are not JSON, asks again. The end of input (Ctrl-D) stops the run.
+arguments that are not JSON, asks again. A tool's question (`agents.interrupt`) is shown
+the same way and answered with one line: JSON when it reads as JSON, else the text. The end of
+input (Ctrl-D) stops the run.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from chainkit._cli import stderr
 from chainkit._text import one_line, visible
 
 if TYPE_CHECKING:
-    from chainkit.agents import ApprovalRequest, Approve, Deny, Edit
+    from chainkit.agents import ApprovalRequest, Approve, Deny, Edit, InputRequest
 
 _SHOWN = 2000
 """How many characters of a call's arguments are shown."""
@@ -40,6 +42,16 @@ def ask_at_terminal(request: ApprovalRequest) -> Approve | Deny | Edit:
                 return Edit(arguments)
         else:
             stderr.tell("run", "answer y, n or e")
+
+
+def answer_at_terminal(request: InputRequest) -> object:
+    """The answer the person at the terminal gives to a tool's question."""
+    stderr.tell("run", f"{request.tool} asks {_shown(request.question)}")
+    typed = _ask("answer (JSON, or text): ")
+    try:
+        return json.loads(typed)
+    except ValueError:
+        return typed
 
 
 def _edited() -> dict[str, object] | str | None:

@@ -275,7 +275,8 @@ async def _run_here(job: BatchJob, chain: Chain, concurrency: int, checkpointed:
     with suppress(NotImplementedError, ValueError, RuntimeError):
         loop.add_signal_handler(signal.SIGTERM, terminate)
     try:
-        await run_all(chain, job.pending(), concurrency, job.finish, checkpointed=checkpointed)
+        identity = job.identity if checkpointed else None
+        await run_all(chain, job.pending(), concurrency, job.finish, checkpoint_job=identity)
     except asyncio.CancelledError:
         if terminated:
             raise _Terminated from None

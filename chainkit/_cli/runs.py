@@ -130,9 +130,15 @@ def _resume(store: Store, args: argparse.Namespace) -> int:
         return exit_status.FAILED
     decisions = None
     if waiting:
-        from chainkit._cli.approve import ask_at_terminal
+        from chainkit._cli.approve import answer_at_terminal, ask_at_terminal
+        from chainkit.agents import ApprovalRequest
 
-        decisions = [ask_at_terminal(request) for request in waiting]
+        decisions = [
+            ask_at_terminal(request)
+            if isinstance(request, ApprovalRequest)
+            else answer_at_terminal(request)
+            for request in waiting
+        ]
     outputs = chains.resume(executor, args.run_id, decisions, interrupted=args.interrupted)
     if outputs.get("pending") is not None:
         stderr.error(

@@ -15,6 +15,7 @@ from chainkit.agents.errors import (
     UnknownToolError,
 )
 from chainkit.agents.executor import Executor
+from chainkit.agents.interrupts import InputRequest, interrupt
 from chainkit.agents.mrkl import OneShotAgent, create_mrkl_prompt
 from chainkit.agents.mrkl_parser import parse_mrkl_output
 from chainkit.agents.tool_calling import ToolCallingAgent
@@ -32,6 +33,7 @@ __all__ = [
     "Deny",
     "Edit",
     "Executor",
+    "InputRequest",
     "NoReturnError",
     "NotFinishedError",
     "OneShotAgent",
@@ -43,5 +45,6 @@ __all__ = [
     "UnknownToolError",
     "check_tools",
     "create_mrkl_prompt",
+    "interrupt",
     "parse_mrkl_output",
 ]

@@ -95,6 +95,39 @@ async def within(
     raise interrupted()
 
 
+async def act_in_tasks(
+    deadline: Deadline | None,
+    actions: list[AgentAction],
+    run_tool: Callable[[AgentAction], Awaitable[str]],
+    max_parallel: int,
+) -> list[str]:
+    """Runs the actions as tasks, at most `max_parallel` at once, until all are done or
+    `deadline` passes (then the step is interrupted, naming the calls cut short); the
+    observations keep the order of `actions`."""
+    import asyncio  # loaded already by the running event loop, not at import
+
+    limit = asyncio.Semaphore(max_parallel)
+    observations: list[str | None] = [None] * len(actions)
+
+    async def run(index: int, action: AgentAction) -> str:
+        async with limit:
+            observation = observations[index] = await run_tool(action)
+            return observation
+
+    async def acting() -> list[str]:
+        tasks = [asyncio.ensure_future(run(i, action)) for i, action in enumerate(actions)]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            # A failed or cancelled call leaves no sibling running behind the raised error.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+    return await within(deadline, acting(), lambda: tools_interrupted(actions, observations))
+
+
 def plan_in_thread(
     agent: Agent,
     deadline: Deadline,

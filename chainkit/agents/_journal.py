@@ -1,23 +1,31 @@
-"""A checkpointed run's journal: its state kept current and saved at each step (before its
-tools start, then as each completes), and the checks that let a saved run continue here."""
+"""A checkpointed (or pausable) run's journal: its state kept current and saved at each step
+(before its calls start, as a person decides one, and as each completes), its hold on the run
+in the store, and the checks that let a saved run continue here."""
 
 from __future__ import annotations
 
 import json
 import threading
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 from chainkit._text import described
+from chainkit.agents._gate import Gate
+from chainkit.agents._tool_call import ToolCalls, Waiting
 from chainkit.agents.agent import Agent
-from chainkit.agents.approval import GivenDecisions
+from chainkit.agents.approval import ApprovalRequest, Denial, PendingApproval, report_required
+from chainkit.callbacks import CombiningHandler
+from chainkit.chains import Resumption
 from chainkit.checkpoints import (
     CheckpointConfigError,
     Checkpointer,
     InterruptedCallError,
     PendingCall,
     RunFinishedError,
+    RunNotFoundError,
     RunState,
+    StaleStateError,
     StateFormatError,
     StateMismatchError,
 )
@@ -29,19 +37,21 @@ Interrupted = Literal["raise", "repeat", "skip"]
 SKIPPED = (
     "(this call was interrupted when the run stopped, and was not repeated: its outcome is unknown)"
 )
+Waits = Callable[[AgentAction], bool] | None
+"""Whether a call waits for a person's decision before it starts (None: no call does)."""
 
 
 class Journal:
     """The state of one run, shared with its loop (the same list of steps), saved to `store`
-    (None: a state resumed without a store is kept in memory only)."""
+    (None: a state resumed without a store is kept in memory only), which `held` the run
+    until `release`."""
 
-    def __init__(self, store: Checkpointer | None, state: RunState) -> None:
+    def __init__(self, store: Checkpointer | None, state: RunState, held: bool) -> None:
         self.store = store
         self.state = state
+        self._held = held
         self._lock = threading.Lock()  # parallel tools complete in threads
         self._entries: dict[int, PendingCall] = {id(p.action): p for p in state.pending}
-        self.decisions: GivenDecisions | None = None
-        """The decisions for the calls of the step it paused on, given when resumed."""
 
     def planned(self) -> None:
         self.state.iteration += 1
@@ -50,66 +60,111 @@ class Journal:
         """The calls of the step the run stopped in, to finish before planning again."""
         return [entry.action for entry in self.state.pending]
 
-    def acting(self, actions: list[AgentAction]) -> None:
-        """Saves the step's calls as started, unless they are the resumed step's."""
-        pending = self.state.pending
-        if pending and pending[0].action is actions[0]:
-            if not all(p.started for p in pending):  # a step paused for approval starts now
-                for entry in pending:
-                    entry.started = True
-                self.state.status = "running"
-                self._save()
-            return
-        self.decisions = None
-        self.state.pending = [PendingCall(action, True) for action in actions]
-        self._entries = {id(p.action): p for p in self.state.pending}
-        self._save()
-
-    def runner(self, run_tool: Callable[[AgentAction], str]) -> Callable[[AgentAction], str]:
-        """`run_tool`, skipped for a call completed before, its observation saved after."""
+    def acting(
+        self, actions: list[AgentAction], step: int, calls: ToolCalls, waits: Waits
+    ) -> Callable[[AgentAction], str]:
+        """Saves the step's calls as started (see `_started`); returns how each is run: as
+        `calls` runs it, skipped for a call completed before, its observation saved after."""
+        self._started(actions, waits)
 
         def run(action: AgentAction) -> str:
             entry = self._entries[id(action)]
-            if entry.observation is None:
-                self._completed(entry, run_tool(action))
-            assert entry.observation is not None
-            return entry.observation
+            if entry.observation is not None:
+                return _observed(entry)
+            observation = calls.run(action, step, entry, self)
+            if type(observation) is not Waiting:
+                self._completed(entry, observation)
+            return observation
 
         return run
 
-    def arunner(
-        self, run_tool: Callable[[AgentAction], Awaitable[str]]
+    def aacting(
+        self, actions: list[AgentAction], step: int, calls: ToolCalls, waits: Waits
     ) -> Callable[[AgentAction], Awaitable[str]]:
+        self._started(actions, waits)
+
         async def run(action: AgentAction) -> str:
             entry = self._entries[id(action)]
-            if entry.observation is None:
-                self._completed(entry, await run_tool(action))
-            assert entry.observation is not None
-            return entry.observation
+            if entry.observation is not None:
+                return _observed(entry)
+            observation = await calls.arun(action, step, entry, self)
+            if type(observation) is not Waiting:
+                self._completed(entry, observation)
+            return observation
 
         return run
+
+    def _started(self, actions: list[AgentAction], waits: Waits) -> None:
+        """Saves the step's calls as started, but those waiting for a person's decision (each
+        starts as it is decided); the resumed step's with the answers it was given."""
+        pending = self.state.pending
+        if pending and pending[0].action is actions[0]:
+            for entry in pending:
+                if entry.observation is None and not entry.started:
+                    entry.started = _starts(entry, waits)
+            self.state.status = "running"
+        else:
+            self.state.pending = [
+                PendingCall(action, waits is None or not waits(action)) for action in actions
+            ]
+            self._entries = {id(p.action): p for p in self.state.pending}
+        self._save()
 
     def _completed(self, entry: PendingCall, observation: str) -> None:
         with self._lock:
             entry.observation = observation
             self._save()
 
-    def paused(self, actions: list[AgentAction]) -> None:
-        """Saves the step's calls as not started: the run waits for decisions on them."""
-        self.state.pending = [PendingCall(action) for action in actions]
+    def decided(self, entry: PendingCall, decision: dict[str, Any]) -> None:
+        """Saves a person's decision on a call before it starts (a denied one never does)."""
+        with self._lock:
+            entry.decision = decision
+            entry.started = decision["kind"] != "deny"
+            self._save()
+
+    def asking(self, entry: PendingCall, question: Any) -> None:
+        """Saves the call as waiting for a person (its tool's `question`, None for its
+        approval): not started, so it is neither reported cut nor repeated unasked."""
+        with self._lock:
+            entry.started = False
+            entry.asked = question
+            self._save()
+
+    def waits(self) -> bool:
+        """Whether a call of the step just run waits for a person."""
+        return any(entry.observation is None for entry in self.state.pending)
+
+    def waits_before(self, actions: list[AgentAction], gate: Gate) -> bool:
+        """Whether a step (of a run without `approve=`) waits for decisions before any of its
+        calls runs; if so its calls are the state's pending ones, none started."""
+        pending = [PendingCall(action) for action in actions]
+        if not gate.waiting(replace(self.state, pending=pending), self.state.iteration):
+            return False
+        self.state.pending = pending
+        return True
+
+    def pause(self, gate: Gate, callbacks: CombiningHandler | None) -> PendingApproval:
+        """Saves the run as waiting for people's answers on its pending calls; what it
+        waits on, each approval reported."""
         self.state.status = "paused"
         self._save()
-        self.release()
+        requests = [request for _, request in gate.waiting(self.state, self.state.iteration)]
+        for request in requests:
+            if isinstance(request, ApprovalRequest):
+                report_required(callbacks, request)
+        return PendingApproval(requests, self.state)
 
     def finished(self, outputs: dict[str, Any]) -> None:
         self.state.pending = []
         self.state.status = "finished"
         self.state.outputs = outputs if _is_json(outputs) else None
         self._save()
-        self.release()
 
     def release(self) -> None:
-        if self.store is not None:
+        """Lets the run go in the store, once: a later call (a resumption's, say) does not
+        end the hold of whoever took it next."""
+        if self._held and self.store is not None:
+            self._held = False
             self.store.release(self.state.run_id)
 
     def _save(self) -> None:
@@ -117,85 +172,151 @@ class Journal:
             self.store.save(self.state)
 
 
+def answered(inputs: dict[str, Any], outputs: dict[str, Any]) -> Resumption:
+    """The resumption of a finished run: its answer, again."""
+
+    async def again() -> dict[str, Any]:
+        return outputs
+
+    return Resumption(dict(inputs), lambda: outputs, again, lambda: None)
+
+
+def _starts(entry: PendingCall, waits: Waits) -> bool:
+    if entry.decision is not None:
+        return bool(entry.decision["kind"] != "deny")
+    return waits is None or not waits(entry.action)
+
+
+def _observed(entry: PendingCall) -> str:
+    """A completed call's observation; a denial's is marked, as it was when made."""
+    assert entry.observation is not None
+    if entry.decision is not None and entry.decision["kind"] == "deny":
+        return Denial(entry.observation)
+    return entry.observation
+
+
 def start(
     store: Checkpointer | None, agent: Agent, inputs: Mapping[str, Any], steps: list[AgentStep]
 ) -> Journal:
-    """The journal of a new run, saved and held (in memory only without a store)."""
+    """The journal of a new run, saved and held (in memory only without a store). A run id
+    the store holds a run of already is refused (RunExistsError) before anything runs."""
     _check_json(inputs)
     tools = [tool.name for tool in agent.tools]
     state = RunState(new_run_id(), type(agent).__name__, tools, dict(inputs), steps)
     if store is not None:
         store.save(state)
         store.acquire(state.run_id)
-    return Journal(store, state)
+    return Journal(store, state, store is not None)
 
 
 def resume(
     store: Checkpointer | None,
     agent: Agent,
+    gate: Gate,
     toolset: Toolset,
     given: object,
+    answers: object,
     interrupted: object,
 ) -> Journal:
     """The journal of a saved run to continue here: `given` is its id (in `store`), a
-    RunState or its JSON form. Held (in `store`) once checked; raises, naming what differs,
-    for a state this executor cannot continue."""
+    RunState or its JSON form, `answers` the answers to the calls it waits on (see
+    `Gate.answer`). With a store, the store's record of the run is continued, not an older
+    state given. Held (in `store`) once checked, unless it finished; raises, naming what
+    differs, for a state this executor cannot continue, and then holds nothing."""
     if interrupted not in ("raise", "repeat", "skip"):
         raise CheckpointConfigError(
             f"interrupted must be 'raise', 'repeat' or 'skip', got {described(interrupted)}"
         )
-    run_id = _run_id(given)
-    if store is not None and run_id is not None:
-        store.acquire(run_id)
+    state = _given_state(given)
+    if store is None:
+        if state is None:
+            raise CheckpointConfigError(
+                f"resuming run {given!r} by id needs an Executor with a checkpointer; pass its "
+                "RunState (or JSON) instead"
+            )
+        _checked(state, agent, gate, toolset, answers, interrupted)
+        return Journal(None, state, False)
+    run_id = str(given) if state is None else state.run_id
+    held = False
     try:
-        state = _state(store, given)
-        if store is not None and run_id is None:
-            store.save(state)
-            store.acquire(state.run_id)
-        _check_fits(state, agent, toolset)
-        _settle_interrupted(state, toolset, interrupted)
-    except BaseException:
-        if store is not None:
-            store.release(run_id or _given_id(given))
-        raise
-    return Journal(store, state)
+        _hold(store, run_id, state)
+        held = True
+        stored = store.load(run_id)
+        if state is not None:
+            _check_not_replayed(state, stored, answers)
+        _checked(stored, agent, gate, toolset, answers, interrupted)
+        held = stored.status == "finished"  # answered, not continued: let go at once
+        return Journal(store, stored, not held)
+    finally:
+        if held:
+            store.release(run_id)
 
 
-def _run_id(given: object) -> str | None:
-    return given if isinstance(given, str) and not given.lstrip().startswith("{") else None
-
-
-def _given_id(given: object) -> str:
-    if isinstance(given, RunState):
-        return given.run_id
-    return str(given.get("run_id", "")) if isinstance(given, Mapping) else ""
-
-
-def _state(store: Checkpointer | None, given: object) -> RunState:
+def _given_state(given: object) -> RunState | None:
+    """The state given, or None for a run id."""
     if isinstance(given, RunState):
         return RunState.from_dict(given.to_dict())  # a copy: the caller's stays as it was
     if isinstance(given, Mapping):
         return RunState.from_dict(given)
     if isinstance(given, str):
-        if given.lstrip().startswith("{"):
-            return RunState.from_json(given)
-        if store is None:
-            raise CheckpointConfigError(
-                f"resuming run {given!r} by id needs an Executor with a checkpointer; pass its "
-                "RunState (or JSON) instead"
-            )
-        return store.load(given)
+        return RunState.from_json(given) if given.lstrip().startswith("{") else None
     raise StateFormatError(
         f"resume takes a run id, a checkpoints.RunState or its JSON form, got {described(given)}"
     )
 
 
-def _check_fits(state: RunState, agent: Agent, toolset: Toolset) -> None:
-    if state.status == "finished" and state.outputs is None:
-        raise RunFinishedError(
-            f"run {state.run_id!r} finished already, with outputs that are not JSON: there is "
-            "nothing to resume"
+def _hold(store: Checkpointer, run_id: str, state: RunState | None) -> None:
+    """Holds the run; a state given that the store has no record of is saved first."""
+    try:
+        store.acquire(run_id)
+    except RunNotFoundError:
+        if state is None:
+            raise
+        store.save(state)
+        store.acquire(run_id)
+
+
+def _check_not_replayed(given: RunState, stored: RunState, answers: object) -> None:
+    """Refuses answers given with a state older than the store's record: the run moved on
+    (it was resumed with this state already), so they would decide calls decided before."""
+    if given.saved > stored.saved:
+        raise StateMismatchError(
+            f"run {given.run_id!r}: the state given is of save {given.saved}, newer than the "
+            f"store's record (save {stored.saved}): it was not saved in this store"
         )
+    if given.saved < stored.saved and answers is not None:
+        raise StaleStateError(
+            f"run {given.run_id!r} moved on since this state of it (save {given.saved}; the "
+            f"store's record is of save {stored.saved}, {stored.status}): it was resumed "
+            "already, so these decisions were not applied and nothing ran. Resume it by its id "
+            "without decisions to continue it, or to get its answer"
+        )
+
+
+def _checked(
+    state: RunState,
+    agent: Agent,
+    gate: Gate,
+    toolset: Toolset,
+    answers: object,
+    interrupted: object,
+) -> None:
+    """Raises unless this executor can continue the state (a finished one is answered);
+    gives the calls it waits on their answers."""
+    if state.status == "finished":
+        gate.answer(state, answers)  # refuses any: it waits for none
+        if state.outputs is None:
+            raise RunFinishedError(
+                f"run {state.run_id!r} finished already, with outputs that are not JSON: "
+                "there is nothing to resume"
+            )
+        return
+    _check_fits(state, agent, toolset)
+    gate.answer(state, answers)
+    _settle_interrupted(state, toolset, interrupted)
+
+
+def _check_fits(state: RunState, agent: Agent, toolset: Toolset) -> None:
     kind = type(agent).__name__
     if state.agent != kind:
         raise StateMismatchError(
@@ -211,7 +332,8 @@ def _check_fits(state: RunState, agent: Agent, toolset: Toolset) -> None:
 
 def _settle_interrupted(state: RunState, toolset: Toolset, interrupted: object) -> None:
     """Decides each call cut in the middle: repeated when its tool is idempotent or the
-    caller says so, observed as skipped when the caller says so; raises otherwise."""
+    caller says so, observed as skipped when the caller says so; raises otherwise. A call
+    that waited for a person, or was denied, was never started: it is not cut."""
     for entry in state.pending:
         if not entry.started or entry.observation is not None:
             continue

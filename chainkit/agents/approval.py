@@ -4,7 +4,9 @@ answer, and what the answer does to the call.
 The one home of approval: the Executor's inline `approve=` callback and a run resumed with
 decisions taken elsewhere both go through `needs_approval`, `request_for` and `applied`; the
 decision types (`Approve`, `Deny`, `Edit`) are what either gives back, keyed by the call's
-`tool_call_id` when given in bulk.
+`tool_call_id` when given in bulk, and kept in the run's state as JSON (`decision_data`).
+Approval is one kind of question a run pauses on (`agents._gate`): a tool's own questions
+(`agents.interrupt`) wait and resume the same way.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ from __future__ import annotations
 import inspect
 import json
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from chainkit._stop import to_thread
-from chainkit.agents.errors import AgentConfigError, AgentTypeError
+from chainkit.agents.errors import AgentTypeError
+from chainkit.agents.interrupts import InputRequest
 from chainkit.callbacks import CombiningHandler
 from chainkit.checkpoints import RunState
 from chainkit.schema import AgentAction
@@ -182,6 +185,27 @@ def _edited_input(edit: Edit, action: AgentAction, tool: Tool) -> str:
     return edit.text
 
 
+def decision_data(decision: Decision) -> dict[str, Any]:
+    """The decision as the run's state keeps it (JSON)."""
+    if isinstance(decision, Deny):
+        return {"kind": "deny", "reason": decision.reason}
+    if isinstance(decision, Edit):
+        return {"kind": "edit", "arguments": decision.arguments}
+    return {"kind": "approve"}
+
+
+def decision_from(data: Any) -> Decision:
+    """The decision a run's state kept (`decision_data`); AgentTypeError for one that is not."""
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if kind == "approve":
+        return Approve()
+    if kind == "deny":
+        return Deny(data.get("reason", ""))
+    if kind == "edit" and "arguments" in data:
+        return Edit(data["arguments"])
+    raise AgentTypeError(f"a run state's approval decision is not one: {data!r:.100}")
+
+
 def checked_decision(decision: object, request: ApprovalRequest) -> Decision:
     if isinstance(decision, _DECISIONS):
         return decision
@@ -207,69 +231,22 @@ PENDING_KEY = "pending"
 
 @dataclass(frozen=True, slots=True)
 class PendingApproval:
-    """A run of an Executor without `approve=` that stopped at a step with calls needing
-    approval: `requests` are that step's calls waiting for a decision, in the step's order
-    (the step's other calls wait with them, and run once the run is resumed), `state` the
-    run's state (`state.to_json()` can be stored anywhere). Continue it with
-    `chains.resume(executor, state, decisions)`."""
+    """A run of an Executor that stopped for people's answers: at a step with calls needing
+    approval (an Executor without `approve=`; the step's other calls wait with them, and run
+    once the run is resumed), or at a tool's question (`agents.interrupt`; the step's other
+    calls ran). `requests` are what it waits on, in the step's order: an
+    `agents.ApprovalRequest` (answered by a decision) or an `agents.InputRequest` (answered
+    by any JSON value). `state` is the run's state (`state.to_json()` can be stored
+    anywhere). Continue it with `chains.resume(executor, state, decisions)`."""
 
-    requests: list[ApprovalRequest]
+    requests: list[ApprovalRequest | InputRequest]
     state: RunState
 
 
-def waiting_key(request: ApprovalRequest, position: int) -> str | int:
-    """The key of a waiting call's decision: its `tool_call_id`, or for a call without one
+def waiting_key(request: ApprovalRequest | InputRequest, position: int) -> str | int:
+    """The key of a waiting call's answer: its `tool_call_id`, or for a call without one
     (a MRKL action) its position among the requests."""
     return position if request.tool_call_id is None else request.tool_call_id
-
-
-class GivenDecisions:
-    """Decisions taken elsewhere for the calls a run paused on, given to each as an inline
-    `approve=` would be: a dict keyed by `waiting_key`, or a list in the requests' order.
-    Refuses decisions missing for a waiting call, or naming no waiting call."""
-
-    __slots__ = ("_decisions",)
-
-    def __init__(self, requests: list[ApprovalRequest], decisions: object) -> None:
-        keys = [waiting_key(request, i) for i, request in enumerate(requests)]
-        given = _keyed(keys, decisions)
-        missing = [key for key in keys if key not in given]
-        unknown = [key for key in given if key not in keys]
-        if missing or unknown:
-            raise AgentConfigError(
-                f"decisions must name each call waiting for approval ({keys}): "
-                f"missing {missing}, naming no waiting call {unknown}"
-            )
-        self._decisions: dict[tuple[str, str, str | None], list[Decision]] = {}
-        for key, request in zip(keys, requests, strict=True):
-            decision = checked_decision(given[key], request)
-            self._decisions.setdefault(_call_of(request), []).append(decision)
-
-    def decide(self, request: ApprovalRequest) -> Decision:
-        return self._decisions[_call_of(request)].pop(0)
-
-    async def adecide(self, request: ApprovalRequest) -> Decision:
-        return self.decide(request)
-
-
-def _keyed(keys: list[str | int], decisions: object) -> dict[Any, object]:
-    if isinstance(decisions, list | tuple):
-        if len(decisions) != len(keys):
-            raise AgentConfigError(
-                f"decisions as a list need one per waiting call ({len(keys)}), got {len(decisions)}"
-            )
-        return dict(zip(keys, decisions, strict=True))
-    if isinstance(decisions, Mapping):
-        return dict(decisions)
-    raise AgentTypeError(
-        "decisions must be a dict of tool_call_id (or position) to agents.Approve(), "
-        f"Deny(reason) or Edit(arguments), or a list in the requests' order; got "
-        f"{type(decisions).__name__}"
-    )
-
-
-def _call_of(request: ApprovalRequest) -> tuple[str, str, str | None]:
-    return (request.tool, request.input, request.tool_call_id)
 
 
 def report_required(handler: CombiningHandler | None, request: ApprovalRequest) -> None:

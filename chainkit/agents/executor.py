@@ -13,135 +13,61 @@ deadline a sync step runs in the caller's thread, save parallel tool calls.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Generator
-from dataclasses import dataclass, replace
+from collections.abc import Coroutine, Generator
 from functools import partial
 from typing import Any, Literal, Never
 
-from chainkit._stop import stop_escaped
 from chainkit.agents import _executor_settings as settings
 from chainkit.agents import _journal as journals
 from chainkit.agents._deadline import (
     Deadline,
     Interrupted,
+    act_in_tasks,
     act_in_threads,
     model_interrupted,
     plan_in_thread,
-    tools_interrupted,
     within,
 )
+from chainkit.agents._gate import Gate, Request
+from chainkit.agents._run import (
+    PLAN,
+    PLAN_FINAL,
+    Act,
+    Done,
+    Loop,
+    LoopRequest,
+    OneRun,
+    Paused,
+    Plan,
+    PlanFinal,
+    Steps,
+    Stopped,
+)
+from chainkit.agents._tool_call import ToolCalls
 from chainkit.agents._typed_answer import TypedAnswer
 from chainkit.agents.agent import Agent
 from chainkit.agents.approval import (
     PENDING_KEY,
-    ApprovalRequest,
     Approver,
-    Decision,
     Denial,
-    GivenDecisions,
-    InlineApproval,
-    PendingApproval,
-    applied,
     check_approver,
-    needs_approval,
-    report_decided,
-    report_required,
-    request_for,
-    requires_approval_of,
-    waiting_key,
 )
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
     PARSE_ERROR_TOOL,
-    AgentConfigError,
     NoReturnError,
     NotFinishedError,
     OutputParserError,
-    UnknownToolError,
 )
 from chainkit.callbacks import CombiningHandler, Handlers
-from chainkit.callbacks.pacing import Pacer, pacer_of
-from chainkit.callbacks.run import Run, active_handler, enter
+from chainkit.callbacks.pacing import pacer_of
+from chainkit.callbacks.run import active_handler
 from chainkit.chains import Chain, Resumption
-from chainkit.checkpoints import Checkpointer, PendingCall, RunState
+from chainkit.checkpoints import Checkpointer, RunState
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Memory
-from chainkit.tools import Tool, ToolError
-from chainkit.tools.toolset import observation as observation_of
 
 INTERMEDIATE_STEPS_KEY = "intermediate_steps"
 _AS_IT_IS = ParserErrorHandler()
-_UNKNOWN_TOOL = "(unknown tool)"
-"""The name of the run of an action naming no tool of the agent: never the name the model
-wrote, which may be anything (the user's words among them), as a run's name becomes a span
-name and a trace's label; the run's UnknownToolError names it."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """Ask the agent for its next actions or its final answer."""
-
-
-@dataclass(frozen=True, slots=True)
-class _PlanFinal:
-    """Ask the agent for a final answer now: a limit was reached."""
-
-
-@dataclass(slots=True)  # not frozen: made on every step, and frozen costs a setattr per field
-class _Act:
-    """Run these actions' tools; send back their observations, in order. `step` is the
-    number of the run's step (from 1), which an approval request names."""
-
-    actions: list[AgentAction]
-    step: int
-
-
-@dataclass(slots=True)
-class _Done:
-    """The run's outputs: the loop's last request."""
-
-    outputs: dict[str, Any]
-
-
-_Request = _Plan | _PlanFinal | _Act | _Done
-_PLAN = _Plan()
-_PLAN_FINAL = _PlanFinal()
-_Loop = Generator[_Request, Any, None]
-"""Yields what it needs done, then `_Done` with the run's outputs."""
-
-
-@dataclass(slots=True)
-class _RunState:
-    """One run of the executor: its inputs and options, the steps taken so far, the handler
-    of its events, when it must end, and the pacer among its handlers (a stream's reader)
-    that each step waits for."""
-
-    inputs: dict[str, Any]
-    options: dict[str, Any]
-    callbacks: CombiningHandler | None
-    deadline: Deadline | None
-    steps: list[AgentStep]
-    pacer: Pacer | None
-    journal: journals.Journal | None
-
-
-@dataclass(frozen=True, slots=True)
-class _Stopped:
-    """A run stopped by a limit before the agent finished: which limit, and why."""
-
-    limit: Literal["max_iterations", "max_execution_time"]
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Paused:
-    """A run stopped for decisions on its calls."""
-
-    pending: PendingApproval
-
-
-_Steps = Generator[_Request, Any, "dict[str, Any] | _Stopped | _Paused"]
-"""Yields what it needs done; returns the run's outputs, the limit that stopped it, or the
-calls it waits for decisions on."""
 
 
 class Executor(Chain):
@@ -164,17 +90,16 @@ class Executor(Chain):
       goes back to the model, naming what was wrong, as the next observation (with or without
       `error_handler`), up to the run's limits; a final answer asked for at a limit that does
       not fit raises OutputParserError.
-    - A call of a tool marked `requires_approval` waits for `approve(request)`, given an
-      `agents.ApprovalRequest`, which returns `agents.Approve()`, `Deny(reason)` (the model
-      observes the denial and its reason; the tool does not run) or `Edit(arguments)` (the tool
-      runs on those). An async `approve` needs an async run. Without `approve=`, the run
-      pauses at the first step with a call needing approval: its outputs' "pending" is an
-      `agents.PendingApproval` (the waiting requests and the run's state), which
-      `chains.resume(executor, state, decisions)` continues.
-    - With a `checkpointer` (a `checkpoints.Checkpointer`, such as `checkpoints.SQLiteStore`),
-      the run's state is saved when it starts, when a step's tools start and as each
-      completes, and when it finishes; `chains.resume(executor, run_id)` continues a run that
-      stopped (see `resume`). Its inputs must be JSON.
+    - A call of a tool marked `requires_approval` waits for `approve(request)` (an
+      `agents.ApprovalRequest`), which returns `agents.Approve()`, `Deny(reason)` (the model
+      observes the denial; the tool does not run) or `Edit(arguments)`; an async `approve`
+      needs an async run. Without `approve=`, the run pauses before the step: its outputs'
+      "pending" is an `agents.PendingApproval`, which `chains.resume(executor, state,
+      decisions)` continues. A tool's question (`agents.interrupt`) pauses it the same way.
+    - With a `checkpointer` (a `checkpoints.Checkpointer`), the run's state is saved when it
+      starts, when a step's calls start, as a person decides one and as each completes, and
+      when it ends; `chains.resume(executor, run_id)` continues a run that stopped. Its
+      inputs must be JSON; an id the store holds a run of already raises RunExistsError.
     """
 
     def __init__(
@@ -221,9 +146,8 @@ class Executor(Chain):
         self.output_type = output_type
         self._typed_answer = None if output_type is None else TypedAnswer(output_type)
         self.approve = approve
-        marked = any(requires_approval_of(tool) for tool in toolset)
-        self._approval = InlineApproval(approve) if approve is not None and marked else None
-        self._defers = approve is None and marked
+        self._gate = Gate(toolset, approve)
+        self._calls = ToolCalls(toolset, self._gate, handle_tool_errors)
         self.checkpointer = checkpointer
 
     def __repr__(self) -> str:
@@ -246,126 +170,64 @@ class Executor(Chain):
         return self._adrive(self._start(inputs, options))
 
     def _resumed(self, given: object, decisions: object, interrupted: object) -> Resumption:
-        """Continues a run that stopped: `given` is its id in the checkpointer, or its
-        `checkpoints.RunState` (or that state's JSON form, as a dict or a str).
-
-        A call that completed is not repeated. A call that started but did not complete is
-        repeated when its tool is idempotent (`Tool.idempotent`); otherwise `interrupted`
-        decides: "raise" (the default) raises checkpoints.InterruptedCallError naming it,
-        "repeat" calls it again, "skip" gives the model an observation saying its outcome is
-        unknown. `decisions` are for the calls a run paused on for approval (see
-        `agents.PendingApproval`): a dict of each waiting call's `tool_call_id` (its position
-        among the requests for a call without one) to `agents.Approve()`, `Deny(reason)` or
-        `Edit(arguments)`, or a list in the requests' order."""
-        journal = journals.resume(self.checkpointer, self.agent, self._toolset, given, interrupted)
-        try:
-            journal.decisions = self._given_decisions(journal, decisions)
-        except BaseException:
-            journal.release()
-            raise
-        inputs = journal.state.inputs
-        if journal.state.outputs is not None:  # it finished: its answer, again
-            journal.release()
-            outputs = journal.state.outputs
+        """Continues a run that stopped (see `chains.resume`; `agents._journal.resume` checks
+        it): the store's record of it, its waiting calls given `decisions`."""
+        store, agent, gate = self.checkpointer, self.agent, self._gate
+        journal = journals.resume(store, agent, gate, self._toolset, given, decisions, interrupted)
+        inputs, outputs = journal.state.inputs, journal.state.outputs
+        if outputs is not None:  # it finished: its answer, again
             if self.return_intermediate_steps:
                 outputs = {**outputs, INTERMEDIATE_STEPS_KEY: journal.state.steps}
+            return journals.answered(inputs, outputs)
+        return Resumption(
+            dict(inputs),
+            lambda: self._drive(self._start(inputs, {}, journal)),
+            lambda: self._adrive(self._start(inputs, {}, journal)),
+            journal.release,
+        )
 
-            async def answered() -> dict[str, Any]:
-                return outputs
+    def waiting_requests(self, state: RunState) -> list[Request]:
+        """The requests a paused run waits on (its state, as `PendingApproval.state` holds
+        it or a checkpointer saved it), in the order answers given as a list follow: an
+        `agents.ApprovalRequest` or an `agents.InputRequest` each; none for a run that waits
+        for no one."""
+        return [request for _, request in self._gate.waiting(state, state.iteration)]
 
-            return Resumption(dict(inputs), lambda: outputs, answered, journal.release)
-
-        def call() -> dict[str, Any]:
-            return self._drive(self._start(inputs, {}, journal))
-
-        async def acall() -> dict[str, Any]:
-            return await self._adrive(self._start(inputs, {}, journal))
-
-        return Resumption(dict(inputs), call, acall, journal.release)
-
-    def _given_decisions(
-        self, journal: journals.Journal, decisions: object
-    ) -> GivenDecisions | None:
-        """The decisions for the calls the run paused on; refuses decisions for a run that
-        has none waiting, and a run with some waiting but no decisions (nor `approve=`)."""
-        requests = self.waiting_requests(journal.state)
-        if not requests:
-            if decisions is not None:
-                raise AgentConfigError(
-                    f"decisions are for a run paused for approval; run "
-                    f"{journal.state.run_id!r} has no call waiting for one, so give none"
-                )
-            return None
-        if decisions is None:
-            if self._approval is not None:
-                return None  # approve= decides them
-            waiting = [waiting_key(request, i) for i, request in enumerate(requests)]
-            raise AgentConfigError(
-                f"run {journal.state.run_id!r} is paused for approval of calls {waiting}: "
-                "give decisions (agents.Approve(), Deny(reason) or Edit(arguments)) for each"
-            )
-        return GivenDecisions(requests, decisions)
-
-    def waiting_requests(self, state: RunState) -> list[ApprovalRequest]:
-        """The approval requests a paused run waits on (its state, as
-        `PendingApproval.state` holds it or a checkpointer saved it), in the order decisions
-        given as a list follow; none for a run that waits for no decision."""
-        return self._waiting(state, state.iteration)
-
-    def _waiting(self, state: RunState, step: int) -> list[ApprovalRequest]:
-        """The requests for the calls of the state's pending step that wait for a decision."""
-        requests = []
-        for entry in state.pending:
-            tool = self._toolset.find(entry.action.tool)
-            if entry.started or tool is None or not needs_approval(tool, entry.action):
-                continue
-            requests.append(request_for(tool, entry.action, state.run_id, step))
-        return requests
-
-    def _pause(self, actions: list[AgentAction], step: int, run: _RunState) -> _Paused | None:
-        """Pauses a run without `approve=` at a step with calls needing approval: its state
-        is saved (with a checkpointer) and the requests reported."""
-        journal = run.journal
-        assert journal is not None  # a run that may pause keeps its state
-        waiting = [PendingCall(action) for action in actions]
-        state = replace(journal.state, pending=waiting)
-        requests = self._waiting(state, step)
-        if not requests:
-            return None
-        journal.paused(actions)
-        for request in requests:
-            report_required(run.callbacks, request)
-        return _Paused(PendingApproval(requests, journal.state))
-
-    def _drive(self, run: _RunState) -> dict[str, Any]:
+    def _drive(self, run: OneRun) -> dict[str, Any]:
         perform = self._perform if run.pacer is None else self._paced
         if run.journal is not None:
             perform = self._journaled
         loop = self._loop(run)
-        request = next(loop)
-        while not isinstance(request, _Done):
-            try:
-                result = perform(request, run)
-            except (OutputParserError, Interrupted) as error:
-                request = loop.throw(error)
-            else:
-                request = loop.send(result)
+        try:
+            request = next(loop)
+            while not isinstance(request, Done):
+                try:
+                    result = perform(request, run)
+                except (OutputParserError, Interrupted) as error:
+                    request = loop.throw(error)
+                else:
+                    request = loop.send(result)
+        finally:
+            run.ended()
         loop.close()
         return request.outputs
 
-    async def _adrive(self, run: _RunState) -> dict[str, Any]:
+    async def _adrive(self, run: OneRun) -> dict[str, Any]:
         perform = self._aperform if run.pacer is None else self._apaced
         if run.journal is not None:
             perform = self._ajournaled
         loop = self._loop(run)
-        request = next(loop)
-        while not isinstance(request, _Done):
-            try:
-                result = await perform(request, run)
-            except (OutputParserError, Interrupted) as error:
-                request = loop.throw(error)
-            else:
-                request = loop.send(result)
+        try:
+            request = next(loop)
+            while not isinstance(request, Done):
+                try:
+                    result = await perform(request, run)
+                except (OutputParserError, Interrupted) as error:
+                    request = loop.throw(error)
+                else:
+                    request = loop.send(result)
+        finally:
+            run.ended()
         loop.close()
         return request.outputs
 
@@ -374,40 +236,34 @@ class Executor(Chain):
         inputs: dict[str, Any],
         options: dict[str, Any],
         journal: journals.Journal | None = None,
-    ) -> _RunState:
+    ) -> OneRun:
         limit = self.max_execution_time
         deadline = None if limit is None else Deadline(limit)
-        if journal is not None:
-            steps = journal.state.steps
-        else:
-            steps = []
-            if self.checkpointer is not None or self._defers:
-                journal = journals.start(self.checkpointer, self.agent, inputs, steps)
-        if self._typed_answer is not None:
-            inputs = self._typed_answer.asking(inputs)
         callbacks = active_handler()
         pacer = None if callbacks is None else pacer_of(callbacks)
-        return _RunState(inputs, options, callbacks, deadline, steps, pacer, journal)
+        asked = inputs if self._typed_answer is None else self._typed_answer.asking(inputs)
+        if journal is not None:
+            steps = journal.state.steps
+        else:  # the new run is saved and held last: nothing raises between that and its end
+            steps = []
+            if self.checkpointer is not None or self._gate.defers:
+                journal = journals.start(self.checkpointer, self.agent, inputs, steps)
+        return OneRun(asked, options, callbacks, deadline, steps, pacer, journal)
 
     # The loop: every decision of a run.
 
-    def _loop(self, run: _RunState) -> _Loop:
-        try:
-            ended = yield from self._steps(run)
-            if isinstance(ended, _Paused):
-                yield _Done({self.agent.output_keys[0]: None, PENDING_KEY: ended.pending})
-                return
-            if isinstance(ended, _Stopped):
-                ended = yield from self._stop_early(ended, run)
-        except BaseException:
-            if run.journal is not None:
-                run.journal.release()  # it stays resumable, from its last step
-            raise
+    def _loop(self, run: OneRun) -> Loop:
+        ended = yield from self._steps(run)
+        if isinstance(ended, Paused):
+            yield Done({self.agent.output_keys[0]: None, PENDING_KEY: ended.pending})
+            return
+        if isinstance(ended, Stopped):
+            ended = yield from self._stop_early(ended, run)
         if run.journal is not None:
             run.journal.finished({k: v for k, v in ended.items() if k != INTERMEDIATE_STEPS_KEY})
-        yield _Done(ended)
+        yield Done(ended)
 
-    def _steps(self, run: _RunState) -> _Steps:
+    def _steps(self, run: OneRun) -> Steps:
         """Plan, act, observe, until the agent finishes, a tool returns directly, or a limit
         is reached."""
         limit = self.max_iterations
@@ -418,7 +274,10 @@ class Executor(Chain):
                 iteration = run.journal.state.iteration
                 resumed = run.journal.resumed_actions()
                 if resumed:  # the step it stopped in is finished first
-                    direct = self._record(resumed, (yield _Act(resumed, iteration)), run)
+                    observations = yield Act(resumed, iteration)
+                    if run.journal.waits():
+                        return Paused(run.journal.pause(self._gate, run.callbacks))
+                    direct = self._record(resumed, observations, run)
                     if direct is not None:
                         return self._finish(AgentFinish({self.agent.output_keys[0]: direct}), run)
             while limit is None or iteration < limit:
@@ -426,7 +285,7 @@ class Executor(Chain):
                     return self._out_of_time()
                 iteration += 1
                 try:
-                    decision = yield _PLAN
+                    decision = yield PLAN
                 except OutputParserError as error:
                     self._send_back(error, run)
                     continue
@@ -445,22 +304,26 @@ class Executor(Chain):
                     return self._out_of_time()
                 if run.callbacks is not None:
                     self._report(decision, run.callbacks)
-                if self._defers and (paused := self._pause(decision, iteration, run)):
-                    return paused
-                direct = self._record(decision, (yield _Act(decision, iteration)), run)
+                journal = run.journal
+                if self._gate.defers and journal and journal.waits_before(decision, self._gate):
+                    return Paused(journal.pause(self._gate, run.callbacks))
+                observations = yield Act(decision, iteration)
+                if journal is not None and journal.waits():
+                    return Paused(journal.pause(self._gate, run.callbacks))
+                direct = self._record(decision, observations, run)
                 if direct is not None:
                     return self._finish(AgentFinish({self.agent.output_keys[0]: direct}), run)
         except Interrupted as cut:
             run.steps.extend(cut.finished)  # they did their work: the caller gets to see it
             return self._out_of_time(cut.during)
-        return _Stopped("max_iterations", f"reached max_iterations={limit}")
+        return Stopped("max_iterations", f"reached max_iterations={limit}")
 
     def _report(self, actions: list[AgentAction], callbacks: CombiningHandler) -> None:
         for action in actions:
             callbacks.handle_agent_action(action)
 
     def _record(
-        self, actions: list[AgentAction], observations: list[str], run: _RunState
+        self, actions: list[AgentAction], observations: list[str], run: OneRun
     ) -> str | None:
         """Records the actions' steps; returns the observation of the first action whose tool
         returns directly, if any."""
@@ -477,17 +340,17 @@ class Executor(Chain):
                     direct = observation
         return direct
 
-    def _stop_early(self, stopped: _Stopped, run: _RunState) -> Generator[_Request, Any, Any]:
+    def _stop_early(self, stopped: Stopped, run: OneRun) -> Generator[LoopRequest, Any, Any]:
         """Raises NotFinishedError, or with `early_stopping_method="generate"` returns the
         outputs of the final answer the agent is asked for."""
         if self.early_stopping_method == "force":
             raise NotFinishedError(stopped.reason, run.steps, limit=stopped.limit)
-        final = yield _PLAN_FINAL
+        final = yield PLAN_FINAL
         if self._typed_answer is not None:
             final = self._typed_answer.read(final, self.agent.output_keys)
         return self._finish(final, run)
 
-    def _send_back(self, error: OutputParserError, run: _RunState, *, always: bool = False) -> None:
+    def _send_back(self, error: OutputParserError, run: OneRun, *, always: bool = False) -> None:
         """Records an unparsable reply as a step whose observation tells the model what to
         fix; re-raises `error` without an error handler, unless it is to go back `always`."""
         if self.error_handler is None and not always:
@@ -504,11 +367,11 @@ class Executor(Chain):
             f"{type(self.agent).__name__}.plan returned neither actions nor a final answer"
         )
 
-    def _out_of_time(self, during: str = "") -> _Stopped:
+    def _out_of_time(self, during: str = "") -> Stopped:
         reason = f"reached max_execution_time={self.max_execution_time}s"
-        return _Stopped("max_execution_time", f"{reason} {during}" if during else reason)
+        return Stopped("max_execution_time", f"{reason} {during}" if during else reason)
 
-    def _finish(self, finish: AgentFinish, run: _RunState) -> dict[str, Any]:
+    def _finish(self, finish: AgentFinish, run: OneRun) -> dict[str, Any]:
         if run.callbacks is not None:
             run.callbacks.handle_agent_finish(finish)
         if self.return_intermediate_steps:
@@ -517,241 +380,91 @@ class Executor(Chain):
 
     # The drivers: each carries out the loop's requests.
 
-    def _perform(self, request: _Request, run: _RunState) -> Any:
+    def _perform(self, request: LoopRequest, run: OneRun) -> Any:
         # Every step of a run without a deadline comes here first: `is` tests, as a class
         # pattern of the match below costs twice as much.
         if run.deadline is None:
-            if type(request) is _Plan:
+            if type(request) is Plan:
                 return self.agent.plan(run.steps, run.inputs, **run.options)
-            if type(request) is _Act and len(request.actions) == 1:
-                return [self._run_tool(request.actions[0], request.step)]
+            if type(request) is Act and len(request.actions) == 1:
+                return [self._calls.run(request.actions[0], request.step)]
         match request:
-            case _Plan():
+            case Plan():
                 assert run.deadline is not None  # taken above otherwise
                 return plan_in_thread(
                     self.agent, run.deadline, run.steps, run.inputs, run.options, run.callbacks
                 )
-            case _Act(actions=actions, step=step):
+            case Act(actions=actions, step=step):
                 return act_in_threads(
-                    partial(self._run_tool, step=step),
+                    partial(self._calls.run, step=step),
                     actions,
                     self.max_parallel_tools,
                     run.callbacks,
                     run.deadline,
                 )
-            case _PlanFinal():
+            case PlanFinal():
                 return self.agent.plan_final(run.steps, run.inputs, **run.options)
         raise AssertionError(f"the loop asked for {request!r}")
 
-    async def _aperform(self, request: _Request, run: _RunState) -> Any:
+    async def _aperform(self, request: LoopRequest, run: OneRun) -> Any:
         if run.deadline is None:  # as in _perform
-            if type(request) is _Plan:
+            if type(request) is Plan:
                 return await self.agent.aplan(run.steps, run.inputs, **run.options)
-            if type(request) is _Act and len(request.actions) == 1:
-                return [await self._arun_tool(request.actions[0], request.step)]
+            if type(request) is Act and len(request.actions) == 1:
+                return [await self._calls.arun(request.actions[0], request.step)]
         match request:
-            case _Plan():
+            case Plan():
                 plan = self.agent.aplan(run.steps, run.inputs, **run.options)
                 return await within(run.deadline, plan, model_interrupted)
-            case _Act(actions=actions, step=step):
-                observations: list[str | None] = [None] * len(actions)
-                acting = self._aact(actions, observations, partial(self._arun_tool, step=step))
-                return await within(
-                    run.deadline, acting, lambda: tools_interrupted(actions, observations)
-                )
-            case _PlanFinal():
+            case Act(actions=actions, step=step):
+                run_tool = partial(self._calls.arun, step=step)
+                return await act_in_tasks(run.deadline, actions, run_tool, self.max_parallel_tools)
+            case PlanFinal():
                 return await self.agent.aplan_final(run.steps, run.inputs, **run.options)
         raise AssertionError(f"the loop asked for {request!r}")
 
-    def _journaled(self, request: _Request, run: _RunState) -> Any:
-        """`_perform` (or `_paced`) for a checkpointed run: a step's tools are saved as
-        started before they run, and each as it completes."""
+    def _journaled(self, request: LoopRequest, run: OneRun) -> Any:
+        """`_perform` (or `_paced`) for a run that keeps its state: a step's calls are saved
+        as started before they run, and each as it completes."""
         journal = run.journal
         assert journal is not None  # chosen only then
-        perform = self._perform if run.pacer is None else self._paced
-        try:
-            if type(request) is not _Act:
-                if type(request) is _Plan:
-                    journal.planned()
-                return perform(request, run)
-            if run.pacer is not None:
-                _postpone(run.deadline, run.pacer.pause())
-            actions = request.actions
-            journal.acting(actions)
-            given = journal.decisions
-            run_tool = journal.runner(partial(self._run_tool, step=request.step, given=given))
-            if run.deadline is None and len(actions) == 1:
-                return [run_tool(actions[0])]
-            return act_in_threads(
-                run_tool, actions, self.max_parallel_tools, run.callbacks, run.deadline
-            )
-        except (OutputParserError, Interrupted):
-            raise  # the loop's to handle
-        except BaseException:
-            journal.release()
-            raise
+        if type(request) is not Act:
+            if type(request) is Plan:
+                journal.planned()
+            return (self._perform if run.pacer is None else self._paced)(request, run)
+        if run.pacer is not None:
+            _postpone(run.deadline, run.pacer.pause())
+        actions = request.actions
+        run_tool = journal.acting(actions, request.step, self._calls, self._gate.waits)
+        if run.deadline is None and len(actions) == 1:
+            return [run_tool(actions[0])]
+        return act_in_threads(
+            run_tool, actions, self.max_parallel_tools, run.callbacks, run.deadline
+        )
 
-    async def _ajournaled(self, request: _Request, run: _RunState) -> Any:
+    async def _ajournaled(self, request: LoopRequest, run: OneRun) -> Any:
         journal = run.journal
         assert journal is not None
-        perform = self._aperform if run.pacer is None else self._apaced
-        try:
-            if type(request) is not _Act:
-                if type(request) is _Plan:
-                    journal.planned()
-                return await perform(request, run)
-            if run.pacer is not None:
-                _postpone(run.deadline, await run.pacer.apause())
-            actions = request.actions
-            journal.acting(actions)
-            observations: list[str | None] = [None] * len(actions)
-            given = journal.decisions
-            run_tool = journal.arunner(partial(self._arun_tool, step=request.step, given=given))
-            acting = self._aact(actions, observations, run_tool)
-            return await within(
-                run.deadline, acting, lambda: tools_interrupted(actions, observations)
-            )
-        except (OutputParserError, Interrupted):
-            raise
-        except BaseException:
-            journal.release()
-            raise
+        if type(request) is not Act:
+            if type(request) is Plan:
+                journal.planned()
+            return await (self._aperform if run.pacer is None else self._apaced)(request, run)
+        if run.pacer is not None:
+            _postpone(run.deadline, await run.pacer.apause())
+        actions = request.actions
+        run_tool = journal.aacting(actions, request.step, self._calls, self._gate.waits)
+        return await act_in_tasks(run.deadline, actions, run_tool, self.max_parallel_tools)
 
-    def _paced(self, request: _Request, run: _RunState) -> Any:
+    def _paced(self, request: LoopRequest, run: OneRun) -> Any:
         """`_perform`, once the stream's reader has caught up; its wait moves the deadline."""
         assert run.pacer is not None  # chosen only then
         _postpone(run.deadline, run.pacer.pause())
         return self._perform(request, run)
 
-    async def _apaced(self, request: _Request, run: _RunState) -> Any:
+    async def _apaced(self, request: LoopRequest, run: OneRun) -> Any:
         assert run.pacer is not None
         _postpone(run.deadline, await run.pacer.apause())
         return await self._aperform(request, run)
-
-    async def _aact(
-        self,
-        actions: list[AgentAction],
-        observations: list[str | None],
-        run_tool: Callable[[AgentAction], Awaitable[str]],
-    ) -> list[str]:
-        """Runs the actions as tasks, at most `max_parallel_tools` at once, each observation
-        put in `observations` as it comes; returns them in the order of `actions`."""
-        import asyncio  # loaded already by the running event loop, not at import
-
-        limit = asyncio.Semaphore(self.max_parallel_tools)
-
-        async def run(index: int, action: AgentAction) -> str:
-            async with limit:
-                observation = observations[index] = await run_tool(action)
-                return observation
-
-        tasks = [asyncio.ensure_future(run(i, action)) for i, action in enumerate(actions)]
-        try:
-            return list(await asyncio.gather(*tasks))
-        except BaseException:
-            # A failed or cancelled call leaves no sibling running behind the raised error.
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
-
-    # One tool call: a "tool" run, with its events.
-
-    def _run_tool(self, action: AgentAction, step: int, given: GivenDecisions | None = None) -> str:
-        tool = self._toolset.find(action.tool)
-        name = _UNKNOWN_TOOL if tool is None else tool.name
-        with enter("tool", name, None, action.tool_call_id) as run:
-            if run.handler is not None:
-                run.handler.handle_tool_start(run.name, action.tool_input, action.tool_call_id)
-            if tool is None:
-                return self._unknown_tool(action, run)
-            approval = self._approval if given is None else given
-            if approval is not None and needs_approval(tool, action):
-                request = self._asking(tool, action, run, step)
-                decision = approval.decide(request)
-                decided = self._decided(request, decision, tool, action, run)
-                if isinstance(decided, Denial):
-                    return self._tool_ended(decided, run)
-                action = decided
-            try:
-                if action.tool_call_id is None:
-                    output = tool.call(action.tool_input)
-                else:
-                    output = tool.call_arguments(action.tool_input)
-            except BaseException as error:
-                return self._tool_failed(tool, error, run)
-            return self._tool_ended(output, run)
-
-    async def _arun_tool(
-        self, action: AgentAction, step: int, given: GivenDecisions | None = None
-    ) -> str:
-        tool = self._toolset.find(action.tool)
-        name = _UNKNOWN_TOOL if tool is None else tool.name
-        with enter("tool", name, None, action.tool_call_id) as run:
-            if run.handler is not None:
-                run.handler.handle_tool_start(run.name, action.tool_input, action.tool_call_id)
-            if tool is None:
-                return self._unknown_tool(action, run)
-            approval = self._approval if given is None else given
-            if approval is not None and needs_approval(tool, action):
-                request = self._asking(tool, action, run, step)
-                decision = await approval.adecide(request)
-                decided = self._decided(request, decision, tool, action, run)
-                if isinstance(decided, Denial):
-                    return self._tool_ended(decided, run)
-                action = decided
-            try:
-                if action.tool_call_id is None:
-                    output = await tool.acall(action.tool_input)
-                else:
-                    output = await tool.acall_arguments(action.tool_input)
-            except BaseException as error:
-                return self._tool_failed(tool, error, run)
-            return self._tool_ended(output, run)
-
-    def _asking(self, tool: Tool, action: AgentAction, run: Run, step: int) -> ApprovalRequest:
-        """The request for a decision on this call, reported to the run's handlers."""
-        request = request_for(tool, action, run.parent_id, step)
-        report_required(run.handler, request)
-        return request
-
-    def _decided(
-        self,
-        request: ApprovalRequest,
-        decision: Decision,
-        tool: Tool,
-        action: AgentAction,
-        run: Run,
-    ) -> AgentAction | Denial:
-        """The call to make after `decision`, or its denial; the decision is reported."""
-        report_decided(run.handler, request, decision)
-        return applied(decision, action, tool)
-
-    def _unknown_tool(self, action: AgentAction, run: Run) -> str:
-        """The observation for an action naming no tool of the agent, reported as the run's
-        error."""
-        unknown = UnknownToolError(action.tool, ", ".join(self._toolset.names))
-        run.fail(unknown)
-        return str(unknown)
-
-    def _tool_failed(self, tool: Tool, error: BaseException, run: Run) -> str:
-        """The observation for a tool's failure; re-raises what is not to be observed."""
-        if isinstance(error, StopIteration | StopAsyncIteration):
-            error = stop_escaped(error, f"tool {tool.name!r}")  # as Tool.acall raises it
-        run.fail(error)
-        if isinstance(error, ToolError):
-            return str(error)
-        if self.handle_tool_errors and isinstance(error, Exception):
-            # The type tells the model what went wrong: str(KeyError('42')) is only "'42'".
-            detail = f": {error}" if str(error) else ""
-            return f"Tool error: {type(error).__name__}{detail}"
-        raise error
-
-    def _tool_ended(self, output: object, run: Run) -> str:
-        text = output if isinstance(output, str) else observation_of(output)
-        if run.handler is not None:  # else no one hears the end: no call to make
-            run.end(text)
-        return text
 
 
 def _postpone(deadline: Deadline | None, seconds: float) -> None:

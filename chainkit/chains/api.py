@@ -142,12 +142,17 @@ def resume(
     A tool call that completed is never repeated; one cut in the middle is repeated only for
     an idempotent tool, else `interrupted` decides: "raise" (raises
     checkpoints.InterruptedCallError naming it), "repeat", or "skip" (the model is told its
-    outcome is unknown). Raises checkpoints.RunLockedError while another process holds the
-    run, checkpoints.StateMismatchError for a state of another agent kind or needing a tool the
-    agent lacks, checkpoints.StateFormatError for another format version. `decisions` decide the
-    calls a run paused on for approval (see agents.PendingApproval): a dict keyed by each
-    call's tool_call_id (or position), or a list in the requests' order. `callbacks` hear
-    the resumed run, as `call`'s option does.
+    outcome is unknown). A decision taken before the run stopped is kept (a denied call never
+    runs); a call that waited for a person waits still. With a checkpointer the store's record
+    of the run is what continues: a state given that is older continues from it, and with
+    decisions raises checkpoints.StaleStateError (nothing runs twice). Raises
+    checkpoints.RunLockedError while another process holds the run,
+    checkpoints.StateMismatchError for a state of another agent kind or needing a tool the
+    agent lacks, checkpoints.StateFormatError for another format version. `decisions` answer
+    the calls a run paused on (see agents.PendingApproval): a decision for a call waiting for
+    approval, any JSON value for a tool's question (agents.interrupt); a dict keyed by each
+    call's tool_call_id (or position), or a list in the requests' order. `callbacks` hear the
+    resumed run, as `call`'s option does.
     """
     check_chain("resume", chain)
     resumption = chain._resumed(state_or_run_id, decisions, interrupted)

@@ -22,6 +22,24 @@ class RunLockedError(CheckpointError, RuntimeError):
     """Another process (or thread) holds the run: it is running or being resumed there."""
 
 
+class RunTakenOverError(CheckpointError, RuntimeError):
+    """This store's hold on the run ended (it expired, and another process took the run over):
+    its save was refused, so two processes never both continue one run. The run goes on
+    where it was taken over; this process stops it here."""
+
+
+class RunExistsError(CheckpointError, ValueError):
+    """A new run was started under an id the store holds a run of already (a message
+    delivered twice, a double click): nothing ran. Resume that run by its id to continue it
+    or get its answer, or start this one under another id."""
+
+
+class StaleStateError(CheckpointError, RuntimeError):
+    """A state older than the store's record of its run (a JSON state resumed again, or a
+    state another process moved on): saving it would repeat or undo what the run did since,
+    so it was refused and nothing ran. Resume the run by its id, from the store's record."""
+
+
 class RunFinishedError(CheckpointError, RuntimeError):
     """The run ended with a final answer already: there is nothing to resume."""
 

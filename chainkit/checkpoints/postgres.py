@@ -7,8 +7,9 @@ import threading
 import time
 from typing import Any
 
-from chainkit.checkpoints._rows import LIST_RUNS, run_row, state_of, step_rows
-from chainkit.checkpoints.errors import CheckpointConfigError, RunLockedError, RunNotFoundError
+from chainkit.checkpoints import _lease as leases
+from chainkit.checkpoints import _rows as rows
+from chainkit.checkpoints.errors import CheckpointConfigError, RunLockedError
 from chainkit.checkpoints.state import RunState
 from chainkit.checkpoints.store import RunSummary
 
@@ -19,17 +20,29 @@ CREATE TABLE IF NOT EXISTS chainkit_runs (
 CREATE TABLE IF NOT EXISTS chainkit_steps (
     run_id TEXT NOT NULL, seq INTEGER NOT NULL, step TEXT NOT NULL, PRIMARY KEY (run_id, seq));
 """
-_SAVE_RUN = """
-INSERT INTO chainkit_runs (run_id, agent, header, progress, status, steps, updated)
-VALUES (%s, %s, %s, %s, %s, %s, %s)
-ON CONFLICT (run_id) DO UPDATE SET progress = excluded.progress, status = excluded.status,
-    steps = excluded.steps, updated = excluded.updated
-"""
+_COLUMNS = (
+    "SELECT column_name FROM information_schema.columns "
+    "WHERE table_name = 'chainkit_runs' AND table_schema = current_schema()"
+)
 _SAVE_STEP = """
 INSERT INTO chainkit_steps VALUES (%s, %s, %s)
 ON CONFLICT (run_id, seq) DO UPDATE SET step = excluded.step
 """
-_LOCK = "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))"
+
+
+def _pg(sql: str) -> str:
+    """The stores' shared SQL with psycopg's placeholders."""
+    return sql.replace("?", "%s")
+
+
+_SQL = rows.Dialect(
+    _pg(rows.UPDATE_RUN.format(same="IS NOT DISTINCT FROM")),
+    _pg(rows.READ_VERSION),
+    _pg(rows.INSERT_RUN),
+)
+_LOAD_RUN = _pg(rows.LOAD_RUN)
+_READ_LEASE = _pg(leases.READ_LEASE) + " FOR UPDATE"
+_TAKE_LEASE, _END_LEASE = _pg(leases.TAKE_LEASE), _pg(leases.END_LEASE)
 
 
 def _psycopg() -> Any:
@@ -44,30 +57,33 @@ def _psycopg() -> Any:
 
 class PostgresStore:
     """Keeps each run as a row and each of its steps as a row, in the PostgreSQL database at
-    `dsn` (a libpq connection string or URL). A save is one transaction. A run is held with a
-    session advisory lock on a connection of its own, which the server drops when the
-    holding process dies."""
+    `dsn` (a libpq connection string or URL). A save is one transaction. A run is held by
+    one store at a time, for `lease_seconds` after each save, with a lease in its row naming
+    the holding process: a hold whose process died (or whose machine rebooted) is taken over
+    at once, one held on another machine once it expired."""
 
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, *, lease_seconds: float = leases.DEFAULT_SECONDS) -> None:
         psycopg = _psycopg()
-        self._dsn = dsn
+        self._lease_seconds = leases.checked_seconds(lease_seconds)
         self._lock = threading.Lock()
         self._connection = psycopg.connect(dsn, autocommit=True)
         with self._connection.transaction():
             self._connection.execute("SELECT pg_advisory_xact_lock(hashtext('chainkit_schema'))")
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 self._connection.execute(statement)
+            # Added to an older chainkit's table only: ALTER TABLE locks out every run's save.
+            present = {name for (name,) in self._connection.execute(_COLUMNS)}
+            for statement in leases.added_columns(present):
+                self._connection.execute(statement)
         self._saved_steps: dict[str, int] = {}
-        self._holds: dict[str, Any] = {}
+        self._held: dict[str, str] = {}
+        """This store's lease token on each run it holds."""
 
     def __repr__(self) -> str:
         return "PostgresStore(...)"  # the DSN may hold a password
 
     def close(self) -> None:
         with self._lock:
-            for connection in self._holds.values():
-                connection.close()
-            self._holds.clear()
             self._connection.close()
 
     def save(self, state: RunState) -> None:
@@ -79,57 +95,53 @@ class PostgresStore:
                     "SELECT steps FROM chainkit_runs WHERE run_id = %s", (state.run_id,)
                 ).fetchone()
                 start = 0 if row is None else int(row[0])
-            with connection.transaction():
-                connection.execute(_SAVE_RUN, run_row(state, time.time()))
-                if start > len(state.steps):  # an earlier state of the run, saved again
-                    connection.execute(
-                        "DELETE FROM chainkit_steps WHERE run_id = %s AND seq >= %s",
-                        (state.run_id, len(state.steps)),
-                    )
-                    start = len(state.steps)
-                rows = step_rows(state, start)
-                if rows:
-                    with connection.cursor() as cursor:
-                        cursor.executemany(_SAVE_STEP, rows)
+            state.saved += 1
+            try:
+                with connection.transaction():
+                    now, held = time.time(), self._held.get(state.run_id)
+                    expires = now + self._lease_seconds
+                    rows.write_run(connection.execute, _SQL, state, now, expires, held)
+                    if start > len(state.steps):  # an earlier state of the run, saved again
+                        connection.execute(
+                            "DELETE FROM chainkit_steps WHERE run_id = %s AND seq >= %s",
+                            (state.run_id, len(state.steps)),
+                        )
+                        start = len(state.steps)
+                    added = rows.step_rows(state, start)
+                    if added:
+                        with connection.cursor() as cursor:
+                            cursor.executemany(_SAVE_STEP, added)
+            except BaseException:
+                state.saved -= 1
+                raise
             self._saved_steps[state.run_id] = len(state.steps)
 
     def load(self, run_id: str) -> RunState:
         with self._lock, self._connection.transaction():
-            row = self._connection.execute(
-                "SELECT header, progress FROM chainkit_runs WHERE run_id = %s", (run_id,)
-            ).fetchone()
+            row = self._connection.execute(_LOAD_RUN, (run_id,)).fetchone()
             steps = self._connection.execute(
                 "SELECT step FROM chainkit_steps WHERE run_id = %s ORDER BY seq", (run_id,)
             ).fetchall()
-        state = state_of(run_id, row, steps)
+        state = rows.state_of(run_id, row, steps)
         self._saved_steps[run_id] = len(state.steps)
         return state
 
     def runs(self) -> list[RunSummary]:
         with self._lock:
-            rows = self._connection.execute(LIST_RUNS).fetchall()
-        return [RunSummary(*row) for row in rows]
+            listed = self._connection.execute(rows.LIST_RUNS).fetchall()
+        return [RunSummary(*row) for row in listed]
 
     def acquire(self, run_id: str) -> None:
         with self._lock:
-            if run_id in self._holds:
+            if run_id in self._held:
                 raise RunLockedError(f"run {run_id!r} is held already, by this store")
-            found = self._connection.execute(
-                "SELECT 1 FROM chainkit_runs WHERE run_id = %s", (run_id,)
-            ).fetchone()
-            if found is None:
-                raise RunNotFoundError(f"no run {run_id!r} in the checkpoint store")
-            holder = _psycopg().connect(self._dsn, autocommit=True)
-            (taken,) = holder.execute(_LOCK, (run_id,)).fetchone()
-            if not taken:
-                holder.close()
-                raise RunLockedError(
-                    f"run {run_id!r} is held by another process, which is running or resuming it"
-                )
-            self._holds[run_id] = holder
+            with self._connection.transaction():
+                execute, seconds = self._connection.execute, self._lease_seconds
+                token = leases.take(execute, _READ_LEASE, _TAKE_LEASE, run_id, seconds)
+            self._held[run_id] = token
 
     def release(self, run_id: str) -> None:
         with self._lock:
-            holder = self._holds.pop(run_id, None)
-        if holder is not None:
-            holder.close()
+            token = self._held.pop(run_id, None)
+            if token is not None:
+                self._connection.execute(_END_LEASE, (run_id, token))

@@ -9,15 +9,22 @@ The form, version 1::
      "steps": [{"tool": "add", "tool_input": "…", "log": "…", "tool_call_id": "c1",
                 "reply": {…a Message…} | "same" | null, "observation": "…"}],
      "pending": [{…a step without its observation…, "started": true,
-                  "observation": "…" | null}]}
+                  "observation": "…" | null, "decision": {…} | null, "answers": […],
+                  "asked": … | null}],
+     "saved": 3}
 
 `status` is "running" (also for a run whose process died), "paused" (its pending calls wait for
 approval, none started) or "finished". `steps` are the completed steps; `pending` the calls of
 the step in progress, each `started` once it may have begun and with its `observation` once it
-completed. `reply` is the assistant message a native call came from; "same" says it is the
-previous call's (one reply, several calls), so the conversation is rebuilt exactly.
-`iteration` counts the model's plans so far; `outputs` are a finished run's (when they are
-JSON).
+completed. A call's `decision` is a person's decision on its approval (`{"kind": "approve"}`,
+`{"kind": "deny", "reason": …}`, `{"kind": "edit", "arguments": …}`), saved before the call
+starts; `answers` are the answers to the questions its tool asked (`agents.interrupt`), in
+order, and `asked` the question it waits on (null when it waits for none).
+`saved` counts the saves of the run in its store: a store refuses a state older than its
+record (see `checkpoints.Checkpointer`). `reply` is the assistant message a native call came
+from; "same" says it is the previous call's (one reply, several calls), so the conversation is
+rebuilt exactly. `iteration` counts the model's plans so far; `outputs` are a finished run's
+(when they are JSON).
 """
 
 from __future__ import annotations
@@ -43,6 +50,12 @@ class PendingCall:
     action: AgentAction
     started: bool = False
     observation: str | None = None
+    decision: dict[str, Any] | None = None
+    """A person's decision on the call's approval, as JSON (`agents.approval.decision_data`)."""
+    answers: list[Any] = field(default_factory=list)
+    """The answers (JSON) to the questions the call's tool asked (`agents.interrupt`)."""
+    asked: Any = None
+    """The question (JSON) of the call's tool that waits for an answer; None when none does."""
 
 
 @dataclass(slots=True)
@@ -61,6 +74,9 @@ class RunState:
     """"paused": stopped at a step whose calls wait for a person's decisions (approval)."""
     outputs: dict[str, Any] | None = None
     """A finished run's outputs, when they are JSON (a typed answer is not)."""
+    saved: int = 0
+    """How many times the run was saved in its store: the version of the record this state
+    was read from or last written as (0: never saved)."""
 
     def header(self) -> dict[str, Any]:
         """The part that never changes during the run."""
@@ -83,9 +99,13 @@ class RunState:
                     **action_dict(p.action, _previous(self.pending, i)),
                     "started": p.started,
                     "observation": p.observation,
+                    "decision": p.decision,
+                    "answers": p.answers,
+                    "asked": p.asked,
                 }
                 for i, p in enumerate(self.pending)
             ],
+            "saved": self.saved,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -111,7 +131,11 @@ class RunState:
             pending: list[PendingCall] = []
             for item in data["pending"]:
                 action = _action(item, pending[-1].action if pending else None)
-                pending.append(PendingCall(action, bool(item["started"]), item["observation"]))
+                started, observation = bool(item["started"]), item["observation"]
+                decision, asked = _decision(item.get("decision")), item.get("asked")
+                answers = _answers(item.get("answers", []))
+                entry = PendingCall(action, started, observation, decision, answers, asked)
+                pending.append(entry)
             return cls(
                 _text(data["run_id"], "run_id"),
                 _text(agent["kind"], "agent kind"),
@@ -122,6 +146,7 @@ class RunState:
                 int(data["iteration"]),
                 _status(data["status"]),
                 data.get("outputs"),
+                int(data.get("saved", 0)),
             )
         except StateFormatError:
             raise
@@ -200,6 +225,27 @@ def _text(value: object, what: str) -> str:
     if not isinstance(value, str):
         raise StateFormatError(f"run state is malformed: {what} must be a str, got {value!r:.60}")
     return value
+
+
+def _decision(value: object) -> dict[str, Any] | None:
+    """A call's saved approval decision, as `agents.approval.decision_data` writes it."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        kind = value.get("kind")
+        if kind == "approve" or (kind == "deny" and isinstance(value.get("reason"), str)):
+            return value
+        if kind == "edit" and isinstance(value.get("arguments"), dict | str):
+            return value
+    raise StateFormatError(f"run state is malformed: a call's decision is not one: {value!r:.100}")
+
+
+def _answers(value: object) -> list[Any]:
+    if not isinstance(value, list):
+        raise StateFormatError(
+            f"run state is malformed: a call's answers must be a list, got {value!r:.60}"
+        )
+    return list(value)
 
 
 def _status(value: object) -> Literal["running", "paused", "finished"]:

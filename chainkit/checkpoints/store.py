@@ -29,12 +29,17 @@ class Checkpointer(Protocol):
     """Where an Executor keeps its runs' states.
 
     - `save(state)` replaces the run's stored state with `state`, atomically: a reader (or a
-      process started after a crash) sees the old state or the new one, never a mix.
+      process started after a crash) sees the old state or the new one, never a mix. It
+      writes only over the record `state` was read as (`state.saved` counts the record's
+      saves; it counts this one once written): a state older than the record raises
+      StaleStateError, a new state (`saved` 0) under an id the store holds RunExistsError,
+      and a save of a run another store holds RunLockedError, or RunTakenOverError once
+      another store took over a run this one held. Each save renews this store's hold.
     - `load(run_id)` returns the last state saved; raises RunNotFoundError.
     - `runs()` lists the runs, most recently saved first.
     - `acquire(run_id)` holds the run for this store object until `release(run_id)`; raises
       RunLockedError while another process, thread or store holds it. A hold ends with the
-      process that took it (a crash releases it).
+      process that took it (a crash releases it), or when it expires unsaved.
     """
 
     def save(self, state: RunState) -> None: ...

@@ -3,6 +3,8 @@ across processes, for SQLite and PostgreSQL alike."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,13 +41,22 @@ def test_a_saved_state_loads_back_step_by_step(open_store: Callable[[], Any], ru
     assert (summary.agent, summary.status, summary.steps) == ("ToolCallingAgent", "running", 5)
 
 
-def test_an_earlier_state_saved_again_replaces_the_later_one(
+def test_a_state_older_than_the_record_is_refused_and_the_record_kept(
     open_store: Callable[[], Any], run_id: str
 ) -> None:
     store = open_store()
-    store.save(_state(run_id, 4))
-    open_store().save(_state(run_id, 1))  # another store object: it knows nothing of the 4
-    assert len(open_store().load(run_id).steps) == 1
+    state = _state(run_id, 1)
+    store.save(state)
+    earlier = checkpoints.RunState.from_json(state.to_json())  # a copy, kept "anywhere"
+    state.steps.extend(_state(run_id, 4).steps[1:])
+    store.save(state)
+    with pytest.raises(checkpoints.StaleStateError, match=f"{run_id}.*state is of save 1"):
+        open_store().save(earlier)  # another store object: it knows nothing of the 4
+    loaded = open_store().load(run_id)
+    assert (len(loaded.steps), loaded.saved) == (4, 2)
+    with pytest.raises(checkpoints.RunExistsError, match=run_id):
+        open_store().save(_state(run_id, 0))  # a new run under the same id
+    assert len(open_store().load(run_id).steps) == 4
 
 
 def test_an_unknown_run_is_named(open_store: Callable[[], Any], run_id: str) -> None:
@@ -102,3 +113,42 @@ def test_two_processes_resuming_one_run_exactly_one_proceeds(
     assert outcomes[0] == durable_runs.ANSWER
     assert outcomes[1].startswith("locked: ") and run_id in outcomes[1]
     assert (tmp_path / "log").read_text("utf-8").splitlines() == ["append:c", "append:d"]
+
+
+@pytest.mark.parametrize(
+    "decision", [{"kind": "yes"}, {"kind": "edit"}, {"kind": "deny", "reason": 3}, "approve"]
+)
+def test_a_saved_decision_that_is_not_one_is_a_format_error(decision: object) -> None:
+    action = AgentAction("note", "x", "", "c1")
+    state = checkpoints.RunState(
+        "r", "ToolCallingAgent", ["note"], {}, pending=[checkpoints.PendingCall(action)]
+    ).to_dict()
+    state["pending"][0]["decision"] = decision
+    with pytest.raises(checkpoints.StateFormatError, match="decision is not one"):
+        checkpoints.RunState.from_dict(state)
+
+
+def test_a_database_an_older_chainkit_made_gets_the_lease_and_version_columns(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as old:  # the tables as chainkit made them before leases
+        old.executescript(
+            "CREATE TABLE chainkit_runs (run_id TEXT PRIMARY KEY, agent TEXT NOT NULL, "
+            "header TEXT NOT NULL, progress TEXT NOT NULL, status TEXT NOT NULL, "
+            "steps INTEGER NOT NULL, updated REAL NOT NULL, lease_owner TEXT, lease_pid INTEGER);"
+            "CREATE TABLE chainkit_steps (run_id TEXT NOT NULL, seq INTEGER NOT NULL, "
+            "step TEXT NOT NULL, PRIMARY KEY (run_id, seq));"
+        )
+        header, progress = _state("old-run", 0).header(), _state("old-run", 0).progress()
+        old.execute(
+            "INSERT INTO chainkit_runs VALUES (?, ?, ?, ?, 'running', 0, 0, NULL, NULL)",
+            ("old-run", "ToolCallingAgent", json.dumps(header), json.dumps(progress)),
+        )
+    store = checkpoints.SQLiteStore(path)
+    store.acquire("old-run")
+    state = store.load("old-run")
+    state.steps.extend(_state("old-run", 2).steps)
+    store.save(state)
+    store.release("old-run")
+    assert (len(checkpoints.SQLiteStore(path).load("old-run").steps), state.saved) == (2, 1)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from chainkit import agents, chains
-from tests.support.approvals import Payments, tool_calling
+from chainkit import agents, chains, tools
+from tests.support.approvals import CallsThenReports, Payments, tool_calling
 
 CALLS = (("pay", {"to": "bob", "amount": 900}), ("pay", {"to": "ann", "amount": 9}))
 DECISIONS: dict[str, agents.Deny | agents.Edit] = {
@@ -25,6 +25,20 @@ def executor(payments: Payments) -> agents.Executor:
 def payments_executor() -> agents.Executor:
     """The payments Executor with a fresh ledger: a factory for `chainkit runs resume --agent`."""
     return executor(Payments())
+
+
+def asking_executor() -> agents.Executor:
+    """An Executor whose `transfer` asks which account (`agents.interrupt`): a factory for
+    `chainkit runs resume --agent`."""
+
+    @tools.tool
+    def transfer(amount: int) -> str:
+        """Moves money to an account the user picks."""
+        account = agents.interrupt({"question": "which account?"})
+        return f"moved {amount} to {account}"
+
+    agent = agents.ToolCallingAgent(CallsThenReports(("transfer", {"amount": 5})), [transfer])
+    return agents.Executor(agent)
 
 
 def main(step: str, state_file: Path) -> None:

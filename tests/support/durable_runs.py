@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from chainkit import agents, chains, checkpoints, llms, tools
+from chainkit.agents.approval import Approver
 from chainkit.llms.model import ModelRequest
 from chainkit.schema import FunctionCall, Message, ToolCall
 
@@ -61,7 +62,7 @@ class KillingStore:
         self.store.release(run_id)
 
 
-def side_effect_tools(log: Path, points: Points) -> list[tools.Tool]:
+def side_effect_tools(log: Path, points: Points, approving: bool = False) -> list[tools.Tool]:
     def append_line(tool: str, text: str) -> str:
         points.point()
         with open(log, "a", encoding="utf-8") as file:
@@ -69,7 +70,7 @@ def side_effect_tools(log: Path, points: Points) -> list[tools.Tool]:
         points.point()
         return f"{MARK}{tool}:{text}"
 
-    @tools.tool
+    @tools.tool(requires_approval=approving)
     def append(text: str) -> str:
         """Appends text to the report."""
         return append_line("append", text)
@@ -100,6 +101,25 @@ MRKL_SCRIPT = [
     f"Thought: all written\nFinal Answer: {ANSWER}",
 ]
 EXPECTED_CALLS = ["append:a", "note:b", "append:c", "append:d"]
+APPROVED_CALLS = ["append:a", "note:b", "append:C"]
+"""The calls of a run whose person edits c into C and denies d."""
+
+
+def decider(points: Points) -> Approver:
+    """The person approving `append`: approves a, edits c into C, denies d (the denial's
+    reason carries MARK, so the MRKL model counts it as an observation); the process may die
+    while they decide."""
+
+    def approve(request: agents.ApprovalRequest) -> agents.Approve | agents.Deny | agents.Edit:
+        points.point()
+        text = request.arguments["text"]
+        if text == "d":
+            return agents.Deny(f"{MARK}denied")
+        if text == "c":
+            return agents.Edit({"text": "C"})
+        return agents.Approve()
+
+    return approve
 
 
 class ByObservations(llms.BaseModel):
@@ -121,14 +141,17 @@ class ByObservations(llms.BaseModel):
         return Message.assistant(reply) if isinstance(reply, str) else reply
 
 
-def executor(kind: str, log: Path, store: Any, points: Points) -> agents.Executor:
-    side_effects = side_effect_tools(log, points)
+def executor(
+    kind: str, log: Path, store: Any, points: Points, approving: bool = False
+) -> agents.Executor:
+    side_effects = side_effect_tools(log, points, approving)
     agent: agents.Agent
     if kind == "native":
         agent = agents.ToolCallingAgent(ByObservations(list(NATIVE_SCRIPT)), side_effects)
     else:
         agent = agents.OneShotAgent(ByObservations(list(MRKL_SCRIPT)), side_effects)
-    return agents.Executor(agent, max_iterations=10, checkpointer=store)
+    approve = decider(points) if approving else None
+    return agents.Executor(agent, max_iterations=10, checkpointer=store, approve=approve)
 
 
 def run(mode: str, chain: agents.Executor, run_id: str) -> str:
@@ -164,22 +187,41 @@ def open_store(spec: StoreSpec) -> Any:
     return checkpoints.PostgresStore(where)
 
 
-def whole_run(spec: StoreSpec, kind: str, mode: str, log: str, run_id: str) -> list[Any]:
+def _made(entry: checkpoints.PendingCall) -> str:
+    """The text a started call was made with: its edit's, if a person edited it."""
+    if entry.decision is not None and entry.decision["kind"] == "edit":
+        return str(entry.decision["arguments"]["text"])
+    return str(json.loads(entry.action.tool_input)["text"])
+
+
+def whole_run(
+    spec: StoreSpec, kind: str, mode: str, log: str, run_id: str, approving: bool = False
+) -> list[Any]:
     """An uninterrupted run: its answer and how many points it passed."""
     counting = Points(None)
     store = KillingStore(open_store(spec), counting)
-    answer = run(mode, executor(kind, Path(log), store, counting), run_id)
+    answer = run(mode, executor(kind, Path(log), store, counting, approving), run_id)
     return [answer, counting.passed]
 
 
-def killed_run(spec: StoreSpec, kind: str, mode: str, log: str, run_id: str, kill_at: int) -> None:
+def killed_run(
+    spec: StoreSpec,
+    kind: str,
+    mode: str,
+    log: str,
+    run_id: str,
+    kill_at: int,
+    approving: bool = False,
+) -> None:
     """A run that kills its process at point `kill_at`."""
     points = Points(kill_at)
     store = KillingStore(open_store(spec), points)
-    run(mode, executor(kind, Path(log), store, points), run_id)
+    run(mode, executor(kind, Path(log), store, points, approving), run_id)
 
 
-def resumed_run(spec: StoreSpec, kind: str, mode: str, log: str, run_id: str) -> list[Any]:
+def resumed_run(
+    spec: StoreSpec, kind: str, mode: str, log: str, run_id: str, approving: bool = False
+) -> list[Any]:
     """The stopped run resumed (made anew if it was killed before its first save): its
     outputs, and the calls it had cut in the middle, as `tool:text`."""
     store = open_store(spec)
@@ -188,11 +230,11 @@ def resumed_run(spec: StoreSpec, kind: str, mode: str, log: str, run_id: str) ->
     except checkpoints.RunNotFoundError:
         pending = []
     cut = [
-        f"{entry.action.tool}:{json.loads(entry.action.tool_input)['text']}"
+        f"{entry.action.tool}:{_made(entry)}"
         for entry in pending
         if entry.started and entry.observation is None
     ]
-    chain = executor(kind, Path(log), store, Points(None))
+    chain = executor(kind, Path(log), store, Points(None), approving)
     try:
         outputs = resume(mode, chain, run_id)
     except checkpoints.RunNotFoundError:
