@@ -4,20 +4,24 @@ The output type is a dataclass, TypedDict, Enum, Literal, `list[...]`, a union, 
 them, a JSON Schema dict, or a pydantic model (pydantic is never imported by chainkit: only a
 model class the caller's code made is read). The strategy (see `llms.output_strategies`) is
 the caller's, or the first the model lists in its `output_strategies`; a server that refuses
-the strategy's field (a 400, 404, 422 or 500 naming it) makes the call go on with the next one.
-A reply that does not validate goes back to the model with what was wrong, `max_retries`
-times at most; then `OutputValidationError` carries every attempt.
+the strategy's field (`ModelStatusError.refuses`: a 400, 404, 422 or 500 naming it) makes the
+call go on with the next one, at once, and the model's later calls start after it. A reply
+that does not validate goes back to the model with what was wrong, `max_retries` times at
+most; then `OutputValidationError` carries every attempt.
 """
 
 from __future__ import annotations
 
+import inspect
+import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, Literal, TypeVar, Unpack, overload
 
 from chainkit._jsonschema.lenient import partial_object
 from chainkit._jsonschema.output import Invalid, OutputShape
-from chainkit._text import described
+from chainkit._text import described, short_repr
 from chainkit.callbacks.run import active_handler, tokens_wanted
 from chainkit.llms.errors import (
     ModelConfigError,
@@ -27,13 +31,14 @@ from chainkit.llms.errors import (
     OutputValidationError,
     RejectedOutput,
 )
-from chainkit.llms.model import Model
+from chainkit.llms.model import Model, model_name
 from chainkit.llms.options import CallOptions, StreamingFunc
 from chainkit.llms.output_strategies import (
     STRATEGIES,
     STRATEGY_NAMES,
     OutputStrategy,
     StrategyName,
+    output_strategies_of,
 )
 from chainkit.schema import Message, TokenUsage, ToolInfo
 
@@ -45,10 +50,34 @@ PartialFunc = Callable[[Any], None]
 """Receives each partial value of a streamed typed result, as JSON data (dicts and lists: a
 partial value is seldom a valid object of the type yet), each time it grows."""
 
-DEFAULT_STRATEGIES: Final[tuple[StrategyName, ...]] = ("prompted",)
-# 500 too: llama-cpp-python's server answers a request field it cannot take with a 500
-# that names the field ("response_format ... Input should be 'text' or 'json_object'").
-_REFUSED_STATUSES: Final = frozenset((400, 404, 422, 500))
+
+class _Refusals:
+    """The strategies each model's server refused, so that the model's later calls start
+    with one it takes; kept as long as the model lives (a model that cannot be weakly
+    referenced or hashed is not remembered)."""
+
+    def __init__(self) -> None:
+        self._by_model: weakref.WeakKeyDictionary[Any, frozenset[StrategyName]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
+
+    def of(self, model: object) -> frozenset[StrategyName]:
+        try:
+            with self._lock:
+                return self._by_model.get(model, frozenset())
+        except TypeError:
+            return frozenset()
+
+    def add(self, model: object, name: StrategyName) -> None:
+        try:
+            with self._lock:
+                self._by_model[model] = self._by_model.get(model, frozenset()) | {name}
+        except TypeError:
+            pass
+
+
+_REFUSALS: Final = _Refusals()
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,22 +141,55 @@ def _checked_retries(max_retries: object) -> int:
 
 
 def _strategy_choices(model: Model, strategy: object) -> tuple[StrategyName, ...]:
+    """The strategies to try in turn: the model's, less those its server refused before (the
+    last is kept), or the caller's one, which a model that lists its own must list."""
+    listed = output_strategies_of(model)
     if strategy is None:
-        listed: tuple[StrategyName, ...] = getattr(model, "output_strategies", DEFAULT_STRATEGIES)
-        return listed or DEFAULT_STRATEGIES
+        refused = _REFUSALS.of(model)
+        taken = tuple(name for name in listed if name not in refused)
+        return taken or listed[-1:]
     for name in STRATEGY_NAMES:
         if strategy == name:
+            if name not in listed and hasattr(model, "output_strategies"):
+                raise ModelConfigError(
+                    f"strategy={name!r}: {model_name(model)} takes {', '.join(listed)} (its "
+                    "output_strategies)"
+                )
             return (name,)
     raise ModelConfigError(
         f"strategy must be one of {', '.join(STRATEGY_NAMES)} (or None to choose), got {strategy!r}"
     )
 
 
+def _checked_prompt(prompt: object) -> list[Message]:
+    if isinstance(prompt, str):
+        return [Message.user(prompt)]
+    if isinstance(prompt, Sequence) and all(isinstance(m, Message) for m in prompt):
+        return list(prompt)
+    raise ModelTypeError(
+        "prompt must be the text of one user message (str) or a list of Messages, got "
+        f"{described(prompt)}"
+    )
+
+
+def _checked_on_partial(on_partial: object) -> PartialFunc | None:
+    if on_partial is None:
+        return None
+    if not callable(on_partial) or inspect.iscoroutinefunction(on_partial):
+        raise ModelTypeError(
+            "on_partial must be a plain function of the partial value (it is called, never "
+            f"awaited), got {described(on_partial)}"
+        )
+    return on_partial
+
+
 def _shape(output_type: object) -> OutputShape:
     try:
         return OutputShape(output_type)
     except TypeError as error:
-        raise ModelTypeError(f"output_type {output_type!r} has no JSON schema: {error}") from None
+        raise ModelTypeError(
+            f"output_type {short_repr(output_type, 200)} has no JSON schema: {error}"
+        ) from None
 
 
 class _Session:
@@ -145,11 +207,13 @@ class _Session:
         options: dict[str, Any],
     ) -> None:
         self.max_retries = _checked_retries(max_retries)
+        self.model = model
         self.choices = _strategy_choices(model, strategy)
         self.chosen = strategy is not None
         self.strategy: OutputStrategy = STRATEGIES[self.choices[0]]
         self.shape = _shape(output_type)
-        self.messages = [Message.user(prompt)] if isinstance(prompt, str) else list(prompt)
+        self.messages = _checked_prompt(prompt)
+        on_partial = _checked_on_partial(on_partial)
         self.options = options
         self.rejected: list[RejectedOutput] = []
         self.partials: _Partials | None = None
@@ -165,13 +229,14 @@ class _Session:
         return strategy.messages(self.messages, shape), strategy.tools(shape), options
 
     def downgrade(self, error: ModelStatusError) -> bool:
-        """Moves on to the next strategy when the server refused this one's field; False
-        when it did not (or the caller chose the strategy)."""
-        option = self.strategy.option
-        refused = error.status_code in _REFUSED_STATUSES and option and option in error.message
+        """Moves on to the next strategy when the server refused one of this one's fields,
+        and remembers the refusal for the model's later calls; False when it did not (or the
+        caller chose the strategy)."""
+        refused = any(error.refuses(field) for field in self.strategy.fields)
         position = self.choices.index(self.strategy.name)
         if self.chosen or not refused or position + 1 >= len(self.choices):
             return False
+        _REFUSALS.add(self.model, self.strategy.name)
         self.strategy = STRATEGIES[self.choices[position + 1]]
         return True
 

@@ -3,7 +3,7 @@ request body and the HTTP request's settings."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from chainkit.llms.errors import ModelConfigError
@@ -25,6 +25,9 @@ _HTTP_OPTIONS = {"timeout": "timeout", "extra_headers": "headers", "extra_query"
 _RAW_RESPONSE = {"X-Stainless-Raw-Response": "true"}
 """What `with_raw_response` adds to a request: the SDK then returns the reply unparsed."""
 CHAT_PATH = "/chat/completions"
+_ESSENTIAL = frozenset(("model", "messages", "stream", "stream_options", "extra_body"))
+"""Fields every chat request has: a server that names one in an error refuses the request,
+not a field it could do without."""
 
 
 def build_request(
@@ -90,3 +93,12 @@ def post_arguments(request: Mapping[str, Any]) -> dict[str, Any]:
     body.update(request.get("extra_body") or {})
     options["headers"] = {**options.get("headers", {}), **_RAW_RESPONSE}
     return {"cast_to": object, "body": body, "options": options}
+
+
+def refusable_fields(request: Mapping[str, Any]) -> Iterator[str]:
+    """The fields of `request` (what `build_request` made) a server may not take (tools,
+    response_format, a grammar in extra_body...): those of the body but the essential ones."""
+    for key in request:
+        if key not in _ESSENTIAL and key not in _HTTP_OPTIONS:
+            yield key
+    yield from request.get("extra_body") or ()

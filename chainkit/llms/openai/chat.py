@@ -14,7 +14,12 @@ from chainkit.llms.model import BaseModel, ModelRequest
 from chainkit.llms.openai._connection import load_sdk
 from chainkit.llms.openai._endpoint import OpenAIEndpoint, check_model_name
 from chainkit.llms.openai._reply import parse_completion
-from chainkit.llms.openai._request import CHAT_PATH, build_request, post_arguments
+from chainkit.llms.openai._request import (
+    CHAT_PATH,
+    build_request,
+    post_arguments,
+    refusable_fields,
+)
 from chainkit.llms.openai._stream import StreamRelay
 from chainkit.llms.options import CallOptions, DefaultOptions, check_options
 from chainkit.llms.output_strategies import StrategyName
@@ -155,7 +160,8 @@ class OpenAI(OpenAIEndpoint, BaseModel):
             relay = StreamRelay(request.caller_streaming_func, request.callbacks)
             attempt, streamed = functools.partial(self._stream, body, relay), relay.streamed
         limited = self._limited(body, attempt, reply_tokens)
-        return self.retry_policy.call(request.callbacks, limited, streamed)
+        fields = functools.partial(refusable_fields, body)
+        return self.retry_policy.call(request.callbacks, limited, streamed, fields)
 
     async def _agenerate(self, request: ModelRequest) -> Message:
         body = self._request(request)
@@ -166,7 +172,8 @@ class OpenAI(OpenAIEndpoint, BaseModel):
             relay = StreamRelay(request.caller_streaming_func, request.callbacks)
             attempt, streamed = functools.partial(self._astream, body, relay), relay.streamed
         limited = self._alimited(body, attempt, reply_tokens)
-        return await self.retry_policy.acall(request.callbacks, limited, streamed)
+        fields = functools.partial(refusable_fields, body)
+        return await self.retry_policy.acall(request.callbacks, limited, streamed, fields)
 
     # One attempt each.
 
