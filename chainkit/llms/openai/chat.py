@@ -179,9 +179,23 @@ class OpenAI(OpenAIEndpoint, BaseModel):
 
     def _complete(self, request: dict[str, Any]) -> Message:
         connection = self._connection
-        post, arguments = connection.client().post, post_arguments(request)
-        raw = connection.run(lambda: post(CHAT_PATH, **arguments), request.get("timeout"))
-        return parse_completion(raw.http_response.content, connection.redact)
+        post = connection.client().post
+        arguments = post_arguments(request, read_body=False)
+        deadline = connection.deadline(request.get("timeout"))
+
+        def read() -> bytes:
+            # Read here, not by the SDK, so that the deadline bounds a body a server trickles.
+            response = post(CHAT_PATH, **arguments).http_response
+            try:
+                parts = []
+                for data in response.iter_bytes():
+                    parts.append(data)
+                    deadline.check()
+                return b"".join(parts)
+            finally:
+                response.close()
+
+        return parse_completion(connection.run(read, request.get("timeout")), connection.redact)
 
     async def _acomplete(self, request: dict[str, Any]) -> Message:
         connection, arguments = self._connection, post_arguments(request)
@@ -196,12 +210,14 @@ class OpenAI(OpenAIEndpoint, BaseModel):
         connection = self._connection
         chunks = relay.attempt(connection.redact)
         create = connection.client().chat.completions.with_streaming_response.create
+        deadline = connection.deadline(request.get("timeout"))
 
         def read() -> None:
             with create(**request) as response:
                 for data in response.iter_bytes():
                     if chunks.feed(data):
                         break
+                    deadline.check()
 
         failure = None
         try:
