@@ -48,7 +48,8 @@ class Fallbacks:
     model would get the same request, and the bug would cost a call per model, hidden),
     401, 403 or 404 (a wrong key, model name or URL: a set-up mistake to fix, not to be
     served silently by another model), a refusal (the model's answer) or a reply of the wrong
-    shape. Such an error is raised as it is, and the models after it are not called.
+    shape, nor on an answer refusing a field of the request (`ModelStatusError.refuses`). Such
+    an error is raised as it is, and the models after it are not called.
     `fall_back_on` changes that: exception classes (`(llms.ModelError,)` falls back on
     every model error) or a function of the error.
 

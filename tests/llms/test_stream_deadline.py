@@ -7,7 +7,7 @@ the loopback server, which pings for far longer than any bound below; the bounds
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -16,26 +16,13 @@ from chainkit.llms.openai.chat import OpenAI
 from chainkit.schema import Message
 from tests.conftest import FAST_BACKOFF
 from tests.support.modes import Mode
-from tests.support.openai_server import TEST_API_KEY, Fault, OpenAIServer, Reply
+from tests.support.openai_server import Fault, OpenAIServer, Reply
 
 PINGS_FOR = 30.0
 """How long the server keeps a stream alive without a reply: what the old code waited."""
 GENEROUS = 10.0
 """Seconds a call bounded by a timeout of 1 s per attempt must end within, even under load."""
 HI = [Message.user("hi")]
-
-
-@pytest.fixture
-def backup_server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture
-def backup(backup_server: OpenAIServer) -> Iterator[OpenAI]:
-    llm = OpenAI("backup-model", base_url=backup_server.base_url, api_key=TEST_API_KEY, timeout=5)
-    yield llm
-    llm.close()
 
 
 @pytest.mark.timeout(60)

@@ -48,8 +48,9 @@ class OpenAI(OpenAIEndpoint, BaseModel):
     `extra_headers` and `extra_query`, which go to the HTTP request, never into the body; an
     `extra_body` dict is merged into the body.
 
-    A call makes up to `max_attempts` attempts, `timeout` seconds each, waiting between them as
-    `backoff` (an `llms.Backoff`) says, and reports each retry to `handle_retry` of its
+    A call makes up to `max_attempts` attempts, `timeout` seconds each (the whole attempt: a
+    stream a server keeps alive with `: ping` comments ends when it passes), waiting between
+    them as `backoff` (an `llms.Backoff`) says, and reports each retry to `handle_retry` of its
     callbacks; which errors are retried is the retry policy of `chainkit.llms.retry`. The
     error a call ends with says how many attempts it made (`ModelError.attempts`).
 
