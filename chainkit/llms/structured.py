@@ -24,6 +24,7 @@ from chainkit._jsonschema.output import Invalid, OutputShape
 from chainkit._text import described, short_repr
 from chainkit.callbacks.run import active_handler, tokens_wanted
 from chainkit.llms.errors import (
+    AllModelsFailedError,
     ModelConfigError,
     ModelRefusalError,
     ModelStatusError,
@@ -228,11 +229,12 @@ class _Session:
             options["streaming_func"] = self.partials.feed
         return strategy.messages(self.messages, shape), strategy.tools(shape), options
 
-    def downgrade(self, error: ModelStatusError) -> bool:
-        """Moves on to the next strategy when the server refused one of this one's fields,
-        and remembers the refusal for the model's later calls; False when it did not (or the
-        caller chose the strategy)."""
-        refused = any(error.refuses(field) for field in self.strategy.fields)
+    def downgrade(self, error: ModelStatusError | AllModelsFailedError) -> bool:
+        """Moves on to the next strategy when the server refused one of this one's fields
+        (every server, for a `Fallbacks` told to fall back on refusals), and remembers the
+        refusal for the model's later calls; False when it did not (or the caller chose the
+        strategy)."""
+        refused = _refuses(error, self.strategy.fields)
         position = self.choices.index(self.strategy.name)
         if self.chosen or not refused or position + 1 >= len(self.choices):
             return False
@@ -256,6 +258,12 @@ class _Session:
             raise OutputValidationError(self.shape.name, self.rejected)
         self.messages += self.strategy.rejection(reply, str(value))
         return None
+
+
+def _refuses(error: Exception, fields: Sequence[str]) -> bool:
+    if isinstance(error, AllModelsFailedError):
+        return all(_refuses(each, fields) for _, each in error.errors)
+    return isinstance(error, ModelStatusError) and any(error.refuses(f) for f in fields)
 
 
 @overload
@@ -323,7 +331,7 @@ def generate_object(
         messages, tools, call_options = session.request()
         try:
             reply = llm.generate(messages, tools=tools, **call_options)
-        except ModelStatusError as error:
+        except (ModelStatusError, AllModelsFailedError) as error:
             if session.downgrade(error):
                 continue
             raise
@@ -389,7 +397,7 @@ async def agenerate_object(
         messages, tools, call_options = session.request()
         try:
             reply = await llm.agenerate(messages, tools=tools, **call_options)
-        except ModelStatusError as error:
+        except (ModelStatusError, AllModelsFailedError) as error:
             if session.downgrade(error):
                 continue
             raise

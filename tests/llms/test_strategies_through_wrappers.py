@@ -146,3 +146,14 @@ def test_a_400_naming_something_else_is_no_refusal_of_the_grammar(
 def test_the_one_rule_for_a_refused_field(message: str, field: str, refuses: bool) -> None:
     assert ModelStatusError(500, message).refuses(field) is refuses
     assert ModelStatusError(429, message).refuses(field) is False
+
+
+def test_fallbacks_told_to_fall_back_on_refusals_move_on_when_every_server_refused(
+    mode: Mode, openai_server: OpenAIServer, make_openai: Callable[..., OpenAI]
+) -> None:
+    both = Fallbacks([make_openai(), make_openai(model="backup")], fall_back_on=(llms.ModelError,))
+    openai_server.fail(Fault.http(500, LLAMA_CPP_REFUSAL), Fault.http(500, LLAMA_CPP_REFUSAL))
+    openai_server.push(Reply(tool_calls=[Call("City", json.dumps(CITY))]))
+    result = mode.generate_object(both, "Oslo?", City, include_raw=True)
+    assert (result.value, result.strategy) == (City("Oslo", 700000), "tool")
+    assert len(openai_server.chat_requests()) == 3
