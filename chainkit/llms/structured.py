@@ -173,6 +173,20 @@ def _checked_prompt(prompt: object) -> list[Message]:
     )
 
 
+_STRATEGY_OPTIONS: Final = ("response_format", "tool_choice")
+"""Call options a strategy sets: a caller's would be overridden or contradicted."""
+
+
+def _checked_options(options: dict[str, Any]) -> dict[str, Any]:
+    given = [name for name in _STRATEGY_OPTIONS if options.get(name) is not None]
+    if given:
+        raise ModelConfigError(
+            f"generate_object sets {' and '.join(given)} itself, as its strategy asks for the "
+            "schema: leave it out (strategy= chooses how the schema is sent)"
+        )
+    return options
+
+
 def _checked_on_partial(on_partial: object) -> PartialFunc | None:
     if on_partial is None:
         return None
@@ -215,7 +229,7 @@ class _Session:
         self.shape = _shape(output_type)
         self.messages = _checked_prompt(prompt)
         on_partial = _checked_on_partial(on_partial)
-        self.options = options
+        self.options = _checked_options(options)
         self.rejected: list[RejectedOutput] = []
         self.partials: _Partials | None = None
         if on_partial is not None or tokens_wanted():

@@ -196,3 +196,15 @@ def test_a_strategy_the_model_does_not_list_is_refused_before_any_call() -> None
         llms.ModelConfigError, match=r"strategy='tool': OfflineModel takes json_schema, prompted"
     ):
         llms.generate_object(llms.OfflineModel(), "hi", dict, strategy="tool")
+
+
+@pytest.mark.parametrize(
+    "option",
+    [{"response_format": {"type": "json_object"}}, {"tool_choice": "auto"}],
+)
+def test_an_option_the_strategy_sets_is_refused_before_any_request(
+    openai_server: OpenAIServer, openai_llm: OpenAI, option: dict[str, Any]
+) -> None:
+    with pytest.raises(llms.ModelConfigError, match=f"generate_object sets {next(iter(option))}"):
+        llms.generate_object(openai_llm, "hi", dict, **option)
+    assert openai_server.requests == []

@@ -49,10 +49,12 @@ class OpenAI(OpenAIEndpoint, BaseModel):
     `extra_body` dict is merged into the body.
 
     A call makes up to `max_attempts` attempts, `timeout` seconds each (the whole attempt: a
-    stream a server keeps alive with `: ping` comments ends when it passes), waiting between
-    them as `backoff` (an `llms.Backoff`) says, and reports each retry to `handle_retry` of its
-    callbacks; which errors are retried is the retry policy of `chainkit.llms.retry`. The
-    error a call ends with says how many attempts it made (`ModelError.attempts`).
+    stream a server keeps alive with `: ping` comments ends when it passes; in sync code at
+    the first piece of the reply after it, or once the server has sent nothing for `timeout`
+    seconds), waiting between them as `backoff` (an `llms.Backoff`) says, and reports each
+    retry to `handle_retry` of its callbacks; which errors are retried is the retry policy of
+    `chainkit.llms.retry`. The error a call ends with says how many attempts it made
+    (`ModelError.attempts`).
 
     With a `rate_limiter` (an `llms.RateLimiter`, which many models may share), each attempt
     starts only when the limiter lets it, and a 429 with Retry-After pauses every model that
