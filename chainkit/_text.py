@@ -39,7 +39,17 @@ def shorten(text: str, limit: int) -> str:
 
 def described(value: object) -> str:
     """A value as an error message shows what was given: its type and its (shortened) repr."""
-    return f"{type(value).__name__} {shorten(repr(value), 80)}"
+    return f"{type(value).__name__} {short_repr(value, 80)}"
+
+
+def short_repr(value: object, limit: int) -> str:
+    """`repr(value)` shortened to `limit` characters; a placeholder for a value nested too
+    deeply for repr."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        return f"<{type(value).__name__} nested too deeply to show>"
+    return shorten(text, limit)
 
 
 def quoted(text: str, limit: int) -> str:

@@ -5,11 +5,17 @@ Keywords checked: type (one name or a list), enum, const, properties, required,
 additionalProperties (true, false or a schema), items, anyOf, oneOf (as anyOf: one match is
 enough), allOf and local `$ref`. Every other keyword (title, description, default, format,
 bounds) is an annotation here: not checked. Values are taken as they are, never coerced.
+
+A schema no value could be checked against is refused when it is given, before any request
+carries it: one that is no JSON (a set, NaN, a key that is no string), nested deeper than
+`MAX_NESTING`, with a `type` no JSON value has, or with a `$ref` that is remote, points at
+nothing, or leads back to itself without reading any part of the value.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from chainkit._jsonschema.specs import (
@@ -27,6 +33,9 @@ _MAX_REF_DEPTH: Final = 64
 _Memo = dict[tuple[int, int, str], list[ArgumentProblem]]
 """The problems found for each (schema node, value, path) in one `coerce` (ids: both live
 throughout it)."""
+MAX_NESTING: Final = 256
+"""The most objects and arrays a schema nests in one another: far beyond any written one, and
+short of the depth that would exhaust Python's stack while the request is written."""
 _TYPE_NAMES: Final = frozenset(
     ("string", "integer", "number", "boolean", "null", "array", "object")
 )
@@ -45,24 +54,10 @@ class DictSchemaSpec(Spec):
         if not isinstance(schema, Mapping):
             raise UnsupportedTypeError(f"a JSON Schema must be a dict, got {schema!r}")
         self._root = dict(schema)
-        self._check_types(self._root)
+        _check_schema(self._root)
 
     def _schema(self) -> dict[str, Any]:
         return dict(self._root)
-
-    def _check_types(self, schema: object) -> None:
-        """UnsupportedTypeError for a `type` no JSON value has: a typo would refuse every value."""
-        if isinstance(schema, Mapping):
-            kinds = schema.get("type")
-            names = kinds if isinstance(kinds, list) else [kinds] if kinds is not None else []
-            for name in names:
-                if name not in _TYPE_NAMES:
-                    raise UnsupportedTypeError(f"JSON Schema type {name!r} is no JSON type")
-            for child in schema.values():
-                self._check_types(child)
-        elif isinstance(schema, list):
-            for child in schema:
-                self._check_types(child)
 
     def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         before = len(problems)
@@ -72,11 +67,9 @@ class DictSchemaSpec(Spec):
     def _resolve(self, schema: Mapping[str, Any], depth: int) -> Mapping[str, Any]:
         ref = schema.get("$ref")
         while isinstance(ref, str):
-            if depth > _MAX_REF_DEPTH or not ref.startswith("#/"):
+            if depth > _MAX_REF_DEPTH or not _is_local(ref):
                 raise UnsupportedTypeError(f"cannot follow $ref {ref!r}: only local ones are read")
-            target: object = self._root
-            for part in ref[2:].split("/"):
-                target = target.get(part) if isinstance(target, Mapping) else None
+            target = _pointed_at(self._root, ref)
             if not isinstance(target, Mapping):
                 raise UnsupportedTypeError(f"$ref {ref!r} points at nothing")
             schema, ref, depth = target, target.get("$ref"), depth + 1
@@ -190,3 +183,130 @@ def _same(value: object, choice: object) -> bool:
     if isinstance(value, bool) or isinstance(choice, bool):
         return type(value) is type(choice) and value == choice
     return value == choice
+
+
+def _is_local(ref: str) -> bool:
+    return ref == "#" or ref.startswith("#/")
+
+
+def _pointed_at(root: Mapping[str, Any], ref: str) -> object:
+    """What the local `$ref` `ref` (a JSON Pointer after "#") points at in `root`; None when
+    nothing."""
+    target: object = root
+    for part in ref[2:].split("/") if ref != "#" else ():
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(target, Mapping):
+            target = target.get(part)
+        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            target = target[int(part)]
+        else:
+            return None
+    return target
+
+
+def _check_schema(root: dict[str, Any]) -> None:
+    """UnsupportedTypeError, naming what is wrong, for a schema no value could be checked
+    against (see the module's doc)."""
+    schemas = []
+    for where, node in _json_nodes(root):
+        if isinstance(node, Mapping):
+            _check_keywords(root, where, node)
+            schemas.append(node)
+    _check_ref_cycles(root, schemas)
+
+
+def _json_nodes(root: dict[str, Any]) -> Iterator[tuple[str, object]]:
+    """Every value in `root`, with where it is ("properties/price/type"); UnsupportedTypeError
+    for one that is no JSON, or nested deeper than MAX_NESTING. Without recursion, so any depth
+    is met with this error rather than Python's."""
+    stack: list[tuple[str, object, int]] = [("", root, 0)]
+    while stack:
+        where, node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise UnsupportedTypeError(
+                f"the JSON Schema nests more than {MAX_NESTING} levels deep (at {where[:80]}...)"
+            )
+        if isinstance(node, Mapping):
+            for key, child in node.items():
+                if not isinstance(key, str):
+                    raise UnsupportedTypeError(
+                        f"the JSON Schema has a key {key!r} at /{where}: JSON keys are strings"
+                    )
+                stack.append((f"{where}/{key}" if where else key, child, depth + 1))
+        elif isinstance(node, list):
+            stack.extend((f"{where}/{i}", child, depth + 1) for i, child in enumerate(node))
+        elif isinstance(node, float) and not math.isfinite(node):
+            raise UnsupportedTypeError(
+                f"the JSON Schema holds {node!r} at /{where}, which is no JSON number"
+            )
+        elif node is not None and not isinstance(node, str | int | float):
+            raise UnsupportedTypeError(
+                f"the JSON Schema holds a {type(node).__name__} at /{where}, which JSON has not"
+            )
+        yield where, node
+
+
+def _check_keywords(root: Mapping[str, Any], where: str, schema: Mapping[str, Any]) -> None:
+    """UnsupportedTypeError for a `type` no JSON value has (a typo would refuse every value)
+    and a `$ref` that cannot be followed. `where` may be inside data (an enum's object): what
+    looks like a keyword there is checked all the same, as it would be no valid JSON Schema."""
+    kinds = schema.get("type")
+    names = kinds if isinstance(kinds, list) else [kinds] if kinds is not None else []
+    for name in names:
+        if name not in _TYPE_NAMES:
+            raise UnsupportedTypeError(f"JSON Schema type {name!r} is no JSON type")
+    ref = schema.get("$ref")
+    if ref is None:
+        return
+    if not isinstance(ref, str) or not _is_local(ref):
+        raise UnsupportedTypeError(
+            f"cannot follow $ref {ref!r} (at /{where}): only local ones (#/$defs/...) are read"
+        )
+    if not isinstance(_pointed_at(root, ref), Mapping):
+        raise UnsupportedTypeError(f"$ref {ref!r} (at /{where}) points at nothing")
+
+
+def _same_value_steps(root: Mapping[str, Any], schema: Mapping[str, Any]) -> list[object]:
+    """The schemas `schema` checks the very same value against: its `$ref`'s target and its
+    allOf, anyOf and oneOf members."""
+    steps: list[object] = []
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        steps.append(_pointed_at(root, ref))
+    for keyword in ("allOf", "anyOf", "oneOf"):
+        members = schema.get(keyword)
+        if isinstance(members, list):
+            steps.extend(members)
+    return steps
+
+
+def _check_ref_cycles(root: dict[str, Any], schemas: list[Mapping[str, Any]]) -> None:
+    """UnsupportedTypeError for a `$ref` that comes back to a schema it started from before
+    reading a part of the value (`A: {"$ref": "#/$defs/A"}`, or through anyOf): checking a
+    value against it would never end. A cycle through properties or items is a recursive
+    type, and fine. Depth-first, without recursion."""
+    done: set[int] = set()
+    on_path: set[int] = set()
+    stack: list[tuple[Mapping[str, Any], Iterator[object]]] = []
+    for start in schemas:
+        if id(start) in done:
+            continue
+        stack.append((start, iter(_same_value_steps(root, start))))
+        on_path.add(id(start))
+        while stack:
+            node, steps = stack[-1]
+            step = next(steps, None)
+            if step is None:
+                stack.pop()
+                on_path.discard(id(node))
+                done.add(id(node))
+            elif isinstance(step, Mapping) and id(step) not in done:
+                if id(step) in on_path:
+                    refs = [n.get("$ref") for n, _ in stack if isinstance(n.get("$ref"), str)]
+                    raise UnsupportedTypeError(
+                        f"$ref {' -> '.join(map(str, refs))} leads back to itself without "
+                        "reading any part of the value (a cycle through $ref, anyOf, oneOf "
+                        "or allOf): no value could ever be checked against it"
+                    )
+                on_path.add(id(step))
+                stack.append((step, iter(_same_value_steps(root, step))))

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from chainkit._jsonschema.dict_schema import DictSchemaSpec
 from chainkit._jsonschema.lenient import JSONTextError, find_object
-from chainkit._jsonschema.specs import INVALID, ArgumentProblem, Spec, compile_type
+from chainkit._jsonschema.specs import INVALID, ArgumentProblem, Definitions, Spec, compile_type
 
 WRAPPER_KEY: Final = "value"
 _NAME_CHARACTERS: Final = re.compile(r"[^A-Za-z0-9_-]")
@@ -64,17 +64,8 @@ class OutputShape:
         )
         inner = self.spec.schema()
         self.wrapped = inner.get("type") != "object" or "properties" not in inner
-        self.schema: dict[str, Any] = (
-            {
-                "type": "object",
-                "properties": {WRAPPER_KEY: inner},
-                "required": [WRAPPER_KEY],
-                "additionalProperties": False,
-            }
-            if self.wrapped
-            else inner
-        )
         self.name = _name_of(output_type, inner)
+        self.schema: dict[str, Any] = _wrapped(inner) if self.wrapped else inner
         self.strict = _fits_strict(self.schema)
         self.item_type: object = None
         """T for an output type `list[T]`: what each of its items is read into."""
@@ -105,6 +96,21 @@ class OutputShape:
         except JSONTextError as error:
             return Invalid((ArgumentProblem("", str(error)),))
         return self.read(data)
+
+
+def _wrapped(inner: dict[str, Any]) -> dict[str, Any]:
+    """`inner` as the `value` member of an object; its definitions at the object's root, where
+    its `$ref`s point."""
+    definitions = Definitions()
+    value = definitions.take(dict(inner))
+    return definitions.into(
+        {
+            "type": "object",
+            "properties": {WRAPPER_KEY: value},
+            "required": [WRAPPER_KEY],
+            "additionalProperties": False,
+        }
+    )
 
 
 def _name_of(output_type: object, schema: Mapping[str, Any]) -> str:

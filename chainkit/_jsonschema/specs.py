@@ -5,22 +5,31 @@
 in one object means the schema a model sees and the rules applied to its answer cannot drift.
 
 Supported: str, int, float, bool, list[T], dict[str, T], Optional[T] / T | None, unions of
-supported types (A | B, as `anyOf`), Literal[...], Enum subclasses, dataclasses, TypedDict (total
-or not, Required / NotRequired), Annotated[T, "description"], Any, and pydantic models (once the
-user's code imported pydantic; chainkit never does). Anything else raises UnsupportedTypeError
-(a TypeError) when the spec is built, so a bad tool fails at definition time, not when a model
-calls it; each caller raises its own error in its place.
+supported types (A | B, as `anyOf`), Literal[...], Enum subclasses, dataclasses and TypedDict
+(total or not, Required / NotRequired; recursive ones too), Annotated[T, "description"], Any,
+datetime, date, time, UUID and Decimal (as pydantic writes them: ISO 8601 text, a UUID's text, a
+number or its text), and pydantic models (once the user's code imported pydantic; chainkit never
+does). Anything else raises UnsupportedTypeError (a TypeError) when the spec is built, so a bad
+tool fails at definition time, not when a model calls it; each caller raises its own error in
+its place.
+
+Every spec's `schema()` is a document of its own: the definitions its `$ref`s point at (a
+pydantic model's, a recursive dataclass's) sit in `$defs` at its root, lifted there from the
+schemas it is made of.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import decimal
 import enum
 import json
 import math
 import sys
 import types
 import typing
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -87,6 +96,79 @@ def _decode_nested(value: object, container: type) -> object:
         if isinstance(decoded, container):
             return decoded
     return value
+
+
+DEFS_PREFIX: Final = "#/$defs/"
+# Keywords whose value is a schema, a list of schemas, or a map of names to schemas: the ways
+# down a schema to the `$ref`s in it (never into `default`, `enum` or `const`, which are data).
+_SCHEMA_KEYWORDS: Final = frozenset(
+    ("items", "additionalProperties", "not", "contains", "if", "then", "else", "propertyNames")
+)
+_SCHEMA_LIST_KEYWORDS: Final = frozenset(("anyOf", "oneOf", "allOf", "prefixItems"))
+_SCHEMA_MAP_KEYWORDS: Final = frozenset(("properties", "patternProperties", "$defs"))
+
+
+class Definitions:
+    """The `$defs` of a schema being built from others: `take` lifts each part's own `$defs`
+    to this one, renaming a definition (and the `$ref`s to it in that part) when another of
+    the same name says something else."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, dict[str, Any]] = {}
+        self._reserved: set[str] = set()
+
+    def reserve(self, name: str) -> None:
+        """Keeps `name` for a definition added later (`add`): parts taken before it that bring
+        a definition of that name have theirs renamed."""
+        self._reserved.add(name)
+
+    def add(self, name: str, definition: dict[str, Any]) -> None:
+        self.found[name] = definition
+
+    def take(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """`schema`, a part of the one being built, without its `$defs`, which join these."""
+        defined = schema.pop("$defs", None)
+        if not isinstance(defined, dict):
+            return schema
+        own: dict[str, Any] = defined
+        renames: dict[str, str] = {}
+        for name, definition in own.items():
+            final, number = name, 2
+            while final in self._reserved or self.found.get(final, definition) != definition:
+                final, number = f"{name}_{number}", number + 1
+            if final != name:
+                renames[name] = final
+        if renames:
+            schema = _renamed_refs(schema, renames)
+            own = {name: _renamed_refs(body, renames) for name, body in own.items()}
+        for name, definition in own.items():
+            self.found[renames.get(name, name)] = definition
+        return schema
+
+    def into(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """`schema` with these definitions at its root."""
+        if self.found:
+            schema["$defs"] = self.found
+        return schema
+
+
+def _renamed_refs(schema: Any, renames: dict[str, str]) -> Any:
+    """A copy of `schema` whose `$ref`s to the definitions in `renames` use the new names."""
+    if not isinstance(schema, dict):
+        return schema
+    result: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "$ref" and isinstance(value, str) and value.startswith(DEFS_PREFIX):
+            name = value[len(DEFS_PREFIX) :]
+            value = DEFS_PREFIX + renames.get(name, name)
+        elif key in _SCHEMA_KEYWORDS:
+            value = _renamed_refs(value, renames)
+        elif key in _SCHEMA_LIST_KEYWORDS and isinstance(value, list):
+            value = [_renamed_refs(item, renames) for item in value]
+        elif key in _SCHEMA_MAP_KEYWORDS and isinstance(value, dict):
+            value = {name: _renamed_refs(item, renames) for name, item in value.items()}
+        result[key] = value
+    return result
 
 
 class Spec(ABC):
@@ -217,6 +299,56 @@ class _BooleanSpec(Spec):
         return self._reject(value, path, problems, "boolean")
 
 
+class _FormattedTextSpec(Spec):
+    """A value written as text in a known format (a date, a UUID): JSON Schema's `format`,
+    read back by `parse` (ValueError for text not in the format)."""
+
+    reads_text = True
+
+    def __init__(self, format_name: str, parse: Callable[[str], object], expected: str) -> None:
+        self.format_name = format_name
+        self.parse = parse
+        self.expected = expected
+
+    def _schema(self) -> dict[str, Any]:
+        return {"type": "string", "format": self.format_name}
+
+    def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
+        if isinstance(value, str) and len(value) <= _MAX_INT_TEXT:
+            try:
+                return self.parse(value.strip())
+            except ValueError:
+                pass
+        return self._reject(value, path, problems, self.expected)
+
+
+class _DecimalSpec(Spec):
+    """An exact decimal number, given as a JSON number or as its text (as pydantic takes it)."""
+
+    reads_text = True
+
+    def _schema(self) -> dict[str, Any]:
+        return {"anyOf": [{"type": "number"}, {"type": "string"}]}
+
+    def is_typed_as(self, value: object) -> bool:
+        return json_type_of(value) in ("integer", "number", "string")
+
+    def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
+        text = None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            text = repr(value)  # a float's shortest text: 0.1 stays 0.1, not 0.1000000000000000055
+        elif isinstance(value, str) and len(value) <= _MAX_INT_TEXT:
+            text = value.strip()
+        if text is not None:
+            try:
+                number = decimal.Decimal(text)
+            except decimal.InvalidOperation:
+                number = None
+            if number is not None and number.is_finite():
+                return number
+        return self._reject(value, path, problems, "a decimal number")
+
+
 class _ArraySpec(Spec):
     def __init__(self, items: Spec | None) -> None:
         self.items = items
@@ -224,7 +356,9 @@ class _ArraySpec(Spec):
     def _schema(self) -> dict[str, Any]:
         if self.items is None:
             return {"type": "array"}
-        return {"type": "array", "items": self.items.schema()}
+        definitions = Definitions()
+        items = definitions.take(self.items.schema())
+        return definitions.into({"type": "array", "items": items})
 
     def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         value = _decode_nested(value, list)
@@ -244,7 +378,9 @@ class _MapSpec(Spec):
     def _schema(self) -> dict[str, Any]:
         if self.values is None:
             return {"type": "object"}
-        return {"type": "object", "additionalProperties": self.values.schema()}
+        definitions = Definitions()
+        values = definitions.take(self.values.schema())
+        return definitions.into({"type": "object", "additionalProperties": values})
 
     def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         value = _decode_nested(value, dict)
@@ -267,10 +403,11 @@ class _NullableSpec(Spec):
         return value is None or self.inner.is_typed_as(value)
 
     def _schema(self) -> dict[str, Any]:
-        inner = self.inner.schema()
+        definitions = Definitions()
+        inner = definitions.take(self.inner.schema())
         # A | B | None lists null beside A and B rather than nesting one anyOf in another.
         options = inner["anyOf"] if list(inner) == ["anyOf"] else [inner]
-        return {"anyOf": [*options, {"type": "null"}]}
+        return definitions.into({"anyOf": [*options, {"type": "null"}]})
 
     def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         return None if value is None else self.inner.coerce(value, path, problems)
@@ -312,7 +449,9 @@ class _UnionSpec(Spec):
         self.reads_text = any(member.reads_text for member in members)
 
     def _schema(self) -> dict[str, Any]:
-        return {"anyOf": [member.schema() for member in self.members]}
+        definitions = Definitions()
+        options = [definitions.take(member.schema()) for member in self.members]
+        return definitions.into({"anyOf": options})
 
     def is_typed_as(self, value: object) -> bool:
         return json_type_of(value) in self.types
@@ -464,25 +603,41 @@ class FieldSpec:
 
 
 class ObjectSpec(Spec):
-    """A JSON object with known properties and no others, built into `build(fields)`."""
+    """A JSON object with known properties and no others, built into `build(fields)`.
+
+    The object of a recursive type (a tree's node) is also a definition, `name`, which the
+    `$ref`s inside it point at; its schema is the object with that definition beside it."""
 
     def __init__(
         self,
         fields: Sequence[FieldSpec],
         build: Callable[[dict[str, object]], object] = dict,
         description: str | None = None,
+        name: str = "",
     ) -> None:
         self.fields = {field.name: field for field in fields}
         self.build = build
         self.description = description
+        self.name = name
+        self.recursive = False
 
     def _schema(self) -> dict[str, Any]:
-        return {
+        definitions = Definitions()
+        if self.recursive:
+            definitions.reserve(self.name)
+        properties = {name: definitions.take(field.schema()) for name, field in self.fields.items()}
+        body = {
             "type": "object",
-            "properties": {name: field.schema() for name, field in self.fields.items()},
+            "properties": properties,
             "required": [name for name, field in self.fields.items() if field.required],
             "additionalProperties": False,
         }
+        if self.recursive:
+            definition = dict(body)
+            if self.description:
+                definition["description"] = self.description
+            definitions.add(self.name, definition)
+        return definitions.into(body)
 
     def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
         value = _decode_nested(value, dict)
@@ -512,6 +667,27 @@ class ObjectSpec(Spec):
             return INVALID
 
 
+class _RefSpec(Spec):
+    """A recursive type where it appears inside itself: a `$ref` to its definition."""
+
+    def __init__(self, target: ObjectSpec) -> None:
+        self.target = target
+        target.recursive = True
+
+    def _schema(self) -> dict[str, Any]:
+        return {"$ref": DEFS_PREFIX + self.target.name}
+
+    def is_typed_as(self, value: object) -> bool:
+        return isinstance(value, dict)
+
+    def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
+        try:
+            return self.target.coerce(value, path, problems)
+        except RecursionError:
+            problems.append(ArgumentProblem(path, "nested too deeply to read"))
+            return INVALID
+
+
 class _PydanticSpec(Spec):
     """A pydantic model: its own JSON schema, and its own validation. pydantic is never
     imported here: a model class can only exist once the user's code imported it."""
@@ -525,6 +701,12 @@ class _PydanticSpec(Spec):
 
     def _schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = self.model.model_json_schema()
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith(DEFS_PREFIX) and "type" not in schema:
+            # A recursive model is all `$ref` to its own definition; the object itself goes
+            # at the root, where OpenAI's response_format and a tool's parameters need it.
+            definitions = schema["$defs"]
+            return {**definitions[ref[len(DEFS_PREFIX) :]], "$defs": definitions}
         return schema
 
     def coerce(self, value: object, path: str, problems: list[ArgumentProblem]) -> object:
@@ -558,14 +740,18 @@ def _is_pydantic_model(annotation: object) -> bool:
 
 
 def json_form(value: object) -> object:
-    """`json.dumps` fallback: dataclasses as objects, enums as values, sets as lists; TypeError
-    for anything else."""
+    """`json.dumps` fallback: dataclasses as objects, enums as values, sets as lists, dates and
+    times in ISO 8601, UUIDs and decimals as their text; TypeError for anything else."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, set | frozenset):
         return list(value)
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID | decimal.Decimal):
+        return str(value)
     raise UnsupportedTypeError(f"{type(value).__name__} has no JSON form")
 
 
@@ -620,30 +806,39 @@ def _own_docstring(cls: type) -> str | None:
     return " ".join(doc.strip().split("\n\n")[0].split())
 
 
-def _dataclass_spec(cls: type, seen: frozenset[type]) -> ObjectSpec:
+# The object specs of the classes being compiled, outermost first: a class met again inside
+# itself is a recursive type, read through a `$ref`.
+_Building = dict[type, ObjectSpec]
+
+
+def _dataclass_spec(cls: type, building: _Building) -> ObjectSpec:
+    spec = ObjectSpec((), lambda kwargs: cls(**kwargs), _own_docstring(cls), cls.__name__)
+    building = {**building, cls: spec}
     hints = resolved_hints(cls)
     fields = []
     for field in dataclasses.fields(cls):
         if not field.init:
             continue
         inner, description = _strip_annotated(hints[field.name])
-        spec = _compile(inner, seen)
+        field_spec = _compile(inner, building)
         if field.default is dataclasses.MISSING:
             has_factory = field.default_factory is not dataclasses.MISSING
-            fields.append(FieldSpec(field.name, spec, not has_factory, description))
+            fields.append(FieldSpec(field.name, field_spec, not has_factory, description))
             continue
         try:
-            fields.append(defaulted_field(field.name, spec, field.default, description))
+            fields.append(defaulted_field(field.name, field_spec, field.default, description))
         except TypeError as error:
             raise UnsupportedTypeError(f"{cls.__name__}.{field.name}: {error}") from None
-    return ObjectSpec(fields, build=lambda kwargs: cls(**kwargs), description=_own_docstring(cls))
+    spec.fields = {field.name: field for field in fields}
+    return spec
 
 
-def _typeddict_spec(cls: type, seen: frozenset[type]) -> ObjectSpec:
+def _typeddict_spec(cls: type, building: _Building) -> ObjectSpec:
+    spec = ObjectSpec((), description=_own_docstring(cls), name=cls.__name__)
+    building = {**building, cls: spec}
     # Decide requiredness from the hints: with `from __future__ import annotations`, Python 3.11
     # misses Required/NotRequired when it fills __required_keys__.
     required_keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
-    fields = []
     for name, hint in resolved_hints(cls).items():
         required = name in required_keys
         origin = typing.get_origin(hint)
@@ -651,18 +846,18 @@ def _typeddict_spec(cls: type, seen: frozenset[type]) -> ObjectSpec:
             required = origin is Required
             (hint,) = typing.get_args(hint)
         inner, description = _strip_annotated(hint)
-        fields.append(FieldSpec(name, _compile(inner, seen), required, description))
-    return ObjectSpec(fields, description=_own_docstring(cls))
+        spec.fields[name] = FieldSpec(name, _compile(inner, building), required, description)
+    return spec
 
 
 def compile_type(annotation: object) -> Spec:
     """The Spec for a type annotation; TypeError, naming the type, when it is not supported."""
-    return _compile(annotation, frozenset())
+    return _compile(annotation, {})
 
 
-def _compile(annotation: object, seen: frozenset[type]) -> Spec:
+def _compile(annotation: object, building: _Building) -> Spec:
     inner, description = _strip_annotated(annotation)
-    spec = _compile_bare(inner, seen)
+    spec = _compile_bare(inner, building)
     if description:
         spec.description = description
     return spec
@@ -674,24 +869,40 @@ _SCALARS: tuple[tuple[object, Callable[[], Spec]], ...] = (
     (float, _NumberSpec),
     (bool, _BooleanSpec),
     (Any, _AnySpec),
+    (
+        datetime.datetime,
+        lambda: _FormattedTextSpec(
+            "date-time", datetime.datetime.fromisoformat, "an ISO 8601 date-time"
+        ),
+    ),
+    (
+        datetime.date,
+        lambda: _FormattedTextSpec("date", datetime.date.fromisoformat, "an ISO 8601 date"),
+    ),
+    (
+        datetime.time,
+        lambda: _FormattedTextSpec("time", datetime.time.fromisoformat, "an ISO 8601 time"),
+    ),
+    (uuid.UUID, lambda: _FormattedTextSpec("uuid", uuid.UUID, "a UUID")),
+    (decimal.Decimal, _DecimalSpec),
 )
 
 
-def _compile_bare(annotation: object, seen: frozenset[type]) -> Spec:
+def _compile_bare(annotation: object, building: _Building) -> Spec:
     for scalar, make_spec in _SCALARS:
         if annotation is scalar:
             return make_spec()
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if annotation is list or origin is list:
-        return _ArraySpec(_compile(args[0], seen) if args else None)
+        return _ArraySpec(_compile(args[0], building) if args else None)
     if annotation is dict or origin is dict:
         if args and args[0] not in (str, Any):
             raise UnsupportedTypeError(
                 f"unsupported type {annotation!r}: JSON object keys are strings"
             )
-        return _MapSpec(_compile(args[1], seen) if args else None)
+        return _MapSpec(_compile(args[1], building) if args else None)
     if origin is typing.Union or origin is types.UnionType:
-        others = [_compile(arg, seen) for arg in args if arg is not type(None)]
+        others = [_compile(arg, building) for arg in args if arg is not type(None)]
         spec = others[0] if len(others) == 1 else _UnionSpec(others)
         return spec if len(others) == len(args) else _NullableSpec(spec)
     if origin is Literal:
@@ -707,12 +918,12 @@ def _compile_bare(annotation: object, seen: frozenset[type]) -> Spec:
                     f"unsupported type {annotation!r}: enum values must be JSON scalars"
                 )
             return _EnumSpec(annotation)
-        if annotation in seen:
-            raise UnsupportedTypeError(f"unsupported type {annotation!r}: recursive types")
+        if annotation in building:
+            return _RefSpec(building[annotation])
         if dataclasses.is_dataclass(annotation):
-            return _dataclass_spec(annotation, seen | {annotation})
+            return _dataclass_spec(annotation, building)
         if typing.is_typeddict(annotation):
-            return _typeddict_spec(annotation, seen | {annotation})
+            return _typeddict_spec(annotation, building)
         if _is_pydantic_model(annotation):
             return _PydanticSpec(annotation)
     raise UnsupportedTypeError(f"unsupported type {annotation!r}")

@@ -17,8 +17,6 @@ from chainkit.agents.errors import AgentConfigError, AgentTypeError, ConstraintR
 from chainkit.llms import ModelStatusError
 
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*+(?:\.[A-Za-z_][A-Za-z0-9_-]*+)*+")
-# Statuses a server answers a request it cannot take with: a bad or unknown field.
-_REFUSALS = frozenset((400, 422))
 
 
 def check_field(field: object) -> str | None:
@@ -53,8 +51,9 @@ def check_answer_after(value: object) -> int:
 
 def refused(error: ModelStatusError, field: str) -> ConstraintRefusedError | None:
     """The error for a server that refused a request carrying a grammar in `field`; None when
-    `error` is no refusal of a request's fields (a server error, a rate limit)."""
-    if error.status_code not in _REFUSALS:
+    `error` is no refusal of that field (`ModelStatusError.refuses`: a server error, a rate
+    limit, a refusal of something else)."""
+    if not error.refuses(field):
         return None
     return ConstraintRefusedError(
         f"the server refused a request that carried a grammar in {field!r} (the agent's "

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chainkit._jsonschema.output import Invalid, OutputShape
+from chainkit._text import short_repr
 from chainkit.agents.errors import AgentTypeError, OutputParserError
 from chainkit.schema import AgentFinish
 
@@ -25,7 +26,7 @@ class TypedAnswer:
             self.shape = OutputShape(output_type)
         except TypeError as error:
             raise AgentTypeError(
-                f"output_type {output_type!r} has no JSON schema: {error}"
+                f"output_type {short_repr(output_type, 200)} has no JSON schema: {error}"
             ) from None
         self.instructions = _ASKING.format(schema=json.dumps(self.shape.schema, ensure_ascii=False))
 

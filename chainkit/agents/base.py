@@ -54,7 +54,8 @@ def check_max_parallel_tools(value: object) -> None:
 class Constraint:
     """What constrains one reply on a server that constrains decoding: `value` (a grammar)
     sent in the request field `field`, a dotted name for a field inside another. A server
-    that refuses it (400, 422) makes the plan raise ConstraintRefusedError."""
+    that refuses it (`ModelStatusError.refuses`: a 400, 404, 422 or 500 naming it) makes the
+    plan raise ConstraintRefusedError."""
 
     field: str
     value: Any

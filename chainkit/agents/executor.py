@@ -51,6 +51,7 @@ from chainkit.agents.approval import (
     Approver,
     Denial,
     check_approver,
+    requires_approval_of,
 )
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
@@ -86,10 +87,10 @@ class Executor(Chain):
     - With `output_type` (any type `llms.generate_object` takes), the agent's input asks for
       the final answer as JSON of that type's schema, and the answer is read into the type:
       the run's output is the object (`chains.call(executor, ...)["output"]`; `chains.run`,
-      which returns text, refuses it with OutputNotStringError). An answer that does not fit
-      goes back to the model, naming what was wrong, as the next observation (with or without
-      `error_handler`), up to the run's limits; a final answer asked for at a limit that does
-      not fit raises OutputParserError.
+      which returns text, refuses it with OutputNotStringError before the run starts). An
+      answer that does not fit goes back to the model, naming what was wrong, as the next
+      observation (with or without `error_handler`), up to the run's limits; a final answer
+      asked for at a limit that does not fit raises OutputParserError.
     - A call of a tool marked `requires_approval` waits for `approve(request)` (an
       `agents.ApprovalRequest`), which returns `agents.Approve()`, `Deny(reason)` (the model
       observes the denial; the tool does not run) or `Edit(arguments)`; an async `approve`
@@ -161,6 +162,18 @@ class Executor(Chain):
     def output_keys(self) -> list[str]:
         keys = self.agent.output_keys
         return [*keys, INTERMEDIATE_STEPS_KEY] if self.return_intermediate_steps else keys
+
+    @property
+    def output_not_text(self) -> str | None:
+        if self._typed_answer is not None:
+            return f"answers with {self._typed_answer.shape.name} (its output_type)"
+        if self._gate.defers:
+            marked = [tool.name for tool in self._toolset if requires_approval_of(tool)]
+            return (
+                f"may pause for approval ({', '.join(marked)} need it and no approve= was "
+                "given), with no answer"
+            )
+        return None
 
     def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         return self._drive(self._start(inputs, options))

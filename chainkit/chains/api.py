@@ -232,10 +232,14 @@ def _single_input(chain: Chain, value: Any) -> dict[str, Any]:
 
 
 def _output_key(function: str, chain: Chain) -> str:
-    """The one output key `run` and `predict` return; checked before the chain runs."""
+    """The one output key `run` and `predict` return, which must hold text; checked before
+    the chain runs."""
     keys = chain.output_keys
     if len(keys) != 1:
         raise SingleKeyError(function, chain.name, "output", keys)
+    known = chain.output_not_text
+    if known is not None:
+        raise OutputNotStringError(function, chain.name, keys[0], None, known=known)
     return keys[0]
 
 

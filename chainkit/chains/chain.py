@@ -36,6 +36,13 @@ class Chain(Observed, ABC):
 
     memory: Memory | None = None
 
+    @property
+    def output_not_text(self) -> str | None:
+        """Why the chain's output is known, before it runs, not to be the text `chains.run`
+        and `predict` return ("answers with Weather (its output_type)"), so that they refuse
+        it at once; None when it may be text."""
+        return None
+
     if not TYPE_CHECKING:  # to mypy they stay missing, so it flags them in user code
         invoke = Elsewhere(
             "use chains.call(chain, {...}) for the outputs dict, or chains.run(chain, input) for "

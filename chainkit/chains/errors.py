@@ -49,10 +49,13 @@ class SingleKeyError(ChainKeyError):
 class OutputNotStringError(ChainkitError, TypeError):
     """`run` and `predict` return a string; the chain's output was something else."""
 
-    def __init__(self, function: str, chain: str, key: str, value: object) -> None:
+    def __init__(
+        self, function: str, chain: str, key: str, value: object, *, known: str | None = None
+    ) -> None:
+        returned = known or f"returned {type(value).__name__}"
         super().__init__(
-            f"{function}() needs a string output, but {chain} returned "
-            f"{type(value).__name__} under {key!r}; use chains.call"
+            f"{function}() needs a string output, but {chain} {returned} under {key!r}; "
+            "use chains.call"
         )
         self.chain = chain
         self.key = key

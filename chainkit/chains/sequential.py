@@ -83,6 +83,15 @@ class SequentialChain(Chain):
     def output_keys(self) -> list[str]:
         return self.output_variables
 
+    @property
+    def output_not_text(self) -> str | None:
+        for chain in self.chains:
+            if set(chain.output_keys) & set(self.output_variables):
+                known = chain.output_not_text
+                if known is not None:
+                    return f"takes its output from {chain.name}, which {known}"
+        return None
+
     def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         values = dict(inputs)
         for index, chain in enumerate(self.chains):
@@ -115,6 +124,11 @@ class SimpleSequentialChain(Chain):
                     f"{chain.output_keys}"
                 )
             _check_step(index, chain, set(inputs))
+            if (known := chain.output_not_text) is not None:
+                raise ChainWiringError(
+                    f"chain {index} ({chain.name}) {known}, but SimpleSequentialChain hands "
+                    "each chain's text to the next: use a SequentialChain"
+                )
         self.callbacks = callbacks
 
     def __repr__(self) -> str:

@@ -5,10 +5,11 @@ Messages never contain an API key: backends mask it before building them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from chainkit._errors import ChainkitError
 
@@ -56,7 +57,15 @@ class ModelStatusError(ModelError):
     """The server answered with an error status.
 
     `message` is what the server said; `retry_after` the seconds it asked to wait, if it did.
+    `refused_field` is the request field the server refused (see `refuses`), when the
+    backend knew the request's fields: such an answer is not retried, nor fallen back on.
     """
+
+    REFUSING_STATUSES: ClassVar = frozenset((400, 404, 422, 500))
+    """What servers answer a request field they do not take with: 500 too, as
+    llama-cpp-python's server does ("response_format ... Input should be 'text' or
+    'json_object'")."""
+    refused_field: str | None = None
 
     def __init__(
         self, status_code: int, message: str, *, url: str = "", retry_after: float | None = None
@@ -71,6 +80,25 @@ class ModelStatusError(ModelError):
         self.message = message
         self.url = url
         self.retry_after = retry_after
+
+    def refuses(self, field: str) -> bool:
+        """Whether this answer is the server refusing the request field `field` (a dotted
+        name is a field inside another): one of `REFUSING_STATUSES` whose message names the
+        field, or a part of a dotted one, as a word. The one rule for every request field
+        chainkit adds and may do without (a strategy's `response_format` or `tools`, an
+        agent's grammar)."""
+        if self.status_code not in self.REFUSING_STATUSES:
+            return False
+        return any(_names(self.message, part) for part in field.split("."))
+
+    def note_refusal(self, fields: Iterable[str]) -> None:
+        """Sets `refused_field` to the first of the request's `fields` this answer refuses."""
+        self.refused_field = next((field for field in fields if self.refuses(field)), None)
+
+
+def _names(message: str, word: str) -> bool:
+    """Whether `message` has `word` in it, not as a part of a longer name."""
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", message) is not None
 
 
 class ModelRequestError(ModelError):

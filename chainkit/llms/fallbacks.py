@@ -16,8 +16,9 @@ from typing import Unpack
 
 from chainkit.llms._streaming import HandedOnce
 from chainkit.llms.errors import AllModelsFailedError, ModelConfigError, ModelTypeError
-from chainkit.llms.model import Model, check_streaming_func
+from chainkit.llms.model import Model, check_streaming_func, model_name
 from chainkit.llms.options import CallOptions
+from chainkit.llms.output_strategies import StrategyName, common_strategies
 from chainkit.llms.retry import is_retryable
 from chainkit.schema import Message, ToolInfo
 
@@ -47,7 +48,8 @@ class Fallbacks:
     model would get the same request, and the bug would cost a call per model, hidden),
     401, 403 or 404 (a wrong key, model name or URL: a set-up mistake to fix, not to be
     served silently by another model), a refusal (the model's answer) or a reply of the wrong
-    shape. Such an error is raised as it is, and the models after it are not called.
+    shape, nor on an answer refusing a field of the request (`ModelStatusError.refuses`). Such
+    an error is raised as it is, and the models after it are not called.
     `fall_back_on` changes that: exception classes (`(llms.ModelError,)` falls back on
     every model error) or a function of the error.
 
@@ -64,7 +66,13 @@ class Fallbacks:
         self._falls_back = _fall_back_rule(fall_back_on)
 
     def __repr__(self) -> str:
-        return f"Fallbacks([{', '.join(map(_name, self.models))}])"
+        return f"Fallbacks([{', '.join(map(model_name, self.models))}])"
+
+    @property
+    def output_strategies(self) -> tuple[StrategyName, ...]:
+        """How `llms.generate_object` asks these models for a typed result: the strategies
+        every one of them takes (any of them may answer), in the first one's order."""
+        return common_strategies(self.models)
 
     def generate(
         self,
@@ -142,17 +150,13 @@ class _Turns:
         """Notes `model`'s error, or raises it when it is not one to fall back on."""
         if not self._falls_back(error):
             raise error
-        self._failures.append((_name(model), error))
+        self._failures.append((model_name(model), error))
 
     def exhausted(self) -> AllModelsFailedError:
         """The error of a call that every model failed, caused by the last one's error."""
         error = AllModelsFailedError(self._failures)
         error.__cause__ = self._failures[-1][1]
         return error
-
-
-def _name(model: Model) -> str:
-    return str(getattr(model, "name", None) or type(model).__name__)
 
 
 def _checked_models(models: object) -> tuple[Model, ...]:

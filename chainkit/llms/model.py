@@ -205,6 +205,11 @@ def _taken(options: dict[str, Any]) -> tuple[StreamingFunc | None, CombiningHand
     return streaming_func, own
 
 
+def model_name(model: object) -> str:
+    """How errors and runs name `model`: its `name`, else its class's."""
+    return str(getattr(model, "name", None) or type(model).__name__)
+
+
 def check_streaming_func(streaming_func: object) -> None:
     """Raises for an async `streaming_func`."""
     if inspect.iscoroutinefunction(streaming_func):

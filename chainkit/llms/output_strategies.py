@@ -25,6 +25,8 @@ StrategyName = Literal["json_schema", "tool", "json_mode", "prompted"]
 """The ways to ask a model for a typed result."""
 
 STRATEGY_NAMES: Final[tuple[StrategyName, ...]] = ("json_schema", "tool", "json_mode", "prompted")
+DEFAULT_STRATEGIES: Final[tuple[StrategyName, ...]] = ("prompted",)
+"""What a model that lists no `output_strategies` takes."""
 SCHEMA_MARK: Final = "matches this JSON Schema"
 """The words that lead to the schema in the instructions (the offline model looks for them)."""
 INSTRUCTIONS: Final = (
@@ -62,8 +64,9 @@ class OutputStrategy(ABC):
     """One way to ask for a typed result."""
 
     name: ClassVar[StrategyName]
-    option: ClassVar[str]
-    """The request field a server that does not have the strategy refuses, naming it."""
+    fields: ClassVar[tuple[str, ...]]
+    """The request fields the strategy adds: a server that does not have the strategy
+    refuses one of them (`ModelStatusError.refuses`)."""
 
     def messages(self, messages: Sequence[Message], shape: OutputShape) -> list[Message]:
         """The messages to send."""
@@ -89,7 +92,7 @@ class OutputStrategy(ABC):
 
 class JsonSchemaStrategy(OutputStrategy):
     name = "json_schema"
-    option = "response_format"
+    fields = ("response_format",)
 
     def options(self, shape: OutputShape) -> dict[str, Any]:
         return {"response_format": response_format_for(shape)}
@@ -97,7 +100,7 @@ class JsonSchemaStrategy(OutputStrategy):
 
 class ToolStrategy(OutputStrategy):
     name = "tool"
-    option = "tool"
+    fields = ("tools", "tool_choice")
 
     def options(self, shape: OutputShape) -> dict[str, Any]:
         return {"tool_choice": {"type": "function", "function": {"name": shape.name}}}
@@ -126,7 +129,7 @@ def _call_of(reply: Message, name: str) -> ToolCall | None:
 
 class JsonModeStrategy(OutputStrategy):
     name = "json_mode"
-    option = "response_format"
+    fields = ("response_format",)
 
     def messages(self, messages: Sequence[Message], shape: OutputShape) -> list[Message]:
         return with_instructions(messages, shape)
@@ -139,7 +142,7 @@ class JsonModeStrategy(OutputStrategy):
 
 class PromptedStrategy(OutputStrategy):
     name = "prompted"
-    option = ""
+    fields = ()
 
     def messages(self, messages: Sequence[Message], shape: OutputShape) -> list[Message]:
         return with_instructions(messages, shape)
@@ -152,3 +155,18 @@ STRATEGIES: Final[dict[StrategyName, OutputStrategy]] = {
     strategy.name: strategy
     for strategy in (JsonSchemaStrategy(), ToolStrategy(), JsonModeStrategy(), PromptedStrategy())
 }
+
+
+def output_strategies_of(model: object) -> tuple[StrategyName, ...]:
+    """The strategies `model` takes, first choice first: its `output_strategies`, else
+    prompted only. A model made of others (`llms.Fallbacks`) lists what each of them takes."""
+    listed: tuple[StrategyName, ...] = getattr(model, "output_strategies", DEFAULT_STRATEGIES)
+    return listed or DEFAULT_STRATEGIES
+
+
+def common_strategies(models: Sequence[object]) -> tuple[StrategyName, ...]:
+    """The strategies every one of `models` takes, in the first one's order: what a model
+    made of them takes, since any of them may answer."""
+    first, *others = (output_strategies_of(model) for model in models)
+    common = tuple(name for name in first if all(name in listed for listed in others))
+    return common or DEFAULT_STRATEGIES

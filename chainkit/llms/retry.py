@@ -7,10 +7,11 @@ and async drivers.
   [DONE] nor a finish_reason, an error the server reports inside a 200 reply. These are
   nearly always a proxy or a connection glitch, like a 5xx.
 - Not retried, as another attempt would fail alike: every other status (400, 401, 403, 404,
-  422...), and replies read whole but of the wrong shape (ModelReplyShapeError): JSON that is
-  no reply message, a field of the wrong type, streamed tool calls that do not add up (such
-  as one call given two names), and refusals (ModelRefusalError, carrying the model's text:
-  a refusal is an answer, not a glitch).
+  422...), a 500 that refuses a field of the request (`ModelStatusError.refuses`), and
+  replies read whole but of the wrong shape (ModelReplyShapeError): JSON that is no reply
+  message, a field of the wrong type, streamed tool calls that do not add up (such as one
+  call given two names), and refusals (ModelRefusalError, carrying the model's text: a
+  refusal is an answer, not a glitch).
 
 Between attempts the wait is the `Backoff`'s; a server's Retry-After replaces it, up to the
 backoff's cap. tenacity (like the date parsing of Retry-After) is imported on first use, so
@@ -20,7 +21,7 @@ importing chainkit.llms stays cheap.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -94,6 +95,8 @@ class Backoff:
 
 def is_retryable(error: BaseException) -> bool:
     if isinstance(error, ModelStatusError):
+        if error.refused_field is not None:
+            return False
         return error.status_code in _RETRYABLE_STATUS or error.status_code >= 500
     if isinstance(error, ModelReplyShapeError):
         return False
@@ -151,14 +154,16 @@ class RetryPolicy:
         callbacks: Handler | None,
         attempt: Callable[[], T],
         streamed: Callable[[], str] | None = None,
+        fields: Callable[[], Iterable[str]] | None = None,
     ) -> T:
         """Calls `attempt` (which makes one attempt) until it succeeds or the policy gives up;
         each retry is reported to `callbacks`, with the text the failed attempt had streamed
-        (`streamed()`, asked when it failed)."""
+        (`streamed()`, asked when it failed). `fields()` are the request's fields a server may
+        refuse: an error status that refuses one is known for what it is after one answer."""
         import tenacity
 
         made: list[int] = [0]
-        settings = self._settings(callbacks, made, streamed)
+        settings = self._settings(callbacks, made, streamed, fields)
         try:
             return tenacity.Retrying(**settings)(attempt)
         except ModelError as error:
@@ -170,12 +175,13 @@ class RetryPolicy:
         callbacks: Handler | None,
         attempt: Callable[[], Awaitable[T]],
         streamed: Callable[[], str] | None = None,
+        fields: Callable[[], Iterable[str]] | None = None,
     ) -> T:
         """Async twin of `call`."""
         import tenacity
 
         made: list[int] = [0]
-        retrying = tenacity.AsyncRetrying(**self._settings(callbacks, made, streamed))
+        retrying = tenacity.AsyncRetrying(**self._settings(callbacks, made, streamed, fields))
         try:
             return await retrying(attempt)
         except ModelError as error:
@@ -187,11 +193,20 @@ class RetryPolicy:
         error.retries_exhausted = attempts >= self.max_attempts and is_retryable(error)
 
     def _settings(
-        self, callbacks: Handler | None, made: list[int], streamed: Callable[[], str] | None
+        self,
+        callbacks: Handler | None,
+        made: list[int],
+        streamed: Callable[[], str] | None,
+        fields: Callable[[], Iterable[str]] | None,
     ) -> dict[str, Any]:
         import tenacity
 
         backoff = self.backoff
+
+        def retryable(error: BaseException) -> bool:
+            if fields is not None and isinstance(error, ModelStatusError):
+                error.note_refusal(fields())
+            return is_retryable(error)
 
         def wait(state: RetryCallState) -> float:
             error = state.outcome.exception() if state.outcome is not None else None
@@ -212,7 +227,7 @@ class RetryPolicy:
         return {
             "stop": tenacity.stop_after_attempt(self.max_attempts),
             "wait": wait,
-            "retry": tenacity.retry_if_exception(is_retryable),
+            "retry": tenacity.retry_if_exception(retryable),
             "before": note_attempt,
             "before_sleep": report if callbacks is not None else None,
             "reraise": True,

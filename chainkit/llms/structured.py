@@ -4,13 +4,17 @@ The output type is a dataclass, TypedDict, Enum, Literal, `list[...]`, a union, 
 them, a JSON Schema dict, or a pydantic model (pydantic is never imported by chainkit: only a
 model class the caller's code made is read). The strategy (see `llms.output_strategies`) is
 the caller's, or the first the model lists in its `output_strategies`; a server that refuses
-the strategy's field (a 400, 404, 422 or 500 naming it) makes the call go on with the next one.
-A reply that does not validate goes back to the model with what was wrong, `max_retries`
-times at most; then `OutputValidationError` carries every attempt.
+the strategy's field (`ModelStatusError.refuses`: a 400, 404, 422 or 500 naming it) makes the
+call go on with the next one, at once, and the model's later calls start after it. A reply
+that does not validate goes back to the model with what was wrong, `max_retries` times at
+most; then `OutputValidationError` carries every attempt.
 """
 
 from __future__ import annotations
 
+import inspect
+import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, Literal, TypeVar, Unpack, overload
@@ -19,9 +23,10 @@ from chainkit._jsonschema.lenient import ObjectStream
 from chainkit._jsonschema.output import WRAPPER_KEY, Invalid, OutputShape
 from chainkit._jsonschema.partial import PartialBuilder
 from chainkit._jsonschema.specs import INVALID, compile_type
-from chainkit._text import described
+from chainkit._text import described, short_repr
 from chainkit.callbacks.run import active_handler, tokens_wanted
 from chainkit.llms.errors import (
+    AllModelsFailedError,
     ModelConfigError,
     ModelRefusalError,
     ModelStatusError,
@@ -29,13 +34,14 @@ from chainkit.llms.errors import (
     OutputValidationError,
     RejectedOutput,
 )
-from chainkit.llms.model import Model
+from chainkit.llms.model import Model, model_name
 from chainkit.llms.options import CallOptions, StreamingFunc
 from chainkit.llms.output_strategies import (
     STRATEGIES,
     STRATEGY_NAMES,
     OutputStrategy,
     StrategyName,
+    output_strategies_of,
 )
 from chainkit.schema import Message, TokenUsage, ToolInfo
 
@@ -50,16 +56,41 @@ partial value is seldom a valid object of the type yet), each time it grows; wit
 ItemFunc = Callable[[Any], None]
 """Receives each item of a streamed `list[T]` result, read into T, as soon as it is whole."""
 
-DEFAULT_STRATEGIES: Final[tuple[StrategyName, ...]] = ("prompted",)
-# 500 too: llama-cpp-python's server answers a request field it cannot take with a 500
-# that names the field ("response_format ... Input should be 'text' or 'json_object'").
-_REFUSED_STATUSES: Final = frozenset((400, 404, 422, 500))
 _COPIES_PER_CHAR: Final = 8
 """How many members of open objects a partial value may copy per character read since the
 last one."""
 _BUILT_PER_CHAR: Final = 4
 """How many values a typed partial (built anew each time) may hold per character read since
 the last one: building a value costs about as much as reading a few characters."""
+
+
+class _Refusals:
+    """The strategies each model's server refused, so that the model's later calls start
+    with one it takes; kept as long as the model lives (a model that cannot be weakly
+    referenced or hashed is not remembered)."""
+
+    def __init__(self) -> None:
+        self._by_model: weakref.WeakKeyDictionary[Any, frozenset[StrategyName]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
+
+    def of(self, model: object) -> frozenset[StrategyName]:
+        try:
+            with self._lock:
+                return self._by_model.get(model, frozenset())
+        except TypeError:
+            return frozenset()
+
+    def add(self, model: object, name: StrategyName) -> None:
+        try:
+            with self._lock:
+                self._by_model[model] = self._by_model.get(model, frozenset()) | {name}
+        except TypeError:
+            pass
+
+
+_REFUSALS: Final = _Refusals()
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +221,8 @@ class _Partials:
 
 
 def _check_streamed(streamed: _Streamed, shape: OutputShape) -> None:
+    _check_listener("on_partial", "the partial value", streamed.on_partial)
+    _check_listener("on_item", "each item", streamed.on_item)
     if not isinstance(streamed.typed_partials, bool):
         raise ModelTypeError(
             f"typed_partials must be True or False, got {described(streamed.typed_partials)}"
@@ -210,22 +243,66 @@ def _checked_retries(max_retries: object) -> int:
 
 
 def _strategy_choices(model: Model, strategy: object) -> tuple[StrategyName, ...]:
+    """The strategies to try in turn: the model's, less those its server refused before (the
+    last is kept), or the caller's one, which a model that lists its own must list."""
+    listed = output_strategies_of(model)
     if strategy is None:
-        listed: tuple[StrategyName, ...] = getattr(model, "output_strategies", DEFAULT_STRATEGIES)
-        return listed or DEFAULT_STRATEGIES
+        refused = _REFUSALS.of(model)
+        taken = tuple(name for name in listed if name not in refused)
+        return taken or listed[-1:]
     for name in STRATEGY_NAMES:
         if strategy == name:
+            if name not in listed and hasattr(model, "output_strategies"):
+                raise ModelConfigError(
+                    f"strategy={name!r}: {model_name(model)} takes {', '.join(listed)} (its "
+                    "output_strategies)"
+                )
             return (name,)
     raise ModelConfigError(
         f"strategy must be one of {', '.join(STRATEGY_NAMES)} (or None to choose), got {strategy!r}"
     )
 
 
+def _checked_prompt(prompt: object) -> list[Message]:
+    if isinstance(prompt, str):
+        return [Message.user(prompt)]
+    if isinstance(prompt, Sequence) and all(isinstance(m, Message) for m in prompt):
+        return list(prompt)
+    raise ModelTypeError(
+        "prompt must be the text of one user message (str) or a list of Messages, got "
+        f"{described(prompt)}"
+    )
+
+
+_STRATEGY_OPTIONS: Final = ("response_format", "tool_choice")
+"""Call options a strategy sets: a caller's would be overridden or contradicted."""
+
+
+def _checked_options(options: dict[str, Any]) -> dict[str, Any]:
+    given = [name for name in _STRATEGY_OPTIONS if options.get(name) is not None]
+    if given:
+        raise ModelConfigError(
+            f"generate_object sets {' and '.join(given)} itself, as its strategy asks for the "
+            "schema: leave it out (strategy= chooses how the schema is sent)"
+        )
+    return options
+
+
+def _check_listener(name: str, heard: str, listener: object) -> None:
+    if listener is not None and (not callable(listener) or inspect.iscoroutinefunction(listener)):
+        raise ModelTypeError(
+            f"{name} must be a plain function of {heard} (it is called, never awaited), got"
+            f" {described(listener)}"
+        )
+
+
 def _shape(output_type: object) -> OutputShape:
     try:
         return OutputShape(output_type)
     except TypeError as error:
-        raise ModelTypeError(f"output_type {output_type!r} has no JSON schema: {error}") from None
+        raise ModelTypeError(
+            f"output_type {short_repr(output_type, 200)} has no JSON schema: {error}"
+        ) from None
 
 
 class _Session:
@@ -243,12 +320,13 @@ class _Session:
         options: dict[str, Any],
     ) -> None:
         self.max_retries = _checked_retries(max_retries)
+        self.model = model
         self.choices = _strategy_choices(model, strategy)
         self.chosen = strategy is not None
         self.strategy: OutputStrategy = STRATEGIES[self.choices[0]]
         self.shape = _shape(output_type)
-        self.messages = [Message.user(prompt)] if isinstance(prompt, str) else list(prompt)
-        self.options = options
+        self.messages = _checked_prompt(prompt)
+        self.options = _checked_options(options)
         self.rejected: list[RejectedOutput] = []
         _check_streamed(streamed, self.shape)
         self.partials = _Partials(self.shape, streamed) if streamed.wanted else None
@@ -261,14 +339,16 @@ class _Session:
             options["streaming_func"] = self.partials.feed
         return strategy.messages(self.messages, shape), strategy.tools(shape), options
 
-    def downgrade(self, error: ModelStatusError) -> bool:
-        """Moves on to the next strategy when the server refused this one's field; False
-        when it did not (or the caller chose the strategy)."""
-        option = self.strategy.option
-        refused = error.status_code in _REFUSED_STATUSES and option and option in error.message
+    def downgrade(self, error: ModelStatusError | AllModelsFailedError) -> bool:
+        """Moves on to the next strategy when the server refused one of this one's fields
+        (every server, for a `Fallbacks` told to fall back on refusals), and remembers the
+        refusal for the model's later calls; False when it did not (or the caller chose the
+        strategy)."""
+        refused = _refuses(error, self.strategy.fields)
         position = self.choices.index(self.strategy.name)
         if self.chosen or not refused or position + 1 >= len(self.choices):
             return False
+        _REFUSALS.add(self.model, self.strategy.name)
         self.strategy = STRATEGIES[self.choices[position + 1]]
         return True
 
@@ -290,6 +370,12 @@ class _Session:
             raise OutputValidationError(self.shape.name, self.rejected)
         self.messages += self.strategy.rejection(reply, str(value))
         return None
+
+
+def _refuses(error: Exception, fields: Sequence[str]) -> bool:
+    if isinstance(error, AllModelsFailedError):
+        return all(_refuses(each, fields) for _, each in error.errors)
+    return isinstance(error, ModelStatusError) and any(error.refuses(f) for f in fields)
 
 
 @overload
@@ -368,7 +454,7 @@ def generate_object(
         messages, tools, call_options = session.request()
         try:
             reply = llm.generate(messages, tools=tools, **call_options)
-        except ModelStatusError as error:
+        except (ModelStatusError, AllModelsFailedError) as error:
             if session.downgrade(error):
                 continue
             raise
@@ -443,7 +529,7 @@ async def agenerate_object(
         messages, tools, call_options = session.request()
         try:
             reply = await llm.agenerate(messages, tools=tools, **call_options)
-        except ModelStatusError as error:
+        except (ModelStatusError, AllModelsFailedError) as error:
             if session.downgrade(error):
                 continue
             raise

@@ -58,12 +58,15 @@ def test_the_run_pauses_with_every_waiting_call_and_nothing_runs(mode: Mode):
 
 
 @pytest.mark.timeout(60)
-def test_run_which_returns_text_points_a_paused_run_to_call(mode: Mode):
+def test_run_which_returns_text_refuses_a_run_that_may_pause_before_it_starts(mode: Mode):
     payments = Payments()
+    executor = agents.Executor(tool_calling(payments, *CALLS))
     with pytest.raises(
-        chains.OutputNotStringError, match=r"NoneType under 'output'; use chains.call"
+        chains.OutputNotStringError,
+        match=r"may pause for approval \(pay need it and no approve= was given\), with no "
+        r"answer under 'output'; use chains.call",
     ):
-        mode.run(agents.Executor(tool_calling(payments, *CALLS)), "pay them")
+        mode.run(executor, "pay them")
     assert payments.paid == []
 
 

@@ -71,12 +71,29 @@ def test_a_final_answer_asked_for_at_the_limit_must_fit_too(mode: Mode) -> None:
         mode.call(executor, {"input": "Weather?"})
 
 
-def test_chains_run_refuses_a_typed_output_naming_chains_call() -> None:
-    executor = Executor(
-        OneShotAgent(FakeLLM([f"Final Answer: {GOOD}"]), [Echo()]), output_type=Weather
-    )
-    with pytest.raises(OutputNotStringError, match=r"use chains\.call"):
-        chains.run(executor, "Weather?")
+@pytest.mark.parametrize("function", ["run", "predict"])
+def test_chains_run_refuses_a_typed_output_before_the_run(mode: Mode, function: str) -> None:
+    fake = FakeLLM(["Action: echo\nAction Input: hi", f"Final Answer: {GOOD}"])
+    echo = Echo()
+    executor = Executor(OneShotAgent(fake, [echo]), output_type=Weather)
+    with pytest.raises(OutputNotStringError, match=r"answers with Weather .*use chains\.call"):
+        if function == "run":
+            mode.run(executor, "Weather?")
+        else:
+            mode.predict(executor, {"input": "Weather?"})
+    assert fake.calls == [] and echo.inputs == []
+
+
+def test_a_sequence_ending_in_a_typed_executor_is_refused_before_it_runs(mode: Mode) -> None:
+    fake = FakeLLM([f"Final Answer: {GOOD}"])
+    typed = Executor(OneShotAgent(fake, [Echo()]), output_type=Weather)
+    sequence = chains.SequentialChain([typed], input_variables=["input"])
+    with pytest.raises(OutputNotStringError, match=r"takes its output from Executor"):
+        mode.run(sequence, "Weather?")
+    with pytest.raises(chains.ChainWiringError, match=r"chain 0 \(Executor\) answers with"):
+        chains.SimpleSequentialChain([typed])
+    assert fake.calls == []
+    assert mode.call(sequence, {"input": "Weather?"})["output"] == Weather("Oslo", 4.5)
 
 
 def test_a_type_with_no_schema_is_refused_when_the_executor_is_made() -> None:

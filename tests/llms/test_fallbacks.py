@@ -4,7 +4,7 @@ answering; which model answered is in the events, the spans and the log."""
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,32 +24,12 @@ from chainkit.llms import (
 )
 from chainkit.schema import Message
 from tests.callbacks.test_otel import exporter_and_provider
-from tests.conftest import FAST_BACKOFF
 from tests.support.event_recorder import EventRecorder
 from tests.support.modes import Mode, run_then_close
-from tests.support.openai_server import TEST_API_KEY, Fault, OpenAIServer, Reply
+from tests.support.openai_server import TEST_API_KEY, Fault, Reply
 from tests.support.retried_stream import ANSWER, break_then_answer
 
 HI = [Message.user("hi")]
-
-
-@pytest.fixture
-def backup_server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture
-def backup(backup_server: OpenAIServer) -> Iterator[OpenAI]:
-    llm = OpenAI(
-        "backup-model",
-        base_url=backup_server.base_url,
-        api_key=TEST_API_KEY,
-        timeout=5,
-        backoff=FAST_BACKOFF,
-    )
-    yield llm
-    llm.close()
 
 
 @pytest.fixture

@@ -51,7 +51,11 @@ def test_a_plain_call_sends_what_the_sdk_create_sends(mode):
         request = build_request("m", MESSAGES, ["\nObservation:"], TOOLS, OPTIONS, stream=False)
         client = openai.OpenAI(base_url=server.base_url, api_key=TEST_API_KEY, max_retries=0)
         mode.generate(llm, MESSAGES, stop=["\nObservation:"], tools=TOOLS, **OPTIONS)
-        client.chat.completions.with_raw_response.create(**request)
+        if mode.is_async:
+            client.chat.completions.with_raw_response.create(**request)
+        else:  # a sync call reads the body itself, so that its deadline bounds the reading
+            with client.chat.completions.with_streaming_response.create(**request) as raw:
+                raw.read()
         client.close()
         llm.close()
     ours, sdk = server.requests

@@ -119,8 +119,8 @@ def raw_reply(
     return Raw("\r\n".join(lines).encode("latin-1") + b"\r\n\r\n" + body)
 
 
-FaultKind = Literal["status", "drop", "slow", "cut", "truncate", "stall", "malformed"]
-_PARTIAL_KINDS = ("cut", "truncate", "stall")
+FaultKind = Literal["status", "drop", "slow", "cut", "truncate", "stall", "pings", "malformed"]
+_PARTIAL_KINDS = ("cut", "truncate", "stall", "pings")
 """Faults that send part of a reply before going wrong."""
 
 
@@ -135,6 +135,7 @@ class Fault:
     seconds: float = 0.0
     after_chunks: int = 0
     reply: Reply | None = None
+    every: float = 0.0
 
     @classmethod
     def http(
@@ -173,6 +174,14 @@ class Fault:
         """Like `cut`, but first goes silent for `seconds` (or until the server stops), keeping
         the connection open: a stream that stalls partway, past the client's timeout."""
         return cls("stall", after_chunks=after_chunks, seconds=seconds)
+
+    @classmethod
+    def pings(cls, after_chunks: int = 2, seconds: float = 30.0, every: float = 0.1) -> Fault:
+        """Like `stall`, but keeps a stream alive meanwhile with an SSE comment (`: ping`)
+        every `every` seconds, as servers do while a model thinks: no read waits long, yet
+        the reply never comes. A plain request gets a line break of JSON whitespace instead,
+        before any of its body."""
+        return cls("pings", after_chunks=after_chunks, seconds=seconds, every=every)
 
     @classmethod
     def malformed(cls) -> Fault:
@@ -391,6 +400,11 @@ class _Handler(BaseHTTPRequestHandler):
         model = str(body.get("model"))
         if not stream:
             data = json.dumps(completion_of(reply, model)).encode()
+            if fault is not None and fault.kind == "pings":
+                self._send_head(200, "application/json", None)
+                self._ping(fault, b"\n")
+                self._drop()
+                return
             if fault is not None:  # half the body, then the fault's ending
                 self._send_head(200, "application/json", len(data))
                 self.wfile.write(data[: len(data) // 2])
@@ -471,7 +485,19 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fault.kind == "stall":
             self.owner._stopping.wait(fault.seconds)
+        if fault.kind == "pings":
+            self._ping(fault, b": ping\n\n")
         self._drop()
+
+    def _ping(self, fault: Fault, beat: bytes) -> None:
+        """Sends `beat` every `fault.every` seconds for `fault.seconds`, until the server stops
+        or the client goes away."""
+        ends = time.monotonic() + fault.seconds
+        while time.monotonic() < ends and not self.owner._stopping.wait(fault.every):
+            try:
+                self._write_chunk(beat)
+            except OSError:
+                return
 
     def _bearer(self) -> str:
         auth = self.headers.get("Authorization") or ""

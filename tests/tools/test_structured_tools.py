@@ -358,7 +358,6 @@ def test_annotated_description_beats_the_docstring():
         ("set[int]", "unsupported type set[int]"),
         ("int | set[int]", "unsupported type set[int]"),
         ("dict[int, str]", "JSON object keys are strings"),
-        ("Node", "recursive types"),
     ],
 )
 def test_unsupported_types_fail_when_the_tool_is_made(annotation, reason):
@@ -367,6 +366,23 @@ def test_unsupported_types_fail_when_the_tool_is_made(annotation, reason):
     with pytest.raises(TypeError, match="parameter value") as caught:
         StructuredTool(namespace["f"], name="t", description="d")
     assert reason in str(caught.value)
+
+
+def test_a_recursive_dataclass_parameter_is_a_definition_its_refs_point_at():
+    def count(tree: Node) -> str:
+        """Counts nodes."""
+
+        def size(node: Node) -> int:
+            return 1 + sum(size(child) for child in node.children)
+
+        return str(size(tree))
+
+    made = StructuredTool(count)
+    parameters = made.parameters
+    node = parameters["$defs"]["Node"]
+    assert node["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert parameters["properties"]["tree"]["properties"] == node["properties"]
+    assert made.call(json.dumps({"tree": {"children": [{"children": [{"children": []}]}]}})) == "3"
 
 
 def test_var_args_are_refused():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
@@ -51,6 +52,28 @@ _REQUESTS_PER_ASYNC_CLIENT = 64
 """Requests in flight on one async client before the next one takes the new ones. The HTTP
 library scans every connection of a client's pool at each request: with 1,000 requests in
 flight on one client, the scans cost more than everything else a request does."""
+
+
+class Deadline:
+    """When one attempt must have ended. Its timeout bounds the whole attempt: the HTTP
+    library's bounds each read alone, so a server that keeps a stream alive with SSE
+    comments (`: ping`) would hold a reply open for ever."""
+
+    __slots__ = ("at", "seconds")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.at = time.monotonic() + seconds
+
+    def check(self) -> None:
+        """ModelTimeoutError once the attempt's time is up."""
+        if time.monotonic() > self.at:
+            raise self.passed()
+
+    def passed(self) -> ModelTimeoutError:
+        return ModelTimeoutError(
+            f"the reply was not complete within the attempt's timeout of {self.seconds} s"
+        )
 
 
 class Connection:
@@ -173,6 +196,11 @@ class Connection:
             for client in clients:
                 await client.close()
 
+    def deadline(self, timeout: float | None) -> Deadline:
+        """The deadline of an attempt starting now: `timeout` seconds (the attempt's own, if
+        it has one) or the connection's."""
+        return Deadline(self.timeout if timeout is None else timeout)
+
     def run(self, attempt: Callable[[], T], timeout: float | None = None) -> T:
         """Runs one attempt, raising the SDK's errors as chainkit's, key masked; `timeout` is
         the attempt's own, if it has one.
@@ -190,13 +218,23 @@ class Connection:
         raise failure
 
     async def arun(self, attempt: Callable[[], Awaitable[T]], timeout: float | None = None) -> T:
-        """Async twin of `run`."""
+        """Async twin of `run`, which also ends the attempt when its timeout has passed
+        (`Deadline`), however the server keeps it going."""
+        import asyncio
+
+        deadline = self.deadline(timeout)
         try:
-            return await attempt()
-        except Exception as error:
-            failure = self._translated(error, timeout)
-            if failure is None:
+            async with asyncio.timeout(deadline.seconds) as bound:
+                return await attempt()
+        except TimeoutError:
+            if not bound.expired():
                 raise
+            failure: ModelError = deadline.passed()
+        except Exception as error:
+            translated = self._translated(error, timeout)
+            if translated is None:
+                raise
+            failure = translated
         raise failure
 
     def _translated(self, error: Exception, timeout: float | None) -> ModelError | None:

@@ -3,7 +3,7 @@ request body and the HTTP request's settings."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from chainkit.llms.errors import ModelConfigError
@@ -22,9 +22,13 @@ _SDK_PARAMETERS = frozenset(
 
 _HTTP_OPTIONS = {"timeout": "timeout", "extra_headers": "headers", "extra_query": "params"}
 """`create` arguments that set the HTTP request, and their names in the SDK's request options."""
-_RAW_RESPONSE = {"X-Stainless-Raw-Response": "true"}
-"""What `with_raw_response` adds to a request: the SDK then returns the reply unparsed."""
+_RAW_RESPONSE = "X-Stainless-Raw-Response"
+"""The header `with_raw_response` adds to a request: the SDK then returns the reply unparsed,
+its body read ("true") or left for the caller to read ("stream")."""
 CHAT_PATH = "/chat/completions"
+_ESSENTIAL = frozenset(("model", "messages", "stream", "stream_options", "extra_body"))
+"""Fields every chat request has: a server that names one in an error refuses the request,
+not a field it could do without."""
 
 
 def build_request(
@@ -73,10 +77,11 @@ def build_request(
     return request
 
 
-def post_arguments(request: Mapping[str, Any]) -> dict[str, Any]:
+def post_arguments(request: Mapping[str, Any], *, read_body: bool = True) -> dict[str, Any]:
     """Keyword arguments for the client's `post(CHAT_PATH, ...)` that send what
     `chat.completions.with_raw_response.create(**request)` sends, `request` being what
-    `build_request` made. `create` would first walk the whole body to convert it to wire form,
+    `build_request` made; with `read_body=False` the reply's body is left unread, for the
+    caller to read. `create` would first walk the whole body to convert it to wire form,
     which costs more than the rest of the call on the client; the body is in wire form
     already."""
     body: dict[str, Any] = {}
@@ -88,5 +93,15 @@ def post_arguments(request: Mapping[str, Any]) -> dict[str, Any]:
         elif key != "extra_body":
             body[key] = value
     body.update(request.get("extra_body") or {})
-    options["headers"] = {**options.get("headers", {}), **_RAW_RESPONSE}
+    raw = "true" if read_body else "stream"
+    options["headers"] = {**options.get("headers", {}), _RAW_RESPONSE: raw}
     return {"cast_to": object, "body": body, "options": options}
+
+
+def refusable_fields(request: Mapping[str, Any]) -> Iterator[str]:
+    """The fields of `request` (what `build_request` made) a server may not take (tools,
+    response_format, a grammar in extra_body...): those of the body but the essential ones."""
+    for key in request:
+        if key not in _ESSENTIAL and key not in _HTTP_OPTIONS:
+            yield key
+    yield from request.get("extra_body") or ()

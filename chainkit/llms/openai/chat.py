@@ -14,7 +14,12 @@ from chainkit.llms.model import BaseModel, ModelRequest
 from chainkit.llms.openai._connection import load_sdk
 from chainkit.llms.openai._endpoint import OpenAIEndpoint, check_model_name
 from chainkit.llms.openai._reply import parse_completion
-from chainkit.llms.openai._request import CHAT_PATH, build_request, post_arguments
+from chainkit.llms.openai._request import (
+    CHAT_PATH,
+    build_request,
+    post_arguments,
+    refusable_fields,
+)
 from chainkit.llms.openai._stream import StreamRelay
 from chainkit.llms.options import CallOptions, DefaultOptions, check_options
 from chainkit.llms.output_strategies import StrategyName
@@ -43,10 +48,13 @@ class OpenAI(OpenAIEndpoint, BaseModel):
     `extra_headers` and `extra_query`, which go to the HTTP request, never into the body; an
     `extra_body` dict is merged into the body.
 
-    A call makes up to `max_attempts` attempts, `timeout` seconds each, waiting between them as
-    `backoff` (an `llms.Backoff`) says, and reports each retry to `handle_retry` of its
-    callbacks; which errors are retried is the retry policy of `chainkit.llms.retry`. The
-    error a call ends with says how many attempts it made (`ModelError.attempts`).
+    A call makes up to `max_attempts` attempts, `timeout` seconds each (the whole attempt: a
+    stream a server keeps alive with `: ping` comments ends when it passes; in sync code at
+    the first piece of the reply after it, or once the server has sent nothing for `timeout`
+    seconds), waiting between them as `backoff` (an `llms.Backoff`) says, and reports each
+    retry to `handle_retry` of its callbacks; which errors are retried is the retry policy of
+    `chainkit.llms.retry`. The error a call ends with says how many attempts it made
+    (`ModelError.attempts`).
 
     With a `rate_limiter` (an `llms.RateLimiter`, which many models may share), each attempt
     starts only when the limiter lets it, and a 429 with Retry-After pauses every model that
@@ -155,7 +163,8 @@ class OpenAI(OpenAIEndpoint, BaseModel):
             relay = StreamRelay(request.caller_streaming_func, request.callbacks)
             attempt, streamed = functools.partial(self._stream, body, relay), relay.streamed
         limited = self._limited(body, attempt, reply_tokens)
-        return self.retry_policy.call(request.callbacks, limited, streamed)
+        fields = functools.partial(refusable_fields, body)
+        return self.retry_policy.call(request.callbacks, limited, streamed, fields)
 
     async def _agenerate(self, request: ModelRequest) -> Message:
         body = self._request(request)
@@ -166,15 +175,30 @@ class OpenAI(OpenAIEndpoint, BaseModel):
             relay = StreamRelay(request.caller_streaming_func, request.callbacks)
             attempt, streamed = functools.partial(self._astream, body, relay), relay.streamed
         limited = self._alimited(body, attempt, reply_tokens)
-        return await self.retry_policy.acall(request.callbacks, limited, streamed)
+        fields = functools.partial(refusable_fields, body)
+        return await self.retry_policy.acall(request.callbacks, limited, streamed, fields)
 
     # One attempt each.
 
     def _complete(self, request: dict[str, Any]) -> Message:
         connection = self._connection
-        post, arguments = connection.client().post, post_arguments(request)
-        raw = connection.run(lambda: post(CHAT_PATH, **arguments), request.get("timeout"))
-        return parse_completion(raw.http_response.content, connection.redact)
+        post = connection.client().post
+        arguments = post_arguments(request, read_body=False)
+        deadline = connection.deadline(request.get("timeout"))
+
+        def read() -> bytes:
+            # Read here, not by the SDK, so that the deadline bounds a body a server trickles.
+            response = post(CHAT_PATH, **arguments).http_response
+            try:
+                parts = []
+                for data in response.iter_bytes():
+                    parts.append(data)
+                    deadline.check()
+                return b"".join(parts)
+            finally:
+                response.close()
+
+        return parse_completion(connection.run(read, request.get("timeout")), connection.redact)
 
     async def _acomplete(self, request: dict[str, Any]) -> Message:
         connection, arguments = self._connection, post_arguments(request)
@@ -189,12 +213,14 @@ class OpenAI(OpenAIEndpoint, BaseModel):
         connection = self._connection
         chunks = relay.attempt(connection.redact)
         create = connection.client().chat.completions.with_streaming_response.create
+        deadline = connection.deadline(request.get("timeout"))
 
         def read() -> None:
             with create(**request) as response:
                 for data in response.iter_bytes():
                     if chunks.feed(data):
                         break
+                    deadline.check()
 
         failure = None
         try:
