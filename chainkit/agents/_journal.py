@@ -4,7 +4,6 @@ in the store, and the checks that let a saved run continue here."""
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
@@ -14,7 +13,13 @@ from chainkit._text import described
 from chainkit.agents._gate import Gate
 from chainkit.agents._tool_call import ToolCalls, Waiting
 from chainkit.agents.agent import Agent
-from chainkit.agents.approval import ApprovalRequest, Denial, PendingApproval, report_required
+from chainkit.agents.approval import (
+    ApprovalRequest,
+    Denial,
+    PendingApproval,
+    needs_approval,
+    report_required,
+)
 from chainkit.callbacks import CombiningHandler
 from chainkit.chains import Resumption
 from chainkit.checkpoints import (
@@ -29,6 +34,7 @@ from chainkit.checkpoints import (
     StateFormatError,
     StateMismatchError,
 )
+from chainkit.checkpoints.state import json_problem
 from chainkit.checkpoints.store import new_run_id
 from chainkit.schema import AgentAction, AgentStep
 from chainkit.tools import Toolset
@@ -217,17 +223,21 @@ def resume(
     given: object,
     answers: object,
     interrupted: object,
+    key: bytes | None = None,
 ) -> Journal:
     """The journal of a saved run to continue here: `given` is its id (in `store`), a
     RunState or its JSON form, `answers` the answers to the calls it waits on (see
     `Gate.answer`). With a store, the store's record of the run is continued, not an older
     state given. Held (in `store`) once checked, unless it finished; raises, naming what
-    differs, for a state this executor cannot continue, and then holds nothing."""
+    differs, for a state this executor cannot continue, and then holds nothing. With a `key`,
+    a state given as JSON must carry its tag."""
     if interrupted not in ("raise", "repeat", "skip"):
         raise CheckpointConfigError(
             f"interrupted must be 'raise', 'repeat' or 'skip', got {described(interrupted)}"
         )
-    state = _given_state(given)
+    state = _given_state(given, key)
+    if state is not None and key is None and isinstance(given, str | Mapping):
+        _refuse_claimed_approvals(state, toolset)
     if store is None:
         if state is None:
             raise CheckpointConfigError(
@@ -252,17 +262,33 @@ def resume(
             store.release(run_id)
 
 
-def _given_state(given: object) -> RunState | None:
+def _given_state(given: object, key: bytes | None) -> RunState | None:
     """The state given, or None for a run id."""
     if isinstance(given, RunState):
         return RunState.from_dict(given.to_dict())  # a copy: the caller's stays as it was
     if isinstance(given, Mapping):
-        return RunState.from_dict(given)
+        return RunState.from_dict(given, key=key)
     if isinstance(given, str):
-        return RunState.from_json(given) if given.lstrip().startswith("{") else None
+        return RunState.from_json(given, key=key) if given.lstrip().startswith("{") else None
     raise StateFormatError(
         f"resume takes a run id, a checkpoints.RunState or its JSON form, got {described(given)}"
     )
+
+
+def _refuse_claimed_approvals(state: RunState, toolset: Toolset) -> None:
+    """Refuses an unverified state that says a call needing approval was decided or started:
+    such a claim would run it (interrupted="repeat", an idempotent tool, a recorded decision)
+    with nobody's decision."""
+    for entry in state.pending:
+        tool = toolset.find(entry.action.tool)
+        claimed = entry.started or entry.decision is not None
+        if claimed and entry.observation is None and tool and needs_approval(tool, entry.action):
+            raise StateFormatError(
+                f"run {state.run_id!r}: the call to {entry.action.tool!r} needs approval and is "
+                "marked decided or started, which a state given as JSON without a state key "
+                "cannot prove: resume the run by its id from its store, or tag states "
+                "(Executor(state_key=))"
+            )
 
 
 def _hold(store: Checkpointer, run_id: str, state: RunState | None) -> None:
@@ -350,11 +376,7 @@ def _settle_interrupted(state: RunState, toolset: Toolset, interrupted: object) 
 
 
 def _is_json(value: object) -> bool:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return False
-    return True
+    return json_problem(value) is None
 
 
 def _check_json(inputs: Mapping[str, Any]) -> None:

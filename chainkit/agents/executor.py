@@ -65,6 +65,7 @@ from chainkit.callbacks.pacing import pacer_of
 from chainkit.callbacks.run import active_handler
 from chainkit.chains import Chain, Resumption
 from chainkit.checkpoints import Checkpointer, RunState
+from chainkit.checkpoints.state import checked_key
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Memory
 
 INTERMEDIATE_STEPS_KEY = "intermediate_steps"
@@ -101,6 +102,8 @@ class Executor(Chain):
       starts, when a step's calls start, as a person decides one and as each completes, and
       when it ends; `chains.resume(executor, run_id)` continues a run that stopped. Its
       inputs must be JSON; an id the store holds a run of already raises RunExistsError.
+      With a `state_key` (bytes), a state resumed as JSON must carry the tag
+      `state.to_json(key=state_key)` gives it.
     """
 
     def __init__(
@@ -118,6 +121,7 @@ class Executor(Chain):
         output_type: object = None,
         approve: Approver | None = None,
         checkpointer: Checkpointer | None = None,
+        state_key: bytes | None = None,
         **langchain_arguments: Never,
     ) -> None:
         if langchain_arguments:
@@ -150,6 +154,7 @@ class Executor(Chain):
         self._gate = Gate(toolset, approve)
         self._calls = ToolCalls(toolset, self._gate, handle_tool_errors)
         self.checkpointer = checkpointer
+        self.state_key = checked_key(state_key)
 
     def __repr__(self) -> str:
         return f"Executor(agent={self.agent!r}, max_iterations={self.max_iterations})"
@@ -186,7 +191,9 @@ class Executor(Chain):
         """Continues a run that stopped (see `chains.resume`; `agents._journal.resume` checks
         it): the store's record of it, its waiting calls given `decisions`."""
         store, agent, gate = self.checkpointer, self.agent, self._gate
-        journal = journals.resume(store, agent, gate, self._toolset, given, decisions, interrupted)
+        journal = journals.resume(
+            store, agent, gate, self._toolset, given, decisions, interrupted, self.state_key
+        )
         inputs, outputs = journal.state.inputs, journal.state.outputs
         if outputs is not None:  # it finished: its answer, again
             if self.return_intermediate_steps:

@@ -24,22 +24,35 @@ order, and `asked` the question it waits on (null when it waits for none).
 record (see `checkpoints.Checkpointer`). `reply` is the assistant message a native call came
 from; "same" says it is the previous call's (one reply, several calls), so the conversation is
 rebuilt exactly. `iteration` counts the model's plans so far; `outputs` are a finished run's
-(when they are JSON).
+(when they are JSON). A state written with a key carries `"tag": "hmac-sha256:…"` over all the rest.
+
+Reading a state checks everything before anything is built: JSON data only (no NaN or
+infinity, UTF-8, nested at most 100 deep), no field missing, unknown or of another type, and
+no fields that contradict each other: a negative iteration, a step in progress without a
+plan, a paused run with no call waiting, calls of one step sharing an id, outputs of a run
+that has not finished. What the checks cannot tell is a change that leaves a state
+consistent; a tag can (see `to_dict`). Whether a call may run without a person's decision is
+for the executor, which knows the tools: `agents`' journal refuses a state given as JSON,
+untagged, that says a call needing approval started.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from chainkit.checkpoints.errors import StateFormatError
+from chainkit._text import described, shorten
+from chainkit.checkpoints import _json_data, _tag
+from chainkit.checkpoints.errors import CheckpointConfigError, StateFormatError
 from chainkit.schema import AgentAction, AgentStep, Message
 
 FORMAT = "chainkit.run_state"
 VERSION = 1
 _SAME_REPLY = "same"
+_MIN_KEY_BYTES = 16
 
 
 @dataclass(slots=True)
@@ -108,60 +121,69 @@ class RunState:
             "saved": self.saved,
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        """The state's JSON form (see the module)."""
-        return {**self.header(), **self.progress(), "steps": step_dicts(self.steps, 0)}
+    def to_dict(self, *, key: bytes | None = None) -> dict[str, Any]:
+        """The state's JSON form (see the module); with a `key`, tagged so that a change to it
+        is refused by `from_dict(..., key=key)` and by an Executor with that `state_key`."""
+        data = {**self.header(), **self.progress(), "steps": step_dicts(self.steps, 0)}
+        checked = checked_key(key)
+        if checked is not None:
+            _json_data.check(data)
+            data[_tag.FIELD] = _tag.tag(data, checked)
+        return data
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False)
+    def to_json(self, *, key: bytes | None = None) -> str:
+        return json.dumps(self.to_dict(key=key), ensure_ascii=False, allow_nan=False)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RunState:
-        """The state in `data`, as `to_dict` writes it; raises StateFormatError for another
-        format or version, or a field missing or of the wrong type."""
-        if not isinstance(data, Mapping) or data.get("format") != FORMAT:
+    def from_dict(cls, data: object, *, key: bytes | None = None) -> RunState:
+        """The state in `data`, as `to_dict` writes it. Raises StateFormatError, naming what is
+        wrong, for anything else: another format or version, a field missing, unknown or of
+        the wrong type, values that are not JSON, or fields that contradict each other (see
+        the module). With a `key`, `data` must carry the tag `to_dict(key=key)` gives it."""
+        if not isinstance(data, Mapping):
+            raise StateFormatError(f"a run state is a JSON object, got {described(data)}")
+        data = dict(data)
+        _json_data.check(data)
+        if data.get("format") != FORMAT:
             raise StateFormatError(f"not a chainkit run state: no 'format': {FORMAT!r}")
         if data.get("version") != VERSION:
             raise StateFormatError(
                 f"run state version {data.get('version')!r}; this chainkit reads version {VERSION}"
             )
-        try:
-            agent = data["agent"]
-            steps = read_steps(data["steps"])
-            pending: list[PendingCall] = []
-            for item in data["pending"]:
-                action = _action(item, pending[-1].action if pending else None)
-                started, observation = bool(item["started"]), item["observation"]
-                decision, asked = _decision(item.get("decision")), item.get("asked")
-                answers = _answers(item.get("answers", []))
-                entry = PendingCall(action, started, observation, decision, answers, asked)
-                pending.append(entry)
-            return cls(
-                _text(data["run_id"], "run_id"),
-                _text(agent["kind"], "agent kind"),
-                [_text(name, "tool name") for name in agent["tools"]],
-                dict(data["inputs"]),
-                steps,
-                pending,
-                int(data["iteration"]),
-                _status(data["status"]),
-                data.get("outputs"),
-                int(data.get("saved", 0)),
-            )
-        except StateFormatError:
-            raise
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
-            raise StateFormatError(
-                f"run state is malformed: {type(error).__name__}: {error}"
-            ) from None
+        checked = checked_key(key)
+        if checked is not None:
+            _tag.verify(data, checked)
+        state = _read(data)
+        _check_consistent(state)
+        return state
 
     @classmethod
-    def from_json(cls, text: str) -> RunState:
-        try:
-            data = json.loads(text)
-        except ValueError as error:
-            raise StateFormatError(f"run state is not JSON: {error}") from None
-        return cls.from_dict(data)
+    def from_json(cls, text: str | bytes, *, key: bytes | None = None) -> RunState:
+        """The state in `text` (JSON, a str or UTF-8 bytes); raises StateFormatError as
+        `from_dict` does, and for text that is not JSON."""
+        return cls.from_dict(_json_data.parse(text), key=key)
+
+
+def checked_key(key: object) -> bytes | None:
+    """`key` as a state key, bytes; raises CheckpointConfigError for one that is not bytes
+    or is too short to be secret. Its value is never shown."""
+    if key is None:
+        return None
+    if not isinstance(key, bytes | bytearray):
+        hint = " (encode it, or better use os.urandom(32))" if isinstance(key, str) else ""
+        raise CheckpointConfigError(f"a state key must be bytes{hint}, got {type(key).__name__}")
+    if len(key) < _MIN_KEY_BYTES:
+        raise CheckpointConfigError(
+            f"a state key must hold at least {_MIN_KEY_BYTES} bytes (32 random ones are "
+            f"best), got {len(key)}"
+        )
+    return bytes(key)
+
+
+def json_problem(value: object) -> str | None:
+    """What makes `value` no JSON a state can hold (objects with str keys, arrays, str, finite
+    numbers, bool, null; nested at most 100 deep), or None."""
+    return _json_data.problem_of(value)
 
 
 def _previous(items: Sequence[PendingCall], index: int) -> AgentAction | None:
@@ -195,39 +217,99 @@ def step_dicts(steps: Sequence[AgentStep], start: int) -> list[dict[str, Any]]:
     ]
 
 
-def read_steps(items: Sequence[Mapping[str, Any]]) -> list[AgentStep]:
+_TOP_FIELDS = frozenset(
+    ("format", "version", "run_id", "agent", "inputs", "iteration", "status", "outputs")
+) | {"steps", "pending", "saved", _tag.FIELD}
+_ACTION_FIELDS = ("tool", "tool_input", "log", "tool_call_id", "reply")
+_STEP_FIELDS = frozenset((*_ACTION_FIELDS, "observation"))
+_PENDING_FIELDS = frozenset(_ACTION_FIELDS) | {
+    *("started", "observation", "decision", "answers", "asked")
+}
+_STATUSES: tuple[Literal["running", "paused", "finished"], ...] = ("running", "paused", "finished")
+
+
+def _read(data: Mapping[str, Any]) -> RunState:
+    """The state in `data` (JSON data already checked), each field checked as it is read."""
+    _known_fields(data, _TOP_FIELDS, "the state")
+    agent = _field(data, "agent", dict, "an object", "")
+    _known_fields(agent, frozenset(("kind", "tools")), "agent")
+    tools = _field(agent, "tools", list, "a list", "agent.")
     steps: list[AgentStep] = []
-    for item in items:
-        action = _action(item, steps[-1].action if steps else None)
-        steps.append(AgentStep(action, _text(item["observation"], "observation")))
-    return steps
+    for i, item in enumerate(_field(data, "steps", list, "a list", "")):
+        where = f"steps[{i}]."
+        item = _object(item, where, _STEP_FIELDS)
+        action = _action(item, steps[-1].action if steps else None, where)
+        steps.append(AgentStep(action, _field(item, "observation", str, "a str", where)))
+    pending: list[PendingCall] = []
+    for i, item in enumerate(_field(data, "pending", list, "a list", "")):
+        where = f"pending[{i}]."
+        item = _object(item, where, _PENDING_FIELDS)
+        action = _action(item, pending[-1].action if pending else None, where)
+        started = _field(item, "started", bool, "true or false", where)
+        observation = _field(item, "observation", (str, type(None)), "a str or null", where)
+        decision = _decision(item.get("decision"), where)
+        answers = _optional(item, "answers", [], list, "a list", where)
+        asked = item.get("asked")  # any JSON, or null
+        pending.append(PendingCall(action, started, observation, decision, list(answers), asked))
+    iteration = _field(data, "iteration", int, "an int", "")
+    status = _field(data, "status", str, "a str", "")
+    if status not in _STATUSES:
+        raise _malformed(f"status must be one of {list(_STATUSES)}, got {status!r:.60}")
+    return RunState(
+        _field(data, "run_id", str, "a str", ""),
+        _field(agent, "kind", str, "a str", "agent."),
+        [_text(name, f"agent.tools[{i}]") for i, name in enumerate(tools)],
+        dict(_field(data, "inputs", dict, "an object", "")),
+        steps,
+        pending,
+        iteration,
+        _STATUSES[_STATUSES.index(status)],
+        _field(data, "outputs", (dict, type(None)), "an object or null", ""),
+        _optional(data, "saved", 0, int, "an int", ""),
+    )
 
 
-def _action(item: Mapping[str, Any], previous: AgentAction | None) -> AgentAction:
-    reply = item["reply"]
-    if reply == _SAME_REPLY:
-        if previous is None or not previous.message_log:
-            raise StateFormatError("run state is malformed: reply 'same' with no reply before")
+def _check_consistent(state: RunState) -> None:
+    """Raises StateFormatError for fields no run writes together: what a hand-edited state
+    could use to skip a limit or claim a decision nobody took."""
+    if state.iteration < 0:
+        raise _malformed(f"iteration is {state.iteration}; a run counts its plans from 0")
+    if state.pending and state.iteration == 0:
+        raise _malformed("iteration is 0 but a step is in progress: each step comes from a plan")
+    if not state.run_id:
+        raise _malformed("run_id is empty")
+    if state.saved < 0:
+        raise _malformed(f"saved is {state.saved}; a run counts its saves from 0")
+    if state.status != "finished" and state.outputs is not None:
+        raise _malformed(f"a {state.status} run has outputs; only a finished one has them")
+    if state.status == "finished" and state.pending:
+        raise _malformed("a finished run has calls in progress")
+    ids = Counter(p.action.tool_call_id for p in state.pending if p.action.tool_call_id)
+    repeated = sorted(i for i, count in ids.items() if count > 1)
+    if repeated:
+        raise _malformed(f"calls in progress share tool_call_id(s) {repeated}")
+    if state.status == "paused" and not state.pending:
+        raise _malformed("a paused run has no call waiting")
+
+
+def _action(item: Mapping[str, Any], previous: AgentAction | None, where: str) -> AgentAction:
+    reply = _field(item, "reply", (dict, str, type(None)), "an object, 'same' or null", where)
+    if isinstance(reply, str):
+        if reply != _SAME_REPLY or previous is None or not previous.message_log:
+            raise _malformed(f"{where}reply {reply!r:.40} names no reply before it")
         log = [previous.message_log[0]]
     else:
-        log = [] if reply is None else [Message.from_dict(reply)]
-    call_id = item["tool_call_id"]
+        log = [] if reply is None else [_message(reply, where)]
     return AgentAction(
-        _text(item["tool"], "tool"),
-        _text(item["tool_input"], "tool_input"),
-        _text(item["log"], "log"),
-        None if call_id is None else _text(call_id, "tool_call_id"),
+        _field(item, "tool", str, "a str", where),
+        _field(item, "tool_input", str, "a str", where),
+        _field(item, "log", str, "a str", where),
+        _field(item, "tool_call_id", (str, type(None)), "a str or null", where),
         log,
     )
 
 
-def _text(value: object, what: str) -> str:
-    if not isinstance(value, str):
-        raise StateFormatError(f"run state is malformed: {what} must be a str, got {value!r:.60}")
-    return value
-
-
-def _decision(value: object) -> dict[str, Any] | None:
+def _decision(value: object, where: str) -> dict[str, Any] | None:
     """A call's saved approval decision, as `agents.approval.decision_data` writes it."""
     if value is None:
         return None
@@ -237,18 +319,54 @@ def _decision(value: object) -> dict[str, Any] | None:
             return value
         if kind == "edit" and isinstance(value.get("arguments"), dict | str):
             return value
-    raise StateFormatError(f"run state is malformed: a call's decision is not one: {value!r:.100}")
+    raise _malformed(f"{where}decision is not one: {described(value)}")
 
 
-def _answers(value: object) -> list[Any]:
-    if not isinstance(value, list):
-        raise StateFormatError(
-            f"run state is malformed: a call's answers must be a list, got {value!r:.60}"
-        )
-    return list(value)
+def _optional(
+    data: Mapping[str, Any], name: str, default: Any, kind: type, expected: str, where: str
+) -> Any:
+    """`data[name]` as `_field` reads it, or `default` when absent (a state written before
+    the field was)."""
+    return _field(data, name, kind, expected, where) if name in data else default
 
 
-def _status(value: object) -> Literal["running", "paused", "finished"]:
-    if value == "finished":
-        return "finished"
-    return "paused" if value == "paused" else "running"
+def _message(reply: dict[str, Any], where: str) -> Message:
+    try:
+        return Message.from_dict(reply)
+    except (ValueError, TypeError) as error:  # MessageFormatError is both
+        raise _malformed(f"{where}reply: {error}") from None
+
+
+def _object(item: object, where: str, fields: frozenset[str]) -> dict[str, Any]:
+    if not isinstance(item, dict):
+        raise _malformed(f"{where.rstrip('.')} must be an object, got {described(item)}")
+    _known_fields(item, fields, where.rstrip("."))
+    return item
+
+
+def _known_fields(data: Mapping[str, Any], fields: frozenset[str], where: str) -> None:
+    unknown = sorted(set(data) - fields)
+    if unknown:
+        raise _malformed(f"{where} has unknown field(s) {[shorten(u, 40) for u in unknown]}")
+
+
+def _field(
+    data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], expected: str, where: str
+) -> Any:
+    """`data[name]`, which must be of `kind` (a bool is no int); raises naming the field."""
+    if name not in data:
+        raise _malformed(f"{where}{name} is missing")
+    value = data[name]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        raise _malformed(f"{where}{name} must be {expected}, got {described(value)}")
+    return value
+
+
+def _text(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise _malformed(f"{where} must be a str, got {described(value)}")
+    return value
+
+
+def _malformed(problem: str) -> StateFormatError:
+    return StateFormatError(f"run state is malformed: {problem}")
