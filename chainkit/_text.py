@@ -92,6 +92,26 @@ def visible(text: str) -> str:
     )
 
 
+def visible_json(text: str) -> str:
+    """JSON text, as `json.dumps` writes it, with each character `visible` escapes written as
+    a JSON escape instead (a surrogate pair beyond U+FFFF), so it still reads back as the same
+    value. Its line breaks stay: `json.dumps` writes them only between values."""
+    return "".join(
+        _json_escape(char)
+        if char != "\n" and unicodedata.category(char) in _INVISIBLE_CATEGORIES
+        else char
+        for char in text
+    )
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFFFF:
+        return _escape(char)
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
 def _escape(char: str) -> str:
     code = ord(char)
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\u{{{code:x}}}"

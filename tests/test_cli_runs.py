@@ -80,6 +80,7 @@ def test_runs_of_a_postgresql_store_are_listed_and_resumed(
 def test_an_unknown_run_is_an_error_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    checkpoints.SQLiteStore(tmp_path / "runs.db").close()
     assert main(["runs", "show", "nope", "--db", str(tmp_path / "runs.db")]) == 1
     assert "'nope'" in capsys.readouterr().err
 

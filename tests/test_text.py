@@ -1,6 +1,8 @@
 """The texts every error message and log line writes the same way (chainkit._text)."""
 
-from chainkit._text import counted, one_line, quoted, visible
+import json
+
+from chainkit._text import counted, one_line, quoted, visible, visible_json
 
 
 def test_counts_take_their_noun_in_the_singular_for_one_only():
@@ -32,3 +34,12 @@ def test_visible_escapes_invisible_characters_and_keeps_the_rest():
     assert visible("invoice\u202efdp.exe") == "invoice\\u202efdp.exe"
     assert visible("\x00\u200d\ud800\U000e0001\n") == "\\u0000\\u200d\\ud800\\u{e0001}\\u000a"
     assert visible("日本語 🙂 é\t") == "日本語 🙂 é\\u0009"
+
+
+def test_visible_json_escapes_what_visible_does_and_reads_back_as_the_same_value():
+    value = {"id": "a\x1b[2J\u202e\x9b\U000e0001\ud800", "text": "日本語\n", "n": [1, 2]}
+    text = visible_json(json.dumps(value, indent=2, ensure_ascii=False))
+    assert json.loads(text) == value
+    assert text.isprintable() is False  # its own line breaks stay
+    assert all(char.isprintable() for line in text.splitlines() for char in line)
+    assert "日本語" in text and "\\u202e" in text and "\\udb40\\udc01" in text

@@ -25,11 +25,13 @@ _SHOWN = 2000
 """How many characters of a call's arguments are shown."""
 
 
-def ask_at_terminal(request: ApprovalRequest) -> Approve | Deny | Edit:
-    """The decision the person at the terminal gives for `request`."""
+def ask_at_terminal(request: ApprovalRequest, command: str = "run") -> Approve | Deny | Edit:
+    """The decision the person at the terminal gives for `request`, asked for `chainkit
+    <command>`."""
     from chainkit.agents import Approve, Deny, Edit
 
-    stderr.tell("run", f"{request.tool} wants to run with {_shown(request.arguments)}")
+    tool = visible(one_line(request.tool, _SHOWN))
+    stderr.tell(command, f"{tool} wants to run with {_shown(request.arguments)}")
     while True:
         answer = _ask("approve? [y]es, [n]o, [e]dit the arguments: ").strip().lower()
         if answer in ("y", "yes"):
@@ -37,16 +39,17 @@ def ask_at_terminal(request: ApprovalRequest) -> Approve | Deny | Edit:
         if answer in ("n", "no"):
             return Deny(_ask("why not? (the model reads this): ").strip())
         if answer in ("e", "edit"):
-            arguments = _edited()
+            arguments = _edited(command)
             if arguments is not None:
                 return Edit(arguments)
         else:
-            stderr.tell("run", "answer y, n or e")
+            stderr.tell(command, "answer y, n or e")
 
 
-def answer_at_terminal(request: InputRequest) -> object:
-    """The answer the person at the terminal gives to a tool's question."""
-    stderr.tell("run", f"{request.tool} asks {_shown(request.question)}")
+def answer_at_terminal(request: InputRequest, command: str = "run") -> object:
+    """The answer the person at the terminal gives to a tool's question, asked for
+    `chainkit <command>`."""
+    stderr.tell(command, f"{request.tool} asks {_shown(request.question)}")
     typed = _ask("answer (JSON, or text): ")
     try:
         return json.loads(typed)
@@ -54,18 +57,18 @@ def answer_at_terminal(request: InputRequest) -> object:
         return typed
 
 
-def _edited() -> dict[str, object] | str | None:
+def _edited(command: str) -> dict[str, object] | str | None:
     """New arguments as the person typed them, or None (after saying why) when they are not
     a JSON object or string."""
     typed = _ask("new arguments as JSON: ")
     try:
         value = json.loads(typed)
     except ValueError as error:
-        stderr.tell("run", f"not JSON ({error}); asking again")
+        stderr.tell(command, f"not JSON ({error}); asking again")
         return None
     if isinstance(value, dict | str):
         return value
-    stderr.tell("run", "give a JSON object, or a JSON string for a tool taking text")
+    stderr.tell(command, "give a JSON object, or a JSON string for a tool taking text")
     return None
 
 
@@ -79,7 +82,18 @@ def _ask(prompt: str) -> str:
     if sys.stderr is not None:
         sys.stderr.write(prompt)
         sys.stderr.flush()
-    line = "" if sys.stdin is None else sys.stdin.readline()
+    try:
+        line = "" if sys.stdin is None else sys.stdin.readline()
+    except KeyboardInterrupt:
+        _end_line()
+        raise
     if not line:
+        _end_line()
         raise EOFError("no answer: the terminal's input ended while a tool call waited")
     return line.rstrip("\n")
+
+
+def _end_line() -> None:
+    """Ends the prompt's line, so what is said next starts a line of its own."""
+    if sys.stderr is not None:
+        sys.stderr.write("\n")

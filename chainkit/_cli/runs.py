@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chainkit._cli import agent, exit_status, stderr
-from chainkit._text import counted
+from chainkit._text import counted, one_line, quoted, visible, visible_json
 
 if TYPE_CHECKING:
     from chainkit.checkpoints import PostgresStore, SQLiteStore
@@ -17,6 +19,8 @@ if TYPE_CHECKING:
     Store = SQLiteStore | PostgresStore
 
 COMMAND = "runs"
+_CELL = 200
+"""How many characters of a run id (or agent, status) a listing shows."""
 
 
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -72,12 +76,17 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     """Runs `chainkit runs`; its exit status."""
     from chainkit.checkpoints import CheckpointError
 
-    store = open_store(args.db)
+    try:
+        store = _existing_store(args.db)
+    except CheckpointError as refused:
+        stderr.error(COMMAND, str(refused))
+        return exit_status.FAILED
     try:
         if args.action == "list":
             _list(store)
         elif args.action == "show":
-            print(json.dumps(store.load(args.run_id).to_dict(), indent=2, ensure_ascii=False))
+            state = store.load(args.run_id).to_dict()
+            print(visible_json(json.dumps(state, indent=2, ensure_ascii=False)))
         else:
             return _resume(store, args)
     except CheckpointError as refused:
@@ -97,11 +106,66 @@ def open_store(location: str) -> Store:
     return SQLiteStore(location)
 
 
+def _existing_store(location: str) -> Store:
+    """The store at `location`, which must hold chainkit's runs if it is a SQLite file:
+    `runs` reads a store, and a mistyped path never becomes a new one."""
+    if not location.startswith(("postgresql://", "postgres://")):
+        _check_sqlite_store(location)
+    return open_store(location)
+
+
+def _check_sqlite_store(path: str) -> None:
+    """Raises CheckpointConfigError, naming `path`, unless it is a SQLite file holding runs."""
+    import sqlite3
+    from contextlib import closing
+
+    from chainkit.checkpoints import CheckpointConfigError
+
+    shown = quoted(path, 200)
+    if not os.path.exists(path):
+        raise CheckpointConfigError(
+            f"no file {shown}: give --db the file an Executor's SQLiteStore (or chainkit batch "
+            "--checkpoint) wrote, or a postgresql:// URL"
+        )
+    if os.path.isdir(path):
+        raise CheckpointConfigError(f"{shown} is a folder; --db takes a SQLite file")
+    if not os.path.isfile(path):  # a pipe or a device: SQLite would wait on it, or read it
+        raise CheckpointConfigError(f"{shown} is not a regular file; --db takes a SQLite file")
+    read_only = f"{Path(path).absolute().as_uri()}?mode=ro"
+    try:
+        with closing(sqlite3.connect(read_only, uri=True)) as connection:
+            table = connection.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chainkit_runs'"
+            ).fetchone()
+    except sqlite3.Error as error:
+        raise CheckpointConfigError(
+            f"{shown} is not a SQLite database, or is damaged: {error}"
+        ) from None
+    if table is None:
+        raise CheckpointConfigError(
+            f"{shown} is a SQLite database without chainkit's runs (no chainkit_runs table)"
+        )
+
+
 def _list(store: Store) -> None:
     print("RUN_ID\tAGENT\tSTATUS\tSTEPS\tSAVED")
     for run in store.runs():
-        saved = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.updated))
-        print(f"{run.run_id}\t{run.agent}\t{run.status}\t{run.steps}\t{saved}")
+        fields = (run.run_id, run.agent, run.status, str(run.steps), _saved(run.updated))
+        print("\t".join(_cell(field) for field in fields))
+
+
+def _cell(text: object) -> str:
+    """A listed value as one cell: shortened, and with every character that would break the
+    line or the columns, or drive the terminal, escaped (tabs too)."""
+    return visible(one_line(str(text), _CELL))
+
+
+def _saved(updated: object) -> str:
+    """When a run was saved, as local time; what the row holds when it is no time."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(updated))  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError, OSError):
+        return repr(updated)
 
 
 def _resume(store: Store, args: argparse.Namespace) -> int:
@@ -109,6 +173,7 @@ def _resume(store: Store, args: argparse.Namespace) -> int:
     from chainkit._errors import FactoryError
     from chainkit._factory import load
     from chainkit.agents import Executor
+    from chainkit.checkpoints import CheckpointError
 
     spec = args.agent or agent.SPEC
     try:
@@ -120,6 +185,7 @@ def _resume(store: Store, args: argparse.Namespace) -> int:
         return exit_status.USAGE
     executor.checkpointer = store
     waiting = executor.waiting_requests(store.load(args.run_id))
+    kept = f"run {args.run_id} stays paused; nothing was decided or run"
     if waiting and not args.approve:
         tools = ", ".join(request.tool for request in waiting)
         stderr.error(
@@ -133,13 +199,26 @@ def _resume(store: Store, args: argparse.Namespace) -> int:
         from chainkit._cli.approve import answer_at_terminal, ask_at_terminal
         from chainkit.agents import ApprovalRequest
 
-        decisions = [
-            ask_at_terminal(request)
-            if isinstance(request, ApprovalRequest)
-            else answer_at_terminal(request)
-            for request in waiting
-        ]
-    outputs = chains.resume(executor, args.run_id, decisions, interrupted=args.interrupted)
+        try:
+            decisions = [
+                ask_at_terminal(request, COMMAND)
+                if isinstance(request, ApprovalRequest)
+                else answer_at_terminal(request, COMMAND)
+                for request in waiting
+            ]
+        except EOFError:
+            stderr.error(COMMAND, f"the input ended before every call was decided; {kept}")
+            return exit_status.FAILED
+        except KeyboardInterrupt:
+            stderr.tell(COMMAND, f"interrupted; {kept}")
+            return exit_status.INTERRUPTED
+    try:
+        outputs = chains.resume(executor, args.run_id, decisions, interrupted=args.interrupted)
+    except CheckpointError:
+        raise
+    except Exception as failed:  # the run's own failure: a model error, NotFinishedError, …
+        stderr.failure(COMMAND, failed)
+        return exit_status.FAILED
     if outputs.get("pending") is not None:
         stderr.error(
             COMMAND,

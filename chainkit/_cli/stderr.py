@@ -1,5 +1,6 @@
 """The one writer of the `chainkit` command's lines for the user: `chainkit <command>: …` on
-stderr, keys masked.
+stderr, keys masked, and every character that could drive the terminal or hide text escaped
+(a run id, a tool name or a message from a store or a model may hold them).
 
 A closed or broken stderr loses the line, never the command's result (with stderr closed at
 start, `print` would send the line to stdout, which holds the answer, or the MCP protocol).
@@ -11,6 +12,7 @@ import sys
 from contextlib import suppress
 
 from chainkit._redact import redact
+from chainkit._text import visible
 
 
 def tell(command: str, text: str) -> None:
@@ -20,7 +22,8 @@ def tell(command: str, text: str) -> None:
         return
     prefix = f"chainkit {command}" if command else "chainkit"
     with suppress(OSError, ValueError):  # broken, or closed under us
-        sys.stderr.write(redact(f"{prefix}: {text}") + "\n")
+        lines = redact(f"{prefix}: {text}").split("\n")
+        sys.stderr.write("\n".join(visible(line) for line in lines) + "\n")
         sys.stderr.flush()
 
 

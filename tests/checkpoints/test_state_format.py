@@ -35,7 +35,7 @@ def _refused(data: object, *expected: str, key: bytes | None = None) -> None:
     text = data if isinstance(data, str | bytes) else None
     with pytest.raises(checkpoints.StateFormatError) as refused:
         if text is None:
-            checkpoints.RunState.from_dict(data, key=key)  # type: ignore[arg-type]
+            checkpoints.RunState.from_dict(data, key=key)
         else:
             checkpoints.RunState.from_json(text, key=key)
     for part in expected:
