@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from chainkit._text import counted
 from chainkit.prompts._partials import with_partials, with_values_fixed
 from chainkit.prompts.errors import PromptError, PromptTypeError
 from chainkit.prompts.limits import TemplateLimits, checked_limits
@@ -89,7 +90,7 @@ class ChatPromptTemplate:
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}({len(self._entries)} messages, "
+            f"{type(self).__name__}({counted(len(self._entries), 'message')}, "
             f"input_variables={self.input_variables!r})"
         )
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from chainkit._text import counted
 from chainkit.prompts.errors import PromptError, PromptTypeError
 from chainkit.schema import AgenticMessage, Message, Role, from_agentic
 
@@ -94,7 +95,7 @@ def _kind(item: object) -> str:
     if isinstance(item, str):
         return "str (a bare text has no role: write ('user', text) or ('ai', text))"
     if isinstance(item, tuple | list):
-        return f"{type(item).__name__} of {len(item)} items"
+        return f"{type(item).__name__} of {counted(len(item), 'item')}"
     return type(item).__name__
 
 

@@ -948,7 +948,7 @@ def test_every_content_kind_has_an_observation():
     assert result_text(result).split("\n") == [
         "first",
         "[audio/wav, 5 bytes]",
-        "[resource report: file:///r.pdf, application/pdf, 2048 bytes]",
+        "[resource report: file:///r.pdf, application/pdf, 2,048 bytes]",
         "[resource file:///a.txt]",
         "inside",
         "[resource file:///b.bin: binary, 3 bytes]",
