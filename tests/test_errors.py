@@ -34,7 +34,11 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
         "ConversionError": ValueError,
         "MessageFormatError": TypeError,  # a ValueError too
     },
-    "prompts": {"PromptError": ValueError, "PromptTypeError": TypeError},
+    "prompts": {
+        "PromptError": ValueError,
+        "PromptTypeError": TypeError,
+        "PromptAttributeError": AttributeError,
+    },
     "callbacks": {
         "HandlerConfigError": ValueError,
         "HandlerDependencyError": ModuleNotFoundError,
