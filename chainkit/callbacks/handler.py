@@ -113,7 +113,8 @@ class Handler:
         """A retriever failed."""
 
     def handle_streaming_func(self, chunk: str) -> None:
-        """A chunk of a streamed model reply arrived."""
+        """A chunk of a streamed model reply arrived: the next piece of its text, in the model's
+        run (a `token` event, whose `data["text"]` is `chunk`)."""
 
     def handle_partial_object(self, value: Any) -> None:
         """A streamed typed result (`llms.generate_object`) grew: `value` is what it holds
