@@ -54,8 +54,8 @@ class FakeLLM(BaseModel):
     def _generate(self, request: ModelRequest) -> Message:
         options = {"stop": request.stop, "tools": request.tools, **request.options}
         call = FakeCall(list(request.messages), options)
-        # acquire and release rather than `with`, which costs as much again: this runs on
-        # every call of the scripted runs that measure the framework's own time.
+        # acquire and release rather than `with`: this runs on every call of the scripted
+        # runs that bench/ measures the framework's own time with.
         self._lock.acquire()
         try:
             index = len(self.calls)

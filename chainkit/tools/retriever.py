@@ -37,8 +37,7 @@ from chainkit.tools.base import Tool
 from chainkit.tools.errors import ToolConfigError, ToolTypeError
 from chainkit.tools.toolset import Toolset
 
-# The dot product of two vectors: math.sumprod (Python 3.12+) where there is one, about ten
-# times faster than the sum of products.
+# The dot product of two vectors: math.sumprod (Python 3.12+, in C) where there is one.
 _dot: Callable[[Sequence[float], Sequence[float]], float] = getattr(
     math, "sumprod", lambda a, b: sum(map(operator.mul, a, b))
 )
@@ -50,8 +49,7 @@ _MIN_CANDIDATES = 50
 NAME_WEIGHT = 3
 """How many times a word of a tool's name counts, against once for a word of its description
 or of its arguments' names and descriptions: the name says the operation (tuned on the dev half
-of bench/tool_retrieval_bfcl.py, where giving the description's first sentence more weight
-as well did not help)."""
+of bench/tool_retrieval_bfcl.py)."""
 REQUEST_CANDIDATES = 10
 """How many of the best tools for a whole question each of its requests ranks again (with the
 tools whose names hold the most of the request's words)."""
