@@ -408,7 +408,7 @@ def test_no_inputs_at_all_and_an_input_beside_the_dict_are_named():
     with pytest.raises(chains.InputsTypeError, match=r"chains.run needs the chain's inputs as"):
         chains.run(chain)
     with pytest.raises(chains.InputsTypeError) as refused:
-        chains.predict(chain, {"question": "why?"}, language="French")
+        chains.predict(chain, {"question": "why?"}, language="French")  # type: ignore[call-arg]
     assert str(refused.value) == (
         "'language' is an input of LLMChain, given as a call option: put it in the inputs dict"
     )

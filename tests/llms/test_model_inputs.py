@@ -44,7 +44,7 @@ def test_what_is_no_list_of_messages_is_refused_before_the_call(given: Any, said
             asyncio.run(model.agenerate(given))
     fake = llms.FakeLLM(["a"])
     with pytest.raises(ModelTypeError):
-        fake.generate("hello")
+        fake.generate("hello")  # type: ignore[arg-type]  # the point
     assert fake.calls == []  # the model never saw 'h', 'e', 'l', 'l', 'o'
 
 
@@ -55,7 +55,7 @@ def test_a_tuple_of_messages_is_still_taken() -> None:
 
 def test_a_tool_offered_where_its_info_goes_is_refused_with_the_way() -> None:
     with pytest.raises(ModelTypeError, match=r"tools\[0\] is Calculator .*tool\.info\(\)"):
-        llms.FakeLLM(["a"]).generate([Message.user("hi")], tools=[tools.Calculator()])
+        llms.FakeLLM(["a"]).generate([Message.user("hi")], tools=[tools.Calculator()])  # type: ignore[list-item]
     with pytest.raises(ModelTypeError, match="tools must be a list of ToolInfo, got str"):
         llms.FakeLLM(["a"]).generate([Message.user("hi")], tools="calculator")  # type: ignore[arg-type]
 

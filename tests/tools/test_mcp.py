@@ -1193,7 +1193,7 @@ def test_what_a_tool_prints_never_reaches_the_protocol_stream_even_at_exit():
         env={**{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}, **REPO_ENV},
     )
     assert server.stdin is not None and server.stdout is not None
-    lines = []
+    lines: list[str] = []
     try:
         for request in requests:
             server.stdin.write(json.dumps(request) + "\n")
