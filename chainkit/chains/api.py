@@ -14,6 +14,7 @@ from typing import Any, Unpack
 
 from chainkit._progress import Progress
 from chainkit._stop import call_guarded, stop_escaped
+from chainkit._text import shorten
 from chainkit.callbacks import CombiningHandler, Handlers, guard, join
 from chainkit.callbacks.run import enter
 from chainkit.chains.chain import Chain
@@ -282,6 +283,13 @@ def _single_input(chain: Chain, value: Any) -> dict[str, Any]:
         keys = [key for key in keys if key not in memory_keys]
     if len(keys) != 1:
         raise SingleKeyError("run", chain.name, "input", keys)
+    if isinstance(value, Mapping) and list(value) == keys:
+        # {"input": ...} given where the input goes would reach the prompt as a dict's repr.
+        raise InputsTypeError(
+            f"chains.run takes the input itself, got the inputs dict {shorten(repr(value), 60)}: "
+            f"write chains.run(chain, {shorten(repr(value[keys[0]]), 40)}), or "
+            "chains.predict(chain, inputs)"
+        )
     return {keys[0]: value}
 
 

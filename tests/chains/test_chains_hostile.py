@@ -414,3 +414,17 @@ def test_no_inputs_at_all_and_an_input_beside_the_dict_are_named():
     )
     assert llm.calls == []
     assert chains.predict(chain, {"question": "why?", "language": "French"}) == "answer"
+
+
+def test_the_inputs_dict_given_to_run_is_named_rather_than_sent_as_its_repr():
+    llm = FakeLLM(["answer"])
+    chain = LLMChain(PromptTemplate.from_template("Q: {question}"), llm)
+    with pytest.raises(chains.InputsTypeError) as refused:
+        chains.run(chain, {"question": "why?"})
+    assert str(refused.value) == (
+        "chains.run takes the input itself, got the inputs dict {'question': 'why?'}: write "
+        "chains.run(chain, 'why?'), or chains.predict(chain, inputs)"
+    )
+    assert llm.calls == []
+    assert chains.run(chain, "why?") == "answer"
+    assert llm.calls[0].messages == [Message.user("Q: why?")]
