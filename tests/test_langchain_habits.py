@@ -321,3 +321,16 @@ def test_a_langchain_pipeline_names_llm_chain() -> None:
             prompt | FakeLLM(["a"])  # type: ignore[operator]
         chain = chains.LLMChain(prompt, FakeLLM(["a"]))
         assert chains.run(chain, "hi") == "a"
+
+
+def test_langchains_placeholder_keyword_names_chainkits_spelling() -> None:
+    with pytest.raises(prompts.PromptTypeError) as got:
+        prompts.MessagesPlaceholder(variable_name="history")  # type: ignore[arg-type]
+    assert str(got.value) == (
+        "MessagesPlaceholder takes its variable's name first: write "
+        "MessagesPlaceholder('history'), not variable_name="
+    )
+    with pytest.raises(prompts.PromptTypeError, match="needs the name of its variable"):
+        prompts.MessagesPlaceholder("")
+    chat = prompts.ChatPromptTemplate([prompts.MessagesPlaceholder("history", optional=True)])
+    assert chat.format_messages(history=[("human", "hi")]) == [Message.user("hi")]

@@ -5,14 +5,16 @@ conversation. A chat history held as messages goes into a chat prompt's placehol
 from __future__ import annotations
 
 from chainkit.prompts.errors import PromptError
-from chainkit.schema import Message
+from chainkit.schema import AgenticMessage, Message
 
 
 def holds_messages(value: object) -> bool:
-    """Whether `value` is a Message, or a list or tuple holding one."""
-    if isinstance(value, Message):
+    """Whether `value` is a message (Message, AgenticMessage), or a list or tuple holding one."""
+    if isinstance(value, Message | AgenticMessage):
         return True
-    return isinstance(value, list | tuple) and any(isinstance(item, Message) for item in value)
+    return isinstance(value, list | tuple) and any(
+        isinstance(item, Message | AgenticMessage) for item in value
+    )
 
 
 def messages_as_text(variable: str | None) -> PromptError:
