@@ -25,7 +25,7 @@ EXTRAS = {
     "otel": r"opentelemetry|OpenTelemetry\w*|otel",
     "postgres": r"psycopg|[Pp]ostgres\w*",
 }
-WALKS_EVERY_MODULE = r"walk_packages|rglob"
+WALKS_EVERY_MODULE = r"walk_packages"
 
 
 @cache
