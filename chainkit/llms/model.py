@@ -239,8 +239,14 @@ def _is_pair(item: object) -> TypeGuard[Sequence[Any]]:
     return isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str)
 
 
-_MAKERS = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
-_MAKERS["system"] = "system"
+_MAKERS = {
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "system": "system",
+}
+"""The Message constructor for each role name a pair may use (LangChain's "human"/"ai" too)."""
 
 
 def _message_advice(item: object) -> str:
