@@ -71,7 +71,7 @@ def one_line(text: str, limit: int) -> str:
     if limit and len(text) > limit:
         head = limit - limit // 2
         cut = len(text) - limit
-        text = f"{text[:head]}…[{cut:,} characters cut]…{text[len(text) - limit // 2 :]}"
+        text = f"{text[:head]}…[{counted(cut, 'character')} cut]…{text[len(text) - limit // 2 :]}"
     escaped = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
     if _RARE_CONTROL.search(escaped) is None:
         return escaped

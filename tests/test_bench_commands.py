@@ -31,8 +31,9 @@ AS_INSTALLED = textwrap.dedent(
     """
 )
 
-NEEDS = {"bench/bench_langchain_baseline.py": "langchain_classic"}
-"""Scripts the docs say to install a package for first."""
+NEEDS = {"bench/bench_langchain_baseline.py": "langchain_classic", "bench/mutation.py": "mutmut"}
+"""Scripts that need a package the docs say to install first, or that `.[dev]` brings (mutmut):
+without it, as where only `.[test]` is installed, they skip."""
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from chainkit import ChainkitError, agents, callbacks, chains, llms, tools
+from chainkit import ChainkitError, agents, callbacks, chains, llms, prompts, tools
 from chainkit.callbacks import Handler, HandlerTypeError
 from chainkit.chains import ChainAttributeError
 from chainkit.llms import FakeLLM, ModelAttributeError
-from chainkit.prompts import PromptTemplate
+from chainkit.prompts import PromptAttributeError, PromptTemplate
 from chainkit.schema import Message
 from chainkit.tools import ToolAttributeError
 from tests.support.stub_chains import InputOutputChain
@@ -260,3 +260,77 @@ def test_mypy_still_flags_the_habits(tmp_path: Path) -> None:
     assert '"Executor" has no attribute "invoke"' in errors[1]
     assert '"FakeLLM" has no attribute "invoke"' in errors[2]
     assert '"Calculator" has no attribute "invoke"' in errors[3]
+
+
+# Prompts.
+
+
+@pytest.mark.parametrize(
+    ("method", "pointer"),
+    [
+        ("invoke", "use prompt.format"),
+        ("ainvoke", "prompts format at once: use prompt.format"),
+        ("format_prompt", "use prompt.format_messages(**values)"),
+    ],
+)
+def test_a_langchain_prompt_method_names_chainkits_way(method: str, pointer: str) -> None:
+    chat = prompts.ChatPromptTemplate([("user", "{input}")])
+    for prompt in (PromptTemplate.from_template("{input}"), chat):
+        kind = type(prompt).__name__
+        with pytest.raises(PromptAttributeError) as got:
+            getattr(prompt, method)({"input": "q"})
+        assert str(got.value).startswith(f"{kind} has no {method} method (as LangChain's have): ")
+        assert pointer in str(got.value)
+        assert isinstance(got.value, AttributeError) and isinstance(got.value, ChainkitError)
+        assert not hasattr(prompt, method)
+
+
+def test_langchains_chat_prompt_constructors_name_the_constructor() -> None:
+    with pytest.raises(PromptAttributeError) as got:
+        prompts.ChatPromptTemplate.from_messages([("system", "be brief"), ("human", "{q}")])  # type: ignore[attr-defined]
+    assert str(got.value) == (
+        "ChatPromptTemplate has no from_messages method (as LangChain's have): the constructor "
+        "takes the messages: ChatPromptTemplate([(role, template), ...])"
+    )
+    with pytest.raises(
+        PromptAttributeError, match=r"ChatPromptTemplate\(\[\('user', template\)\]\)"
+    ):
+        prompts.ChatPromptTemplate.from_template("{q}")  # type: ignore[attr-defined]
+    assert prompts.ChatPromptTemplate([("system", "be brief"), ("human", "{q}")]).format_messages(
+        q="hi"
+    ) == [Message.system("be brief"), Message.user("hi")]
+
+
+def test_a_langchain_placeholder_pair_names_messages_placeholder() -> None:
+    with pytest.raises(prompts.PromptError) as got:
+        prompts.ChatPromptTemplate([("system", "hi"), ("placeholder", "{history}")])
+    assert str(got.value) == (
+        "('placeholder', '{history}') is LangChain's way to write a placeholder: write "
+        "MessagesPlaceholder('history', optional=True)"
+    )
+    made = prompts.ChatPromptTemplate([prompts.MessagesPlaceholder("history", optional=True)])
+    assert made.format_messages() == []
+
+
+def test_a_langchain_pipeline_names_llm_chain() -> None:
+    for prompt in (
+        PromptTemplate.from_template("{q}"),
+        prompts.ChatPromptTemplate([("user", "{q}")]),
+    ):
+        with pytest.raises(prompts.PromptTypeError, match=r"\| \.\.\. is LangChain's pipeline"):
+            prompt | FakeLLM(["a"])  # type: ignore[operator]
+        chain = chains.LLMChain(prompt, FakeLLM(["a"]))
+        assert chains.run(chain, "hi") == "a"
+
+
+def test_langchains_placeholder_keyword_names_chainkits_spelling() -> None:
+    with pytest.raises(prompts.PromptTypeError) as got:
+        prompts.MessagesPlaceholder(variable_name="history")  # type: ignore[arg-type]
+    assert str(got.value) == (
+        "MessagesPlaceholder takes its variable's name first: write "
+        "MessagesPlaceholder('history'), not variable_name="
+    )
+    with pytest.raises(prompts.PromptTypeError, match="needs the name of its variable"):
+        prompts.MessagesPlaceholder("")
+    chat = prompts.ChatPromptTemplate([prompts.MessagesPlaceholder("history", optional=True)])
+    assert chat.format_messages(history=[("human", "hi")]) == [Message.user("hi")]

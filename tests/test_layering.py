@@ -8,6 +8,8 @@ loads at run time."""
 from __future__ import annotations
 
 import ast
+import importlib.util
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -267,11 +269,15 @@ def test_private_parts_belong_to_the_package_that_holds_them():
     assert owner("chainkit.agents.x", "chainkit._batch._lines") == "chainkit._batch"
 
 
+CI = bool(os.environ.get("CI"))
 RUNTIME = sorted(unit for unit in ALLOWED if not is_private(unit) and unit != "__main__")
 
 
 @pytest.mark.parametrize("package", RUNTIME)
 def test_importing_a_package_loads_nothing_above_it(package):
+    # Ray is an extra, not in `.[dev]`; CI installs it, and there a missing Ray fails this.
+    if package == "distributed" and importlib.util.find_spec("ray") is None and not CI:
+        pytest.skip('chainkit.distributed needs Ray (pip install -e ".[ray]")')
     code = (
         f"import sys, chainkit.{package}\n"
         "print(' '.join(sorted({m.split('.')[1] for m in sys.modules "

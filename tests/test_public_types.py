@@ -13,6 +13,7 @@ import types
 from collections.abc import Iterator
 
 import chainkit
+from tests.support.extras import missing_extra
 
 # Where a class may be defined for a user to meet it: any module without a private part.
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
@@ -27,8 +28,8 @@ def _modules() -> list[types.ModuleType]:
     for info in pkgutil.walk_packages(chainkit.__path__, "chainkit."):
         try:
             loaded.append(importlib.import_module(info.name))
-        except ModuleNotFoundError as error:  # an optional dependency: ray
-            assert error.name == "ray", error
+        except ModuleNotFoundError as error:
+            assert missing_extra(error), error
     return loaded
 
 

@@ -16,7 +16,7 @@ from chainkit._redact import PieceMasker, mask_secret_fields, redact, remember_k
 from chainkit.callbacks import LogHandler, OpenTelemetryHandler
 from chainkit.llms import FakeLLM
 from chainkit.schema import Message
-from tests.callbacks.test_otel import exporter_and_provider
+from tests.support.otel import exporter_and_provider
 from tests.support.stub_chains import InputOutputChain
 
 KEY_SHAPED = "sk-proj-AbCdEfGh1234567890abcdefXYZ"

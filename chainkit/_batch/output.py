@@ -224,8 +224,8 @@ class OutputFile:
         else:
             os.ftruncate(self._fd, os.fstat(self._fd).st_size - len(torn))
             tell(
-                f"removed the torn last line of {self.path} ({len(torn)} bytes), left by a "
-                "job that was stopped while writing it; its run will be done again"
+                f"removed the torn last line of {self.path} ({counted(len(torn), 'byte')}), left "
+                "by a job that was stopped while writing it; its run will be done again"
             )
         self._fsync(self._fd)
         self._end = os.fstat(self._fd).st_size

@@ -17,6 +17,7 @@ from chainkit._cli import exit_status, stderr
 from chainkit._cli.arguments import port
 from chainkit._errors import FactoryError
 from chainkit._factory import load
+from chainkit._text import counted
 from chainkit.tools.base import Tool
 from chainkit.tools.errors import ToolConfigError, ToolTypeError
 from chainkit.tools.toolset import Toolset
@@ -71,7 +72,9 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
                 host=HOST,
                 path=PATH,
                 http_port=args.http,
-                listening=lambda url: stderr.tell(COMMAND, f"{len(tools)} tools at {url}"),
+                listening=lambda url: stderr.tell(
+                    COMMAND, f"{counted(len(tools), 'tool')} at {url}"
+                ),
             )
         )
     except FactoryError as refused:

@@ -7,9 +7,11 @@ carrying its message; any other exception one naming it, and a traceback on stde
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import socket
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -101,7 +103,16 @@ async def serve(
     server = build_server(tools, name)
     if http_port is None:
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            # stdio_server points stdout's descriptor at stderr while it serves, but text a
+            # tool prints waits in sys.stdout's buffer and would reach the protocol's stream
+            # once the descriptor is restored, at exit: printed text goes to stderr instead.
+            try:
+                with contextlib.redirect_stdout(sys.stderr):
+                    await server.run(
+                        read_stream, write_stream, server.create_initialization_options()
+                    )
+            finally:
+                sys.stdout.flush()  # what was written to it still meets the diverted descriptor
         return
     # Bound and listening before the address is announced, so a client may connect at once.
     listener = socket.create_server((host, http_port))

@@ -52,6 +52,9 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     except (OSError, TraceFormatError) as unread:
         stderr.error(COMMAND, str(unread))
         return exit_status.FAILED
+    except RecursionError:  # data nested past what a line's own check could foresee
+        stderr.error(COMMAND, f"{args.file} nests its data too deeply to be shown")
+        return exit_status.FAILED
     print(format_tree(roots))
     return exit_status.SUCCESS
 

@@ -134,10 +134,9 @@ class LexicalIndex(Generic[K]):
         weighted = self._weighted(query)
         reachable = weighted[0][2] if weighted else 0.0
         for index, (posting, weight, most) in enumerate(weighted):
-            # The check reads every score so far, a few times cheaper than adding a posting's
-            # score: worth it before a posting a third as long, and only once the terms read
-            # could score far more than the terms left (else it seldom passes: measured
-            # over the BFCL bench questions, fewer instructions than twice and three times).
+            # The check reads every score so far, cheaper than adding a posting's score: worth
+            # it before a posting a third as long, and only once the terms read could score far
+            # more than the terms left (else it seldom passes).
             # The `limit`-th best score is above `most` when `limit` scores are: counted in a
             # comprehension, and only those ranked (a heap over every score costs more).
             if len(scores) >= limit and 3 * len(posting) > len(scores) and reachable > 4 * most:
@@ -262,8 +261,7 @@ def _best(scores: dict[int, float], limit: int) -> list[tuple[int, float]]:
 
 def _kth_highest(values: Collection[float], k: int) -> float:
     """The `k`-th highest of `values` (which hold `k` at least): sorted in C when they are
-    few, else by a heap, which reads each once (over the BFCL bench questions, sorting takes a
-    fifth of the heap's time for the median 29 values, and a few times more for 2,000)."""
+    few, else by a heap, which reads each once."""
     if len(values) < _SORTED_UP_TO:
         return sorted(values)[-k]
     return heapq.nlargest(k, values)[-1]

@@ -25,25 +25,21 @@ from itertools import chain
 NEAR_COPY_SIMILARITY = 0.65
 """How alike two tools' counted terms must be (weighted Jaccard: the terms both have over the
 terms either has, repeats counted) for the later one to count as a copy of the earlier. Tuned
-on the dev half of bench/tool_retrieval_bfcl.py (all the tools a question needs among the 5
-selected: 83.2 % with no copy moved back, 84.6 % at 0.65, 85.6 % at 0.5). Below 0.62, operations
-of bench/tool_retrieval.py's generated catalog that differ only by their verb were moved back
-(`get_travel_insurance` and `book_travel_insurance` are 0.57 alike), so that fewer of its
-questions found their tool; 0.65 keeps a margin. Higher keeps more copies; lower also moves
-back look-alike operations that a question needs together (`store_price` and
-`store_currency`)."""
+on the dev half of bench/tool_retrieval_bfcl.py, and kept above where operations that differ
+only by their verb count as copies (`get_travel_insurance` and `book_travel_insurance` of
+bench/tool_retrieval.py's catalog). Higher keeps more copies; lower also moves back look-alike
+operations that a question needs together (`store_price` and `store_currency`)."""
 SAME_OPERATION_SIMILARITY = 0.3
 """How alike two tools that their sources give the same name must be to count as copies: the
 name is evidence of its own, so their texts need agree less (one server describes its
 arguments, the other does not). Tuned on the dev half of bench/tool_retrieval_bfcl.py, whose
-pooled catalog holds one operation written anew for many questions (`Restaurants_2_FindRestaurants`
-four times among the 5 selected): all needed tools among the 5 from 84.7 % to 86.2 % (86.3 %
-at any likeness, 86.0 % at 0.4). Not any likeness: two servers may each have a `search` that
-does something else, whose texts share little."""
+pooled catalog holds one operation written anew for many questions
+(`Restaurants_2_FindRestaurants` four times among the 5 selected). Not any likeness: two
+servers may each have a `search` that does something else, whose texts share little."""
 FINGERPRINT_BITS = 512
 """The bits of a tool's fingerprint, each set by the terms that hash to it: enough that pairs
 of candidates that are no near copies are nearly all told apart by it (in
-bench/tool_retrieval_bfcl.py, 39 in 40 of those the selections compare)."""
+bench/tool_retrieval_bfcl.py, nearly all of those the selections compare)."""
 
 
 class CountedTerms:

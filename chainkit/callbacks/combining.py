@@ -8,7 +8,7 @@ from typing import Any
 
 from chainkit._text import described
 from chainkit.callbacks.errors import HandlerTypeError
-from chainkit.callbacks.handler import Handler, misnamed, stale
+from chainkit.callbacks.handler import Handler, misnamed, stale, unknown
 from chainkit.schema import AgentAction, AgentFinish, Message
 
 logger = logging.getLogger("chainkit")
@@ -165,6 +165,8 @@ def _flat(handlers: Iterable[object], name: str) -> Iterator[Handler]:
                 raise HandlerTypeError(f"{name}: {misnamed(handler)}")
             if handler._stale_methods:
                 raise HandlerTypeError(f"{name}: {stale(handler)}")
+            if handler._unknown_methods:
+                raise HandlerTypeError(f"{name}: {unknown(handler)}")
             yield handler
         elif isinstance(handler, list | tuple):
             yield from _flat(handler, name)

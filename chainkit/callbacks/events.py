@@ -55,8 +55,11 @@ class Event:
     seconds since the epoch. `data` by kind:
 
     - chain_start `{"inputs"}`, chain_end `{"outputs"}`
-    - llm_start `{"messages", "options", "model", "provider"}`, token `{"text"}`,
-      llm_end `{"message"}` (the reply, with its usage in `response_meta`),
+    - llm_start `{"messages", "options", "model", "provider"}`; token `{"text"}`: `text` is
+      one streamed piece of the reply (a str), in the model's run (run_kind
+      "llm"), in the order the model wrote them: a run's pieces joined are its reply's text,
+      but for those a `retry` of the run discards; llm_end `{"message"}` (the reply, with
+      its usage in `response_meta`),
       partial_object `{"value"}` (what a streamed typed result of `llms.generate_object`
       holds so far, as JSON data; one each time it grows, a long list's every few chunks)
     - tool_start `{"input", "tool_call_id"}`, tool_end `{"output", "tool_call_id"}`,

@@ -6,6 +6,7 @@ what run it is about and what its arguments are: a new event is a row there and 
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -44,6 +45,9 @@ class Handler:
     _stale_methods: tuple[str, ...] = ()
     """The handle_* methods the class defines that cannot take the arguments of their event
     (written for an earlier chainkit); such a handler is refused where it is given."""
+    _unknown_methods: tuple[str, ...] = ()
+    """The handle_* methods the class defines that are no event's (`handle_tool_stat`), which
+    chainkit would never call; such a handler is refused where it is given."""
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -57,6 +61,9 @@ class Handler:
             for event in EVENTS
             if getattr(cls, event.method) is not getattr(Handler, event.method, None)
             and not _takes(getattr(cls, event.method), event.arguments)
+        )
+        cls._unknown_methods = tuple(
+            name for name in dir(cls) if name.startswith("handle_") and name not in _EVENT_METHODS
         )
 
     def handle_text(self, text: str) -> None:
@@ -106,7 +113,8 @@ class Handler:
         """A retriever failed."""
 
     def handle_streaming_func(self, chunk: str) -> None:
-        """A chunk of a streamed model reply arrived."""
+        """A chunk of a streamed model reply arrived: the next piece of its text, in the model's
+        run (a `token` event, whose `data["text"]` is `chunk`)."""
 
     def handle_partial_object(self, value: Any) -> None:
         """A streamed typed result (`llms.generate_object`) grew: `value` is what it holds
@@ -160,6 +168,9 @@ _LANGCHAIN_METHODS = {
 """LangChain's callback methods, which chainkit never calls, and chainkit's for each event."""
 
 
+_EVENT_METHODS = frozenset(event.method for event in EVENTS)
+
+
 def _takes(method: Callable[..., object], arguments: tuple[str, ...]) -> bool:
     """Whether `method`, as defined on a class, can be called with `arguments` after self."""
     try:
@@ -184,6 +195,26 @@ def stale(handler: Handler) -> str:
 def _parameters(method: Callable[..., object]) -> str:
     """The names of a method's parameters, as its definition lists them."""
     return ", ".join(inspect.signature(method).parameters)
+
+
+def unknown(handler: Handler) -> str:
+    """Why `handler`, whose class defines handle_* methods that are no event's (misspelt,
+    or named after no event), would never hear what they were written for."""
+    events = {name.removeprefix("handle_"): name for name in _EVENT_METHODS}
+    named = []
+    for name in handler._unknown_methods:
+        suffix = name.removeprefix("handle_")
+        close = difflib.get_close_matches(suffix, events, n=1)
+        # LangChain's event names, written after handle_ (handle_llm_new_token).
+        meant = _LANGCHAIN_METHODS.get(f"on_{suffix}") or (events[close[0]] if close else None)
+        if meant is not None:
+            name += f" (did you mean {meant}({_parameters(getattr(Handler, meant))})?)"
+        named.append(name)
+    return (
+        f"{type(handler).__name__} defines handle_* methods of no event, which chainkit never "
+        f"calls: {', '.join(named)}. The events' methods are {', '.join(sorted(events.values()))}; "
+        "a helper of your own needs a name that does not start with handle_"
+    )
 
 
 def misnamed(handler: Handler) -> str:

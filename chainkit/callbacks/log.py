@@ -30,7 +30,7 @@ def _fields(values: Mapping[str, Any]) -> str:
 def _shown(value: Any) -> str:
     """An input or output value, with a list of agent steps summed up rather than dumped."""
     if isinstance(value, list) and value and all(isinstance(v, AgentStep) for v in value):
-        return f"[{len(value)} steps]"
+        return f"[{counted(len(value), 'step')}]"
     return repr(value)
 
 
@@ -196,7 +196,7 @@ class LogHandler(Handler):
         self._write("retriever start", repr(query))
 
     def handle_retriever_end(self, query: str, documents: Sequence[Any]) -> None:
-        self._write("retriever end", f"{query!r}: {len(documents)} documents")
+        self._write("retriever end", f"{query!r}: {counted(len(documents), 'document')}")
 
     def handle_retriever_error(self, query: str, error: BaseException) -> None:
         self._write("retriever error", f"{query!r} {type(error).__name__}: {error}")

@@ -114,7 +114,7 @@ class Run(RunInfo):
         if own is not None:
             handler = join(handler, own)
         # RunInfo's fields set here, not through its __init__: a run is made for every model
-        # and tool call, and the extra call is a measurable part of its cost.
+        # and tool call, and this spares each a call.
         self._prefix = _ids.prefix
         self._number = next(_ids.counter)
         self._id = None

@@ -19,7 +19,7 @@ from importlib import resources
 from typing import Any
 
 from chainkit._text import visible
-from chainkit.callbacks.trace_view import PromptDiff, TraceRun, prompt_diffs
+from chainkit.callbacks.trace_view import PromptDiff, TraceRun, prompt_diffs, walk
 
 _PLACEHOLDER = re.compile(r"__(TITLE|STYLE|SCRIPT|DATA)__")
 
@@ -33,7 +33,7 @@ def render_html(roots: list[TraceRun], title: str = "chainkit trace") -> str:
         "runs": [
             _row(run, depth, index, root.start, diffs.get(run.id))
             for index, root in enumerate(roots)
-            for run, depth in _walk([root], 0, [])
+            for run, depth in walk([root])
         ],
     }
     # ensure_ascii: no character of a run reaches the page raw (nor a lone surrogate, which
@@ -83,7 +83,7 @@ def _row(
 
 def _summary(root: TraceRun) -> dict[str, Any]:
     """A root's totals: its time, tokens, model and tool calls, errors and retries."""
-    runs = [run for run, _ in _walk([root], 0, [])]
+    runs = [run for run, _ in walk([root])]
     ends = [run.end for run in runs if run.end is not None]
     return {
         "id": root.id,
@@ -103,12 +103,3 @@ def _summary(root: TraceRun) -> dict[str, Any]:
 
 def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000
-
-
-def _walk(
-    runs: list[TraceRun], depth: int, into: list[tuple[TraceRun, int]]
-) -> list[tuple[TraceRun, int]]:
-    for run in runs:
-        into.append((run, depth))
-        _walk(run.children, depth + 1, into)
-    return into

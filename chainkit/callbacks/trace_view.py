@@ -7,6 +7,7 @@ import json
 import logging
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +68,9 @@ _INPUT["retriever_start"] = "query"
 _OUTPUT = {"chain_end": "outputs", "llm_end": "message", "tool_end": "output"}
 _OUTPUT["retriever_end"] = "documents"
 _FIELDS = ("kind", "run_id", "parent_id", "run_kind", "name", "time", "data")
+_LONGEST_TIME = 1e15
+"""The largest time (seconds since the epoch, either way) a trace may hold: any two differ by
+a finite number of milliseconds, which a page's JSON can hold."""
 
 
 def read_trace(path: str | os.PathLike[str]) -> list[TraceRun]:
@@ -88,7 +92,31 @@ def read_trace(path: str | os.PathLike[str]) -> list[TraceRun]:
     for run in sorted(runs.values(), key=lambda r: r.start):
         parent = runs.get(run.parent_id) if run.parent_id is not None else None
         (roots if parent is None else parent.children).append(run)
+    _check_no_cycle(runs, roots, name)
     return roots
+
+
+def _check_no_cycle(runs: dict[str, TraceRun], roots: list[TraceRun], path: str) -> None:
+    """TraceFormatError naming a run that is its own ancestor (its parent_id leads back to
+    it): such runs hang from no root, so nothing would show them."""
+    reached = sum(1 for _ in walk(roots))
+    if reached < len(runs):
+        shown = {id(run) for run, _ in walk(roots)}
+        looped = next(run for run in runs.values() if id(run) not in shown)
+        raise TraceFormatError(
+            f"{path}: run {one_line(looped.id, 80)!r} is its own ancestor (following parent_id "
+            "from it leads back to it)"
+        )
+
+
+def walk(roots: list[TraceRun]) -> Iterator[tuple[TraceRun, int]]:
+    """Every run under `roots` with its depth, each before its children, in order; a loop,
+    not recursion, so runs nested any number of levels deep are walked."""
+    stack = [(root, 0) for root in reversed(roots)]
+    while stack:
+        run, depth = stack.pop()
+        yield run, depth
+        stack.extend((child, depth + 1) for child in reversed(run.children))
 
 
 def _event(line: bytes, number: int, path: str) -> dict[str, Any] | None:
@@ -97,6 +125,10 @@ def _event(line: bytes, number: int, path: str) -> dict[str, Any] | None:
         return None
     try:
         event = json.loads(line.decode("utf-8"))
+    except RecursionError:
+        raise TraceFormatError(
+            f"{path} line {number} nests its JSON too deeply to be read"
+        ) from None
     except ValueError as error:  # not UTF-8, or not JSON
         # Only the last line can lack its end: the start of an event whose writer died.
         if not line.endswith(b"\n") and line.lstrip().startswith(b"{"):
@@ -121,17 +153,25 @@ def _checked(event: Any, number: int, path: str) -> dict[str, Any]:
         )
     if not isinstance(event["run_id"], str) or not isinstance(event["parent_id"], str | None):
         raise TraceFormatError(f"{path} line {number}: run_id and parent_id must be strings")
-    if not _is_time(event["time"]) or not isinstance(event["kind"], str):
+    if not _is_time(event["time"]):
         raise TraceFormatError(
-            f"{path} line {number}: time must be a finite number and kind a string"
+            f"{path} line {number}: time must be a number of seconds since the epoch, at most "
+            f"{_LONGEST_TIME:.0e} either way"
         )
+    if not isinstance(event["kind"], str):
+        raise TraceFormatError(f"{path} line {number}: kind must be a string")
     if not isinstance(event["data"], dict):
         raise TraceFormatError(f"{path} line {number}: data must be a JSON object")
     return event
 
 
 def _is_time(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value) and abs(value) <= _LONGEST_TIME
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def _apply(runs: dict[str, TraceRun], event: dict[str, Any]) -> None:
@@ -196,19 +236,14 @@ def prompt_diffs(roots: list[TraceRun]) -> dict[str, PromptDiff]:
     (the previous step of the same agent or chain), by run id; a parent's first model run, or
     one whose prompt shares nothing with the one before, has none."""
     diffs: dict[str, PromptDiff] = {}
-
-    def visit(runs: list[TraceRun]) -> None:
+    for parent, _ in walk(roots):
         previous: TraceRun | None = None
-        for run in runs:
+        for run in parent.children:
             if run.kind == "llm":
                 diff = None if previous is None else prompt_diff(previous.inputs, run.inputs)
                 if diff is not None:
                     diffs[run.id] = diff
                 previous = run
-            visit(run.children)
-
-    for root in roots:
-        visit(root.children)
     return diffs
 
 
@@ -247,8 +282,7 @@ def format_tree(roots: list[TraceRun], width: int = 80) -> str:
     model run after another under the same parent shows what its prompt added instead."""
     lines: list[str] = []
     diffs = prompt_diffs(roots)
-
-    def add(run: TraceRun, depth: int) -> None:
+    for run, depth in walk(roots):
         head = f"{'  ' * depth}{one_line(run.kind, width)} {one_line(run.name, width)}"
         facts = [_seconds(run.duration)]
         if run.input_tokens is not None or run.output_tokens is not None:
@@ -267,11 +301,6 @@ def format_tree(roots: list[TraceRun], width: int = 80) -> str:
         lines.extend(_retry_line(retry, depth + 1, width) for retry in run.retries)
         if run.approval is not None:
             lines.append(_approval_line(run.approval, depth + 1, width))
-        for child in run.children:
-            add(child, depth + 1)
-
-    for root in roots:
-        add(root, 0)
     return "\n".join(lines)
 
 
@@ -322,17 +351,17 @@ def first_line(value: Any, width: int) -> str:
 
 
 def _text(value: Any) -> str:
+    while isinstance(value, dict) and len(value) == 1:  # a loop: single keys may nest deep
+        value = next(iter(value.values()))
     if isinstance(value, str):
         return value
     if value and _is_messages(value):
-        return _text(value[-1])
+        value = value[-1]
     if _is_message(value):
         calls = value.get("tool_calls") or []
         names = [c.get("function", {}).get("name", "?") for c in calls if isinstance(c, dict)]
         content = value.get("content") or ""
         return f"{content} [calls {', '.join(names)}]".strip() if names else str(content)
-    if isinstance(value, dict) and len(value) == 1:
-        return _text(next(iter(value.values())))
     return json.dumps(value, ensure_ascii=False, default=str)
 
 

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from chainkit._text import counted
 from chainkit.callbacks.errors import HandlerConfigError, HandlerTypeError
 from chainkit.callbacks.handler import Handler
 from chainkit.callbacks.run import current_run
@@ -116,8 +117,10 @@ class UsageTotals(Handler):
 
 
 def _described(usage: ModelUsage, cost: float | None) -> str:
-    calls = f"{usage.calls} call{'s' if usage.calls != 1 else ''}"
-    text = f"{calls}, {usage.input_tokens:,} tokens in, {usage.output_tokens:,} out"
+    text = (
+        f"{counted(usage.calls, 'call')}, {counted(usage.input_tokens, 'token')} in, "
+        f"{usage.output_tokens:,} out"
+    )
     if usage.unreported:
         text += f" ({usage.unreported} without usage, not counted)"
     if cost is not None:

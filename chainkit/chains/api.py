@@ -14,6 +14,7 @@ from typing import Any, Unpack
 
 from chainkit._progress import Progress
 from chainkit._stop import call_guarded, stop_escaped
+from chainkit._text import shorten
 from chainkit.callbacks import CombiningHandler, Handlers, guard, join
 from chainkit.callbacks.run import enter
 from chainkit.chains.chain import Chain
@@ -29,13 +30,16 @@ from chainkit.chains.errors import (
     SingleKeyError,
 )
 from chainkit.llms import Model
-from chainkit.llms.options import CallOptions, check_options
+from chainkit.llms.options import KNOWN_OPTIONS, CallOptions, check_options
+
+_NO_INPUT: Any = object()
+"""`run`'s input when none was given (None is an input like any other)."""
 
 
 def check_chain(function: str, chain: object) -> None:
     """Raises ChainTypeError, before any work, when what `function` was given to run is no
     chain; a model is told how to become one."""
-    if Chain in type(chain).__mro__:  # an isinstance test of the ABC costs 4 times as much
+    if Chain in type(chain).__mro__:  # cheaper than an isinstance test of the ABC
         return
     advice = "pass a Chain: a chains.LLMChain, an agents.Executor, or a Chain subclass of yours"
     if isinstance(chain, Model):
@@ -44,6 +48,43 @@ def check_chain(function: str, chain: object) -> None:
             "'{question}'), model), or call it with llms.call(model, prompt)"
         )
     raise ChainTypeError(f"chains.{function} runs a chain, got {type(chain).__name__}: {advice}")
+
+
+def _given_inputs(
+    function: str, inputs: Mapping[str, Any] | None, options: CallOptions
+) -> Mapping[str, Any]:
+    """`inputs`; InputsTypeError, before any work, when they came as keyword arguments
+    (LangChain's `chain.predict(question=...)`) or not at all."""
+    if inputs is None:
+        raise inputs_not_given(function, options)
+    return inputs
+
+
+def _given_input(function: str, input: Any, options: CallOptions) -> Any:
+    """`run`'s `input`, as `_given_inputs` checks a chain's inputs."""
+    if input is _NO_INPUT:
+        raise inputs_not_given(function, options)
+    return input
+
+
+def inputs_not_given(function: str, options: CallOptions) -> InputsTypeError:
+    """The error naming the call to write instead, for inputs given by name or not at all."""
+    named = [name for name in options if name not in KNOWN_OPTIONS]
+    by_name = ", ".join(f"{name!r}: ..." for name in named)
+    if function in ("run", "arun"):
+        way = f"chains.{function}(chain, text) for a chain of one input"
+        if named:
+            way += f", or chains.predict(chain, {{{by_name}}})"
+    else:
+        way = f"chains.{function}(chain, {{{by_name or repr('input') + ': ...'}}})"
+    if not named:
+        return InputsTypeError(
+            f"chains.{function} needs the chain's inputs as its second argument: write {way}"
+        )
+    return InputsTypeError(
+        f"chains.{function} takes the chain's inputs as its second argument, not as keyword "
+        f"arguments ({', '.join(named)}): write {way}"
+    )
 
 
 def _prepare(chain: Chain, inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -75,11 +116,23 @@ def _start(
     rest: dict[str, Any] = options  # type: ignore[assignment]  # the call's own **options
     own = chain.handler
     if rest:  # most calls give no options: nothing to check
+        _check_no_input_among(chain, rest)
         check_options(rest)
         given = rest.pop("callbacks", None)
         if given is not None:
             own = join(own, guard(given))
     return own, rest, _prepare(chain, inputs)
+
+
+def _check_no_input_among(chain: Chain, options: Mapping[str, Any]) -> None:
+    """Raises InputsTypeError for an option named after one of the chain's inputs: an input
+    given by name beside the inputs dict, which no model option could be."""
+    inputs = [name for name in options if name not in KNOWN_OPTIONS and name in chain.input_keys]
+    if inputs:
+        raise InputsTypeError(
+            f"{', '.join(map(repr, inputs))} {'is an input' if len(inputs) == 1 else 'are inputs'} "
+            f"of {chain.name}, given as a call option: put it in the inputs dict"
+        )
 
 
 def _finish(
@@ -106,7 +159,9 @@ def _finish(
     return outputs
 
 
-def call(chain: Chain, inputs: Mapping[str, Any], **options: Unpack[CallOptions]) -> dict[str, Any]:
+def call(
+    chain: Chain, inputs: Mapping[str, Any] | None = None, **options: Unpack[CallOptions]
+) -> dict[str, Any]:
     """Runs `chain` on `inputs` as a "chain" run, with memory, key checks and callbacks;
     returns its outputs.
 
@@ -115,15 +170,15 @@ def call(chain: Chain, inputs: Mapping[str, Any], **options: Unpack[CallOptions]
     the chain starts; a chain start is always followed by exactly one chain end or chain error.
     """
     check_chain("call", chain)
-    return _call(chain, inputs, options, None)
+    return _call(chain, _given_inputs("call", inputs, options), options, None)
 
 
 async def acall(
-    chain: Chain, inputs: Mapping[str, Any], **options: Unpack[CallOptions]
+    chain: Chain, inputs: Mapping[str, Any] | None = None, **options: Unpack[CallOptions]
 ) -> dict[str, Any]:
     """Async twin of `call`."""
     check_chain("acall", chain)
-    return await _acall(chain, inputs, options, None)
+    return await _acall(chain, _given_inputs("acall", inputs, options), options, None)
 
 
 def resume(
@@ -196,8 +251,8 @@ def _call(
     with enter("chain", chain.name, own) as run:
         if run.handler is not None:
             run.handler.handle_chain_start(chain.name, full)
-        # call_guarded's work in line: its frame and the source's text, formatted on every
-        # run for an error that almost never comes, are a measurable part of a short run.
+        # call_guarded's work in line: it would make a frame and format the source's text on
+        # every run, for an error that almost never comes.
         try:
             outputs = chain._call(full, **rest)
         except (StopIteration, StopAsyncIteration) as error:
@@ -228,6 +283,13 @@ def _single_input(chain: Chain, value: Any) -> dict[str, Any]:
         keys = [key for key in keys if key not in memory_keys]
     if len(keys) != 1:
         raise SingleKeyError("run", chain.name, "input", keys)
+    if isinstance(value, Mapping) and list(value) == keys:
+        # {"input": ...} given where the input goes would reach the prompt as a dict's repr.
+        raise InputsTypeError(
+            f"chains.run takes the input itself, got the inputs dict {shorten(repr(value), 60)}: "
+            f"write chains.run(chain, {shorten(repr(value[keys[0]]), 40)}), or "
+            "chains.predict(chain, inputs)"
+        )
     return {keys[0]: value}
 
 
@@ -243,35 +305,43 @@ def _output_key(function: str, chain: Chain) -> str:
     return keys[0]
 
 
-def run(chain: Chain, input: Any, **options: Unpack[CallOptions]) -> str:
+def run(chain: Chain, input: Any = _NO_INPUT, **options: Unpack[CallOptions]) -> str:
     """Runs a chain that takes one input and returns one string."""
     check_chain("run", chain)
+    input = _given_input("run", input, options)
     key = _output_key("run", chain)
     value: str = _call(chain, _single_input(chain, input), options, "run")[key]
     return value
 
 
-async def arun(chain: Chain, input: Any, **options: Unpack[CallOptions]) -> str:
+async def arun(chain: Chain, input: Any = _NO_INPUT, **options: Unpack[CallOptions]) -> str:
     """Async twin of `run`."""
     check_chain("arun", chain)
+    input = _given_input("arun", input, options)
     key = _output_key("run", chain)
     value: str = (await _acall(chain, _single_input(chain, input), options, "run"))[key]
     return value
 
 
-def predict(chain: Chain, inputs: Mapping[str, Any], **options: Unpack[CallOptions]) -> str:
+def predict(
+    chain: Chain, inputs: Mapping[str, Any] | None = None, **options: Unpack[CallOptions]
+) -> str:
     """Runs a chain that returns one string, with several inputs."""
     check_chain("predict", chain)
+    given = _given_inputs("predict", inputs, options)
     key = _output_key("predict", chain)
-    value: str = _call(chain, inputs, options, "predict")[key]
+    value: str = _call(chain, given, options, "predict")[key]
     return value
 
 
-async def apredict(chain: Chain, inputs: Mapping[str, Any], **options: Unpack[CallOptions]) -> str:
+async def apredict(
+    chain: Chain, inputs: Mapping[str, Any] | None = None, **options: Unpack[CallOptions]
+) -> str:
     """Async twin of `predict`."""
     check_chain("apredict", chain)
+    given = _given_inputs("apredict", inputs, options)
     key = _output_key("predict", chain)
-    value: str = (await _acall(chain, inputs, options, "predict"))[key]
+    value: str = (await _acall(chain, given, options, "predict"))[key]
     return value
 
 

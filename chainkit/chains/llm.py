@@ -8,7 +8,7 @@ from chainkit.callbacks import Handlers
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import ChainTypeError, ChainWiringError
 from chainkit.llms import Model
-from chainkit.prompts import BasePromptTemplate
+from chainkit.prompts import BasePromptTemplate, PromptTemplate
 from chainkit.schema import Memory, Message, OutputParser
 
 
@@ -42,6 +42,7 @@ class LLMChain(Chain):
                     f"{sorted(prompt.input_variables)}. Add {{{unread[0]}}} to the prompt, or "
                     "name the memory's key after one of its variables"
                 )
+            _check_history_fits(prompt, memory)
         self.prompt = prompt
         self.llm = llm
         self.output_key = output_key
@@ -74,6 +75,25 @@ class LLMChain(Chain):
         if self.output_parser is None:
             return {self.output_key: reply.content}
         return {self.output_key: self.output_parser.parse(reply.content)}
+
+
+def _check_history_fits(prompt: BasePromptTemplate, memory: Memory) -> None:
+    """Raises when a memory that gives its history as messages fills an f-string template,
+    which would write them out as their Python reprs (found here, before the first call: the
+    first history is an empty list, which reads as "[]"). A jinja2 template may loop over
+    them."""
+    if (
+        isinstance(prompt, PromptTemplate)
+        and prompt.template_format == "f-string"
+        and getattr(memory, "return_messages", False) is True
+    ):
+        key = memory.memory_variables[0]
+        raise ChainWiringError(
+            f"the memory gives its history as messages (return_messages=True), which the "
+            f"f-string PromptTemplate would write out as their Python reprs: give it "
+            f"return_messages=False for the history as text, or use a ChatPromptTemplate "
+            f"with MessagesPlaceholder({key!r})"
+        )
 
 
 def _require(value: object, kind: type, argument: str, expected: str) -> None:

@@ -33,7 +33,7 @@ from chainkit.callbacks.events import Event, EventHandler
 from chainkit.callbacks.pacing import Pacer
 from chainkit.callbacks.run import streaming_tokens
 from chainkit.callbacks.step_events import StepEvents
-from chainkit.chains.api import _single_input, acall, call, check_chain
+from chainkit.chains.api import _single_input, acall, call, check_chain, inputs_not_given
 from chainkit.chains.chain import Chain
 from chainkit.llms.options import CallOptions
 
@@ -219,7 +219,7 @@ def _resolve(waiter: asyncio.Future[None] | None) -> None:
 def _prepared(
     function: str,
     chain: Chain,
-    inputs: Mapping[str, Any] | str,
+    inputs: Mapping[str, Any] | str | None,
     options: CallOptions,
     relay: EventHandler,
 ) -> tuple[StepEvents, Mapping[str, Any], dict[str, Any]]:
@@ -227,6 +227,8 @@ def _prepared(
     the relay), and the inputs and options to call the chain with; checks the chain and the
     handlers before any work."""
     check_chain(function, chain)
+    if inputs is None:
+        raise inputs_not_given(function, options)
     given: dict[str, Any] = dict(options)
     watched = StepEvents(guard(given.get("callbacks"), relay), stop_with=StreamClosed)
     given["callbacks"] = watched
@@ -250,7 +252,7 @@ async def _astreamed(
 
 
 def stream(
-    chain: Chain, inputs: Mapping[str, Any] | str, **options: Unpack[CallOptions]
+    chain: Chain, inputs: Mapping[str, Any] | str | None = None, **options: Unpack[CallOptions]
 ) -> EventStream:
     """Runs `chain` on `inputs` (a str for a chain of one input, as `chains.run` takes) and
     yields its events as they happen.
@@ -288,7 +290,7 @@ def _thread_events(
 
 
 def astream(
-    chain: Chain, inputs: Mapping[str, Any] | str, **options: Unpack[CallOptions]
+    chain: Chain, inputs: Mapping[str, Any] | str | None = None, **options: Unpack[CallOptions]
 ) -> AsyncEventStream:
     """Async twin of `stream`: the chain runs as a task, cancelled when the reader stops
     early (`aclose()`, a break followed by the generator's finalization, or cancellation)."""

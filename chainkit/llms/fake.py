@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from chainkit._text import counted
 from chainkit.llms._streaming import stream_text
 from chainkit.llms.errors import FakeLLMExhaustedError as FakeLLMExhaustedError
 from chainkit.llms.errors import ModelConfigError
@@ -44,13 +45,17 @@ class FakeLLM(BaseModel):
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"FakeLLM({len(self.responses)} responses, {len(self.calls)} calls)"
+        responses, calls = (
+            counted(len(self.responses), "response"),
+            counted(len(self.calls), "call"),
+        )
+        return f"FakeLLM({responses}, {calls})"
 
     def _generate(self, request: ModelRequest) -> Message:
         options = {"stop": request.stop, "tools": request.tools, **request.options}
         call = FakeCall(list(request.messages), options)
-        # acquire and release rather than `with`, which costs as much again: this runs on
-        # every call of the scripted runs that measure the framework's own time.
+        # acquire and release rather than `with`: this runs on every call of the scripted
+        # runs that bench/ measures the framework's own time with.
         self._lock.acquire()
         try:
             index = len(self.calls)
@@ -59,11 +64,15 @@ class FakeLLM(BaseModel):
             self._lock.release()
         if index >= len(self.responses):
             raise FakeLLMExhaustedError(
-                f"FakeLLM has {len(self.responses)} scripted responses and was called "
-                f"{index + 1} times; add a response for call {index + 1}"
+                f"FakeLLM has {counted(len(self.responses), 'scripted response')} and was "
+                f"called {_times(index + 1)}; add a response for call {index + 1}"
             )
         response = self.responses[index]
         reply = Message.assistant(response) if isinstance(response, str) else response
         if request.streaming_func is not None:
             stream_text(reply.content, request.streaming_func, self.chunk_size)
         return reply
+
+
+def _times(number: int) -> str:
+    return "once" if number == 1 else f"{number:,} times"

@@ -16,7 +16,7 @@ from typing import Unpack
 
 from chainkit.llms._streaming import HandedOnce
 from chainkit.llms.errors import AllModelsFailedError, ModelConfigError, ModelTypeError
-from chainkit.llms.model import Model, check_streaming_func, model_name
+from chainkit.llms.model import Model, check_messages, check_streaming_func, model_name
 from chainkit.llms.options import CallOptions
 from chainkit.llms.output_strategies import StrategyName, common_strategies
 from chainkit.llms.retry import is_retryable
@@ -81,6 +81,7 @@ class Fallbacks:
         tools: Sequence[ToolInfo] | None = None,
         **options: Unpack[CallOptions],
     ) -> Message:
+        check_messages(messages)  # a wrong type is no model's failure: none is tried
         turns = _Turns(self.models, self._falls_back, options)
         for model in turns:
             try:
@@ -96,6 +97,7 @@ class Fallbacks:
         tools: Sequence[ToolInfo] | None = None,
         **options: Unpack[CallOptions],
     ) -> Message:
+        check_messages(messages, "agenerate")
         turns = _Turns(self.models, self._falls_back, options)
         for model in turns:
             try:

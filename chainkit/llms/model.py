@@ -7,11 +7,12 @@ import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol, Unpack, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, Unpack, runtime_checkable
 
 from chainkit._elsewhere import Elsewhere
 from chainkit._errors import EscapedStopError
 from chainkit._stop import stop_escaped
+from chainkit._text import described, shorten
 from chainkit.callbacks import CombiningHandler, Handler, guard
 from chainkit.callbacks.handler import ModelOptions
 from chainkit.callbacks.run import enter, tokens_wanted
@@ -183,7 +184,11 @@ def _request(
     messages: Sequence[Message], tools: Sequence[ToolInfo] | None, given: CallOptions
 ) -> tuple[ModelRequest, CombiningHandler | None]:
     """The request, and the guarded handler of the call's own `callbacks` option; raises,
-    before the call, for an unknown option or callbacks that are no Handler."""
+    before the call, for messages that are no list of Message, tools that are no ToolInfo,
+    an unknown option or callbacks that are no Handler."""
+    check_messages(messages)
+    if tools is not None:
+        _check_tools(tools)
     options: dict[str, Any] = given  # type: ignore[assignment]  # the call's own **options
     stop = options.pop("stop", None)
     if options:  # an agent's call gives its stop words alone: no more to check
@@ -192,6 +197,85 @@ def _request(
         check_stop("stop", stop)
     streaming_func, own = _taken(options) if options else (None, None)
     return ModelRequest(messages, stop, tools, streaming_func, None, options, streaming_func), own
+
+
+def check_messages(messages: object, where: str = "generate") -> None:
+    """Raises ModelTypeError, before any call, unless `messages` is a list (or another
+    sequence) of Message; the error says how to write what was given instead (a text, a
+    lone Message, a `(role, content)` pair, dicts), which a model would otherwise read
+    character by character, or fail on deep inside."""
+    items = messages if type(messages) is list else _sequence(messages, where)
+    for index, message in enumerate(items):
+        if not isinstance(message, Message):
+            raise ModelTypeError(
+                f"{where} takes a list of schema.Message; messages[{index}] is "
+                f"{described(message)}: {_message_advice(message)}"
+            )
+
+
+def _sequence(messages: object, where: str) -> Sequence[object]:
+    """`messages`, which is no list; ModelTypeError unless it is a sequence that could hold
+    messages."""
+    wanted = f"{where} takes a list of messages"
+    if isinstance(messages, str):
+        raise ModelTypeError(
+            f"{wanted}, got a str: write {where}([Message.user({shorten(messages, 40)!r})]), "
+            "or use llms.call(llm, text) for the reply's text"
+        )
+    if isinstance(messages, Message):
+        raise ModelTypeError(f"{wanted}, got one Message: write {where}([message])")
+    if _is_pair(messages):
+        raise ModelTypeError(
+            f"{wanted}, got one (role, content) pair {shorten(repr(messages), 60)}: "
+            f"{_message_advice(messages)}, in a list"
+        )
+    if isinstance(messages, bytes | Mapping) or not isinstance(messages, Sequence):
+        raise ModelTypeError(f"{wanted} (schema.Message), got {described(messages)}")
+    return messages
+
+
+def _is_pair(item: object) -> TypeGuard[Sequence[Any]]:
+    """Whether `item` is a (role, content) pair, as LangChain and OpenAI users write one."""
+    return isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str)
+
+
+_MAKERS = {
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "system": "system",
+}
+"""The Message constructor for each role name a pair may use (LangChain's "human"/"ai" too)."""
+
+
+def _message_advice(item: object) -> str:
+    """How to write `item`, a message in another library's shape, as a Message."""
+    if _is_pair(item):
+        role, content = item
+        maker = _MAKERS.get(role)
+        if maker is None:
+            return "write Message.user(text), Message.assistant(text) or Message.system(text)"
+        return f"write Message.{maker}({shorten(repr(content), 40)})"
+    if isinstance(item, Mapping):
+        return "write Message.from_dict(data) for an OpenAI-style dict"
+    if isinstance(item, str):
+        return "a text has no role: write Message.user(text)"
+    return "make each a Message (Message.user(text), Message.assistant(text), ...)"
+
+
+def _check_tools(tools: object) -> None:
+    """Raises ModelTypeError unless `tools` is a list of ToolInfo, naming the first that is
+    not (a Tool is offered by its `info()`)."""
+    if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
+        raise ModelTypeError(f"tools must be a list of ToolInfo, got {described(tools)}")
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, ToolInfo):
+            advice = "offer a tool by its tool.info()" if hasattr(tool, "info") else ""
+            raise ModelTypeError(
+                f"tools[{index}] is {described(tool)}, not a ToolInfo"
+                + (f": {advice}" if advice else "")
+            )
 
 
 def _taken(options: dict[str, Any]) -> tuple[StreamingFunc | None, CombiningHandler | None]:

@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from fractions import Fraction
 from typing import Any, Protocol, TypeVar
 
+from chainkit._text import counted
 from chainkit.llms._tokens import estimate_tokens, reported_count
 from chainkit.llms.errors import ModelConfigError, ModelStatusError, ModelTypeError
 
@@ -387,9 +388,9 @@ class RateLimiter:
         tokens = estimate_tokens(request)
         if tokens > limit:
             raise ModelConfigError(
-                f"this request is estimated at {tokens:,} tokens, more than the rate limiter's "
-                f"tokens_per_minute={_shown(limit)} lets start in a minute, so it could never "
-                "be sent: raise tokens_per_minute, or send less (a lower max_tokens, shorter "
+                f"this request is estimated at {counted(tokens, 'token')}, more than the rate "
+                f"limiter's tokens_per_minute={_shown(limit)} lets start in a minute, so it could "
+                "never be sent: raise tokens_per_minute, or send less (a lower max_tokens, shorter "
                 "messages)"
             )
         return tokens

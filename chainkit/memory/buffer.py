@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from chainkit._text import counted
 from chainkit.memory.errors import MemoryKeyError as MemoryKeyError
 from chainkit.memory.errors import MemoryTypeError
 from chainkit.schema import Message
@@ -43,7 +44,10 @@ class ConversationBuffer:
         self.messages: list[Message] = []
 
     def __repr__(self) -> str:
-        return f"ConversationBuffer(memory_key={self.memory_key!r}, {len(self.messages)} messages)"
+        return (
+            f"ConversationBuffer(memory_key={self.memory_key!r}, "
+            f"{counted(len(self.messages), 'message')})"
+        )
 
     @property
     def memory_variables(self) -> list[str]:

@@ -8,7 +8,7 @@ template is built.
 from chainkit.prompts.base import BasePromptTemplate
 from chainkit.prompts.chat import ChatPromptTemplate, MessageLike
 from chainkit.prompts.chat_template import CHAT_TEMPLATES, render_chat
-from chainkit.prompts.errors import PromptError, PromptTypeError
+from chainkit.prompts.errors import PromptAttributeError, PromptError, PromptTypeError
 from chainkit.prompts.limits import TemplateLimits
 from chainkit.prompts.placeholder import MessagesPlaceholder
 from chainkit.prompts.template import PromptTemplate, TemplateFormat
@@ -19,6 +19,7 @@ __all__ = [
     "ChatPromptTemplate",
     "MessageLike",
     "MessagesPlaceholder",
+    "PromptAttributeError",
     "PromptError",
     "PromptTemplate",
     "PromptTypeError",

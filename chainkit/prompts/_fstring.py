@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from chainkit._text import quoted
+from chainkit.prompts._messages_as_text import holds_messages, messages_as_text
 from chainkit.prompts.errors import PromptError
 
 
@@ -44,11 +45,19 @@ class FStringTemplate:
         parts = self._pieces.copy()
         try:
             for index, name in self._slots:
-                parts[index] = str(values[name])
+                value = values[name]
+                parts[index] = value if type(value) is str else _text(name, value)
         except KeyError:
             missing = next(name for _, name in self._slots if name not in values)
             raise PromptError.missing(missing) from None
         return "".join(parts)
+
+
+def _text(name: str, value: object) -> str:
+    """A value that is no str, as the text of the field it fills; PromptError for messages."""
+    if holds_messages(value):
+        raise messages_as_text(name)
+    return str(value)
 
 
 def _compile(source: str) -> tuple[list[str], tuple[tuple[int, str], ...]]:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from chainkit._elsewhere import Elsewhere
+from chainkit._text import counted
 from chainkit.prompts._partials import with_partials, with_values_fixed
-from chainkit.prompts.errors import PromptError, PromptTypeError
+from chainkit.prompts.errors import PromptAttributeError, PromptError, PromptTypeError
 from chainkit.prompts.limits import TemplateLimits, checked_limits
 from chainkit.prompts.placeholder import MessagesPlaceholder
 from chainkit.prompts.template import PromptTemplate, TemplateFormat
@@ -43,6 +45,26 @@ class ChatPromptTemplate:
     """
 
     __slots__ = ("_entries", "input_variables", "partial_variables")
+
+    if not TYPE_CHECKING:  # to mypy they stay missing, so it flags them in user code
+        from_messages = Elsewhere(
+            "the constructor takes the messages: ChatPromptTemplate([(role, template), ...])",
+            PromptAttributeError,
+        )
+        from_template = Elsewhere(
+            "write ChatPromptTemplate([('user', template)])", PromptAttributeError
+        )
+        invoke = Elsewhere(
+            "use prompt.format_messages(**values) for the messages to give a model",
+            PromptAttributeError,
+        )
+        ainvoke = Elsewhere(
+            "prompts format at once: use prompt.format_messages(**values)", PromptAttributeError
+        )
+        format_prompt = Elsewhere("use prompt.format_messages(**values)", PromptAttributeError)
+
+        def __or__(self, other: object) -> NoReturn:
+            raise PromptTypeError.piped(self)
 
     def __init__(
         self,
@@ -89,9 +111,15 @@ class ChatPromptTemplate:
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}({len(self._entries)} messages, "
+            f"{type(self).__name__}({counted(len(self._entries), 'message')}, "
             f"input_variables={self.input_variables!r})"
         )
+
+
+def _placeholder_name(template: object) -> str:
+    """The variable a LangChain placeholder's "{history}" names."""
+    text = template if isinstance(template, str) else ""
+    return text.strip().removeprefix("{").removesuffix("}").strip() or "history"
 
 
 def _entry(
@@ -106,6 +134,12 @@ def _entry(
         )
     role_name, template = item
     role = _ROLES.get(role_name) if isinstance(role_name, str) else None
+    if role_name == "placeholder":
+        raise PromptError(
+            f"('placeholder', {template!r}) is LangChain's way to write a placeholder: write "
+            f"MessagesPlaceholder({_placeholder_name(template)!r}, optional=True)",
+            field=str(template),
+        )
     if role is None:
         raise PromptError(
             f"unknown chat prompt role {role_name!r}; expected one of {sorted(_ROLES)}",

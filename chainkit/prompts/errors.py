@@ -1,5 +1,5 @@
 """Errors of prompts: PromptError for bad templates or bad values, PromptTypeError for an
-argument of a type a prompt cannot take."""
+argument of a type a prompt cannot take, PromptAttributeError for another library's method."""
 
 from __future__ import annotations
 
@@ -33,6 +33,20 @@ class PromptError(ChainkitError, ValueError):
         return cls(f"missing value for template variable {variable!r}", variable=variable)
 
 
+class PromptAttributeError(ChainkitError, AttributeError):
+    """A prompt method another library has (LangChain's `invoke`, `from_messages`) was
+    asked for: the message names chainkit's way."""
+
+
 class PromptTypeError(ChainkitError, TypeError):
     """A prompt was built or given something of a type it cannot take: a chat prompt item, a
-    tool for render_chat, a conversation that is not a list of messages."""
+    tool for render_chat, a conversation that is not a list of messages; or piped (`|`)."""
+
+    @classmethod
+    def piped(cls, prompt: object) -> PromptTypeError:
+        """The error for `prompt | model`, LangChain's pipeline."""
+        return cls(
+            f"{type(prompt).__name__} | ... is LangChain's pipeline, which chainkit builds as a "
+            "chain: chains.LLMChain(prompt, model, output_parser=parser), run with "
+            "chains.run(chain, input) or chains.predict(chain, {...})"
+        )

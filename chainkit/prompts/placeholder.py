@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Never
 
+from chainkit._text import counted
 from chainkit.prompts.errors import PromptError, PromptTypeError
 from chainkit.schema import AgenticMessage, Message, Role, from_agentic
 
@@ -94,11 +95,11 @@ def _kind(item: object) -> str:
     if isinstance(item, str):
         return "str (a bare text has no role: write ('user', text) or ('ai', text))"
     if isinstance(item, tuple | list):
-        return f"{type(item).__name__} of {len(item)} items"
+        return f"{type(item).__name__} of {counted(len(item), 'item')}"
     return type(item).__name__
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True, frozen=True, init=False)
 class MessagesPlaceholder:
     """Expands to the messages passed under `name` (a chat history, an agent scratchpad), in
     any form `to_messages` reads.
@@ -108,6 +109,23 @@ class MessagesPlaceholder:
 
     name: str
     optional: bool = False
+
+    def __init__(self, name: str | None = None, optional: bool = False, **langchain: Never) -> None:
+        if "variable_name" in langchain:  # LangChain's MessagesPlaceholder(variable_name=...)
+            raise PromptTypeError(
+                f"MessagesPlaceholder takes its variable's name first: write "
+                f"MessagesPlaceholder({langchain['variable_name']!r}), not variable_name="
+            )
+        if langchain:
+            raise PromptTypeError(
+                f"MessagesPlaceholder takes name and optional, not {', '.join(langchain)}"
+            )
+        if not isinstance(name, str) or not name:
+            raise PromptTypeError(
+                f"MessagesPlaceholder needs the name of its variable, a non-empty str; got {name!r}"
+            )
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "optional", optional)
 
     def messages(self, values: Mapping[str, Any]) -> list[Message]:
         """The messages under `name` in `values`; PromptError if missing (and not optional) or

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
+from chainkit._elsewhere import Elsewhere
 from chainkit.prompts._fstring import FStringTemplate
 from chainkit.prompts._partials import with_partials, with_values_fixed
-from chainkit.prompts.errors import PromptError, PromptTypeError
+from chainkit.prompts.errors import PromptAttributeError, PromptError, PromptTypeError
 from chainkit.prompts.limits import TemplateLimits, checked_limits
 from chainkit.schema import Message
 
@@ -40,6 +41,23 @@ class PromptTemplate:
         "template",
         "template_format",
     )
+    if not TYPE_CHECKING:  # to mypy they stay missing, so it flags them in user code
+        invoke = Elsewhere(
+            "use prompt.format(**values) for the text, or prompt.format_messages(**values) "
+            "for the messages to give a model",
+            PromptAttributeError,
+        )
+        ainvoke = Elsewhere(
+            "prompts format at once: use prompt.format(**values)", PromptAttributeError
+        )
+        format_prompt = Elsewhere(
+            "use prompt.format_messages(**values), or prompt.format(**values) for the text",
+            PromptAttributeError,
+        )
+
+        def __or__(self, other: object) -> NoReturn:
+            raise PromptTypeError.piped(self)
+
     # The template and format it was compiled from, the partials it was filled with, and the
     # filled template: one tuple, replaced whole, so that threads formatting at once never see
     # a mismatched pair.

@@ -29,8 +29,8 @@ ROLES: frozenset[str] = frozenset(("system", "user", "assistant", "tool"))
 
 
 # Message, ToolCall and FunctionCall are built on every model call and stream chunk, so they
-# check their arguments in a hand-written __init__: one expression over the arguments costs a
-# few nanoseconds per field, and the slow check that names the bad field runs only when it fails.
+# check their arguments in a hand-written __init__: one expression over the arguments, and the
+# slow check that names the bad field runs only when it fails.
 
 
 @dataclass(slots=True, init=False)
@@ -314,8 +314,6 @@ class Message:
             valid = role in ROLES
         except TypeError:  # unhashable: no role either
             valid = False
-        # An `if` over plain conditions compiles to jumps; the same test assigned to a variable
-        # costs twice as much.
         if not (
             valid
             and type(content) is str

@@ -44,7 +44,7 @@ class Tool:
     long. In async code (`acall`), a blocking tool's `call` runs in a worker thread, so the
     event loop goes on meanwhile; a tool whose `call` always returns at once, such as the
     built-ins (pure computation on a short input), sets `blocking = False` and is called in the
-    event loop's own thread, saving the thread hop (tens of microseconds a call).
+    event loop's own thread, saving the hop to a worker thread and back.
     """
 
     name: str = ""

@@ -32,12 +32,12 @@ from chainkit._search.near_copies import CountedTerms, counted_terms, distinct_f
 from chainkit._search.requests import requests, without_phrasing
 from chainkit._search.terms import terms, tokens
 from chainkit._stop import to_thread
+from chainkit._text import counted, described
 from chainkit.tools.base import Tool
 from chainkit.tools.errors import ToolConfigError, ToolTypeError
 from chainkit.tools.toolset import Toolset
 
-# The dot product of two vectors: math.sumprod (Python 3.12+) where there is one, about ten
-# times faster than the sum of products.
+# The dot product of two vectors: math.sumprod (Python 3.12+, in C) where there is one.
 _dot: Callable[[Sequence[float], Sequence[float]], float] = getattr(
     math, "sumprod", lambda a, b: sum(map(operator.mul, a, b))
 )
@@ -49,8 +49,7 @@ _MIN_CANDIDATES = 50
 NAME_WEIGHT = 3
 """How many times a word of a tool's name counts, against once for a word of its description
 or of its arguments' names and descriptions: the name says the operation (tuned on the dev half
-of bench/tool_retrieval_bfcl.py, where giving the description's first sentence more weight
-as well did not help)."""
+of bench/tool_retrieval_bfcl.py)."""
 REQUEST_CANDIDATES = 10
 """How many of the best tools for a whole question each of its requests ranks again (with the
 tools whose names hold the most of the request's words)."""
@@ -131,7 +130,8 @@ class ToolRetriever:
 
     def __repr__(self) -> str:
         embedder = "" if self._embedder is None else f", embedder={type(self._embedder).__name__}"
-        return f"ToolRetriever({len(self._toolset)} tools, top_k={self._top_k}{embedder})"
+        tools = counted(len(self._toolset), "tool")
+        return f"ToolRetriever({tools}, top_k={self._top_k}{embedder})"
 
     def __len__(self) -> int:
         return len(self._toolset)
@@ -291,9 +291,9 @@ class ToolRetriever:
 
     def _checked_vectors(self, found: object, tools: list[Tool]) -> dict[str, list[float]]:
         if not isinstance(found, Sequence) or len(found) != len(tools):
-            count = len(found) if isinstance(found, Sequence) else type(found).__name__
+            got = counted(len(found), "vector") if isinstance(found, Sequence) else described(found)
             raise ToolConfigError(
-                f"embedder.embed_documents returned {count} vectors for {len(tools)} texts"
+                f"embedder.embed_documents returned {got} for {counted(len(tools), 'text')}"
             )
         existing = next(iter(self._vectors.values()), None)
         dimensions = len(existing) if existing is not None else None
@@ -378,8 +378,8 @@ def _unit(vector: object, source: str, dimensions: int | None) -> list[float]:
         )
     if dimensions is not None and len(vector) != dimensions:
         raise ToolConfigError(
-            f"embedder.{source} returned a vector of {len(vector)} numbers where the others "
-            f"have {dimensions}"
+            f"embedder.{source} returned a vector of {counted(len(vector), 'number')} where "
+            f"the others have {dimensions}"
         )
     try:
         numbers = [float(x) for x in vector]

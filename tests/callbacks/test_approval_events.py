@@ -8,15 +8,13 @@ import re
 from pathlib import Path
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from chainkit import agents, callbacks, chains
 from chainkit._cli.entry_point import main
 from chainkit.callbacks.trace_view import TraceRun, format_tree, read_trace
 from tests.support.approvals import Payments, tool_calling
 from tests.support.chromium import Chromium
+from tests.support.otel import exporter_and_provider
 
 CALLS = [
     ("pay", {"to": "ann", "amount": 5}),
@@ -56,9 +54,7 @@ def test_the_log_shows_each_request_and_decision_under_its_tool():
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("capture", [False, True], ids=["no-content", "content"])
 def test_a_decision_is_an_event_of_the_tool_span(capture: bool):
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    exporter, provider = exporter_and_provider()
     handler = callbacks.OpenTelemetryHandler(provider, capture_content=capture)
     chains.run(decided_executor(), "pay them", callbacks=handler)
     tool_spans = [span for span in exporter.get_finished_spans() if span.name == "execute_tool pay"]

@@ -203,6 +203,44 @@ def test_a_handler_method_that_cannot_take_the_events_arguments_is_refused_where
         chains.run(Echoes(), "x", callbacks=[LogHandler(), BeforeCallIds()])
 
 
+def test_a_misspelt_handler_method_is_refused_where_given_naming_the_one_meant():
+    class Misspelt(Handler):
+        def __init__(self) -> None:
+            self.heard: list[str] = []
+
+        def handle_tool_stat(self, tool, input, tool_call_id):
+            self.heard.append(tool)
+
+    with pytest.raises(HandlerTypeError) as refused:
+        chains.run(Echoes(), "x", callbacks=[LogHandler(), Misspelt()])
+    message = str(refused.value)
+    assert message.startswith(
+        "callbacks: Misspelt defines handle_* methods of no event, which chainkit never "
+        "calls: handle_tool_stat (did you mean handle_tool_start(self, tool, input, "
+        "tool_call_id)?). The events' methods are handle_agent_action, "
+    )
+    assert message.endswith("a helper of your own needs a name that does not start with handle_")
+    with pytest.raises(HandlerTypeError, match="handle_tool_stat"):
+        guard(Misspelt())
+
+
+def test_a_handler_method_of_no_event_says_langchains_name_and_others_are_listed():
+    class Mixed(Handler):
+        def handle_llm_new_token(self, token):
+            pass
+
+        def handle_zzz(self):
+            pass
+
+    with pytest.raises(HandlerTypeError) as refused:
+        guard(Mixed())
+    message = str(refused.value)
+    assert "handle_llm_new_token (did you mean handle_streaming_func(self, chunk)?)" in message
+    assert "handle_zzz, " in message or "handle_zzz." in message
+    assert "handle_zzz (" not in message
+    assert all(event.method in message for event in EVENTS)
+
+
 class Echoes(InputOutputChain):
     def _call(self, inputs, **options):
         return {"output": inputs["input"]}

@@ -7,7 +7,7 @@ import datetime
 import enum
 import json
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
@@ -141,3 +141,17 @@ def test_a_value_that_cannot_be_converted_is_written_as_its_repr():
         assert run.handler is not None
         run.handler.handle_chain_end("a run", {"ok": 1, "broken": Broken()})
     assert collected.events[0].to_dict()["data"] == {"outputs": {"ok": 1, "broken": "<Broken>"}}
+
+
+def test_the_shape_of_a_token_events_data_is_documented_where_events_are():
+    # The user docs (the README, and the docs site's pages) and Event's docstring say what a
+    # token event holds: its data["text"], in the model's run.
+    root = Path(__file__).resolve().parents[2]
+    docs = "\n".join(
+        path.read_text(encoding="utf-8")
+        for path in [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    )
+    assert '`data["text"]` is the piece' in " ".join(docs.split())
+    assert 'token `{"text"}`: `text` is one streamed piece of the reply' in " ".join(
+        (Event.__doc__ or "").split()
+    )

@@ -9,9 +9,10 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+pytest.importorskip("opentelemetry.sdk", reason="OpenTelemetry's SDK is in .[dev]")
+
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from chainkit import agents, callbacks, chains, tools
@@ -21,6 +22,7 @@ from chainkit.llms.errors import ModelError
 from chainkit.schema import Message, ResponseMeta, TokenUsage
 from tests.callbacks.test_runs import Broken, executor_and_tools
 from tests.support.openai_server import Fault, OpenAIServer, Reply
+from tests.support.otel import exporter_and_provider
 from tests.support.retried_stream import (
     ANSWER,
     STREAMED_BEFORE_THE_BREAK,
@@ -39,13 +41,6 @@ CONTENT = {
     "chainkit.chain.outputs",
     "chainkit.retriever.query",
 }
-
-
-def exporter_and_provider() -> tuple[InMemorySpanExporter, TracerProvider]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return exporter, provider
 
 
 def by_parent(spans: tuple[ReadableSpan, ...]) -> dict[int | None, list[ReadableSpan]]:

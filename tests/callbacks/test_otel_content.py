@@ -10,6 +10,9 @@ from typing import Any
 
 import jsonschema
 import pytest
+
+pytest.importorskip("opentelemetry.sdk", reason="OpenTelemetry's SDK is in .[dev]")
+
 from opentelemetry.sdk.trace import ReadableSpan
 
 from chainkit import agents, chains, prompts, tools
@@ -18,8 +21,8 @@ from chainkit.llms import FakeLLM
 from chainkit.llms.errors import ModelError
 from chainkit.llms.openai.chat import OpenAI
 from chainkit.schema import FunctionCall, ImagePart, Message, TextPart, ToolCall
-from tests.callbacks.test_otel import exporter_and_provider
 from tests.support.openai_server import Call, Fault, OpenAIServer, Reply
+from tests.support.otel import exporter_and_provider
 from tests.support.stub_chains import InputOutputChain
 from tests.support.stub_tools import Echo
 

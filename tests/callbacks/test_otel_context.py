@@ -7,6 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
+pytest.importorskip("opentelemetry.sdk", reason="OpenTelemetry's SDK is in .[dev]")
+
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 
@@ -14,9 +17,9 @@ from chainkit import agents, chains, tools
 from chainkit.callbacks import OpenTelemetryHandler
 from chainkit.llms import FakeLLM
 from chainkit.schema import FunctionCall, Message, ToolCall
-from tests.callbacks.test_otel import exporter_and_provider
 from tests.callbacks.test_runs import Sleeper
 from tests.support.modes import Mode
+from tests.support.otel import exporter_and_provider
 from tests.support.stub_chains import InputOutputChain
 
 

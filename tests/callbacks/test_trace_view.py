@@ -3,7 +3,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
 from chainkit import callbacks
+from chainkit._cli.entry_point import main
 from chainkit.callbacks.trace_html import render_html
 from chainkit.callbacks.trace_view import PromptDiff, format_tree, prompt_diff, read_trace
 from tests.callbacks.test_trace_file import mrkl_run
@@ -70,3 +76,79 @@ def test_a_hostile_trace_cannot_restyle_the_terminal_through_kinds_or_token_coun
     tree = format_tree(roots)
     assert "\x1b" not in tree and tree.startswith("llm\\x1b[2J model (1.00 s, 0+7 tokens)")
     assert "\x1b" not in render_html(roots)  # and the page's totals add up what is a count
+
+
+# Hostile trace files: `chainkit trace` says what is wrong in one line, or shows them.
+
+
+def one_chain(at: object, inputs: object = "x") -> TraceWriter:
+    trace = TraceWriter()
+    run = trace.new_run(None, "chain", "c")
+    trace.event("chain_start", run, at, inputs={"input": inputs})  # type: ignore[arg-type]
+    trace.event("chain_end", run, 2.0, outputs={"output": "y"})
+    return trace
+
+
+def trace_command(path: Path, capsys: pytest.CaptureFixture[str], *html: str) -> tuple[int, str]:
+    status = main(["trace", str(path), *html])
+    captured = capsys.readouterr()
+    return status, captured.err
+
+
+@pytest.mark.parametrize("at", [10**400, 1.7e308, -1e300], ids=["int", "float", "negative"])
+def test_a_time_past_any_clock_is_named_in_one_line(tmp_path, capsys, at):
+    path = one_chain(at).write(tmp_path / "run.jsonl")
+    for html in ((), ("--html", str(tmp_path / "page.html"))):
+        status, said = trace_command(path, capsys, *html)
+        assert status == 1
+        assert said == (
+            f"chainkit trace: error: {path} line 1: time must be a number of seconds since the "
+            "epoch, at most 1e+15 either way\n"
+        )
+
+
+@pytest.mark.parametrize("depth", [5_000, 100_000])
+def test_data_nested_too_deep_to_read_is_named_in_one_line(tmp_path, capsys, depth):
+    path = tmp_path / "run.jsonl"
+    line = one_chain(1.0).events[0]
+    text = json.dumps(line).replace('"x"', "[" * depth + "]" * depth)
+    path.write_text(text + "\n")
+    status, said = trace_command(path, capsys)
+    assert status == 1
+    assert said == f"chainkit trace: error: {path} line 1 nests its JSON too deeply to be read\n"
+
+
+def test_data_as_deep_as_json_reads_is_shown(tmp_path, capsys):
+    nested: object = "deep"
+    for _ in range(200):
+        nested = {"key": nested}
+    path = one_chain(1.0, nested).write(tmp_path / "run.jsonl")
+    assert main(["trace", str(path)]) == 0
+    assert "chain c (1.00 s)  in: deep  out: y" in capsys.readouterr().out
+
+
+def test_runs_nested_thousands_deep_are_shown_on_the_tree_and_the_page(tmp_path, capsys):
+    trace = TraceWriter()
+    parent = None
+    for level in range(3_000):
+        run = trace.new_run(parent, "chain", f"level{level}")
+        trace.event("chain_start", run, 1.0 + level, inputs={"input": "x"})
+        parent = run[0]
+    path = trace.write(tmp_path / "run.jsonl")
+    assert main(["trace", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3_000 and lines[-1].startswith("  " * 2_999 + "chain level2999")
+    assert main(["trace", str(path), "--html", str(tmp_path / "page.html")]) == 0
+
+
+def test_runs_that_are_their_own_ancestors_are_named(tmp_path, capsys):
+    trace = TraceWriter()
+    trace.event("chain_start", ("a", "b", "chain", "c"), 1.0, inputs={})
+    trace.event("chain_start", ("b", "a", "chain", "c"), 1.0, inputs={})
+    path = trace.write(tmp_path / "run.jsonl")
+    status, said = trace_command(path, capsys)
+    assert status == 1
+    assert said == (
+        f"chainkit trace: error: {path}: run 'a' is its own ancestor (following parent_id from "
+        "it leads back to it)\n"
+    )

@@ -363,3 +363,68 @@ def test_anything_else_given_as_a_chain_is_named(function, thing):
         f"chains.{function} runs a chain, got {type(thing).__name__}: pass a Chain: a "
         "chains.LLMChain, an agents.Executor, or a Chain subclass of yours"
     )
+
+
+# Inputs given by name, as LangChain's chain.predict(question=...) takes them.
+
+
+def two_inputs() -> tuple[LLMChain, FakeLLM]:
+    llm = FakeLLM(["answer"])
+    return LLMChain(PromptTemplate.from_template("{question} in {language}"), llm), llm
+
+
+@pytest.mark.parametrize(
+    ("function", "way"),
+    [
+        ("predict", "chains.predict(chain, {'question': ..., 'language': ...})"),
+        ("call", "chains.call(chain, {'question': ..., 'language': ...})"),
+        ("stream", "chains.stream(chain, {'question': ..., 'language': ...})"),
+        ("run", "chains.run(chain, text) for a chain of one input, or chains.predict(chain, {"),
+    ],
+)
+def test_inputs_given_as_keyword_arguments_name_the_call_to_write(function, way):
+    chain, llm = two_inputs()
+    with pytest.raises(chains.InputsTypeError) as refused:
+        getattr(chains, function)(chain, question="why?", language="French", temperature=0)
+    assert str(refused.value).startswith(
+        f"chains.{function} takes the chain's inputs as its second argument, not as keyword "
+        f"arguments (question, language): write {way}"
+    )
+    assert llm.calls == []
+
+
+@pytest.mark.parametrize("function", ["apredict", "acall", "arun"])
+def test_async_twins_name_the_call_to_write_too(function):
+    chain, llm = two_inputs()
+    with pytest.raises(chains.InputsTypeError, match=f"write chains.{function}\\(chain, "):
+        asyncio.run(getattr(chains, function)(chain, question="why?"))
+    assert llm.calls == []
+
+
+def test_no_inputs_at_all_and_an_input_beside_the_dict_are_named():
+    chain, llm = two_inputs()
+    with pytest.raises(chains.InputsTypeError, match=r"chains.call needs the chain's inputs as"):
+        chains.call(chain)
+    with pytest.raises(chains.InputsTypeError, match=r"chains.run needs the chain's inputs as"):
+        chains.run(chain)
+    with pytest.raises(chains.InputsTypeError) as refused:
+        chains.predict(chain, {"question": "why?"}, language="French")  # type: ignore[call-arg]
+    assert str(refused.value) == (
+        "'language' is an input of LLMChain, given as a call option: put it in the inputs dict"
+    )
+    assert llm.calls == []
+    assert chains.predict(chain, {"question": "why?", "language": "French"}) == "answer"
+
+
+def test_the_inputs_dict_given_to_run_is_named_rather_than_sent_as_its_repr():
+    llm = FakeLLM(["answer"])
+    chain = LLMChain(PromptTemplate.from_template("Q: {question}"), llm)
+    with pytest.raises(chains.InputsTypeError) as refused:
+        chains.run(chain, {"question": "why?"})
+    assert str(refused.value) == (
+        "chains.run takes the input itself, got the inputs dict {'question': 'why?'}: write "
+        "chains.run(chain, 'why?'), or chains.predict(chain, inputs)"
+    )
+    assert llm.calls == []
+    assert chains.run(chain, "why?") == "answer"
+    assert llm.calls[0].messages == [Message.user("Q: why?")]

@@ -12,10 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import StatusCode
 
 from chainkit import agents, callbacks, chains, tools
 from chainkit.callbacks import Event, FinalAnswerStream, StreamClosed
@@ -24,6 +20,7 @@ from chainkit.llms import FakeLLM, ModelRequest
 from chainkit.schema import Message
 from tests.support.event_recorder import EventRecorder
 from tests.support.modes import Mode
+from tests.support.otel import exporter_and_provider
 from tests.support.stub_tools import Echo
 
 READER_PAUSE = 0.05
@@ -255,9 +252,9 @@ def test_leaving_a_sync_stream_returns_while_its_tool_never_does():
 
 @pytest.mark.timeout(60)
 def test_a_closed_stream_is_no_error_to_opentelemetry(mode):
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    exporter, provider = exporter_and_provider()
+    from opentelemetry.trace import StatusCode
+
     handler = callbacks.OpenTelemetryHandler(tracer_provider=provider)
     seen = read_until(mode, executor(Echo()), "tool_end", callbacks=handler)
     spans = exporter.get_finished_spans()

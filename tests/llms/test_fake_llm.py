@@ -53,7 +53,7 @@ def test_streams_in_small_chunks():
 def test_exhausted_raises_clear_error():
     fake = FakeLLM(["only"])
     fake.generate([Message.user("q")])
-    with pytest.raises(FakeLLMExhaustedError, match="1 scripted responses and was called 2 times"):
+    with pytest.raises(FakeLLMExhaustedError, match="1 scripted response and was called 2 times"):
         fake.generate([Message.user("q")])
 
 

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from opentelemetry.trace import StatusCode
 
 from chainkit import agents, callbacks, chains, llms, prompts, tools
 from chainkit.callbacks import AnswerRestart, FinalAnswerStream, OpenTelemetryHandler
@@ -23,10 +22,10 @@ from chainkit.llms import (
     OpenAI,
 )
 from chainkit.schema import Message
-from tests.callbacks.test_otel import exporter_and_provider
 from tests.support.event_recorder import EventRecorder
 from tests.support.modes import Mode, run_then_close
 from tests.support.openai_server import TEST_API_KEY, Fault, Reply
+from tests.support.otel import exporter_and_provider
 from tests.support.retried_stream import ANSWER, break_then_answer
 
 HI = [Message.user("hi")]
@@ -216,6 +215,8 @@ def test_an_llm_chain_and_an_async_agent_use_it_like_any_model(
 @pytest.mark.timeout(60)
 def test_spans_and_the_log_say_which_model_answered(openai_server, backup_server, primary, backup):
     exporter, provider = exporter_and_provider()
+    from opentelemetry.trace import StatusCode
+
     log = io.StringIO()
     openai_server.fail(Fault.http(503), Fault.http(503))
     backup_server.push("answered")

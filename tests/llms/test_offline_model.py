@@ -274,3 +274,38 @@ def test_a_typed_result_takes_the_expression_for_a_text_field():
         "required": ["expression"],
     }
     assert llms.generate_object(OfflineModel(), "What is 2+3*4?", schema) == {"expression": "2+3*4"}
+
+
+# An agent whose final answer is typed (Executor(output_type=...)) gets it from the offline
+# model too: before, every answer was the tool's bare text, refused, until the step limit (and
+# without one, forever).
+
+
+@dataclasses.dataclass
+class Sum:
+    value: int
+
+
+@dataclasses.dataclass
+class Said:
+    text: str
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("kind", [agents.OneShotAgent, agents.ToolCallingAgent])
+@pytest.mark.parametrize(("output_type", "expected"), [(Sum, Sum(4)), (Said, Said("4"))])
+def test_a_typed_final_answer_is_filled_from_what_the_tool_returned(kind, output_type, expected):
+    for limit in (5, None):
+        agent = kind(OfflineModel(), tools.builtin_tools())
+        executor = agents.Executor(agent, output_type=output_type, max_iterations=limit)
+        assert chains.call(executor, {"input": "what is 2 + 2"})["output"] == expected
+
+
+@pytest.mark.timeout(30)
+def test_the_schema_asked_for_is_no_part_of_the_question_a_tool_is_chosen_by():
+    agent = agents.OneShotAgent(OfflineModel(), tools.builtin_tools())
+    executor = agents.Executor(agent, output_type=Said, return_intermediate_steps=True)
+    outputs = chains.call(executor, {"input": "what time is it"})
+    assert [step.action.tool for step in outputs["intermediate_steps"]] == ["current_time"]
+    stamp = outputs["intermediate_steps"][0].observation.split()[0]  # 2026-01-01T10:00:00+00:00
+    assert outputs["output"].text.startswith(stamp)

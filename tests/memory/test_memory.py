@@ -1,5 +1,8 @@
 import pytest
 
+from chainkit import chains, prompts
+from chainkit.chains import ChainWiringError
+from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer, MemoryKeyError
 from chainkit.schema import Memory, Message
 
@@ -85,3 +88,61 @@ def test_loaded_history_is_a_copy():
     loaded = memory.load_memory_variables({})["history"]
     loaded.clear()
     assert len(memory.messages) == 2
+
+
+# A history kept as messages, given where text goes, never reaches the model as reprs.
+
+
+def test_a_message_history_is_refused_by_an_f_string_prompt_chain_before_any_call():
+    llm = FakeLLM(["hello"])
+    with pytest.raises(ChainWiringError) as refused:
+        chains.LLMChain(
+            prompts.PromptTemplate.from_template("{history}\nHuman: {input}"),
+            llm,
+            memory=ConversationBuffer(return_messages=True),
+        )
+    assert "return_messages=False" in str(refused.value)
+    assert "MessagesPlaceholder('history')" in str(refused.value)
+    assert llm.calls == []
+
+
+def test_the_same_history_in_a_chat_prompt_placeholder_reaches_the_model_as_messages():
+    llm = FakeLLM(["hello", "again"])
+    prompt = prompts.ChatPromptTemplate(
+        [prompts.MessagesPlaceholder("history"), ("user", "{input}")]
+    )
+    chain = chains.LLMChain(prompt, llm, memory=ConversationBuffer(return_messages=True))
+    chains.run(chain, "hi")
+    chains.run(chain, "and now?")
+    assert llm.calls[1].messages == [
+        Message.user("hi"),
+        Message.assistant("hello"),
+        Message.user("and now?"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "history", [[Message.user("hi"), Message.assistant("hello")], Message.user("hi")]
+)
+def test_messages_given_to_a_text_template_are_refused_naming_the_variable(history):
+    text = prompts.PromptTemplate.from_template("{history}\nHuman: {input}")
+    with pytest.raises(prompts.PromptError) as refused:
+        text.format(history=history, input="x")
+    assert refused.value.variable == "history"
+    assert str(refused.value).startswith("template variable 'history' holds messages, which")
+    chat = prompts.ChatPromptTemplate([("system", "Earlier: {history}"), ("user", "{input}")])
+    with pytest.raises(prompts.PromptError, match="'history' holds messages"):
+        chat.format_messages(history=history, input="x")
+    jinja = prompts.PromptTemplate("{{ history }}", template_format="jinja2")
+    with pytest.raises(prompts.PromptError, match="holds messages"):
+        jinja.format(history=history)
+
+
+def test_a_jinja2_template_may_still_write_out_each_messages_text():
+    looped = prompts.PromptTemplate(
+        "{% for m in history %}{{ m.role }}: {{ m.content }}\n{% endfor %}",
+        template_format="jinja2",
+    )
+    history = [Message.user("hi"), Message.assistant("hello")]
+    assert looped.format(history=history) == "user: hi\nassistant: hello\n"
+    assert prompts.PromptTemplate.from_template("{n}").format(n=[1, 2]) == "[1, 2]"

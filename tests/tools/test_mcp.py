@@ -948,7 +948,7 @@ def test_every_content_kind_has_an_observation():
     assert result_text(result).split("\n") == [
         "first",
         "[audio/wav, 5 bytes]",
-        "[resource report: file:///r.pdf, application/pdf, 2048 bytes]",
+        "[resource report: file:///r.pdf, application/pdf, 2,048 bytes]",
         "[resource file:///a.txt]",
         "inside",
         "[resource file:///b.bin: binary, 3 bytes]",
@@ -1166,6 +1166,51 @@ def test_mcp_serve_keeps_what_tools_print_off_the_protocols_stdout(round_trip, c
         assert chatter.call("one") == "one"
         assert chatter.call("two") == "two"
     assert "not MCP" not in caplog.text
+
+
+def test_what_a_tool_prints_never_reaches_the_protocol_stream_even_at_exit():
+    # Printed text waits in sys.stdout's buffer; flushed at exit, after the server has given
+    # stdout's descriptor back, it would land on the protocol's stream.
+    from mcp.types import LATEST_PROTOCOL_VERSION
+
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "chatter", "arguments": {"text": "hello"}}},
+    ]  # fmt: skip
+    command = [sys.executable, "-m", "chainkit", "mcp-serve"]
+    server = subprocess.Popen(
+        [*command, "tests.support.mcp_serve_factories:make_tools"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        # Buffered, as a user's Python writes to a pipe.
+        env={**{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}, **REPO_ENV},
+    )
+    assert server.stdin is not None and server.stdout is not None
+    lines: list[str] = []
+    try:
+        for request in requests:
+            server.stdin.write(json.dumps(request) + "\n")
+            server.stdin.flush()
+        while not any('"id":2' in line.replace(" ", "") for line in lines):
+            lines.append(server.stdout.readline())
+            assert lines[-1], "the server closed its stdout before answering"
+        rest, said = server.communicate(timeout=20)  # stdin closes: the server exits
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    lines += rest.splitlines()
+    answers = [json.loads(line) for line in lines if line.strip()]
+    assert all(answer["jsonrpc"] == "2.0" for answer in answers)
+    assert answers[-1]["result"]["content"][0]["text"] == "hello"
+    assert "chatter says hello" in said
 
 
 def test_mcp_serve_publishes_schemas_the_tools_accept():

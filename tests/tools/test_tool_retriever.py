@@ -254,8 +254,8 @@ class ScriptedEmbedder:
 @pytest.mark.parametrize(
     ("embedder", "message"),
     [
-        (ScriptedEmbedder(documents=[[1.0]]), "returned 1 vectors for 5 texts"),
-        (ScriptedEmbedder(documents=[[1.0, 2.0]] * 4 + [[1.0]]), "1 numbers where the others"),
+        (ScriptedEmbedder(documents=[[1.0]]), "returned 1 vector for 5 texts"),
+        (ScriptedEmbedder(documents=[[1.0, 2.0]] * 4 + [[1.0]]), "1 number where the others"),
         (ScriptedEmbedder(documents=[[1.0, float("nan")]] * 5), "not finite"),
         (ScriptedEmbedder(documents=[["a", "b"]] * 5), "vectors of numbers"),
         (ScriptedEmbedder(documents=[[10**400, 1]] * 5), "too large"),

@@ -94,8 +94,30 @@ def _asked_schema(request: ModelRequest) -> dict[str, Any] | None:
 def _object_reply(messages: Sequence[Message], schema: dict[str, Any]) -> Message:
     """The JSON object a model would fill `schema` with from the question."""
     question = _last_user_text(messages)
-    named = _Choice(str(schema.get("title") or "result"), {}, find_expression(question))
-    return Message.assistant(json.dumps(_arguments(question, named, schema), ensure_ascii=False))
+    return Message.assistant(_filled(question, schema, find_expression(question)))
+
+
+def _filled(text: str, schema: dict[str, Any], expression: str | None = None) -> str:
+    """The JSON object a model would fill `schema` with from `text` (its text field with
+    `expression` instead, when the question asks for a calculation)."""
+    named = _Choice(str(schema.get("title") or "result"), {}, expression)
+    return json.dumps(_arguments(text, named, schema), ensure_ascii=False)
+
+
+def _asked_in(question: str) -> tuple[str, dict[str, Any] | None]:
+    """The question without the schema its final answer is asked to match (an agent's typed
+    answer, `agents.Executor(output_type=...)`, asks on a line of its own), and that schema;
+    the question as it is and None when it asks for none."""
+    mark = question.find(SCHEMA_MARK)
+    if mark < 0:
+        return question, None
+    try:
+        found = find_object(question[mark + len(SCHEMA_MARK) :])
+    except ValueError:
+        return question, None
+    asked_from = question.rfind("\n", 0, mark)
+    schema = found if isinstance(found, dict) else None
+    return (question[:asked_from] if asked_from >= 0 else "").strip(), schema
 
 
 def _last_user_text(messages: Sequence[Message]) -> str:
@@ -197,26 +219,32 @@ def _mrkl_reply(messages: Sequence[Message]) -> str:
     # The format instructions show a Question and an Observation too: look past them.
     asked_at = max(prompt.rfind("Question:"), 0)
     # Without a "Question:" line there is no telling the question from the instructions.
-    question = _between(prompt, "Question:", "\nThought:") or ""
+    question, schema = _asked_in(_between(prompt, "Question:", "\nThought:") or "")
     observation = _between(prompt[asked_at:], "\nObservation:", "\nThought:")
     if observation is not None:
-        return f" I now know the final answer.\nFinal Answer: {observation}"
+        answer = observation if schema is None else _filled(observation, schema)
+        return f" I now know the final answer.\nFinal Answer: {answer}"
     choice = _choose(question, _prompt_tools(prompt)) if question else None
     if choice is None:
-        return (
-            " None of the tools matches this question.\nFinal Answer: The offline model can "
-            "only answer by calling a tool, and none matches this question."
+        answer = (
+            "The offline model can only answer by calling a tool, and none matches this question."
+            if schema is None
+            else _filled(question, schema)
         )
+        return f" None of the tools matches this question.\nFinal Answer: {answer}"
     tool_input = _text_argument(question, choice)
     return f" I should use {choice.name}.\nAction: {choice.name}\nAction Input: {tool_input}"
 
 
 def _native_reply(messages: Sequence[Message], tools: Sequence[ToolInfo]) -> Message:
+    question, schema = _asked_in(_last_user_text(messages))
     if messages and messages[-1].role == "tool":
-        return Message.assistant(messages[-1].content)
-    question = _last_user_text(messages)
+        result = messages[-1].content
+        return Message.assistant(result if schema is None else _filled(result, schema))
     choice = _choose(question, [(t.name, t.description) for t in tools])
     if choice is None:
+        if schema is not None:
+            return Message.assistant(_filled(question, schema))
         return Message.assistant("The offline model found no tool matching this question.")
     info = next(t for t in tools if t.name == choice.name)
     arguments = _arguments(question, choice, info.parameters)

@@ -7,6 +7,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from chainkit._text import counted
 from chainkit.callbacks import Handler, guard
 from chainkit.llms._tokens import reported_count
 from chainkit.llms.errors import ModelReplyShapeError, ModelTypeError
@@ -134,7 +135,8 @@ def _parse_embeddings(body: bytes, count: int, mask: Masker) -> _Embedded:
                     vectors[index] = [float(x) for x in embedding]
     if None in vectors:
         raise ModelReplyShapeError(
-            f"expected {count} embeddings indexed 0..{count - 1}, got: {mask(snippet(body))!r}"
+            f"expected {counted(count, 'embedding')} indexed 0..{count - 1}, got: "
+            f"{mask(snippet(body))!r}"
         )
     usage = data.get("usage")
     tokens = reported_count(usage.get("total_tokens")) if isinstance(usage, dict) else None

@@ -20,6 +20,7 @@ import jinja2.runtime
 import jinja2.sandbox
 from markupsafe import EscapeFormatter
 
+from chainkit.prompts._messages_as_text import holds_messages, messages_as_text
 from chainkit.prompts._sandbox.budget import (
     Budget,
     charge_result,
@@ -122,9 +123,12 @@ def join_output(chunks: Iterable[str]) -> str:
 
 
 def finalize(value: object) -> object:
-    """Sizes a value printed by `{{ ... }}` before jinja2 turns it into text."""
+    """Sizes a value printed by `{{ ... }}` before jinja2 turns it into text; refuses
+    messages, whose text would be their reprs."""
     if type(value) in _PLAIN:
         return value
+    if holds_messages(value):
+        raise messages_as_text(None)
     text_size(value, current_budget())
     return value
 

@@ -16,6 +16,8 @@ from mcp.types import (
     TextResourceContents,
 )
 
+from chainkit._text import counted
+
 
 def result_text(result: CallToolResult) -> str:
     """The text of all content blocks, one after another; the structured content as JSON when
@@ -33,7 +35,7 @@ def _block_text(block: ContentBlock) -> str:
     if isinstance(block, TextContent):
         return block.text
     if isinstance(block, ImageContent | AudioContent):
-        return f"[{block.mime_type or block.type}, {_decoded_size(block.data)} bytes]"
+        return f"[{block.mime_type or block.type}, {_size(_decoded_size(block.data))}]"
     if isinstance(block, ResourceLink):
         details = ", ".join(
             str(part) for part in (block.mime_type, _size(block.size)) if part is not None
@@ -43,11 +45,11 @@ def _block_text(block: ContentBlock) -> str:
     if isinstance(resource, TextResourceContents):
         return f"[resource {resource.uri}]\n{resource.text}"
     kind = resource.mime_type or "binary"
-    return f"[resource {resource.uri}: {kind}, {_decoded_size(resource.blob)} bytes]"
+    return f"[resource {resource.uri}: {kind}, {_size(_decoded_size(resource.blob))}]"
 
 
 def _size(size: int | None) -> str | None:
-    return None if size is None else f"{size} bytes"
+    return None if size is None else counted(size, "byte")
 
 
 def _decoded_size(data: str) -> int:

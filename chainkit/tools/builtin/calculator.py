@@ -48,7 +48,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, TypeGuard
 
-from chainkit._text import quoted
+from chainkit._text import counted, quoted
 from chainkit.tools._input import normalized
 from chainkit.tools.base import Tool, ToolError
 
@@ -251,14 +251,17 @@ def normalize(text: str) -> str:
     """The expression in `text`, with model formatting undone; ToolError if it cannot be one."""
     if isinstance(text, str) and len(text) > _MAX_INPUT:  # refused before reading it
         raise ToolError(
-            f"input too long: {len(text)} characters (an expression has at most {MAX_LENGTH})"
+            f"input too long: {counted(len(text), 'character')} (an expression has at most "
+            f"{MAX_LENGTH:,})"
         )
     text = normalized(text, before=_powers_from_superscripts)
     expression = _unwrap(text.strip()).rstrip("=? \t\n").translate(_SPELLINGS).strip()
     if not expression:
         raise ToolError("empty expression: give one such as 12*(3+4)")
     if len(expression) > MAX_LENGTH:
-        raise ToolError(f"expression too long: {len(expression)} characters (limit {MAX_LENGTH})")
+        raise ToolError(
+            f"expression too long: {counted(len(expression), 'character')} (limit {MAX_LENGTH:,})"
+        )
     for position, char in enumerate(expression):
         if char not in _ALLOWED:
             raise ToolError(
@@ -559,11 +562,11 @@ class _Evaluator:
         function = _FUNCTIONS[name]
         if not function.min_args <= len(args) <= function.max_args:
             expected = (
-                str(function.min_args)
+                counted(function.min_args, "argument")
                 if function.min_args == function.max_args
-                else f"{function.min_args} to {function.max_args}"
+                else f"{function.min_args} to {function.max_args} arguments"
             )
-            raise ToolError(f"{name} takes {expected} arguments, got {len(args)}")
+            raise ToolError(f"{name} takes {expected}, got {len(args)}")
         return function.apply(*args)
 
     def _text(self, node: ast.expr) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import re
 
-from chainkit._text import quoted
+from chainkit._text import counted, quoted
 from chainkit.tools._input import normalized
 from chainkit.tools.base import Tool, ToolError
 
@@ -53,7 +53,7 @@ def parse_range(text: str) -> tuple[int, int]:
         return DEFAULT_RANGE
     if len(numbers) > 2:
         raise ToolError(
-            f'expected a range such as "1-100", got {len(numbers)} numbers in '
+            f'expected a range such as "1-100", got {counted(len(numbers), "number")} in '
             f"{quoted(text, _QUOTED)}"
         )
     if len(numbers) == 1:

@@ -1,0 +1,16 @@
+"""chainkit's optional extras, as the tests that import every module of chainkit meet them:
+without an extra, the modules that need it cannot be imported, and those tests pass them by."""
+
+from __future__ import annotations
+
+import importlib.util
+
+EXTRA_PACKAGES = frozenset({"ray", "mcp", "uvicorn", "opentelemetry", "psycopg"})
+"""The packages the extras bring that chainkit's modules import (uvicorn comes with mcp)."""
+
+
+def missing_extra(error: ModuleNotFoundError) -> bool:
+    """Whether `error` says an extra's package is not installed (rather than that chainkit
+    imports something it does not have)."""
+    top = (error.name or "").partition(".")[0]
+    return top in EXTRA_PACKAGES and importlib.util.find_spec(top) is None
