@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any
+from uuid import UUID
 
 import jsonschema
 import pytest
@@ -186,6 +188,23 @@ def test_strict_mode_only_for_closed_objects_with_every_property_required() -> N
     assert not OutputShape(Point).strict  # y has a default
     assert not OutputShape(dict[str, int]).strict  # a map object
     assert not OutputShape(SCHEMA).strict  # Item is open
+
+
+def test_strict_mode_takes_the_string_formats_openai_knows() -> None:
+    @dataclass
+    class Meeting:
+        at: datetime
+        on: date
+        id: UUID
+
+    assert OutputShape(Meeting).strict
+    link = {
+        "type": "object",
+        "properties": {"url": {"type": "string", "format": "uri"}},
+        "required": ["url"],
+        "additionalProperties": False,
+    }
+    assert not OutputShape(link).strict
 
 
 def test_a_shapes_name_is_one_openai_takes() -> None:

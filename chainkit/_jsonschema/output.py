@@ -35,8 +35,14 @@ _STRICT_KEYWORDS: Final = frozenset(
         "title",
         "$defs",
         "$ref",
+        "format",
     )
 )
+_STRICT_FORMATS: Final = frozenset(
+    ("date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid")
+)
+"""The string formats OpenAI's strict mode takes (pydantic writes the first three and uuid for
+datetime, time, date and UUID fields)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +132,8 @@ def _fits_strict(schema: object) -> bool:
     if not isinstance(schema, Mapping):
         return False
     if not schema or not _STRICT_KEYWORDS.issuperset(schema):
+        return False
+    if "format" in schema and schema["format"] not in _STRICT_FORMATS:
         return False
     if schema.get("type") == "object":
         properties = schema.get("properties")
