@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import codecs
 import itertools
-from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
@@ -18,6 +17,7 @@ from chainkit import _mrkl
 from chainkit._mrkl import settled_answer
 from chainkit.callbacks import AnswerRestart, Event, FinalAnswerStream
 from chainkit.callbacks.final_answer import Piece
+from tests.support.counting import characters_handed
 from tests.test_mrkl import _PIECES
 
 LINE = "The figures agree with the source: each was checked twice, by hand.\n"
@@ -32,18 +32,10 @@ def in_tokens(text: str, size: int = 4) -> list[str]:
 
 
 @pytest.fixture
-def characters_read(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+def characters_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the characters the grammar lower-cases to search: every read of a reply, whole
     or in part, begins there."""
-    read = [0]
-    lowered = _mrkl._lowered
-
-    def counted(text: str) -> str:
-        read[0] += len(text)
-        return lowered(text)
-
-    monkeypatch.setattr(_mrkl, "_lowered", counted)
-    yield read
+    return characters_handed(monkeypatch, _mrkl, "_lowered")
 
 
 ANSWERS = {

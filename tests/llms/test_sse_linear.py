@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
@@ -16,22 +15,15 @@ from hypothesis import strategies as st
 
 from chainkit.llms.openai import _sse
 from chainkit.llms.openai._sse import SSEDecoder
+from tests.support.counting import characters_handed
 
 DONE = "[DONE]"
 
 
 @pytest.fixture
-def parsed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the characters handed to `json.loads` (the decoder's, and this test's own)."""
-    handed = [0]
-    loads = json.loads
-
-    def counted(text: str) -> object:
-        handed[0] += len(text)
-        return loads(text)
-
-    monkeypatch.setattr(json, "loads", counted)
-    yield handed
+    return characters_handed(monkeypatch, json, "loads")
 
 
 def feed_all(body: bytes) -> list[_sse.ServerEvent]:
