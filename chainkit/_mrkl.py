@@ -252,6 +252,7 @@ class _Stage(enum.Enum):
     UNDECIDED = enum.auto()  # no step yet: only a keyword ending at a colon can decide one
     ACTION = enum.auto()  # an action: no text added can make it a final answer
     OPENING = enum.auto()  # a final answer whose opening may still change
+    FENCED = enum.auto()  # a final answer on the keyword's line that opens a code block
     SECTION = enum.auto()  # a final answer whose section was read
 
 
@@ -273,7 +274,8 @@ def _settled(text: str) -> _Settled:
     last_line = text.rfind("\n", start) + 1
     if not last_line:
         if _may_become(text[start:], " \t", _FENCE_MARKERS):
-            return _Settled(_Stage.OPENING, "")
+            fenced = len(_line_begins(text[start:], " \t")) >= len(_FENCE_MARKERS[0])
+            return _Settled(_Stage.FENCED if fenced else _Stage.OPENING, "")
     elif _may_become(text[last_line:], _DECORATION, _LINE_WORDS):
         text, probe = text[: last_line - 1], probe[:last_line]
     end, _ = _section(text, probe, keyword_start, start)
@@ -370,6 +372,8 @@ class StreamedReply:
                 return Settled(added, whole=False)
         elif stage is _Stage.UNDECIDED and not self._may_decide(piece):
             return None
+        elif stage is _Stage.FENCED and "\n" not in piece:
+            return Settled("", whole=False)  # the fence's line goes on: it holds no answer
         return self._read_whole()
 
     def answer(self) -> str:
@@ -492,9 +496,15 @@ def _may_become(line: str, decoration: str, words: tuple[str, ...]) -> bool:
     """Whether `line`, the beginning of a line still being written, past `decoration`, may
     turn out to begin with one of `words` (spaces between them counting as one) once the
     rest of it comes."""
-    # The words are one or two (`the final`): the line's first two are all that can match.
-    begins = " ".join(line.lstrip(decoration).split(None, 2)[:2]).lower()
+    begins = _line_begins(line, decoration)
     return any(word.startswith(begins[: len(word)]) for word in words)
+
+
+def _line_begins(line: str, decoration: str) -> str:
+    """The first two words of `line` past `decoration`, lower-cased: more text can only add
+    to them."""
+    # The words are one or two (`the final`): the line's first two are all that can match.
+    return " ".join(line.lstrip(decoration).split(None, 2)[:2]).lower()
 
 
 def read_step(text: str) -> AgentAction | AgentFinish:

@@ -43,6 +43,7 @@ ANSWERS = {
     "markdown": ("## Part\n\n- " + LINE + "> " + LINE + "   " + LINE) * 150,
     "one long line": "word " * 8000,
     "code at its start": "```python\n" + "print('Observation: no keyword in code')\n" * 600,
+    "code on the keyword's line": "```json " + '{"key": 1} ' * 3000 + "```\nThat is all.",
     "code blocks": ("```text\n" + LINE * 20 + "```\n" + LINE * 40) * 4,
 }
 
