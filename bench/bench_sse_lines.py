@@ -4,14 +4,15 @@ repository root:
 
     python bench/bench_sse_lines.py
 
-Each size is one event of one line per JSON value or bracket, about 18 bytes a line. It prints milliseconds
-per event, best of three. Deciding at each line whether the lines so far are already whole
-JSON by parsing them all again cost the square of the event (160 KB: about 6 s on a loaded
-machine); read line by line it is linear.
+Each size is one event in one line per JSON value or bracket, about 18 bytes a line. It
+prints milliseconds per event, best of three. Deciding at each line whether the lines so far
+are already whole JSON by parsing them all again cost the square of the event (160 KB: about
+6 s on a loaded machine); read line by line it is linear.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -43,6 +44,7 @@ def best_ms(body: bytes, rounds: int = 3) -> float:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     for kb in SIZES_KB:
         body = event_body(int(kb * 1000))
         lines = body.count(b"data:")
