@@ -1,8 +1,10 @@
-"""An event sent in many `data:` lines is decoded in time linear in its size: whether the
-lines so far are already a whole JSON value (so a further `data:` line starts a new event) is
-decided reading each line once, not by parsing all of them again at every line (counted in
-characters handed to the JSON parser, never timed); and it is decided as before for any lines,
-whatever the chunking of the bytes."""
+"""A streamed body is read in time linear in its size. For an event sent in many `data:`
+lines, whether the lines so far are already a whole JSON value (so a further `data:` line
+starts a new event) is decided reading each line once, not by parsing all of them again at
+every line (counted in characters handed to the JSON parser, never timed), and decided as
+before for any lines, whatever the chunking of the bytes. Likewise the blank bytes a body may
+begin with are looked at once, not again with each new byte, to tell events from one JSON
+document."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chainkit.llms.openai import _sse
+from chainkit.llms.openai import _reply, _sse
 from chainkit.llms.openai._sse import SSEDecoder
 from tests.support.counting import characters_handed
 
@@ -112,3 +114,54 @@ def test_events_split_where_they_did_whatever_the_chunking(
     if data:
         expected.append("\n".join(data))
     assert [e.data for e in events] == expected
+
+
+# Before its first event, a body may send blank lines (a server keeping the connection alive),
+# and only its first byte that is not blank says whether it is events or one JSON document.
+_BLANK_THEN = st.tuples(
+    st.booleans(),
+    st.lists(st.sampled_from([b" ", b"\n", b"\r\n", b"\t"]), max_size=30).map(b"".join),
+    st.sampled_from([b'{"choices": []}', b"data: [DONE]\n\n", b": ping\n\ndata: [DONE]\n\n"]),
+)
+
+
+def old_sniff(body: bytes) -> bool | None:
+    """How the body's kind was decided before: all its bytes so far looked at again."""
+    if len(body) < 3 and b"\xef\xbb\xbf".startswith(body):
+        return None
+    start = body.removeprefix(b"\xef\xbb\xbf").lstrip()
+    return None if not start else start[0] in b"{["
+
+
+def sniffed(chunks: list[bytes]) -> list[bool | None]:
+    """What a stream decides of its body's kind after each chunk, as long as it is unsure."""
+    stream = _reply.StreamAccumulator(lambda text: None, lambda text: text)
+    verdicts: list[bool | None] = []
+    for chunk in chunks:
+        stream.feed(chunk)
+        verdicts.append(None if stream._sniffing else stream._body is not None)
+        if verdicts[-1] is not None:
+            break
+    return verdicts
+
+
+@settings(max_examples=300, deadline=None)
+@given(_BLANK_THEN, st.lists(st.integers(min_value=0, max_value=200), max_size=20))
+def test_a_body_is_told_json_or_events_as_it_was(
+    start: tuple[bool, bytes, bytes], cuts: list[int]
+) -> None:
+    bom, blanks, rest = start
+    body = (b"\xef\xbb\xbf" if bom else b"") + blanks + rest
+    offsets = sorted({c % (len(body) + 1) for c in cuts} | {0, len(body)})
+    chunks = [body[a:b] for a, b in itertools.pairwise(offsets)]
+    expected = [old_sniff(body[:end]) for end in offsets[1:]]
+    verdicts = sniffed(chunks)
+    assert verdicts == expected[: len(verdicts)]
+
+
+def test_blank_bytes_before_the_first_event_are_looked_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    handed = characters_handed(monkeypatch, _reply, "_looks_like_json")
+    assert sniffed([b"\n"] * 20_000 + [b"data: [DONE]\n\n"]) == [None] * 20_000 + [False]
+    assert handed[0] <= 20_000 + len("data: [DONE]\n\n") + 3
