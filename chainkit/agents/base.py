@@ -3,6 +3,7 @@ send the model (`plan_request`) and what its reply decides (`read_reply`)."""
 
 from __future__ import annotations
 
+import copy
 from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -11,10 +12,11 @@ from typing import Any
 from chainkit._text import described, shorten
 from chainkit.agents._constraint import refused
 from chainkit.agents._tool_offer import ToolOffer
+from chainkit.agents._typed_answer import TypedAnswer
 from chainkit.agents.agent import Agent
 from chainkit.agents.errors import AgentConfigError, AgentTypeError, NotFinishedError
 from chainkit.callbacks import Handlers, Observed, guard
-from chainkit.llms import Model, ModelStatusError
+from chainkit.llms import Model, ModelStatusError, ObjectResult
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message, ToolInfo
 from chainkit.tools import Tool, ToolConfigError, ToolRetriever, Toolset, ToolTypeError
 
@@ -91,7 +93,13 @@ class BaseAgent(Observed, Agent):
     A kind of agent supplies two methods: `plan_request`, what to send the model, and
     `read_reply`, the decision its reply holds. From them BaseAgent plans, sync and async, the
     next step and the final answer asked for at a limit.
+
+    An Executor with `output_type` plans with a copy of its agent that asks for a typed final
+    answer (`answering`): the kind asks for and reads it with the `TypedAnswer` (see
+    `agents._typed_answer`); the answer asked for at a limit is a `generate_object` call.
     """
+
+    _answer: TypedAnswer | None = None
 
     def __init__(
         self,
@@ -111,6 +119,12 @@ class BaseAgent(Observed, Agent):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(llm={self.llm!r}, tools={self._toolset.names})"
+
+    def answering(self, answer: TypedAnswer) -> BaseAgent:
+        """A copy of this agent whose final answer is `answer`'s type."""
+        typed = copy.copy(self)
+        typed._answer = answer
+        return typed
 
     @property
     def tools(self) -> list[Tool]:
@@ -176,8 +190,11 @@ class BaseAgent(Observed, Agent):
         offer = self._tool_offer
         offered = None if offer is None else offer.tools(steps, inputs, self.handler)
         request = self.plan_request(steps, inputs, offered, True)
-        reply = self._reply(request, options)
-        finish = self._final_answer(reply, steps)
+        if self._answer is not None:
+            options = self._model_options(options, request)
+            finish = self._typed_final(self._answer.final(self.llm, request.messages, options))
+        else:
+            finish = self._final_answer(self._reply(request, options), steps)
         return finish if offer is None else offer.planned(finish, inputs, self.handler)
 
     async def aplan_final(
@@ -186,8 +203,12 @@ class BaseAgent(Observed, Agent):
         offer = self._tool_offer
         offered = None if offer is None else await offer.atools(steps, inputs, self.handler)
         request = self.plan_request(steps, inputs, offered, True)
-        reply = await self._areply(request, options)
-        finish = self._final_answer(reply, steps)
+        if self._answer is not None:
+            options = self._model_options(options, request)
+            result = await self._answer.afinal(self.llm, request.messages, options)
+            finish = self._typed_final(result)
+        else:
+            finish = self._final_answer(await self._areply(request, options), steps)
         return finish if offer is None else offer.planned(finish, inputs, self.handler)
 
     def _reply(self, request: PlanRequest, options: dict[str, Any]) -> Message:
@@ -221,6 +242,16 @@ class BaseAgent(Observed, Agent):
         if request.constraint is not None:
             options["extra_body"] = request.constraint.merged(options.get("extra_body"))
         return options
+
+    def _typed_final(self, result: ObjectResult[Any]) -> AgentFinish:
+        return AgentFinish({self.output_key: result.value}, result.raw.content)
+
+    def _typed(self, finish: AgentFinish, reply: Message) -> AgentFinish:
+        """`finish` with its answer read into the typed answer's type, when there is one."""
+        if self._answer is None:
+            return finish
+        value = self._answer.read(finish.return_values[self.output_key], reply)
+        return AgentFinish({**finish.return_values, self.output_key: value}, finish.log)
 
     def _final_answer(self, reply: Message, steps: Sequence[AgentStep]) -> AgentFinish:
         """The final answer of a reply to a final-answer request. Raises NotFinishedError, with
