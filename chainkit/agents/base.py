@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from chainkit._text import described, shorten
@@ -191,7 +191,7 @@ class BaseAgent(Observed, Agent):
         offered = None if offer is None else offer.tools(steps, inputs, self.handler)
         request = self.plan_request(steps, inputs, offered, True)
         if self._answer is not None:
-            options = self._model_options(options, request)
+            options = self._typed_final_options(options, request)
             finish = self._typed_final(self._answer.final(self.llm, request.messages, options))
         else:
             finish = self._final_answer(self._reply(request, options), steps)
@@ -204,7 +204,7 @@ class BaseAgent(Observed, Agent):
         offered = None if offer is None else await offer.atools(steps, inputs, self.handler)
         request = self.plan_request(steps, inputs, offered, True)
         if self._answer is not None:
-            options = self._model_options(options, request)
+            options = self._typed_final_options(options, request)
             result = await self._answer.afinal(self.llm, request.messages, options)
             finish = self._typed_final(result)
         else:
@@ -242,6 +242,11 @@ class BaseAgent(Observed, Agent):
         if request.constraint is not None:
             options["extra_body"] = request.constraint.merged(options.get("extra_body"))
         return options
+
+    def _typed_final_options(self, options: dict[str, Any], request: PlanRequest) -> dict[str, Any]:
+        """The options of the typed answer asked for at a limit: the answer's strategy
+        constrains the reply, not the agent's grammar (the two would clash)."""
+        return self._model_options(options, replace(request, constraint=None))
 
     def _typed_final(self, result: ObjectResult[Any]) -> AgentFinish:
         return AgentFinish({self.output_key: result.value}, result.raw.content)

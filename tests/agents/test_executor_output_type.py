@@ -220,6 +220,22 @@ def test_a_refused_strategy_at_the_limit_moves_to_the_next_as_generate_object_do
     assert [t["function"]["name"] for t in answered["tools"]] == ["Weather"]
 
 
+def test_the_typed_answer_at_the_limit_is_not_held_to_the_agents_grammar(
+    mode: Mode, openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push("Thought: look\nAction: echo\nAction Input: Oslo", Reply(GOOD))
+    executor = Executor(
+        OneShotAgent(openai_llm, [Echo()], constrain="grammar"),
+        output_type=Weather,
+        max_iterations=1,
+        early_stopping_method="generate",
+    )
+    assert mode.call(executor, {"input": "Weather in Oslo?"})["output"] == Weather("Oslo", 4.5)
+    planned, final = [r.body for r in openai_server.chat_requests()]
+    assert "grammar" in planned
+    assert "grammar" not in final and final["response_format"]["type"] == "json_schema"
+
+
 @pytest.mark.parametrize("kind", [OneShotAgent, ToolCallingAgent])
 def test_the_offline_model_finishes_with_a_typed_answer(mode: Mode, kind: type) -> None:
     @dataclass
