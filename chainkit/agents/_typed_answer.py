@@ -12,6 +12,7 @@ a `generate_object` call, so a server refusing a strategy's field moves to the n
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from chainkit._jsonschema.output import Invalid, OutputShape
@@ -74,6 +75,8 @@ class TypedAnswer:
         text = call.function.arguments
         value = self.shape.read_text(text)
         if isinstance(value, Invalid):
+            # Its answer must point at its call: a server may have sent no id.
+            call = call if call.id else replace(call, id="call_final_answer")
             asked = Message.assistant(reply.content, [call])
             [*_, rejection] = STRATEGIES["tool"].rejection(asked, str(value))
             raise OutputParserError(

@@ -12,7 +12,7 @@ from typing import Any
 from chainkit._text import described, shorten
 from chainkit.agents._constraint import refused
 from chainkit.agents._tool_offer import ToolOffer
-from chainkit.agents._typed_answer import TypedAnswer
+from chainkit.agents._typed_answer import TypedAnswer, final_call
 from chainkit.agents.agent import Agent
 from chainkit.agents.errors import AgentConfigError, AgentTypeError, NotFinishedError
 from chainkit.callbacks import Handlers, Observed, guard
@@ -165,24 +165,25 @@ class BaseAgent(Observed, Agent):
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> list[AgentAction] | AgentFinish:
         offer = self._tool_offer
-        if offer is None:  # every tool is offered: nothing to select
+        if offer is None and self._answer is None:  # nothing to select, nothing to add
             request = self.plan_request(steps, inputs, None, False)
             return self.read_reply(self._reply(request, options), False)
-        request = self.plan_request(steps, inputs, offer.tools(steps, inputs, self.handler), False)
-        reply = self._reply(request, options)
-        return offer.planned(self.read_reply(reply, False), inputs, self.handler)
+        offered = None if offer is None else offer.tools(steps, inputs, self.handler)
+        request = self._asking(self.plan_request(steps, inputs, offered, False))
+        decision = self._decision(self._reply(request, options))
+        return decision if offer is None else offer.planned(decision, inputs, self.handler)
 
     async def aplan(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> list[AgentAction] | AgentFinish:
         offer = self._tool_offer
-        if offer is None:  # every tool is offered: nothing to select
+        if offer is None and self._answer is None:  # nothing to select, nothing to add
             request = self.plan_request(steps, inputs, None, False)
             return self.read_reply(await self._areply(request, options), False)
-        offered = await offer.atools(steps, inputs, self.handler)
-        request = self.plan_request(steps, inputs, offered, False)
-        reply = await self._areply(request, options)
-        return offer.planned(self.read_reply(reply, False), inputs, self.handler)
+        offered = None if offer is None else await offer.atools(steps, inputs, self.handler)
+        request = self._asking(self.plan_request(steps, inputs, offered, False))
+        decision = self._decision(await self._areply(request, options))
+        return decision if offer is None else offer.planned(decision, inputs, self.handler)
 
     def plan_final(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
@@ -251,12 +252,31 @@ class BaseAgent(Observed, Agent):
     def _typed_final(self, result: ObjectResult[Any]) -> AgentFinish:
         return AgentFinish({self.output_key: result.value}, result.raw.content)
 
-    def _typed(self, finish: AgentFinish, reply: Message) -> AgentFinish:
-        """`finish` with its answer read into the typed answer's type, when there is one."""
-        if self._answer is None:
-            return finish
-        value = self._answer.read(finish.return_values[self.output_key], reply)
-        return AgentFinish({**finish.return_values, self.output_key: value}, finish.log)
+    def _asking(self, request: PlanRequest) -> PlanRequest:
+        """`request` asking for the typed answer, when there is one: a request offering tools
+        natively offers the final-answer tool too; any other gets the schema instructions."""
+        answer = self._answer
+        if answer is None:
+            return request
+        if request.tools is not None:
+            return replace(request, tools=[*request.tools, answer.tool])
+        return replace(request, messages=answer.instructed(request.messages))
+
+    def _decision(self, reply: Message) -> list[AgentAction] | AgentFinish:
+        """What `reply` decides; with a typed answer, a call of the final-answer tool ends
+        the run (its other calls do not run) and a final answer is read into the type."""
+        answer = self._answer
+        if answer is None:
+            return self.read_reply(reply, False)
+        call = final_call(reply)
+        if call is not None:
+            value = answer.read_call(call, reply)
+            return AgentFinish({self.output_key: value}, call.function.arguments)
+        decision = self.read_reply(reply, False)
+        if not isinstance(decision, AgentFinish):
+            return decision
+        value = answer.read(decision.return_values[self.output_key], reply)
+        return AgentFinish({**decision.return_values, self.output_key: value}, decision.log)
 
     def _final_answer(self, reply: Message, steps: Sequence[AgentStep]) -> AgentFinish:
         """The final answer of a reply to a final-answer request. Raises NotFinishedError, with

@@ -87,8 +87,8 @@ class Executor(Chain):
     - Every tool start is reported with exactly one tool end or tool error.
     - With `output_type` (any type `llms.generate_object` takes; the agent a BaseAgent), the
       final answer is asked for and read into the type by `generate_object`'s engine: a
-      ToolCallingAgent is offered a `final_answer` tool whose arguments are the answer (a text
-      answer is read too), a OneShotAgent's prompt gets the schema instructions. The run's
+      request offering tools natively offers a `final_answer` tool too, whose arguments are
+      the answer (a text answer is read too); any other gets the schema instructions. The run's
       output is the object (`chains.call(executor, ...)["output"]`; `chains.run`, which
       returns text, refuses it with OutputNotStringError before the run starts). An answer
       that does not fit goes back to the model, naming what was wrong, as the next step's

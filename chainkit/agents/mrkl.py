@@ -189,8 +189,6 @@ class OneShotAgent(BaseAgent):
         if offered is not None:
             inputs = {**inputs, **_tool_values(offered, self._tool_variables)}
         messages = self.prompt.format_messages(**inputs, agent_scratchpad=scratchpad)
-        if self._answer is not None and not final:
-            messages = self._answer.instructed(messages)
         if self.constrain is None:
             # Positional (no tools, then the stop words): a keyword argument to a class costs a
             # third of making the request, on every step.
@@ -222,9 +220,7 @@ class OneShotAgent(BaseAgent):
         if final:
             return self._final(reply.content)
         decision = parse_mrkl_output(reply.content)
-        if isinstance(decision, AgentFinish):
-            return self._typed(self._final(decision), reply)
-        return [decision]
+        return self._final(decision) if isinstance(decision, AgentFinish) else [decision]
 
     def _check_inputs(self, inputs: Mapping[str, Any]) -> None:
         if "agent_scratchpad" in inputs:

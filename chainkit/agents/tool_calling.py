@@ -9,7 +9,6 @@ from typing import Any
 
 from chainkit.agents._constraint import check_field
 from chainkit.agents._json_step import read_json_step, step_prompt, step_schema_value
-from chainkit.agents._typed_answer import final_call
 from chainkit.agents.base import (
     BaseAgent,
     Constraint,
@@ -102,11 +101,7 @@ class ToolCallingAgent(BaseAgent):
         if self.constrain is not None:
             value = step_schema_value(self.constrain, infos)
             messages.insert(0, Message.system(step_prompt(infos)))
-            if self._answer is not None and not final:
-                messages = self._answer.instructed(messages)
             return PlanRequest(messages, constraint=Constraint(self.constrain, value))
-        if self._answer is not None and not final:
-            infos = [*infos, self._answer.tool]
         # The tools positional, as a keyword argument to a class is dearer, on every step.
         return PlanRequest(messages) if final else PlanRequest(messages, infos)
 
@@ -125,8 +120,7 @@ class ToolCallingAgent(BaseAgent):
                 return self._finish(reply.content)
             raise
         if isinstance(step, AgentFinish):
-            finish = self._finish(step.return_values["output"])
-            return finish if final else self._typed(finish, reply)
+            return self._finish(step.return_values["output"])
         return step
 
     def messages(self, steps: Sequence[AgentStep], inputs: Mapping[str, Any]) -> list[Message]:
@@ -163,7 +157,7 @@ class ToolCallingAgent(BaseAgent):
                     "Answer the question, or call one of the tools.",
                     reply.content,
                 )
-            return self._typed(self._finish(reply.content), reply)
+            return self._finish(reply.content)
         ids = [call.id for call in reply.tool_calls]
         if not all(ids) or len(set(ids)) < len(ids):
             # Some servers omit or repeat ids; each result must still point at its own call.
@@ -176,11 +170,6 @@ class ToolCallingAgent(BaseAgent):
                     call = replace(call, id=fresh)
                 calls.append(call)
             reply = replace(reply, tool_calls=calls)
-        if self._answer is not None:
-            answer = final_call(reply)
-            if answer is not None:  # it ends the run: the reply's other calls do not run
-                value = self._answer.read_call(answer, reply)
-                return AgentFinish({self.output_key: value}, answer.function.arguments)
         log = [reply]
         return [
             AgentAction(

@@ -16,10 +16,10 @@ from chainkit.agents import Executor, OneShotAgent, ToolCallingAgent
 from chainkit.agents.errors import PARSE_ERROR_TOOL
 from chainkit.chains.errors import OutputNotStringError
 from chainkit.llms import FakeLLM
-from chainkit.llms.offline import OfflineModel
 from chainkit.llms.openai.chat import OpenAI
 from chainkit.llms.output_strategies import SCHEMA_MARK
 from chainkit.schema import AgentFinish
+from tests.agents.test_agent_kind import LineAgent
 from tests.support.modes import Mode
 from tests.support.openai_server import Call, Fault, OpenAIServer, Reply
 from tests.support.stub_tools import Echo, named
@@ -236,19 +236,13 @@ def test_the_typed_answer_at_the_limit_is_not_held_to_the_agents_grammar(
     assert "grammar" not in final and final["response_format"]["type"] == "json_schema"
 
 
-@pytest.mark.parametrize("kind", [OneShotAgent, ToolCallingAgent])
-def test_the_offline_model_finishes_with_a_typed_answer(mode: Mode, kind: type) -> None:
-    @dataclass
-    class Sum:
-        total: float
-
-    @tools_module.tool
-    def calculator(expression: str) -> str:
-        """Works out an arithmetic expression."""
-        return "5"
-
-    executor = Executor(kind(OfflineModel(), [calculator]), output_type=Sum, max_iterations=None)
-    assert mode.call(executor, {"input": "What is 2 + 3?"})["output"] == Sum(5.0)
+def test_a_kind_of_agent_of_your_own_gets_the_typed_answer_too(mode: Mode) -> None:
+    fake = FakeLLM([f"answer {BAD}", f"answer {GOOD}"])
+    executor = Executor(LineAgent(fake, [Echo()]), output_type=Weather)
+    assert mode.call(executor, {"input": "Weather in Oslo?"})["output"] == Weather("Oslo", 4.5)
+    instructions, _ = fake.calls[0].messages
+    assert SCHEMA_MARK in instructions.content
+    assert "Your answer did not fit the schema" in fake.calls[1].messages[-1].content
 
 
 def test_an_agent_that_is_no_base_agent_is_refused_an_output_type() -> None:
