@@ -18,8 +18,8 @@ from chainkit.chains.errors import OutputNotStringError
 from chainkit.llms import FakeLLM
 from chainkit.llms.openai.chat import OpenAI
 from chainkit.llms.output_strategies import SCHEMA_MARK
-from chainkit.schema import AgentFinish
 from tests.agents.test_agent_kind import LineAgent
+from tests.agents.test_executor_hostile import CustomAgent
 from tests.support.modes import Mode
 from tests.support.openai_server import Call, Fault, OpenAIServer, Reply
 from tests.support.stub_tools import Echo, named
@@ -246,35 +246,8 @@ def test_a_kind_of_agent_of_your_own_gets_the_typed_answer_too(mode: Mode) -> No
 
 
 def test_an_agent_that_is_no_base_agent_is_refused_an_output_type() -> None:
-    class Own(agents.Agent):
-        @property
-        def tools(self) -> list[tools_module.Tool]:
-            return [Echo()]
-
-        @property
-        def input_keys(self) -> list[str]:
-            return ["input"]
-
-        @property
-        def output_keys(self) -> list[str]:
-            return ["output"]
-
-        def plan(self, steps: object, inputs: object, **options: object) -> AgentFinish:
-            return AgentFinish({"output": GOOD})
-
-        async def aplan(self, steps: object, inputs: object, **options: object) -> AgentFinish:
-            return AgentFinish({"output": GOOD})
-
-        def plan_final(self, steps: object, inputs: object, **options: object) -> AgentFinish:
-            return AgentFinish({"output": GOOD})
-
-        async def aplan_final(
-            self, steps: object, inputs: object, **options: object
-        ) -> AgentFinish:
-            return AgentFinish({"output": GOOD})
-
     with pytest.raises(agents.AgentTypeError, match=r"subclasses agents\.BaseAgent"):
-        Executor(Own(), output_type=Weather)
+        Executor(CustomAgent([Echo()]), output_type=Weather)
 
 
 def test_a_tool_named_like_the_final_answer_tool_is_refused() -> None:
