@@ -95,8 +95,10 @@ class BaseAgent(Observed, Agent):
     next step and the final answer asked for at a limit.
 
     An Executor with `output_type` plans with a copy of its agent that asks for a typed final
-    answer (`answering`): the kind asks for and reads it with the `TypedAnswer` (see
-    `agents._typed_answer`); the answer asked for at a limit is a `generate_object` call.
+    answer (`answering`), for every kind alike: the kind's request gets the final-answer tool
+    (when it offers tools natively) or the schema instructions, its final answer is read into
+    the type (see `agents._typed_answer`), and the answer asked for at a limit is a
+    `generate_object` call.
     """
 
     _answer: TypedAnswer | None = None
