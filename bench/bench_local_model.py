@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from chainkit import agents, callbacks, chains, llms, tools
 from chainkit.agents import mrkl_prompt
 from chainkit.agents.errors import PARSE_ERROR_TOOL
+from chainkit.llms.output_strategies import StrategyName
 from chainkit.schema import AgentStep, Message
 from chainkit.tools.builtin import Calculator, CurrentTime, RandomNumber
 from tests.support.llama_server import LlamaServer, missing
@@ -223,7 +224,7 @@ class Place:
     country: str
 
 
-def objects(llm: llms.Model, strategy: llms.StrategyName | None) -> int:
+def objects(llm: llms.Model, strategy: StrategyName | None) -> int:
     """How many of the prompts get a valid Place from `llms.generate_object` in one reply (no
     second try): `strategy` "prompted" asks with the schema in the prompt alone; None lets
     chainkit choose (on llama-cpp-python's server json_schema is refused, and the forced tool

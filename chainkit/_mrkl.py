@@ -1,6 +1,7 @@
 """The grammar of a MRKL / ReAct reply ("Thought / Action / Action Input / Final Answer"): the
 step it decides on, and, while it is still being written, how much of its final answer is
-settled. `agents.parse_mrkl_output` and `callbacks.FinalAnswerStream` both read replies here.
+settled. `agents.mrkl_parser.parse_mrkl_output` and `callbacks.FinalAnswerStream` both read
+replies here.
 
 Grammar
 -------
@@ -60,9 +61,9 @@ and langchaingo.
 Not accepted, by choice: `Final answer -` and other forms without a colon (a dash is common in
 prose), langchaingo's `The answer is:`, and keywords broken across lines.
 
-A reply the grammar cannot read raises `UnreadableReplyError` (`agents.parse_mrkl_output`
-makes it an `OutputParserError`); its `observation` tells the model what to fix. No `Action:`
-(or an empty tool name) and no final answer gives `MISSING_ACTION`; an `Action:` without an
+A reply the grammar cannot read raises `UnreadableReplyError` (`parse_mrkl_output` makes it an
+`OutputParserError`); its `observation` tells the model what to fix. No `Action:` (or an
+empty tool name) and no final answer gives `MISSING_ACTION`; an `Action:` without an
 `Action Input:` before the next keyword line gives `MISSING_ACTION_INPUT`.
 
 A reply being streamed

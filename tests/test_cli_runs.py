@@ -16,6 +16,7 @@ import pytest
 
 from chainkit import agents, chains, checkpoints
 from chainkit._cli.entry_point import main
+from chainkit.checkpoints.state import PendingCall
 from chainkit.schema import AgentAction, AgentStep
 from tests.support import durable_runs
 from tests.support.approvals import Payments, tool_calling
@@ -36,7 +37,7 @@ def _save_stopped(store: checkpoints.Checkpointer, run_id: str = "stopped-1") ->
         ["append", "note"],
         {"input": durable_runs.QUESTION},
         [AgentStep(first, "ok:append:a")],
-        [checkpoints.PendingCall(cut, started=True)],
+        [PendingCall(cut, started=True)],
         iteration=2,
     )
     store.save(state)

@@ -1,9 +1,192 @@
-"""Importing chainkit stays light: no openai, no jinja2, no asyncio until they are used."""
+"""Importing chainkit stays light: no openai, no jinja2, no asyncio until they are used; and
+each package exports exactly its pinned names."""
 
+import importlib
 import subprocess
 import sys
+import types
 
 import pytest
+
+# What each package exports: the names a user writes (in the docs and README, or in tests that
+# use chainkit as a user does), the types they implement or annotate with (`agents.Approver`,
+# `tools.Embedder`), and the errors they may handle on their own (tests/test_errors.py). A name
+# only chainkit or the tests of its internals use is imported from its module instead.
+PINNED_EXPORTS = {
+    "chainkit": [
+        "ChainkitError",
+        "EscapedStopError",
+        "FactoryError",
+        "OutputBusyError",
+        "OutputWriteError",
+    ],
+    "chainkit.agents": [
+        "Agent",
+        "ApprovalRequest",
+        "Approve",
+        "Approver",
+        "BaseAgent",
+        "ConstraintRefusedError",
+        "DeadlineExceededError",
+        "Decision",
+        "Deny",
+        "Edit",
+        "Executor",
+        "InputRequest",
+        "NotFinishedError",
+        "OneShotAgent",
+        "OutputParserError",
+        "ParserErrorHandler",
+        "PendingApproval",
+        "PlanRequest",
+        "ToolCallingAgent",
+        "interrupt",
+    ],
+    "chainkit.callbacks": [
+        "AnswerRestart",
+        "ContextThreadPoolExecutor",
+        "Event",
+        "EventHandler",
+        "FinalAnswerStream",
+        "Handler",
+        "Handlers",
+        "LogHandler",
+        "ModelUsage",
+        "OpenTelemetryHandler",
+        "Prices",
+        "RunInfo",
+        "StreamClosed",
+        "TraceFile",
+        "TraceFormatError",
+        "UsageTotals",
+        "current_run",
+    ],
+    "chainkit.chains": [
+        "AsyncEventStream",
+        "Chain",
+        "EventStream",
+        "LLMChain",
+        "SequentialChain",
+        "SimpleSequentialChain",
+        "abatch",
+        "acall",
+        "apredict",
+        "aresume",
+        "arun",
+        "astream",
+        "batch",
+        "call",
+        "predict",
+        "resume",
+        "run",
+        "stream",
+    ],
+    "chainkit.checkpoints": [
+        "CheckpointError",
+        "Checkpointer",
+        "InterruptedCallError",
+        "PostgresStore",
+        "RunExistsError",
+        "RunFinishedError",
+        "RunLockedError",
+        "RunNotFoundError",
+        "RunState",
+        "RunSummary",
+        "RunTakenOverError",
+        "SQLiteStore",
+        "StaleStateError",
+        "StateFormatError",
+        "StateMismatchError",
+        "named_run",
+    ],
+    "chainkit.llms": [
+        "AllModelsFailedError",
+        "Backoff",
+        "BaseModel",
+        "CallOptions",
+        "DefaultOptions",
+        "FakeLLM",
+        "Fallbacks",
+        "Model",
+        "ModelConnectionError",
+        "ModelError",
+        "ModelRefusalError",
+        "ModelRequest",
+        "ModelResponseError",
+        "ModelStatusError",
+        "ModelTimeoutError",
+        "ObjectResult",
+        "OfflineModel",
+        "OpenAI",
+        "OpenAIEmbeddings",
+        "OutputValidationError",
+        "PartialFunc",
+        "RateLimiter",
+        "acall",
+        "agenerate_object",
+        "call",
+        "generate_object",
+    ],
+    "chainkit.memory": [
+        "ConversationBuffer",
+    ],
+    "chainkit.prompts": [
+        "BasePromptTemplate",
+        "ChatPromptTemplate",
+        "MessagesPlaceholder",
+        "PromptError",
+        "PromptTemplate",
+        "TemplateLimits",
+        "render_chat",
+    ],
+    "chainkit.schema": [
+        "AgentAction",
+        "AgentFinish",
+        "AgentStep",
+        "AgenticMessage",
+        "AssistantGenText",
+        "FilePart",
+        "FunctionCall",
+        "FunctionToolCall",
+        "FunctionToolResult",
+        "ImagePart",
+        "Memory",
+        "Message",
+        "MessageFormatError",
+        "OutputParser",
+        "Reasoning",
+        "TextPart",
+        "TokenUsage",
+        "ToolCall",
+        "ToolInfo",
+        "UserInputFile",
+        "UserInputImage",
+        "UserInputText",
+        "from_agentic",
+        "to_agentic",
+    ],
+    "chainkit.tools": [
+        "ArgumentProblem",
+        "Calculator",
+        "CurrentTime",
+        "Embedder",
+        "InvalidArgumentsError",
+        "MCPConnectionError",
+        "MCPTimeoutError",
+        "MCPTool",
+        "MCPToolError",
+        "MCPTools",
+        "RandomNumber",
+        "StructuredTool",
+        "Tool",
+        "ToolError",
+        "ToolRetriever",
+        "Toolset",
+        "builtin_tools",
+        "join_tools",
+        "tool",
+    ],
+}
 
 
 def loaded_after(statement: str) -> set[str]:
@@ -107,8 +290,9 @@ def test_typed_results_are_exported_and_load_no_pydantic():
     loaded = loaded_after(
         "from dataclasses import dataclass\n"
         "from chainkit.llms import FakeLLM, ObjectResult, OutputValidationError, PartialFunc\n"
-        "from chainkit.llms import RejectedOutput, StrategyName, agenerate_object\n"
-        "from chainkit.llms import generate_object\n"
+        "from chainkit.llms import agenerate_object, generate_object\n"
+        "from chainkit.llms.errors import RejectedOutput\n"
+        "from chainkit.llms.output_strategies import StrategyName\n"
         "@dataclass\n"
         "class City:\n"
         "    name: str\n"
@@ -137,3 +321,23 @@ def test_checkpoints_load_neither_sqlite3_nor_psycopg_until_a_store_is_made():
     assert "sqlite3" in loaded_after(
         "from chainkit import checkpoints\ncheckpoints.SQLiteStore(':memory:')"
     )
+
+
+@pytest.mark.parametrize("package", sorted(PINNED_EXPORTS))
+def test_each_package_exports_exactly_its_pinned_names(package):
+    module = importlib.import_module(package)
+    assert module.__all__ == sorted(module.__all__)
+    assert module.__all__ == PINNED_EXPORTS[package]
+    assert set(module.__all__) <= set(dir(module))
+
+
+@pytest.mark.parametrize("package", sorted(PINNED_EXPORTS))
+def test_a_package_namespace_holds_no_public_name_it_does_not_export(package):
+    # An internal imported into a package's __init__ would be reachable as if public.
+    module = importlib.import_module(package)
+    public = {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert public <= set(module.__all__)

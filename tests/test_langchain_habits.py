@@ -12,12 +12,16 @@ from typing import Any
 import pytest
 
 from chainkit import ChainkitError, agents, callbacks, chains, llms, prompts, tools
-from chainkit.callbacks import Handler, HandlerTypeError
-from chainkit.chains import ChainAttributeError
-from chainkit.llms import FakeLLM, ModelAttributeError
-from chainkit.prompts import PromptAttributeError, PromptTemplate
+from chainkit.callbacks import Handler
+from chainkit.callbacks.combining import guard
+from chainkit.callbacks.errors import HandlerTypeError
+from chainkit.chains.errors import ChainAttributeError
+from chainkit.llms import FakeLLM
+from chainkit.llms.errors import ModelAttributeError
+from chainkit.prompts import PromptTemplate
+from chainkit.prompts.errors import PromptAttributeError
 from chainkit.schema import Message
-from chainkit.tools import ToolAttributeError
+from chainkit.tools.errors import ToolAttributeError
 from tests.support.stub_chains import InputOutputChain
 from tests.support.stub_tools import named
 from tests.support.typecheck import mypy_errors
@@ -72,7 +76,7 @@ def test_every_langchain_callback_name_points_at_chainkits() -> None:
         def on_chain_error(self, error: BaseException, **kwargs: Any) -> None: ...
 
     with pytest.raises(HandlerTypeError) as got:
-        callbacks.guard(Streams())
+        guard(Streams())
     message = str(got.value)
     assert "handle_streaming_func(self, chunk) instead of on_llm_new_token" in message
     assert "handle_agent_action(self, action) instead of on_agent_action" in message
@@ -317,20 +321,22 @@ def test_a_langchain_pipeline_names_llm_chain() -> None:
         PromptTemplate.from_template("{q}"),
         prompts.ChatPromptTemplate([("user", "{q}")]),
     ):
-        with pytest.raises(prompts.PromptTypeError, match=r"\| \.\.\. is LangChain's pipeline"):
+        with pytest.raises(
+            prompts.errors.PromptTypeError, match=r"\| \.\.\. is LangChain's pipeline"
+        ):
             prompt | FakeLLM(["a"])  # type: ignore[operator]
         chain = chains.LLMChain(prompt, FakeLLM(["a"]))
         assert chains.run(chain, "hi") == "a"
 
 
 def test_langchains_placeholder_keyword_names_chainkits_spelling() -> None:
-    with pytest.raises(prompts.PromptTypeError) as got:
+    with pytest.raises(prompts.errors.PromptTypeError) as got:
         prompts.MessagesPlaceholder(variable_name="history")  # type: ignore[arg-type]
     assert str(got.value) == (
         "MessagesPlaceholder takes its variable's name first: write "
         "MessagesPlaceholder('history'), not variable_name="
     )
-    with pytest.raises(prompts.PromptTypeError, match="needs the name of its variable"):
+    with pytest.raises(prompts.errors.PromptTypeError, match="needs the name of its variable"):
         prompts.MessagesPlaceholder("")
     chat = prompts.ChatPromptTemplate([prompts.MessagesPlaceholder("history", optional=True)])
     assert chat.format_messages(history=[("human", "hi")]) == [Message.user("hi")]

@@ -1,6 +1,6 @@
 """The MRKL grammar read while a reply is still being written: what `settled_answer` gives for
 the beginning of a reply is never taken back by the rest of it. (The grammar on whole replies
-is tested through `agents.parse_mrkl_output`, in tests/agents/.)"""
+is tested through `agents.mrkl_parser.parse_mrkl_output`, in tests/agents/.)"""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ from chainkit import chains, llms, prompts
 from chainkit._batch.records import Record
 from chainkit._batch.runner import run_all
 from chainkit._cli.agent import builtin_agent as offline_agent
-from chainkit.chains import OptionsError, OptionsTypeError
+from chainkit.chains.errors import OptionsError, OptionsTypeError
 from chainkit.distributed import ActorsLostError, RayRateLimiter, ray_batch
 from tests.support.openai_server import TEST_API_KEY, OpenAIServer
 from tests.support.stub_chains import InputOutputChain

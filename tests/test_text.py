@@ -61,11 +61,11 @@ def test_a_count_of_one_is_said_in_the_singular_wherever_chainkit_counts():
     fake.generate([Message.user("hi")])
     assert repr(fake) == "FakeLLM(1 response, 1 call)"
     with pytest.raises(
-        llms.FakeLLMExhaustedError, match="has 1 scripted response and was called 2"
+        llms.errors.FakeLLMExhaustedError, match="has 1 scripted response and was called 2"
     ):
         fake.generate([Message.user("hi")])
     with pytest.raises(
-        llms.FakeLLMExhaustedError, match="0 scripted responses and was called once"
+        llms.errors.FakeLLMExhaustedError, match="0 scripted responses and was called once"
     ):
         llms.FakeLLM([]).generate([Message.user("hi")])
     with pytest.raises(tools.ToolError, match="sqrt takes 1 argument, got 2"):

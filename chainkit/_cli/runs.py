@@ -119,7 +119,7 @@ def _check_sqlite_store(path: str) -> None:
     import sqlite3
     from contextlib import closing
 
-    from chainkit.checkpoints import CheckpointConfigError
+    from chainkit.checkpoints.errors import CheckpointConfigError
 
     shown = quoted(path, 200)
     if not os.path.exists(path):

@@ -1,40 +1,46 @@
-"""Agents: the MRKL OneShotAgent, the native ToolCallingAgent, and the Executor that runs them."""
+"""Agents: the MRKL OneShotAgent, the native ToolCallingAgent, and the Executor that runs them.
 
+Errors a run ends with are exported here; every error of this package, those that report a
+mistake in the caller's code or settings included, is in `chainkit.agents.errors`.
+"""
+
+from chainkit.agents import errors as errors
 from chainkit.agents.agent import Agent
-from chainkit.agents.approval import ApprovalRequest, Approve, Deny, Edit, PendingApproval
-from chainkit.agents.base import BaseAgent, Constraint, PlanRequest, check_tools
+from chainkit.agents.approval import (
+    ApprovalRequest,
+    Approve,
+    Approver,
+    Decision,
+    Deny,
+    Edit,
+    PendingApproval,
+)
+from chainkit.agents.base import BaseAgent, PlanRequest
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
-    AgentConfigError,
-    AgentTypeError,
     ConstraintRefusedError,
     DeadlineExceededError,
-    NoReturnError,
     NotFinishedError,
     OutputParserError,
-    UnknownToolError,
 )
 from chainkit.agents.executor import Executor
 from chainkit.agents.interrupts import InputRequest, interrupt
-from chainkit.agents.mrkl import OneShotAgent, create_mrkl_prompt
-from chainkit.agents.mrkl_parser import parse_mrkl_output
+from chainkit.agents.mrkl import OneShotAgent
 from chainkit.agents.tool_calling import ToolCallingAgent
 
 __all__ = [
     "Agent",
-    "AgentConfigError",
-    "AgentTypeError",
     "ApprovalRequest",
     "Approve",
+    "Approver",
     "BaseAgent",
-    "Constraint",
     "ConstraintRefusedError",
     "DeadlineExceededError",
+    "Decision",
     "Deny",
     "Edit",
     "Executor",
     "InputRequest",
-    "NoReturnError",
     "NotFinishedError",
     "OneShotAgent",
     "OutputParserError",
@@ -42,9 +48,5 @@ __all__ = [
     "PendingApproval",
     "PlanRequest",
     "ToolCallingAgent",
-    "UnknownToolError",
-    "check_tools",
-    "create_mrkl_prompt",
     "interrupt",
-    "parse_mrkl_output",
 ]

@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 from chainkit import _threads
 from chainkit.agents.agent import Agent
 from chainkit.agents.errors import DeadlineExceededError
-from chainkit.callbacks import CombiningHandler, Observed
+from chainkit.callbacks.combining import CombiningHandler
+from chainkit.callbacks.observed import Observed
 from chainkit.callbacks.run import handled_by
 from chainkit.callbacks.step_events import StepEvents
 from chainkit.schema import AgentAction, AgentFinish, AgentStep

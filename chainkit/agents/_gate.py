@@ -26,7 +26,8 @@ from chainkit.agents.approval import (
 )
 from chainkit.agents.errors import AgentConfigError, AgentTypeError
 from chainkit.agents.interrupts import InputRequest
-from chainkit.checkpoints import PendingCall, RunState
+from chainkit.checkpoints import RunState
+from chainkit.checkpoints.state import PendingCall
 from chainkit.schema import AgentAction
 from chainkit.tools import Tool, Toolset
 

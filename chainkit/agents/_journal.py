@@ -20,13 +20,11 @@ from chainkit.agents.approval import (
     needs_approval,
     report_required,
 )
-from chainkit.callbacks import CombiningHandler
-from chainkit.chains import Resumption
+from chainkit.callbacks.combining import CombiningHandler
+from chainkit.chains.chain import Resumption
 from chainkit.checkpoints import (
-    CheckpointConfigError,
     Checkpointer,
     InterruptedCallError,
-    PendingCall,
     RunFinishedError,
     RunNotFoundError,
     RunState,
@@ -34,7 +32,8 @@ from chainkit.checkpoints import (
     StateFormatError,
     StateMismatchError,
 )
-from chainkit.checkpoints.state import json_problem
+from chainkit.checkpoints.errors import CheckpointConfigError
+from chainkit.checkpoints.state import PendingCall, json_problem
 from chainkit.checkpoints.store import new_run_id
 from chainkit.schema import AgentAction, AgentStep
 from chainkit.tools import Toolset

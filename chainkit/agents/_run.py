@@ -10,7 +10,7 @@ from typing import Any, Literal
 from chainkit.agents._deadline import Deadline
 from chainkit.agents._journal import Journal
 from chainkit.agents.approval import PendingApproval
-from chainkit.callbacks import CombiningHandler
+from chainkit.callbacks.combining import CombiningHandler
 from chainkit.callbacks.pacing import Pacer
 from chainkit.schema import AgentAction, AgentStep
 

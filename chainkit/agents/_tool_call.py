@@ -20,7 +20,7 @@ from chainkit.agents.approval import (
 from chainkit.agents.errors import UnknownToolError
 from chainkit.agents.interrupts import Asked, answering
 from chainkit.callbacks.run import Run, enter
-from chainkit.checkpoints import PendingCall
+from chainkit.checkpoints.state import PendingCall
 from chainkit.schema import AgentAction
 from chainkit.tools import Tool, ToolError, Toolset
 from chainkit.tools.toolset import observation as observation_of

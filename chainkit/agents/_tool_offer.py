@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from chainkit._text import shorten
 from chainkit.agents.errors import AgentConfigError, AgentTypeError
-from chainkit.callbacks import CombiningHandler
+from chainkit.callbacks.combining import CombiningHandler
 from chainkit.callbacks.run import current_run, enter
 from chainkit.schema import AgentAction, AgentFinish, AgentStep
 from chainkit.tools import Tool, ToolRetriever, Toolset

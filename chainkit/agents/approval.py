@@ -21,7 +21,7 @@ from typing import Any, Literal
 from chainkit._stop import to_thread
 from chainkit.agents.errors import AgentTypeError
 from chainkit.agents.interrupts import InputRequest
-from chainkit.callbacks import CombiningHandler
+from chainkit.callbacks.combining import CombiningHandler
 from chainkit.checkpoints import RunState
 from chainkit.schema import AgentAction
 from chainkit.tools import Tool

@@ -15,10 +15,13 @@ from chainkit.agents._tool_offer import ToolOffer
 from chainkit.agents._typed_answer import TypedAnswer, final_call
 from chainkit.agents.agent import Agent
 from chainkit.agents.errors import AgentConfigError, AgentTypeError, NotFinishedError
-from chainkit.callbacks import Handlers, Observed, guard
+from chainkit.callbacks import Handlers
+from chainkit.callbacks.combining import guard
+from chainkit.callbacks.observed import Observed
 from chainkit.llms import Model, ModelStatusError, ObjectResult
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message, ToolInfo
-from chainkit.tools import Tool, ToolConfigError, ToolRetriever, Toolset, ToolTypeError
+from chainkit.tools import Tool, ToolRetriever, Toolset
+from chainkit.tools.errors import ToolConfigError, ToolTypeError
 
 
 def agent_toolset(tools: Iterable[Tool]) -> Toolset:

@@ -60,10 +60,12 @@ from chainkit.agents.errors import (
     NotFinishedError,
     OutputParserError,
 )
-from chainkit.callbacks import CombiningHandler, Handlers
+from chainkit.callbacks import Handlers
+from chainkit.callbacks.combining import CombiningHandler
 from chainkit.callbacks.pacing import pacer_of
 from chainkit.callbacks.run import active_handler
-from chainkit.chains import Chain, Resumption
+from chainkit.chains import Chain
+from chainkit.chains.chain import Resumption
 from chainkit.checkpoints import Checkpointer, RunState
 from chainkit.checkpoints.state import checked_key
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Memory

@@ -1,5 +1,10 @@
-"""Chains: one contract, `_call(inputs) -> outputs`, and the functions to run them."""
+"""Chains: one contract, `_call(inputs) -> outputs`, and the functions to run them.
 
+The errors of this package all report a mistake in the caller's code or settings (keys that
+do not fit, an option of the wrong type): they are in `chainkit.chains.errors`.
+"""
+
+from chainkit.chains import errors as errors
 from chainkit.chains.api import (
     abatch,
     acall,
@@ -12,21 +17,7 @@ from chainkit.chains.api import (
     resume,
     run,
 )
-from chainkit.chains.chain import Chain, Resumption
-from chainkit.chains.errors import (
-    ChainAttributeError,
-    ChainKeyError,
-    ChainTypeError,
-    ChainWiringError,
-    InputsTypeError,
-    MissingInputKeysError,
-    MissingOutputKeysError,
-    OptionsError,
-    OptionsTypeError,
-    OutputNotStringError,
-    OutputsTypeError,
-    SingleKeyError,
-)
+from chainkit.chains.chain import Chain
 from chainkit.chains.llm import LLMChain
 from chainkit.chains.sequential import SequentialChain, SimpleSequentialChain
 from chainkit.chains.stream import AsyncEventStream, EventStream, astream, stream
@@ -34,23 +25,10 @@ from chainkit.chains.stream import AsyncEventStream, EventStream, astream, strea
 __all__ = [
     "AsyncEventStream",
     "Chain",
-    "ChainAttributeError",
-    "ChainKeyError",
-    "ChainTypeError",
-    "ChainWiringError",
     "EventStream",
-    "InputsTypeError",
     "LLMChain",
-    "MissingInputKeysError",
-    "MissingOutputKeysError",
-    "OptionsError",
-    "OptionsTypeError",
-    "OutputNotStringError",
-    "OutputsTypeError",
-    "Resumption",
     "SequentialChain",
     "SimpleSequentialChain",
-    "SingleKeyError",
     "abatch",
     "acall",
     "apredict",

@@ -15,7 +15,8 @@ from typing import Any, Unpack
 from chainkit._progress import Progress
 from chainkit._stop import call_guarded, stop_escaped
 from chainkit._text import shorten
-from chainkit.callbacks import CombiningHandler, Handlers, guard, join
+from chainkit.callbacks import Handlers
+from chainkit.callbacks.combining import CombiningHandler, guard, join
 from chainkit.callbacks.run import enter
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import (

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from chainkit._elsewhere import Elsewhere
 from chainkit._stop import to_thread
-from chainkit.callbacks import Observed
+from chainkit.callbacks.observed import Observed
 from chainkit.chains.errors import ChainAttributeError, ChainTypeError
 from chainkit.schema import Memory
 

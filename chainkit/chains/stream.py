@@ -28,7 +28,8 @@ from collections.abc import (
 from typing import TYPE_CHECKING, Any, Unpack
 
 from chainkit._threads import submit
-from chainkit.callbacks import StreamClosed, guard
+from chainkit.callbacks import StreamClosed
+from chainkit.callbacks.combining import guard
 from chainkit.callbacks.events import Event, EventHandler
 from chainkit.callbacks.pacing import Pacer
 from chainkit.callbacks.run import streaming_tokens

@@ -1,8 +1,11 @@
 """Checkpoints: a run's state as versioned JSON, and the stores that keep it after every step
-so a run resumes (`chains.resume`) after a crash, in another process or days later."""
+so a run resumes (`chains.resume`) after a crash, in another process or days later.
 
+Every error of this package is in `chainkit.checkpoints.errors`.
+"""
+
+from chainkit.checkpoints import errors as errors
 from chainkit.checkpoints.errors import (
-    CheckpointConfigError,
     CheckpointError,
     InterruptedCallError,
     RunExistsError,
@@ -16,15 +19,13 @@ from chainkit.checkpoints.errors import (
 )
 from chainkit.checkpoints.postgres import PostgresStore
 from chainkit.checkpoints.sqlite import SQLiteStore
-from chainkit.checkpoints.state import PendingCall, RunState
+from chainkit.checkpoints.state import RunState
 from chainkit.checkpoints.store import Checkpointer, RunSummary, named_run
 
 __all__ = [
-    "CheckpointConfigError",
     "CheckpointError",
     "Checkpointer",
     "InterruptedCallError",
-    "PendingCall",
     "PostgresStore",
     "RunExistsError",
     "RunFinishedError",

@@ -1,34 +1,30 @@
 """Models: the `Model` contract, the FakeLLM test double, the offline model, and the
-OpenAI-compatible backend (which imports openai only when it first sends a request)."""
+OpenAI-compatible backend (which imports openai only when it first sends a request).
 
-from typing import TYPE_CHECKING
+Errors a model call fails with are exported here; every error of this package, those that
+report a mistake in the caller's code or settings included, is in `chainkit.llms.errors`.
+"""
 
-from chainkit._lazy import lazy_exports
+import typing
+
+from chainkit._lazy import lazy_exports as _lazy_exports
+from chainkit.llms import errors as errors
 from chainkit.llms.errors import (
     AllModelsFailedError,
-    FakeLLMExhaustedError,
-    ModelAttributeError,
-    ModelConfigError,
     ModelConnectionError,
     ModelError,
     ModelRefusalError,
-    ModelReplyShapeError,
-    ModelRequestError,
     ModelResponseError,
     ModelStatusError,
     ModelTimeoutError,
-    ModelTypeError,
     OutputValidationError,
-    RejectedOutput,
-    UnknownOptionError,
 )
-from chainkit.llms.fake import FakeCall, FakeLLM
+from chainkit.llms.fake import FakeLLM
 from chainkit.llms.model import BaseModel, Model, ModelRequest, acall, call
-from chainkit.llms.options import CallOptions, DefaultOptions, StreamingFunc
-from chainkit.llms.output_strategies import StrategyName
+from chainkit.llms.options import CallOptions, DefaultOptions
 from chainkit.llms.structured import ObjectResult, PartialFunc, agenerate_object, generate_object
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from chainkit.llms.fallbacks import Fallbacks
     from chainkit.llms.offline.model import OfflineModel
     from chainkit.llms.openai.chat import OpenAI
@@ -48,7 +44,7 @@ _LAZY = {
 }
 
 
-__getattr__, __dir__ = lazy_exports("chainkit.llms", _LAZY, globals())
+__getattr__, __dir__ = _lazy_exports("chainkit.llms", _LAZY, globals())
 
 
 __all__ = [
@@ -57,23 +53,16 @@ __all__ = [
     "BaseModel",
     "CallOptions",
     "DefaultOptions",
-    "FakeCall",
     "FakeLLM",
-    "FakeLLMExhaustedError",
     "Fallbacks",
     "Model",
-    "ModelAttributeError",
-    "ModelConfigError",
     "ModelConnectionError",
     "ModelError",
     "ModelRefusalError",
-    "ModelReplyShapeError",
     "ModelRequest",
-    "ModelRequestError",
     "ModelResponseError",
     "ModelStatusError",
     "ModelTimeoutError",
-    "ModelTypeError",
     "ObjectResult",
     "OfflineModel",
     "OpenAI",
@@ -81,10 +70,6 @@ __all__ = [
     "OutputValidationError",
     "PartialFunc",
     "RateLimiter",
-    "RejectedOutput",
-    "StrategyName",
-    "StreamingFunc",
-    "UnknownOptionError",
     "acall",
     "agenerate_object",
     "call",

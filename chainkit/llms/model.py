@@ -13,7 +13,8 @@ from chainkit._elsewhere import Elsewhere
 from chainkit._errors import EscapedStopError
 from chainkit._stop import stop_escaped
 from chainkit._text import described, shorten
-from chainkit.callbacks import CombiningHandler, Handler, guard
+from chainkit.callbacks import Handler
+from chainkit.callbacks.combining import CombiningHandler, guard
 from chainkit.callbacks.handler import ModelOptions
 from chainkit.callbacks.run import enter, tokens_wanted
 from chainkit.llms.errors import ModelAttributeError, ModelTypeError

@@ -13,7 +13,8 @@ from chainkit.prompts.errors import PromptAttributeError, PromptError, PromptTyp
 from chainkit.prompts.limits import TemplateLimits, checked_limits
 from chainkit.prompts.placeholder import MessagesPlaceholder
 from chainkit.prompts.template import PromptTemplate, TemplateFormat
-from chainkit.schema import Message, Role
+from chainkit.schema import Message
+from chainkit.schema.message import Role
 
 MessageLike = tuple[str, str | PromptTemplate] | MessagesPlaceholder | Message
 

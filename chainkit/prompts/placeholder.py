@@ -9,7 +9,8 @@ from typing import Any, Never
 
 from chainkit._text import counted
 from chainkit.prompts.errors import PromptError, PromptTypeError
-from chainkit.schema import AgenticMessage, Message, Role, from_agentic
+from chainkit.schema import AgenticMessage, Message, from_agentic
+from chainkit.schema.message import Role
 
 ROLE_ALIASES: dict[str, Role] = {
     "system": "system",

@@ -1,10 +1,13 @@
-"""Plain data types shared by every part of chainkit. Imports nothing else from chainkit."""
+"""Plain data types shared by every part of chainkit. Imports nothing else from chainkit.
 
+Every error of this package is in `chainkit.schema.errors`.
+"""
+
+from chainkit.schema import errors as errors
 from chainkit.schema.agent import AgentAction, AgentFinish, AgentStep
 from chainkit.schema.agentic import (
     AgenticMessage,
     AssistantGenText,
-    ContentBlock,
     FunctionToolCall,
     FunctionToolResult,
     Reasoning,
@@ -12,23 +15,14 @@ from chainkit.schema.agentic import (
     UserInputImage,
     UserInputText,
 )
-from chainkit.schema.concat import concat_agentic_messages, concat_messages
-from chainkit.schema.convert import (
-    REASONING_SIGNATURE_KEY,
-    from_agentic,
-    to_agentic,
-)
-from chainkit.schema.errors import ConcatError, ConversionError, MessageFormatError
+from chainkit.schema.convert import from_agentic, to_agentic
+from chainkit.schema.errors import MessageFormatError
 from chainkit.schema.memory import Memory
 from chainkit.schema.message import (
-    ROLES,
-    ContentPart,
     FilePart,
     FunctionCall,
     ImagePart,
     Message,
-    ResponseMeta,
-    Role,
     TextPart,
     TokenUsage,
     ToolCall,
@@ -37,17 +31,11 @@ from chainkit.schema.output_parser import OutputParser
 from chainkit.schema.tool import ToolInfo
 
 __all__ = [
-    "REASONING_SIGNATURE_KEY",
-    "ROLES",
     "AgentAction",
     "AgentFinish",
     "AgentStep",
     "AgenticMessage",
     "AssistantGenText",
-    "ConcatError",
-    "ContentBlock",
-    "ContentPart",
-    "ConversionError",
     "FilePart",
     "FunctionCall",
     "FunctionToolCall",
@@ -58,8 +46,6 @@ __all__ = [
     "MessageFormatError",
     "OutputParser",
     "Reasoning",
-    "ResponseMeta",
-    "Role",
     "TextPart",
     "TokenUsage",
     "ToolCall",
@@ -67,8 +53,6 @@ __all__ = [
     "UserInputFile",
     "UserInputImage",
     "UserInputText",
-    "concat_agentic_messages",
-    "concat_messages",
     "from_agentic",
     "to_agentic",
 ]

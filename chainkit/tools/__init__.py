@@ -2,11 +2,15 @@
 
 `MCPTools` gives the tools of an MCP server (it needs `pip install 'chainkit[mcp]'`); it is
 loaded on first use, so importing chainkit.tools imports neither mcp nor asyncio.
+Errors a tool call or an MCP server fails with are exported here; every error of this
+package, those that report a mistake in the caller's code or settings included, is in
+`chainkit.tools.errors`.
 """
 
-from typing import TYPE_CHECKING
+import typing
 
-from chainkit._lazy import lazy_exports
+from chainkit._lazy import lazy_exports as _lazy_exports
+from chainkit.tools import errors as errors
 from chainkit.tools.base import Tool
 from chainkit.tools.builtin.calculator import Calculator
 from chainkit.tools.builtin.current_time import CurrentTime
@@ -15,22 +19,16 @@ from chainkit.tools.errors import (
     ArgumentProblem,
     InvalidArgumentsError,
     MCPConnectionError,
-    MCPNotInstalledError,
-    MCPSessionError,
     MCPTimeoutError,
     MCPToolError,
-    ToolAttributeError,
-    ToolConfigError,
-    ToolDefinitionError,
     ToolError,
-    ToolTypeError,
 )
 from chainkit.tools.join import join_tools
-from chainkit.tools.retriever import ToolRetriever
+from chainkit.tools.retriever import Embedder, ToolRetriever
 from chainkit.tools.structured import StructuredTool, tool
 from chainkit.tools.toolset import Toolset
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from chainkit.tools._mcp.client import MCPTools
     from chainkit.tools._mcp.tool import MCPTool
 
@@ -40,7 +38,7 @@ _LAZY = {
 }
 
 
-__getattr__, __dir__ = lazy_exports("chainkit.tools", _LAZY, globals())
+__getattr__, __dir__ = _lazy_exports("chainkit.tools", _LAZY, globals())
 
 
 def builtin_tools() -> list[Tool]:
@@ -52,10 +50,9 @@ __all__ = [
     "ArgumentProblem",
     "Calculator",
     "CurrentTime",
+    "Embedder",
     "InvalidArgumentsError",
     "MCPConnectionError",
-    "MCPNotInstalledError",
-    "MCPSessionError",
     "MCPTimeoutError",
     "MCPTool",
     "MCPToolError",
@@ -63,12 +60,8 @@ __all__ = [
     "RandomNumber",
     "StructuredTool",
     "Tool",
-    "ToolAttributeError",
-    "ToolConfigError",
-    "ToolDefinitionError",
     "ToolError",
     "ToolRetriever",
-    "ToolTypeError",
     "Toolset",
     "builtin_tools",
     "join_tools",

@@ -189,7 +189,7 @@ def test_an_async_approve_is_awaited_in_an_async_run():
     )
     answer = asyncio.run(chains.arun(executor, "pay bob"))
     assert answer.endswith("900 is too much")
-    with pytest.raises(agents.AgentTypeError, match=r"async function.*chains\.acall"):
+    with pytest.raises(agents.errors.AgentTypeError, match=r"async function.*chains\.acall"):
         chains.run(executor, "pay bob")
     assert payments.paid == []
 
@@ -210,7 +210,7 @@ def test_an_async_approve_is_awaited_in_an_async_run():
     ],
 )
 def test_wrong_approval_settings_are_refused(make: Any, message: str):
-    with pytest.raises((agents.AgentTypeError, tools.ToolTypeError), match=message):
+    with pytest.raises((agents.errors.AgentTypeError, tools.errors.ToolTypeError), match=message):
         make()
 
 
@@ -221,7 +221,7 @@ def test_a_decision_of_another_type_is_refused_naming_the_tool(mode: Mode):
         tool_calling(payments, ("pay", {"to": "bob", "amount": 1})),
         approve=lambda request: True,  # type: ignore[arg-type,return-value]
     )
-    with pytest.raises(agents.AgentTypeError, match=r"returned bool .* call of pay"):
+    with pytest.raises(agents.errors.AgentTypeError, match=r"returned bool .* call of pay"):
         mode.run(executor, "pay bob")
     assert payments.paid == []
 
@@ -354,5 +354,7 @@ def test_a_sync_approve_returning_a_coroutine_is_awaited_in_an_async_run():
         approve=lambda request: deny(request),
     )
     assert asyncio.run(chains.arun(executor, "pay")).endswith("did not run: later")
-    with pytest.raises(agents.AgentTypeError, match="returned an awaitable for the call of pay"):
+    with pytest.raises(
+        agents.errors.AgentTypeError, match="returned an awaitable for the call of pay"
+    ):
         chains.run(executor, "pay")

@@ -62,7 +62,7 @@ def test_run_which_returns_text_refuses_a_run_that_may_pause_before_it_starts(mo
     payments = Payments()
     executor = agents.Executor(tool_calling(payments, *CALLS))
     with pytest.raises(
-        chains.OutputNotStringError,
+        chains.errors.OutputNotStringError,
         match=r"may pause for approval \(pay need it and no approve= was given\), with no "
         r"answer under 'output'; use chains.call",
     ):
@@ -164,7 +164,7 @@ def test_a_checkpointed_run_resumes_by_run_id_and_handlers_hear_it(
         ("pay", "approve", None, None, "call-0"),
         ("pay", "deny", "", None, "call-1"),
     ]
-    with pytest.raises(agents.AgentConfigError, match="has no call waiting for one"):
+    with pytest.raises(agents.errors.AgentConfigError, match="has no call waiting for one"):
         mode.drive("resume", executor(payments), pending.state.run_id, decisions)
     assert mode.drive("resume", executor(payments), pending.state.run_id) == outputs
 
@@ -188,7 +188,7 @@ def test_decisions_missing_or_naming_no_waiting_call_are_refused(
     payments = Payments()
     executor = agents.Executor(tool_calling(payments, *CALLS))
     state = _paused(mode, executor).state
-    with pytest.raises(agents.AgentConfigError, match=message):
+    with pytest.raises(agents.errors.AgentConfigError, match=message):
         mode.drive("resume", executor, state, decisions)
     assert payments.paid == []
 

@@ -7,12 +7,12 @@ import pytest
 from chainkit import agents, callbacks, chains, llms, tools
 from chainkit.agents import (
     Executor,
-    NoReturnError,
     NotFinishedError,
     OneShotAgent,
     OutputParserError,
     ParserErrorHandler,
 )
+from chainkit.agents.errors import NoReturnError
 from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer
 from chainkit.prompts import ChatPromptTemplate
@@ -111,7 +111,9 @@ def test_stop_none_keeps_defaults_and_a_misspelt_option_is_refused_with_a_sugges
     chains.run(executor, "q", stop=None)
     assert list(fake.calls[0].options["stop"]) == ["\nObservation:", "\n\tObservation:"]
     executor, fake = run_agent([final("a")])
-    with pytest.raises(llms.UnknownOptionError, match="'temprature'; did you mean 'temperature'"):
+    with pytest.raises(
+        llms.errors.UnknownOptionError, match="'temprature'; did you mean 'temperature'"
+    ):
         chains.run(executor, "q", temprature=0.2)  # type: ignore[call-arg]
     assert fake.calls == []
 

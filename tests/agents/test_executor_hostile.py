@@ -854,9 +854,9 @@ def test_run_refuses_intermediate_steps_before_the_tools_run(mode):
 
     fake = FakeLLM([calls("mrkl", ("send_mail", "hi boss")), answer("mrkl", "sent it")])
     executor = Executor(OneShotAgent(fake, [SendMail()]), return_intermediate_steps=True)
-    with pytest.raises(chains.SingleKeyError, match=r"\['output', 'intermediate_steps'\]"):
+    with pytest.raises(chains.errors.SingleKeyError, match=r"\['output', 'intermediate_steps'\]"):
         mode.run(executor, "q")
-    with pytest.raises(chains.SingleKeyError, match="predict"):
+    with pytest.raises(chains.errors.SingleKeyError, match="predict"):
         mode.predict(executor, {"input": "q"})
     assert sent == [] and fake.calls == []
 

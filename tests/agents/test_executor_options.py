@@ -12,14 +12,8 @@ from typing import Any
 import pytest
 
 from chainkit import ChainkitError, agents, chains, tools
-from chainkit.agents import (
-    AgentConfigError,
-    AgentTypeError,
-    Executor,
-    NotFinishedError,
-    OneShotAgent,
-    _deadline,
-)
+from chainkit.agents import Executor, NotFinishedError, OneShotAgent, _deadline
+from chainkit.agents.errors import AgentConfigError, AgentTypeError
 from chainkit.llms import FakeLLM
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests.support.modes import Mode

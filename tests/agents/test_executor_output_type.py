@@ -100,14 +100,14 @@ def test_a_sequence_ending_in_a_typed_executor_is_refused_before_it_runs(mode: M
     sequence = chains.SequentialChain([typed], input_variables=["input"])
     with pytest.raises(OutputNotStringError, match=r"takes its output from Executor"):
         mode.run(sequence, "Weather?")
-    with pytest.raises(chains.ChainWiringError, match=r"chain 0 \(Executor\) answers with"):
+    with pytest.raises(chains.errors.ChainWiringError, match=r"chain 0 \(Executor\) answers with"):
         chains.SimpleSequentialChain([typed])
     assert fake.calls == []
     assert mode.call(sequence, {"input": "Weather?"})["output"] == Weather("Oslo", 4.5)
 
 
 def test_a_type_with_no_schema_is_refused_when_the_executor_is_made() -> None:
-    with pytest.raises(agents.AgentTypeError, match=r"output_type .* has no JSON schema"):
+    with pytest.raises(agents.errors.AgentTypeError, match=r"output_type .* has no JSON schema"):
         Executor(OneShotAgent(FakeLLM([]), [Echo()]), output_type=set[int])
 
 
@@ -246,11 +246,11 @@ def test_a_kind_of_agent_of_your_own_gets_the_typed_answer_too(mode: Mode) -> No
 
 
 def test_an_agent_that_is_no_base_agent_is_refused_an_output_type() -> None:
-    with pytest.raises(agents.AgentTypeError, match=r"subclasses agents\.BaseAgent"):
+    with pytest.raises(agents.errors.AgentTypeError, match=r"subclasses agents\.BaseAgent"):
         Executor(CustomAgent([Echo()]), output_type=Weather)
 
 
 def test_a_tool_named_like_the_final_answer_tool_is_refused() -> None:
     agent = ToolCallingAgent(FakeLLM([]), [named("final_answer", "x")])
-    with pytest.raises(agents.AgentConfigError, match="'final_answer'"):
+    with pytest.raises(agents.errors.AgentConfigError, match="'final_answer'"):
         Executor(agent, output_type=Weather)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from chainkit import agents, chains, checkpoints, llms, tools
+from chainkit.checkpoints.state import PendingCall
 from chainkit.llms import FakeLLM
 from chainkit.schema import AgentAction, AgentStep
 from tests.support import durable_runs
@@ -28,7 +29,7 @@ def _stopped_in(tool: str, run_id: str = "stopped") -> checkpoints.RunState:
         ["append", "note"],
         {"input": durable_runs.QUESTION},
         [AgentStep(first, f"{durable_runs.MARK}append:a")],
-        [checkpoints.PendingCall(cut, started=True)],
+        [PendingCall(cut, started=True)],
         iteration=2,
     )
 
@@ -97,17 +98,17 @@ def test_a_state_of_another_version_is_refused(tmp_path: Path) -> None:
 
 
 def test_decisions_for_a_run_not_paused_for_approval_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(agents.AgentConfigError, match="'stopped' has no call waiting"):
+    with pytest.raises(agents.errors.AgentConfigError, match="'stopped' has no call waiting"):
         chains.resume(_mrkl(tmp_path), _stopped_in("note"), {"c1": "approve"})
 
 
 def test_a_bad_interrupted_choice_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(checkpoints.CheckpointConfigError, match="'again'"):
+    with pytest.raises(checkpoints.errors.CheckpointConfigError, match="'again'"):
         chains.resume(_mrkl(tmp_path), _stopped_in("note"), interrupted="again")
 
 
 def test_a_run_id_needs_a_checkpointer(tmp_path: Path) -> None:
-    with pytest.raises(checkpoints.CheckpointConfigError, match="checkpointer"):
+    with pytest.raises(checkpoints.errors.CheckpointConfigError, match="checkpointer"):
         chains.resume(_mrkl(tmp_path), "some-run")
 
 
@@ -116,7 +117,7 @@ def test_a_chain_other_than_an_executor_cannot_resume() -> None:
         def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
             return {"output": inputs["input"]}
 
-    with pytest.raises(chains.ChainTypeError, match="Echo cannot resume"):
+    with pytest.raises(chains.errors.ChainTypeError, match="Echo cannot resume"):
         chains.resume(Echo(), "some-run")
 
 
@@ -162,7 +163,7 @@ def test_a_native_run_over_http_is_saved_without_its_api_key(
 
 def test_inputs_that_are_not_json_are_refused_naming_the_key(tmp_path: Path) -> None:
     chain = _mrkl(tmp_path, checkpoints.SQLiteStore(":memory:"))
-    with pytest.raises(checkpoints.CheckpointConfigError, match="'input'"):
+    with pytest.raises(checkpoints.errors.CheckpointConfigError, match="'input'"):
         chains.call(chain, {"input": object()})
 
 
@@ -172,7 +173,7 @@ def test_a_checkpointer_that_is_none_of_the_kind_is_refused() -> None:
         """Does nothing."""
         return text
 
-    with pytest.raises(agents.AgentTypeError, match="checkpointer"):
+    with pytest.raises(agents.errors.AgentTypeError, match="checkpointer"):
         agents.Executor(agents.OneShotAgent(FakeLLM([]), [noop]), checkpointer="runs.db")  # type: ignore[arg-type]
 
 

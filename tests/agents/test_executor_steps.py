@@ -12,13 +12,8 @@ import time
 import pytest
 
 from chainkit import EscapedStopError, chains, tools
-from chainkit.agents import (
-    AgentConfigError,
-    Executor,
-    NotFinishedError,
-    OneShotAgent,
-    ToolCallingAgent,
-)
+from chainkit.agents import Executor, NotFinishedError, OneShotAgent, ToolCallingAgent
+from chainkit.agents.errors import AgentConfigError
 from chainkit.llms import FakeLLM
 from chainkit.memory import ConversationBuffer
 from chainkit.schema import FunctionCall, Message, ToolCall

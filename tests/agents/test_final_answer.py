@@ -18,7 +18,8 @@ from chainkit.agents import (
 )
 from chainkit.agents.tool_calling import FINAL_ANSWER_REQUEST
 from chainkit.llms import FakeLLM
-from chainkit.schema import FunctionCall, Message, ResponseMeta, ToolCall
+from chainkit.schema import FunctionCall, Message, ToolCall
+from chainkit.schema.message import ResponseMeta
 from tests.support.stub_tools import Echo
 
 

@@ -98,9 +98,9 @@ def test_a_question_waits_for_an_answer_and_the_answer_must_be_json(
     calls = (("transfer", {"amount": 5}),)
     pending = mode.call(_executor(bank, tmp_path, *calls), {"input": "move 5"})["pending"]
     run_id = pending.state.run_id
-    with pytest.raises(agents.AgentConfigError, match=r"calls \['call-0'\]"):
+    with pytest.raises(agents.errors.AgentConfigError, match=r"calls \['call-0'\]"):
         mode.drive("resume", _executor(bank, tmp_path, *calls), run_id)
-    with pytest.raises(agents.AgentTypeError, match="transfer must be JSON"):
+    with pytest.raises(agents.errors.AgentTypeError, match="transfer must be JSON"):
         mode.drive("resume", _executor(bank, tmp_path, *calls), run_id, [object()])
     assert bank.moved == []
 
@@ -108,7 +108,7 @@ def test_a_question_waits_for_an_answer_and_the_answer_must_be_json(
 def test_a_question_needs_a_run_that_keeps_its_state(mode: Mode) -> None:
     bank = Transfers()
     agent = agents.ToolCallingAgent(CallsThenReports(("transfer", {"amount": 5})), bank.tools)
-    with pytest.raises(agents.AgentConfigError, match="give it a checkpointer"):
+    with pytest.raises(agents.errors.AgentConfigError, match="give it a checkpointer"):
         mode.call(agents.Executor(agent), {"input": "move 5"})
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from chainkit import agents, callbacks, chains, llms
+from chainkit.agents.mrkl_parser import parse_mrkl_output
 from chainkit.schema import AgentAction, AgentFinish, Message
 from chainkit.tools.builtin import Calculator, CurrentTime, RandomNumber
 from tests.support.llama_server import LlamaServer, missing
@@ -76,12 +77,12 @@ def test_every_constrained_reply_parses_and_the_run_answers(local_model, questio
     assert answer.strip()
     *steps, last = zip(replies.grammars, replies.replies, strict=True)
     for _, reply in steps:
-        assert isinstance(agents.parse_mrkl_output(reply), AgentAction)
+        assert isinstance(parse_mrkl_output(reply), AgentAction)
     grammar, reply = last
     if grammar.startswith('root ::= " "'):  # the answer asked for at the limit
         assert reply.strip() == answer
     else:
-        assert agents.parse_mrkl_output(reply) == AgentFinish({"output": answer}, reply)
+        assert parse_mrkl_output(reply) == AgentFinish({"output": answer}, reply)
 
 
 def test_the_server_takes_the_grammar_of_awkward_tool_names(local_model):
@@ -94,7 +95,7 @@ def test_the_server_takes_the_grammar_of_awkward_tool_names(local_model):
         agent, max_iterations=2, early_stopping_method="generate", callbacks=replies
     )
     chains.run(executor, "Use a tool.")
-    step = agents.parse_mrkl_output(replies.replies[0])
+    step = parse_mrkl_output(replies.replies[0])
     assert getattr(step, "tool", None) in (*names, None)
 
 

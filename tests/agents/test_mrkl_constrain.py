@@ -8,6 +8,7 @@ import pytest
 
 from chainkit import agents, chains, tools
 from chainkit.agents import ConstraintRefusedError
+from chainkit.agents.mrkl_parser import parse_mrkl_output
 from chainkit.llms import ModelStatusError
 from chainkit.schema import AgentAction
 from chainkit.tools.builtin import Calculator, CurrentTime, RandomNumber
@@ -82,7 +83,7 @@ def test_every_reply_a_grammar_allows_parses_as_the_step_it_spells(openai_server
     for name in names:
         reply = f" go\nAction: {name}\nAction Input: 2 + 2\n"
         assert matches(grammar, reply)
-        assert agents.parse_mrkl_output(reply) == AgentAction(name, "2 + 2", reply.rstrip())
+        assert parse_mrkl_output(reply) == AgentAction(name, "2 + 2", reply.rstrip())
 
 
 def test_the_final_answer_asked_for_at_a_limit_is_constrained(mode, openai_server, openai_llm):
@@ -137,9 +138,9 @@ def test_other_failures_of_a_constrained_call_stay_what_they_are(mode, openai_se
 @pytest.mark.parametrize(
     ("value", "error"),
     [
-        (True, agents.AgentTypeError),
-        ("", agents.AgentConfigError),
-        ("a..b", agents.AgentConfigError),
+        (True, agents.errors.AgentTypeError),
+        ("", agents.errors.AgentConfigError),
+        ("a..b", agents.errors.AgentConfigError),
     ],
 )
 def test_constrain_must_name_a_request_field(openai_llm, value, error):
@@ -148,7 +149,7 @@ def test_constrain_must_name_a_request_field(openai_llm, value, error):
 
 
 @pytest.mark.parametrize(
-    ("value", "error"), [(0, agents.AgentConfigError), (1.5, agents.AgentTypeError)]
+    ("value", "error"), [(0, agents.errors.AgentConfigError), (1.5, agents.errors.AgentTypeError)]
 )
 def test_answer_after_must_be_a_whole_number_of_calls(openai_llm, value, error):
     with pytest.raises(error, match="answer_after"):

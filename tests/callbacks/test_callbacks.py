@@ -4,14 +4,9 @@ import logging
 import pytest
 
 from chainkit import chains
-from chainkit.callbacks import (
-    CombiningHandler,
-    Handler,
-    HandlerTypeError,
-    LogHandler,
-    guard,
-    join,
-)
+from chainkit.callbacks import Handler, LogHandler
+from chainkit.callbacks.combining import CombiningHandler, guard, join
+from chainkit.callbacks.errors import HandlerTypeError
 from chainkit.callbacks.events import EVENTS
 from chainkit.schema import AgentAction, AgentFinish, FunctionCall, Message, ToolCall
 from tests.support.event_recorder import EventRecorder

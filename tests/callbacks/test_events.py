@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from chainkit import callbacks
-from chainkit.callbacks import Event, EventHandler, guard
+from chainkit.callbacks import Event, EventHandler
+from chainkit.callbacks.combining import guard
 from chainkit.callbacks.events import EVENTS, CallbackEvent
 from chainkit.callbacks.run import enter
 from chainkit.schema import AgentAction, FunctionCall, Message, ToolCall

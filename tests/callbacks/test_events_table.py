@@ -9,8 +9,9 @@ from typing import Any, get_args
 
 import pytest
 
-from chainkit.callbacks import CombiningHandler, EventHandler, Handler, guard, trace_view
+from chainkit.callbacks import EventHandler, Handler, trace_view
 from chainkit.callbacks import handler as handler_module
+from chainkit.callbacks.combining import CombiningHandler, guard
 from chainkit.callbacks.events import (
     END_KINDS,
     ERROR_KINDS,

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chainkit import agents, chains, tools
-from chainkit.callbacks import AnswerRestart, Event, FinalAnswerStream, HandlerTypeError
+from chainkit.callbacks import AnswerRestart, Event, FinalAnswerStream
+from chainkit.callbacks.errors import HandlerTypeError
 from chainkit.callbacks.events import EventKind
 from chainkit.callbacks.final_answer import Piece
 from chainkit.llms import FakeLLM, OpenAI

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from chainkit import agents, chains, tools
 from chainkit.callbacks import LogHandler
 from chainkit.llms import FakeLLM
-from chainkit.schema import FunctionCall, Message, ResponseMeta, Role, ToolCall
+from chainkit.schema import FunctionCall, Message, ToolCall
+from chainkit.schema.message import ResponseMeta, Role
 from tests.support.modes import Mode
 from tests.support.stub_chains import InputOutputChain
 

@@ -19,7 +19,8 @@ from chainkit import agents, callbacks, chains, tools
 from chainkit.callbacks import OpenTelemetryHandler
 from chainkit.llms import FakeLLM, OpenAI
 from chainkit.llms.errors import ModelError
-from chainkit.schema import Message, ResponseMeta, TokenUsage
+from chainkit.schema import Message, TokenUsage
+from chainkit.schema.message import ResponseMeta
 from tests.callbacks.test_runs import Broken, executor_and_tools
 from tests.support.openai_server import Fault, OpenAIServer, Reply
 from tests.support.otel import exporter_and_provider
@@ -208,7 +209,7 @@ def test_a_missing_opentelemetry_is_named_with_the_extra_to_install():
         "import sys; sys.modules['opentelemetry'] = None\n"
         "from chainkit import callbacks\n"
         "try:\n    callbacks.OpenTelemetryHandler()\n"
-        "except callbacks.HandlerDependencyError as error:\n    print(error)\n"
+        "except callbacks.errors.HandlerDependencyError as error:\n    print(error)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "pip install 'chainkit[otel]'" in result.stdout, result.stderr

@@ -352,7 +352,7 @@ def test_a_tool_retrieval_is_a_retriever_run_inside_the_agents_run():
 
 
 def test_reporting_for_what_is_no_run_is_a_handler_type_error():
-    from chainkit.callbacks import HandlerTypeError
+    from chainkit.callbacks.errors import HandlerTypeError
     from chainkit.callbacks.run import reporting_for
 
     with pytest.raises(HandlerTypeError, match="reporting_for takes a run"):  # noqa: SIM117

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from chainkit import callbacks, chains
-from chainkit.callbacks import current_run, guard
+from chainkit.callbacks import current_run
+from chainkit.callbacks.combining import guard
 from chainkit.callbacks.run import enter, streaming_tokens, tokens_wanted
 from tests.support.event_recorder import EventRecorder
 from tests.support.stub_chains import InputOutputChain

@@ -15,7 +15,8 @@ from chainkit._cli.entry_point import main
 from chainkit.callbacks.errors import TraceFormatError
 from chainkit.callbacks.trace_view import format_tree, read_trace
 from chainkit.llms import FakeLLM, OpenAI
-from chainkit.schema import Message, ResponseMeta, TokenUsage
+from chainkit.schema import Message, TokenUsage
+from chainkit.schema.message import ResponseMeta
 from tests.support.openai_server import TEST_API_KEY, OpenAIServer, Reply
 from tests.support.retried_stream import (
     ANSWER,
@@ -145,7 +146,7 @@ class EchoChain(InputOutputChain):
 
 
 def test_trace_file_refuses_what_is_no_path():
-    with pytest.raises(callbacks.HandlerTypeError, match="file path"):
+    with pytest.raises(callbacks.errors.HandlerTypeError, match="file path"):
         callbacks.TraceFile(3)  # type: ignore[arg-type]
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from chainkit import agents, chains, llms, tools
-from chainkit.callbacks import HandlerConfigError, HandlerTypeError, ModelUsage, UsageTotals
+from chainkit.callbacks import ModelUsage, UsageTotals
+from chainkit.callbacks.errors import HandlerConfigError, HandlerTypeError
 from chainkit.schema import Message
 from tests.support.modes import Mode
 from tests.support.openai_server import OpenAIServer, Reply

@@ -7,19 +7,17 @@ import pytest
 
 from chainkit import chains
 from chainkit.callbacks import Handler
-from chainkit.chains import (
-    Chain,
+from chainkit.chains import Chain, LLMChain, SequentialChain, SimpleSequentialChain
+from chainkit.chains.errors import (
     ChainWiringError,
-    LLMChain,
     MissingInputKeysError,
     MissingOutputKeysError,
     OutputNotStringError,
-    SequentialChain,
-    SimpleSequentialChain,
     SingleKeyError,
 )
 from chainkit.llms import CallOptions, FakeLLM
-from chainkit.memory import ConversationBuffer, MemoryKeyError
+from chainkit.memory import ConversationBuffer
+from chainkit.memory.errors import MemoryKeyError
 from chainkit.prompts import ChatPromptTemplate, MessagesPlaceholder, PromptTemplate
 from chainkit.schema import Message
 from tests.support.concurrency_peak import Peak

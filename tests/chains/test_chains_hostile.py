@@ -13,17 +13,12 @@ import threading
 import pytest
 
 from chainkit import callbacks, chains, tools
-from chainkit.chains import (
-    Chain,
-    LLMChain,
-    MissingInputKeysError,
-    OutputsTypeError,
-    SequentialChain,
-    SimpleSequentialChain,
-    SingleKeyError,
-)
-from chainkit.llms import FakeLLM, OpenAIEmbeddings, UnknownOptionError
-from chainkit.memory import ConversationBuffer, MemoryKeyError
+from chainkit.chains import Chain, LLMChain, SequentialChain, SimpleSequentialChain
+from chainkit.chains.errors import MissingInputKeysError, OutputsTypeError, SingleKeyError
+from chainkit.llms import FakeLLM, OpenAIEmbeddings
+from chainkit.llms.errors import UnknownOptionError
+from chainkit.memory import ConversationBuffer
+from chainkit.memory.errors import MemoryKeyError
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import Message
 from tests.support.event_recorder import EventRecorder
@@ -347,7 +342,7 @@ NOT_CHAIN_CALLS = {
 @pytest.mark.parametrize("function", sorted(NOT_CHAIN_CALLS))
 def test_a_model_given_as_a_chain_is_told_how_to_wrap_it(function):
     model = FakeLLM(["never asked"])
-    with pytest.raises(chains.ChainTypeError) as raised:
+    with pytest.raises(chains.errors.ChainTypeError) as raised:
         NOT_CHAIN_CALLS[function](model)
     assert str(raised.value).startswith(f"chains.{function} runs a chain, got FakeLLM: ")
     assert "chains.LLMChain(" in str(raised.value)
@@ -357,7 +352,7 @@ def test_a_model_given_as_a_chain_is_told_how_to_wrap_it(function):
 @pytest.mark.parametrize("function", sorted(NOT_CHAIN_CALLS))
 @pytest.mark.parametrize("thing", ["a prompt", None, tools.Calculator()])
 def test_anything_else_given_as_a_chain_is_named(function, thing):
-    with pytest.raises(chains.ChainTypeError) as raised:
+    with pytest.raises(chains.errors.ChainTypeError) as raised:
         NOT_CHAIN_CALLS[function](thing)
     assert str(raised.value) == (
         f"chains.{function} runs a chain, got {type(thing).__name__}: pass a Chain: a "
@@ -384,7 +379,7 @@ def two_inputs() -> tuple[LLMChain, FakeLLM]:
 )
 def test_inputs_given_as_keyword_arguments_name_the_call_to_write(function, way):
     chain, llm = two_inputs()
-    with pytest.raises(chains.InputsTypeError) as refused:
+    with pytest.raises(chains.errors.InputsTypeError) as refused:
         getattr(chains, function)(chain, question="why?", language="French", temperature=0)
     assert str(refused.value).startswith(
         f"chains.{function} takes the chain's inputs as its second argument, not as keyword "
@@ -396,18 +391,22 @@ def test_inputs_given_as_keyword_arguments_name_the_call_to_write(function, way)
 @pytest.mark.parametrize("function", ["apredict", "acall", "arun"])
 def test_async_twins_name_the_call_to_write_too(function):
     chain, llm = two_inputs()
-    with pytest.raises(chains.InputsTypeError, match=f"write chains.{function}\\(chain, "):
+    with pytest.raises(chains.errors.InputsTypeError, match=f"write chains.{function}\\(chain, "):
         asyncio.run(getattr(chains, function)(chain, question="why?"))
     assert llm.calls == []
 
 
 def test_no_inputs_at_all_and_an_input_beside_the_dict_are_named():
     chain, llm = two_inputs()
-    with pytest.raises(chains.InputsTypeError, match=r"chains.call needs the chain's inputs as"):
+    with pytest.raises(
+        chains.errors.InputsTypeError, match=r"chains.call needs the chain's inputs as"
+    ):
         chains.call(chain)
-    with pytest.raises(chains.InputsTypeError, match=r"chains.run needs the chain's inputs as"):
+    with pytest.raises(
+        chains.errors.InputsTypeError, match=r"chains.run needs the chain's inputs as"
+    ):
         chains.run(chain)
-    with pytest.raises(chains.InputsTypeError) as refused:
+    with pytest.raises(chains.errors.InputsTypeError) as refused:
         chains.predict(chain, {"question": "why?"}, language="French")  # type: ignore[call-arg]
     assert str(refused.value) == (
         "'language' is an input of LLMChain, given as a call option: put it in the inputs dict"
@@ -419,7 +418,7 @@ def test_no_inputs_at_all_and_an_input_beside_the_dict_are_named():
 def test_the_inputs_dict_given_to_run_is_named_rather_than_sent_as_its_repr():
     llm = FakeLLM(["answer"])
     chain = LLMChain(PromptTemplate.from_template("Q: {question}"), llm)
-    with pytest.raises(chains.InputsTypeError) as refused:
+    with pytest.raises(chains.errors.InputsTypeError) as refused:
         chains.run(chain, {"question": "why?"})
     assert str(refused.value) == (
         "chains.run takes the input itself, got the inputs dict {'question': 'why?'}: write "

@@ -9,17 +9,11 @@ from typing import Any
 import pytest
 
 from chainkit import chains
-from chainkit.chains import (
-    Chain,
-    ChainWiringError,
-    LLMChain,
-    OutputNotStringError,
-    SequentialChain,
-    SimpleSequentialChain,
-    SingleKeyError,
-)
+from chainkit.chains import Chain, LLMChain, SequentialChain, SimpleSequentialChain
+from chainkit.chains.errors import ChainWiringError, OutputNotStringError, SingleKeyError
 from chainkit.llms import FakeLLM
-from chainkit.memory import ConversationBuffer, MemoryKeyError
+from chainkit.memory import ConversationBuffer
+from chainkit.memory.errors import MemoryKeyError
 from chainkit.prompts import PromptTemplate
 from tests.support.event_recorder import EventRecorder
 

@@ -210,11 +210,11 @@ def test_a_failed_run_yields_its_error_then_raises():
 
 @pytest.mark.timeout(30)
 def test_bad_input_raises_the_same_error_as_chains_call():
-    with pytest.raises(chains.MissingInputKeysError):
+    with pytest.raises(chains.errors.MissingInputKeysError):
         list(chains.stream(Failing(), {"other": 1}))
-    with pytest.raises(chains.InputsTypeError):
+    with pytest.raises(chains.errors.InputsTypeError):
         list(chains.stream(Failing(), 3))  # type: ignore[arg-type]
-    with pytest.raises(callbacks.HandlerTypeError):
+    with pytest.raises(callbacks.errors.HandlerTypeError):
         list(chains.stream(Failing(), "x", callbacks="loud"))  # type: ignore[arg-type]
 
 

@@ -140,7 +140,9 @@ def test_a_call_waiting_for_a_person_when_the_process_died_waits_still(
     assert [
         (r.tool_call_id, r.arguments) for r in waiting if isinstance(r, agents.ApprovalRequest)
     ] == [("call-1", {"to": "bob", "amount": 900})]
-    with pytest.raises(agents.AgentConfigError, match=r"paused for approval of calls \['call-1'\]"):
+    with pytest.raises(
+        agents.errors.AgentConfigError, match=r"paused for approval of calls \['call-1'\]"
+    ):
         mode.drive("resume", _executor(bank, open_store()), run_id)
     mode.drive("resume", _executor(bank, open_store()), run_id, {"call-1": agents.Deny("no")})
     assert bank.paid == [("ann", 9)]

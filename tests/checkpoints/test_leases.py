@@ -117,5 +117,5 @@ def test_a_holder_taken_over_is_fenced_and_releases_nothing_of_the_new_holder(
 
 
 def test_lease_seconds_out_of_range_are_refused(tmp_path: Any) -> None:
-    with pytest.raises(checkpoints.CheckpointConfigError, match="lease_seconds"):
+    with pytest.raises(checkpoints.errors.CheckpointConfigError, match="lease_seconds"):
         checkpoints.SQLiteStore(tmp_path / "runs.db", lease_seconds=-1)

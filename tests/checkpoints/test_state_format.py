@@ -375,6 +375,6 @@ def test_a_bad_state_key_is_refused_without_showing_it(key: object, expected: st
         lambda: _paused().to_json(key=key),  # type: ignore[arg-type]
         lambda: agents.Executor(tool_calling(Payments(), *CALLS), state_key=key),  # type: ignore[arg-type]
     ):
-        with pytest.raises(checkpoints.CheckpointConfigError, match=expected) as refused:
+        with pytest.raises(checkpoints.errors.CheckpointConfigError, match=expected) as refused:
             attempt()
         assert str(key) not in str(refused.value)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from chainkit import checkpoints
+from chainkit.checkpoints.state import PendingCall
 from chainkit.schema import AgentAction, AgentStep, Message, ToolCall
 from tests.support import durable_runs, forked
 from tests.support.durable_runs import StoreSpec
@@ -96,7 +97,7 @@ def test_two_processes_resuming_one_run_exactly_one_proceeds(
         "OneShotAgent",
         ["append", "note"],
         {"input": "q"},
-        pending=[checkpoints.PendingCall(action)],
+        pending=[PendingCall(action)],
         iteration=1,
     )
     forked.run(durable_runs.save, store_spec, stopped.to_dict())
@@ -121,7 +122,7 @@ def test_two_processes_resuming_one_run_exactly_one_proceeds(
 def test_a_saved_decision_that_is_not_one_is_a_format_error(decision: object) -> None:
     action = AgentAction("note", "x", "", "c1")
     state = checkpoints.RunState(
-        "r", "ToolCallingAgent", ["note"], {}, pending=[checkpoints.PendingCall(action)]
+        "r", "ToolCallingAgent", ["note"], {}, pending=[PendingCall(action)]
     ).to_dict()
     state["pending"][0]["decision"] = decision
     with pytest.raises(checkpoints.StateFormatError, match="decision is not one"):

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from chainkit import chains, llms
-from chainkit.llms import FakeLLM, UnknownOptionError
+from chainkit.llms import FakeLLM
+from chainkit.llms.errors import UnknownOptionError
 from chainkit.prompts import PromptTemplate
 from tests.support.typecheck import mypy_errors
 

@@ -6,7 +6,8 @@ import pytest
 
 from chainkit import llms
 from chainkit.callbacks import Handler
-from chainkit.llms import FakeLLM, FakeLLMExhaustedError
+from chainkit.llms import FakeLLM
+from chainkit.llms.errors import FakeLLMExhaustedError
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
 from tests.support.event_recorder import EventRecorder
 

@@ -18,9 +18,9 @@ from chainkit.llms import (
     Fallbacks,
     ModelConnectionError,
     ModelStatusError,
-    ModelTypeError,
     OpenAI,
 )
+from chainkit.llms.errors import ModelTypeError
 from chainkit.schema import Message
 from tests.support.event_recorder import EventRecorder
 from tests.support.modes import Mode, run_then_close
@@ -234,7 +234,7 @@ def test_spans_and_the_log_say_which_model_answered(openai_server, backup_server
 @pytest.mark.parametrize(
     ("models", "error", "says"),
     [
-        ([], llms.ModelConfigError, "at least one model"),
+        ([], llms.errors.ModelConfigError, "at least one model"),
         ("gpt-4o", ModelTypeError, "a list of models"),
         ([llms.FakeLLM(["x"]), "gpt-4o"], ModelTypeError, "models[1] is str, not a model"),
     ],

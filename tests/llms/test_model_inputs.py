@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from chainkit import llms, tools
-from chainkit.llms import ModelTypeError
+from chainkit.llms.errors import ModelTypeError
 from chainkit.schema import Message
 
 

@@ -15,7 +15,8 @@ from chainkit.callbacks import Handler
 from chainkit.llms.errors import ModelConfigError
 from chainkit.llms.openai.chat import OpenAI
 from chainkit.llms.openai.embeddings import OpenAIEmbeddings
-from chainkit.schema import FunctionCall, Message, ResponseMeta, TokenUsage, ToolCall, ToolInfo
+from chainkit.schema import FunctionCall, Message, TokenUsage, ToolCall, ToolInfo
+from chainkit.schema.message import ResponseMeta
 from tests.support.openai_server import TEST_API_KEY, Call, OpenAIServer, Reply, embedding_of
 
 USAGE = TokenUsage(

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from chainkit.llms import Backoff, ModelConfigError, OpenAI, OpenAIEmbeddings
-from chainkit.llms.errors import ModelStatusError, ModelTimeoutError
+from chainkit.llms import Backoff, OpenAI, OpenAIEmbeddings
+from chainkit.llms.errors import ModelConfigError, ModelStatusError, ModelTimeoutError
 from tests.support.modes import Mode
 from tests.support.openai_server import TEST_API_KEY, Fault, OpenAIServer
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from chainkit import ChainkitError, chains, llms
-from chainkit.llms import FakeLLM, ModelConfigError, ModelTypeError, UnknownOptionError
+from chainkit.llms import FakeLLM
+from chainkit.llms.errors import ModelConfigError, ModelTypeError, UnknownOptionError
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import Message
 from tests.support.openai_server import OpenAIServer

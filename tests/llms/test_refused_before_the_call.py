@@ -87,7 +87,7 @@ ANY_OF_CYCLE = {
 def test_a_dict_schema_no_value_fits_is_refused_before_any_request(
     openai_server: OpenAIServer, openai_llm: OpenAI, schema: dict[str, Any], message: str
 ) -> None:
-    with pytest.raises(llms.ModelTypeError, match=message):
+    with pytest.raises(llms.errors.ModelTypeError, match=message):
         llms.generate_object(openai_llm, "Answer", schema)
     assert openai_server.requests == []
 
@@ -97,7 +97,7 @@ def test_a_python_cycle_in_a_dict_schema_is_refused_too(
 ) -> None:
     schema: dict[str, Any] = {"type": "object", "properties": {}}
     schema["properties"]["self"] = schema
-    with pytest.raises(llms.ModelTypeError, match="nests more than 256 levels deep"):
+    with pytest.raises(llms.errors.ModelTypeError, match="nests more than 256 levels deep"):
         llms.generate_object(openai_llm, "Answer", schema)
     assert openai_server.requests == []
 
@@ -182,7 +182,7 @@ def test_arguments_of_the_wrong_kind_are_refused_before_any_request(
     call: Callable[[OpenAI], Any],
     message: str,
 ) -> None:
-    with pytest.raises(llms.ModelTypeError, match=message):
+    with pytest.raises(llms.errors.ModelTypeError, match=message):
         call(openai_llm)
     assert openai_server.requests == []
 
@@ -193,7 +193,8 @@ async def _async_partial(value: Any) -> None:
 
 def test_a_strategy_the_model_does_not_list_is_refused_before_any_call() -> None:
     with pytest.raises(
-        llms.ModelConfigError, match=r"strategy='tool': OfflineModel takes json_schema, prompted"
+        llms.errors.ModelConfigError,
+        match=r"strategy='tool': OfflineModel takes json_schema, prompted",
     ):
         llms.generate_object(llms.OfflineModel(), "hi", dict, strategy="tool")
 
@@ -205,6 +206,8 @@ def test_a_strategy_the_model_does_not_list_is_refused_before_any_call() -> None
 def test_an_option_the_strategy_sets_is_refused_before_any_request(
     openai_server: OpenAIServer, openai_llm: OpenAI, option: dict[str, Any]
 ) -> None:
-    with pytest.raises(llms.ModelConfigError, match=f"generate_object sets {next(iter(option))}"):
+    with pytest.raises(
+        llms.errors.ModelConfigError, match=f"generate_object sets {next(iter(option))}"
+    ):
         llms.generate_object(openai_llm, "hi", dict, **option)
     assert openai_server.requests == []

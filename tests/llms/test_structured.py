@@ -321,27 +321,27 @@ def test_a_tool_call_without_the_tools_name_is_still_read() -> None:
     [
         (
             lambda m: llms.generate_object(m, "Go", Person, strategy="grammar"),  # type: ignore[call-overload]
-            llms.ModelConfigError,
+            llms.errors.ModelConfigError,
             "strategy must be one of json_schema, tool, json_mode, prompted",
         ),
         (
             lambda m: llms.generate_object(m, "Go", set[int]),
-            llms.ModelTypeError,
+            llms.errors.ModelTypeError,
             "has no JSON schema",
         ),
         (
             lambda m: llms.generate_object(m, "Go", Person, max_retries=-1),
-            llms.ModelConfigError,
+            llms.errors.ModelConfigError,
             "max_retries must be 0 or more",
         ),
         (
             lambda m: llms.generate_object(m, "Go", Person, max_retries="2"),  # type: ignore[call-overload]
-            llms.ModelTypeError,
+            llms.errors.ModelTypeError,
             "max_retries must be a whole number",
         ),
         (
             lambda m: llms.generate_object(m, "Go", {"type": "dict"}),
-            llms.ModelTypeError,
+            llms.errors.ModelTypeError,
             "'dict' is no JSON type",
         ),
     ],

@@ -126,6 +126,6 @@ def test_streaming_options_that_cannot_work_are_refused_before_any_call(
     options: dict[str, Any], message: str
 ) -> None:
     model = llms.FakeLLM([])
-    with pytest.raises(llms.ModelTypeError, match=message):
+    with pytest.raises(llms.errors.ModelTypeError, match=message):
         llms.generate_object(model, "Go", Order, **options)
     assert model.calls == []

@@ -1,9 +1,10 @@
 import pytest
 
 from chainkit import chains, prompts
-from chainkit.chains import ChainWiringError
+from chainkit.chains.errors import ChainWiringError
 from chainkit.llms import FakeLLM
-from chainkit.memory import ConversationBuffer, MemoryKeyError
+from chainkit.memory import ConversationBuffer
+from chainkit.memory.errors import MemoryKeyError
 from chainkit.schema import Memory, Message
 
 

@@ -19,8 +19,8 @@ from chainkit.prompts import (
     MessagesPlaceholder,
     PromptError,
     PromptTemplate,
-    TemplateFormat,
 )
+from chainkit.prompts.template import TemplateFormat
 from chainkit.schema import Message
 
 REPO = Path(__file__).resolve().parents[2]

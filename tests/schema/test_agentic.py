@@ -13,8 +13,6 @@ from chainkit.schema import (
     FunctionCall,
     ImagePart,
     Message,
-    ResponseMeta,
-    Role,
     TextPart,
     TokenUsage,
     ToolCall,
@@ -35,6 +33,7 @@ from chainkit.schema.convert import (
     from_agentic,
     to_agentic,
 )
+from chainkit.schema.message import ResponseMeta, Role
 
 # Strategies for conversations of Messages in the forms both types express; shared with the
 # chat-template tests.

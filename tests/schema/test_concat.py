@@ -10,15 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chainkit.schema import (
-    FunctionCall,
-    ImagePart,
-    Message,
-    ResponseMeta,
-    TextPart,
-    TokenUsage,
-    ToolCall,
-)
+from chainkit.schema import FunctionCall, ImagePart, Message, TextPart, TokenUsage, ToolCall
 from chainkit.schema.agentic import (
     AgenticMessage,
     AssistantGenText,
@@ -30,6 +22,7 @@ from chainkit.schema.agentic import (
 )
 from chainkit.schema.concat import ConcatError, concat_agentic_messages, concat_messages
 from chainkit.schema.convert import to_agentic
+from chainkit.schema.message import ResponseMeta
 
 
 def call_chunk(index, call_id="", name="", arguments="", call_type="function", extra=None):

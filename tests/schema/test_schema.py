@@ -2,6 +2,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -9,19 +10,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chainkit.schema
+import chainkit.schema.concat
+import chainkit.schema.message
 from chainkit.schema import (
-    ROLES,
     AgentAction,
     AgentFinish,
     AgentStep,
-    ContentPart,
-    ConversionError,
     FilePart,
     FunctionCall,
     ImagePart,
     Message,
     MessageFormatError,
-    ResponseMeta,
     TextPart,
     TokenUsage,
     ToolCall,
@@ -29,6 +28,8 @@ from chainkit.schema import (
     from_agentic,
     to_agentic,
 )
+from chainkit.schema.errors import ConversionError
+from chainkit.schema.message import ROLES, ContentPart, ResponseMeta
 
 
 def full_message() -> Message:
@@ -178,8 +179,10 @@ def test_image_part_must_say_what_it_holds():
 
 # --- wrong shapes are refused when built, naming the field, what was expected and what came ---
 
-# The schema module with its types unchecked, to give wrong shapes on purpose.
-untyped: Any = chainkit.schema
+# The schema's types and functions unchecked, to give wrong shapes on purpose.
+untyped: Any = SimpleNamespace(
+    **{**vars(chainkit.schema.concat), **vars(chainkit.schema.message), **vars(chainkit.schema)}
+)
 
 
 def _refused(build, field, *expected):

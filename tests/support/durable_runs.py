@@ -14,6 +14,7 @@ from typing import Any
 
 from chainkit import agents, chains, checkpoints, llms, tools
 from chainkit.agents.approval import Approver
+from chainkit.checkpoints.state import PendingCall
 from chainkit.llms.model import ModelRequest
 from chainkit.schema import FunctionCall, Message, ToolCall
 
@@ -187,7 +188,7 @@ def open_store(spec: StoreSpec) -> Any:
     return checkpoints.PostgresStore(where)
 
 
-def _made(entry: checkpoints.PendingCall) -> str:
+def _made(entry: PendingCall) -> str:
     """The text a started call was made with: its edit's, if a person edited it."""
     if entry.decision is not None and entry.decision["kind"] == "edit":
         return str(entry.decision["arguments"]["text"])

@@ -1043,7 +1043,9 @@ def test_a_wrong_path_is_reported_as_404_with_what_to_check():
 )
 def test_a_header_value_http_cannot_send_is_refused_naming_the_header_only(headers):
     name = next(iter(headers))
-    with pytest.raises(tools.ToolConfigError, match=f"the value of the header '{name}'") as bad:
+    with pytest.raises(
+        tools.errors.ToolConfigError, match=f"the value of the header '{name}'"
+    ) as bad:
         tools.MCPTools(url="http://127.0.0.1:9/mcp", headers=headers)
     assert "s3cret" not in str(bad.value)
     assert isinstance(bad.value, ValueError)
@@ -1051,7 +1053,7 @@ def test_a_header_value_http_cannot_send_is_refused_naming_the_header_only(heade
 
 @pytest.mark.parametrize("name", ["X Key", "X:Key", "", "Ключ", "X-Key\r\n"])
 def test_a_header_name_http_cannot_send_is_refused(name):
-    with pytest.raises(tools.ToolConfigError, match=r"the header name .* cannot be sent"):
+    with pytest.raises(tools.errors.ToolConfigError, match=r"the header name .* cannot be sent"):
         tools.MCPTools(url="http://127.0.0.1:9/mcp", headers={name: "v"})
 
 

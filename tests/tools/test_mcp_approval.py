@@ -73,7 +73,7 @@ def test_a_name_the_server_does_not_list_fails_the_connect_naming_it(mode: Mode)
         async with mcp_tools:
             pass
 
-    with pytest.raises(tools.ToolConfigError, match=r"names 'delete_fle', which MCP server"):
+    with pytest.raises(tools.errors.ToolConfigError, match=r"names 'delete_fle', which MCP server"):
         if mode.is_async:
             asyncio.run(connect())
         else:
@@ -82,5 +82,7 @@ def test_a_name_the_server_does_not_list_fails_the_connect_naming_it(mode: Mode)
 
 
 def test_a_mark_of_another_type_is_refused():
-    with pytest.raises(tools.ToolTypeError, match="requires_approval must be True, False, a set"):
+    with pytest.raises(
+        tools.errors.ToolTypeError, match="requires_approval must be True, False, a set"
+    ):
         tools.MCPTools(command=SERVER, requires_approval="add")

@@ -1312,5 +1312,5 @@ def test_idempotent_is_declared_by_the_decorator_and_checked():
         return key
 
     assert look_up.idempotent and not Tool.idempotent
-    with pytest.raises(tools.ToolTypeError, match="idempotent must be True or False, got 1"):
+    with pytest.raises(tools.errors.ToolTypeError, match="idempotent must be True or False, got 1"):
         StructuredTool(lambda: 1, name="one", description="one", idempotent=1)  # type: ignore[arg-type]

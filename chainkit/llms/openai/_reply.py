@@ -36,7 +36,8 @@ from chainkit.llms.errors import (
 )
 from chainkit.llms.openai._sse import DONE, ServerEvent, SSEDecoder
 from chainkit.llms.options import StreamingFunc
-from chainkit.schema import FunctionCall, Message, ResponseMeta, TokenUsage, ToolCall
+from chainkit.schema import FunctionCall, Message, TokenUsage, ToolCall
+from chainkit.schema.message import ResponseMeta
 
 Masker = Callable[[str], str]
 """Masks the API key in a text; `Connection.redact`."""
