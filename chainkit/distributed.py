@@ -37,7 +37,7 @@ from chainkit.schema import TokenUsage
 Factory = Callable[[], Chain] | str
 """A function returning the chain to run, or its `module:function` name."""
 
-__all__ = ["ActorsLostError", "RayRateLimiter", "connect", "ray_batch", "run_job"]
+__all__ = ["ActorsLostError", "RayRateLimiter", "connect", "ray_batch"]
 
 
 class ActorsLostError(ChainkitError, RuntimeError):
