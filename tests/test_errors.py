@@ -561,8 +561,9 @@ def _every_error_class() -> list[type[chainkit.ChainkitError]]:
     waiting = [chainkit.ChainkitError]
     while waiting:
         error = waiting.pop()
-        found.append(error)
         waiting.extend(error.__subclasses__())
+        if error.__module__.startswith("chainkit."):  # not the tests' stand-ins
+            found.append(error)
     return found
 
 
