@@ -105,6 +105,8 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
         "RunNotFoundError": LookupError,
         "StateFormatError": ValueError,
         "StateMismatchError": ValueError,
+        "StoreError": RuntimeError,
+        "StoreUnavailableError": ConnectionError,
     },
 }
 

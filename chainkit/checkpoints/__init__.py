@@ -10,6 +10,8 @@ from chainkit.checkpoints.errors import (
     RunNotFoundError,
     StateFormatError,
     StateMismatchError,
+    StoreError,
+    StoreUnavailableError,
 )
 from chainkit.checkpoints.postgres import PostgresStore
 from chainkit.checkpoints.sqlite import SQLiteStore
@@ -31,5 +33,7 @@ __all__ = [
     "SQLiteStore",
     "StateFormatError",
     "StateMismatchError",
+    "StoreError",
+    "StoreUnavailableError",
     "named_run",
 ]

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from chainkit.checkpoints.errors import RunNotFoundError
+from chainkit.checkpoints.errors import RunNotFoundError, StateFormatError
 from chainkit.checkpoints.state import RunState, step_dicts
 
 LIST_RUNS = "SELECT run_id, agent, status, steps, updated FROM chainkit_runs ORDER BY updated DESC"
@@ -38,10 +38,23 @@ def state_of(run_id: str, row: tuple[str, str] | None, steps: Iterable[tuple[str
     if row is None:
         raise RunNotFoundError(f"no run {run_id!r} in the checkpoint store")
     header, progress = row
-    data = {**json.loads(header), **json.loads(progress)}
-    data["steps"] = [json.loads(step) for (step,) in steps]
+    try:
+        data = {**json.loads(header), **json.loads(progress)}
+        data["steps"] = [json.loads(step) for (step,) in steps]
+    except (TypeError, ValueError, RecursionError) as error:
+        raise StateFormatError(
+            f"run {run_id!r}: its rows in the checkpoint store are not the JSON objects chainkit "
+            f"writes ({error}): the database was edited or damaged"
+        ) from None
     return RunState.from_dict(data)
 
 
 def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # a lone surrogate (text read with "surrogateescape"): escaped
+        return json.dumps(value, separators=(",", ":"))  # it reads back as it was
+    return text

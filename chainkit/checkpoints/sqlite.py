@@ -3,14 +3,22 @@ processes of one machine."""
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
+from chainkit.checkpoints._failures import bad_text, sqlite_failure
 from chainkit.checkpoints._rows import LIST_RUNS, run_row, state_of, step_rows
 from chainkit.checkpoints.errors import CheckpointConfigError, RunLockedError, RunNotFoundError
 from chainkit.checkpoints.state import RunState
 from chainkit.checkpoints.store import RunSummary
+
+if TYPE_CHECKING:
+    import sqlite3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS chainkit_runs (
@@ -35,25 +43,43 @@ class SQLiteStore:
     time; a hold whose process has died is taken over.
 
     `synchronous` is SQLite's setting: "NORMAL" (the default) survives a process crash,
-    "FULL" a power loss too, at the cost of a disk flush per step.
+    "FULL" a power loss too, at the cost of a disk flush per step. `timeout` is how long (in
+    seconds) a read or write waits while another connection holds the database's write lock.
+
+    A failure of the database raises checkpoints.StoreError naming this store, what it was
+    doing and the cause (StoreUnavailableError for a lock held past `timeout`).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: str = "NORMAL",
+        timeout: float = 30.0,
+    ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise CheckpointConfigError(
                 f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}"
             )
+        if not isinstance(timeout, int | float) or not 0 <= timeout < math.inf:
+            raise CheckpointConfigError(f"timeout must be seconds >= 0, got {timeout!r}")
         import sqlite3  # loaded when a store is made, not with the agents that may use one
         import uuid
 
         self.path = os.fspath(path)
+        self.timeout = float(timeout)
         self._lock = threading.Lock()
-        self._connection = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=30.0
-        )
-        self._connection.execute("PRAGMA journal_mode=WAL")
-        self._connection.execute(f"PRAGMA synchronous={synchronous}")
-        self._connection.executescript(_SCHEMA)
+        with self._failing("open the database"):
+            self._connection = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=self.timeout
+            )
+            try:
+                self._connection.execute("PRAGMA journal_mode=WAL")
+                self._connection.execute(f"PRAGMA synchronous={synchronous}")
+                self._connection.executescript(_SCHEMA)
+            except BaseException:
+                self._connection.close()
+                raise
         self._owner = uuid.uuid4().hex
         self._saved_steps: dict[str, int] = {}
         self._held: set[str] = set()
@@ -61,18 +87,29 @@ class SQLiteStore:
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
 
+    @contextmanager
+    def _failing(self, doing: str) -> Iterator[None]:
+        """Raises a database error inside as the StoreError naming this store and `doing`."""
+        import sqlite3
+
+        try:
+            yield
+        except sqlite3.Error as error:
+            raise sqlite_failure(repr(self), doing, error, self.timeout) from error
+        except UnicodeEncodeError as error:
+            raise bad_text(repr(self), doing, error) from error
+
     def close(self) -> None:
         with self._lock:
             self._connection.close()
 
     def save(self, state: RunState) -> None:
-        with self._lock:
+        with self._lock, self._failing(f"save run {state.run_id!r}"):
             start = self._saved_steps.get(state.run_id)
             if start is None:
                 start = self._stored_steps(state.run_id)
             connection = self._connection
-            connection.execute("BEGIN IMMEDIATE")
-            try:
+            with _transaction(connection, "BEGIN IMMEDIATE"):
                 connection.execute(_SAVE_RUN, run_row(state, time.time()))
                 if start > len(state.steps):  # an earlier state of the run, saved again
                     connection.execute(
@@ -84,46 +121,33 @@ class SQLiteStore:
                     "INSERT OR REPLACE INTO chainkit_steps VALUES (?, ?, ?)",
                     step_rows(state, start),
                 )
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-            connection.execute("COMMIT")
             self._saved_steps[state.run_id] = len(state.steps)
 
     def load(self, run_id: str) -> RunState:
-        with self._lock:
+        with self._lock, self._failing(f"load run {run_id!r}"):
             connection = self._connection
-            connection.execute("BEGIN")
-            try:
+            with _transaction(connection, "BEGIN"):
                 row = connection.execute(
                     "SELECT header, progress FROM chainkit_runs WHERE run_id = ?", (run_id,)
                 ).fetchone()
                 steps = connection.execute(
                     "SELECT step FROM chainkit_steps WHERE run_id = ? ORDER BY seq", (run_id,)
                 ).fetchall()
-            finally:
-                connection.execute("COMMIT")
         state = state_of(run_id, row, steps)
         self._saved_steps[run_id] = len(state.steps)
         return state
 
     def runs(self) -> list[RunSummary]:
-        with self._lock:
+        with self._lock, self._failing("list the runs"):
             rows = self._connection.execute(LIST_RUNS).fetchall()
         return [RunSummary(*row) for row in rows]
 
     def acquire(self, run_id: str) -> None:
-        with self._lock:
+        with self._lock, self._failing(f"hold run {run_id!r}"):
             if run_id in self._held:
                 raise RunLockedError(f"run {run_id!r} is held already, by this store")
-            connection = self._connection
-            connection.execute("BEGIN IMMEDIATE")
-            try:
+            with _transaction(self._connection, "BEGIN IMMEDIATE"):
                 self._take(run_id)
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-            connection.execute("COMMIT")
             self._held.add(run_id)
 
     def _take(self, run_id: str) -> None:
@@ -143,7 +167,7 @@ class SQLiteStore:
         )
 
     def release(self, run_id: str) -> None:
-        with self._lock:
+        with self._lock, self._failing(f"release run {run_id!r}"):
             self._held.discard(run_id)
             self._connection.execute(
                 "UPDATE chainkit_runs SET lease_owner = NULL, lease_pid = NULL "
@@ -156,6 +180,19 @@ class SQLiteStore:
             "SELECT steps FROM chainkit_runs WHERE run_id = ?", (run_id,)
         ).fetchone()
         return 0 if row is None else int(row[0])
+
+
+@contextmanager
+def _transaction(connection: sqlite3.Connection, begin: str) -> Iterator[None]:
+    """One transaction, committed when the block ends, else rolled back (unless SQLite, on a
+    full disk or an I/O error, rolled it back itself)."""
+    connection.execute(begin)
+    try:
+        yield
+        connection.execute("COMMIT")
+    finally:
+        if connection.in_transaction:  # the block or its COMMIT failed
+            connection.execute("ROLLBACK")
 
 
 def _alive(pid: int | None) -> bool:
