@@ -62,6 +62,8 @@ def postgres_failure(
         )
     sqlstate = str(getattr(error, "sqlstate", "") or "")
     cause = _POSTGRES_CAUSES.get(sqlstate) or _POSTGRES_CAUSES.get(sqlstate[:2])
+    if cause is None:  # libpq's refusal of a login carries no SQLSTATE: its words tell
+        cause = next((c for words, c in LOGIN_REFUSALS if words in str(error)), None)
     if cause is None and "NUL (0x00)" in str(error):
         cause = _NUL_CAUSE
     return StoreError(f"{store} could not {doing}: {cause or 'the server refused'} {said}")
@@ -70,7 +72,7 @@ def postgres_failure(
 # SQLSTATE codes (whole, or their class of two characters): what each means to the operator.
 _POSTGRES_CAUSES = {
     "28": "the server refused the login: check the user and password of the DSN",
-    "3D": "the database named in the DSN does not exist: create it, or fix the DSN",
+    "3D": "the database or user named in the DSN does not exist: create it, or fix the DSN",
     "42501": "the DSN's user lacks a privilege on the chainkit tables: grant it",
     "42P01": _SCHEMA_CAUSE,
     "42703": _SCHEMA_CAUSE,
@@ -81,6 +83,12 @@ _POSTGRES_CAUSES = {
     "primary, or list every host with target_session_attrs=read-write",
     "54000": "a value is too large for the server (a run id of thousands of characters?)",
 }
+LOGIN_REFUSALS = (
+    ("authentication failed", _POSTGRES_CAUSES["28"]),
+    ("no pg_hba.conf entry", _POSTGRES_CAUSES["28"]),
+    ("does not exist", _POSTGRES_CAUSES["3D"]),
+)
+"""The words of libpq's refusals of a login, which no retry cures."""
 _NUL_CAUSE = "a run id or agent name holds a NUL character, which PostgreSQL cannot store"
 
 
