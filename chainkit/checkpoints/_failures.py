@@ -55,12 +55,17 @@ def postgres_failure(
     """The error `store` raises for psycopg's `error` while `doing`; `unavailable` when the
     server could not be reached (or lost the connection) in the time the store waits."""
     said = f"(PostgreSQL: {redact(str(error).strip(), secret)})"
-    if unavailable:
-        return StoreUnavailableError(
-            f"{store} could not {doing}: the server could not be reached, or dropped the "
-            f"connection, and did not answer again in time {said}; {RESUME} once it is back"
-        )
     sqlstate = str(getattr(error, "sqlstate", "") or "")
+    if unavailable:
+        problem = (
+            f"{_POSTGRES_CAUSES[sqlstate]}, still after reconnecting"
+            if sqlstate == READ_ONLY
+            else "the server could not be reached, or dropped the connection, and did not "
+            "answer again in time"
+        )
+        return StoreUnavailableError(
+            f"{store} could not {doing}: {problem} {said}; {RESUME} once it is back"
+        )
     cause = _POSTGRES_CAUSES.get(sqlstate) or _POSTGRES_CAUSES.get(sqlstate[:2])
     if cause is None:  # libpq's refusal of a login carries no SQLSTATE: its words tell
         cause = next((c for words, c in LOGIN_REFUSALS if words in str(error)), None)
@@ -69,6 +74,8 @@ def postgres_failure(
     return StoreError(f"{store} could not {doing}: {cause or 'the server refused'} {said}")
 
 
+READ_ONLY = "25006"
+"""The SQLSTATE of a write sent to a read-only standby (after a failover, the old primary)."""
 # SQLSTATE codes (whole, or their class of two characters): what each means to the operator.
 _POSTGRES_CAUSES = {
     "28": "the server refused the login: check the user and password of the DSN",
@@ -79,7 +86,7 @@ _POSTGRES_CAUSES = {
     "42804": _SCHEMA_CAUSE,
     "53100": "the server's disk is full: free some space",
     "53": "the server ran out of a resource (memory, connections): see its log",
-    "25006": "the server is a read-only standby (after a failover?): point the DSN at the "
+    READ_ONLY: "the server is a read-only standby (after a failover?): point the DSN at the "
     "primary, or list every host with target_session_attrs=read-write",
     "54000": "a value is too large for the server (a run id of thousands of characters?)",
 }

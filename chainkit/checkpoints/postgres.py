@@ -10,7 +10,12 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from chainkit.checkpoints._failures import LOGIN_REFUSALS, bad_text, postgres_failure
+from chainkit.checkpoints._failures import (
+    LOGIN_REFUSALS,
+    READ_ONLY,
+    bad_text,
+    postgres_failure,
+)
 from chainkit.checkpoints._rows import LIST_RUNS, run_row, state_of, step_rows
 from chainkit.checkpoints.errors import (
     CheckpointConfigError,
@@ -227,7 +232,7 @@ class PostgresStore:
         if connection is None or connection.closed:
             message = str(error)
             return not ("FATAL:" in message and any(w in message for w, _ in LOGIN_REFUSALS))
-        if getattr(error, "sqlstate", None) == "25006":  # a standby, after a failover
+        if getattr(error, "sqlstate", None) == READ_ONLY:  # the primary may be elsewhere now
             connection.close()
             return True
         return False

@@ -219,6 +219,17 @@ def test_bad_values_and_foreign_tables_are_named(run_id: str) -> None:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
+def test_a_read_only_server_is_reconnected_to_then_named() -> None:
+    # What a DSN pointing at the old primary, now a standby, gets after a failover.
+    dsn = psycopg.conninfo.make_conninfo(
+        postgres_dsn(), options="-cdefault_transaction_read_only=on"
+    )
+    with pytest.raises(checkpoints.StoreUnavailableError, match="read-only standby") as raised:
+        checkpoints.PostgresStore(dsn, reconnect_seconds=0.3)
+    assert "open the database" in str(raised.value)
+    assert "target_session_attrs=read-write" in str(raised.value)
+
+
 def test_a_closed_store_says_so(run_id: str) -> None:
     store = checkpoints.PostgresStore(postgres_dsn())
     store.close()
