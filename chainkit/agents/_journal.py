@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any, Literal
 
 from chainkit._text import described
+from chainkit._threads import in_thread
 from chainkit.agents.agent import Agent
 from chainkit.agents.approval import GivenDecisions
 from chainkit.checkpoints import (
@@ -42,6 +44,8 @@ class Journal:
         self._entries: dict[int, PendingCall] = {id(p.action): p for p in state.pending}
         self.decisions: GivenDecisions | None = None
         """The decisions for the calls of the step it paused on, given when resumed."""
+        self._deferred: list[Callable[[], None]] | None = None
+        """The store's work waiting for `settle` (an async run's), else None: done at once."""
 
     def planned(self) -> None:
         self.state.iteration += 1
@@ -84,10 +88,25 @@ class Journal:
             entry = self._entries[id(action)]
             if entry.observation is None:
                 self._completed(entry, await run_tool(action))
+                await self.settle()
             assert entry.observation is not None
             return entry.observation
 
         return run
+
+    def defer(self) -> None:
+        """Makes the store's work wait for `settle` (for an async run, whose event loop must
+        not wait for a database)."""
+        self._deferred = []
+
+    async def settle(self, *, last: bool = False) -> None:
+        """Does the store's work asked for since `defer`, in order, in a worker thread; with
+        `last`, later work is done at once again. Raises the first failure, once every
+        piece of work was tried (a release follows a failed save)."""
+        work = self._deferred or []
+        self._deferred = None if last else []
+        if work:
+            await in_thread(_do_all, work)
 
     def _completed(self, entry: PendingCall, observation: str) -> None:
         with self._lock:
@@ -110,11 +129,28 @@ class Journal:
 
     def release(self) -> None:
         if self.store is not None:
-            self.store.release(self.state.run_id)
+            self._do(partial(self.store.release, self.state.run_id))
 
     def _save(self) -> None:
         if self.store is not None:
-            self.store.save(self.state)
+            self._do(partial(self.store.save, self.state))
+
+    def _do(self, work: Callable[[], None]) -> None:
+        if self._deferred is None:
+            work()
+        else:
+            self._deferred.append(work)
+
+
+def _do_all(work: list[Callable[[], None]]) -> None:
+    failure: BaseException | None = None
+    for piece in work:
+        try:
+            piece()
+        except BaseException as error:
+            failure = failure or error
+    if failure is not None:
+        raise failure
 
 
 def start(

@@ -19,6 +19,7 @@ from functools import partial
 from typing import Any, Literal, Never
 
 from chainkit._stop import stop_escaped
+from chainkit._threads import in_thread
 from chainkit.agents import _executor_settings as settings
 from chainkit.agents import _journal as journals
 from chainkit.agents._deadline import (
@@ -242,8 +243,14 @@ class Executor(Chain):
         return self._drive(self._start(inputs, options))
 
     def _acall(self, inputs: dict[str, Any], **options: Any) -> Coroutine[Any, Any, dict[str, Any]]:
+        if self.checkpointer is not None:
+            return self._adrive_started(inputs, options)
         # The driver's coroutine itself, awaited by the caller: no coroutine around it.
         return self._adrive(self._start(inputs, options))
+
+    async def _adrive_started(self, inputs: dict[str, Any], options: dict[str, Any]) -> Any:
+        # The run's first save and its hold wait for the database: not on the event loop.
+        return await self._adrive(await in_thread(self._start, inputs, options))
 
     def _resumed(self, given: object, decisions: object, interrupted: object) -> Resumption:
         """Continues a run that stopped: `given` is its id in the checkpointer, or its
@@ -357,15 +364,20 @@ class Executor(Chain):
         perform = self._aperform if run.pacer is None else self._apaced
         if run.journal is not None:
             perform = self._ajournaled
+            run.journal.defer()  # the store's work is awaited, off the event loop
         loop = self._loop(run)
-        request = next(loop)
-        while not isinstance(request, _Done):
-            try:
-                result = await perform(request, run)
-            except (OutputParserError, Interrupted) as error:
-                request = loop.throw(error)
-            else:
-                request = loop.send(result)
+        try:
+            request = next(loop)
+            while not isinstance(request, _Done):
+                try:
+                    result = await perform(request, run)
+                except (OutputParserError, Interrupted) as error:
+                    request = loop.throw(error)
+                else:
+                    request = loop.send(result)
+        finally:
+            if run.journal is not None:  # the loop's last save and its release
+                await run.journal.settle(last=True)
         loop.close()
         return request.outputs
 
@@ -604,6 +616,7 @@ class Executor(Chain):
                 _postpone(run.deadline, await run.pacer.apause())
             actions = request.actions
             journal.acting(actions)
+            await journal.settle()  # saved as started before any starts
             observations: list[str | None] = [None] * len(actions)
             given = journal.decisions
             run_tool = journal.arunner(partial(self._arun_tool, step=request.step, given=given))
