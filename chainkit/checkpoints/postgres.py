@@ -46,6 +46,11 @@ INSERT INTO chainkit_steps VALUES (%s, %s, %s)
 ON CONFLICT (run_id, seq) DO UPDATE SET step = excluded.step
 """
 _LOCK = "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))"
+_TAKE = (
+    "SELECT pg_try_advisory_lock(hashtextextended(run_id, 0)) FROM chainkit_runs WHERE run_id = %s"
+)
+"""The run's lock taken, if the run is there: no row when it is not."""
+_UNLOCK = "SELECT pg_advisory_unlock(hashtextextended(%s, 0))"
 _CONNECT_TIMEOUT = 10
 """Seconds a connection attempt may take when the DSN sets no connect_timeout: libpq's
 default is to wait for as long as TCP does, minutes for a host that vanished."""
@@ -64,16 +69,16 @@ def _psycopg() -> Any:
 class PostgresStore:
     """Keeps each run as a row and each of its steps as a row, in the PostgreSQL database at
     `dsn` (a libpq connection string or URL). A save is one transaction, sent in one round
-    trip. A run is held with a session advisory lock on a connection of its own, which the
-    server drops when the holding process dies; the held run's saves go through that
-    connection, so a save never lands after its hold is lost.
+    trip. A run is held with a session advisory lock on the store's connection, which the
+    server drops when the holding process dies.
 
     A connection the server dropped (a restart, a failover, an idle timeout) is opened again,
-    and what was being done is done again, for up to `reconnect_seconds`: every operation is
-    safe to repeat (a save writes the same state; a hold is taken again only if no one else
-    took it meanwhile, else RunLockedError). Past that, checkpoints.StoreUnavailableError; a
-    refusal no retry cures (a login, a schema, a full disk) raises StoreError at once. Neither
-    message, nor the repr, shows the DSN's password.
+    the runs it held are taken again, and what was being done is done again, for up to
+    `reconnect_seconds`: every operation is safe to repeat (a save writes the same state
+    again). A held run that another process took while the connection was down is not
+    written to again: its saves raise RunLockedError. Past `reconnect_seconds`,
+    checkpoints.StoreUnavailableError; a refusal no retry cures (a login, a schema, a full
+    disk) raises StoreError at once. No message, nor the repr, shows the DSN's password.
     """
 
     def __init__(self, dsn: str, *, reconnect_seconds: float = 10.0) -> None:
@@ -95,9 +100,11 @@ class PostgresStore:
         self._connection: Any = None
         self._closed = False
         self._saved_steps: dict[str, int] = {}
-        self._holds: dict[str, Any] = {}
+        self._holds: set[str] = set()
+        self._taken_over: set[str] = set()
+        """Runs held here whose lock another process took while the connection was down."""
         with self._lock:
-            self._do("open the database", None, self._create_tables)
+            self._do("open the database", self._create_tables)
 
     def __repr__(self) -> str:
         return self._name  # never the DSN, which may hold a password
@@ -105,10 +112,9 @@ class PostgresStore:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            for connection in (*self._holds.values(), self._connection):
-                if connection is not None:
-                    connection.close()
             self._holds.clear()
+            if self._connection is not None:
+                self._connection.close()
 
     def save(self, state: RunState) -> None:
         def save(connection: Any) -> None:
@@ -133,7 +139,7 @@ class PostgresStore:
                         cursor.executemany(_SAVE_STEP, rows)
 
         with self._lock:
-            self._do(f"save run {state.run_id!r}", state.run_id, save)
+            self._do(f"save run {state.run_id!r}", save, state.run_id)
             self._saved_steps[state.run_id] = len(state.steps)
 
     def load(self, run_id: str) -> RunState:
@@ -148,42 +154,49 @@ class PostgresStore:
             return row, steps
 
         with self._lock:
-            row, steps = self._do(f"load run {run_id!r}", None, load)
+            row, steps = self._do(f"load run {run_id!r}", load)
         state = state_of(run_id, row, steps)
         self._saved_steps[run_id] = len(state.steps)
         return state
 
     def runs(self) -> list[RunSummary]:
         with self._lock:
-            rows = self._do("list the runs", None, lambda c: c.execute(LIST_RUNS).fetchall())
+            rows = self._do("list the runs", lambda c: c.execute(LIST_RUNS).fetchall())
         return [RunSummary(*row) for row in rows]
 
     def acquire(self, run_id: str) -> None:
-        def found(connection: Any) -> bool:
-            query = "SELECT 1 FROM chainkit_runs WHERE run_id = %s"
-            return connection.execute(query, (run_id,)).fetchone() is not None
+        def take(connection: Any) -> bool | None:
+            row = connection.execute(_TAKE, (run_id,)).fetchone()
+            return None if row is None else bool(row[0])
 
         with self._lock:
             if run_id in self._holds:
                 raise RunLockedError(f"run {run_id!r} is held already, by this store")
-            if not self._do(f"hold run {run_id!r}", None, found):
+            taken = self._do(f"hold run {run_id!r}", take)
+            if taken is None:
                 raise RunNotFoundError(f"no run {run_id!r} in the checkpoint store")
-            self._holds[run_id] = None  # its connection is opened, and the lock taken, below
-            try:
-                self._do(f"hold run {run_id!r}", run_id, lambda connection: None)
-            except BaseException:
-                self._drop(self._holds.pop(run_id, None))
-                raise
+            if not taken:
+                raise _held_elsewhere(run_id)
+            self._holds.add(run_id)
 
     def release(self, run_id: str) -> None:
         with self._lock:
-            holder = self._holds.pop(run_id, None)
-        self._drop(holder)
+            if run_id not in self._holds:
+                return
+            self._holds.discard(run_id)
+            connection = self._connection
+            if run_id in self._taken_over or connection is None or connection.closed:
+                self._taken_over.discard(run_id)
+                return  # its lock went with the connection that held it
+            try:
+                connection.execute(_UNLOCK, (run_id,))
+            except _psycopg().Error:
+                connection.close()  # with its locks; the runs still held are taken again
 
-    def _do(self, doing: str, run_id: str | None, work: Callable[[Any], T]) -> T:
-        """`work(connection)` on the connection holding `run_id` (when this store holds it),
-        else on the store's own; a connection lost is opened again and `work` repeated, for
-        up to `reconnect_seconds`. Raises the store's errors, naming `doing`."""
+    def _do(self, doing: str, work: Callable[[Any], T], held: str | None = None) -> T:
+        """`work(connection)`; a connection lost is opened again and `work` repeated, for up
+        to `reconnect_seconds`. Raises the store's errors, naming `doing`; RunLockedError
+        when run `held`, held here, was taken over by another process meanwhile."""
         psycopg = _psycopg()
         if self._closed:
             raise StoreError(
@@ -193,9 +206,12 @@ class PostgresStore:
         pause = 0.05
         while True:
             try:
-                return work(self._connected(run_id))
+                connection = self._connected()
+                if held in self._taken_over:
+                    raise _held_elsewhere(held)
+                return work(connection)
             except psycopg.Error as error:
-                lost = self._lost(error, run_id)
+                lost = self._lost(error)
                 if not lost or time.monotonic() + pause > deadline:
                     raise postgres_failure(self._name, doing, error, self._password, lost) from None
             except UnicodeEncodeError as error:
@@ -203,32 +219,27 @@ class PostgresStore:
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
 
-    def _connected(self, run_id: str | None) -> Any:
-        """The open connection to do the work of `run_id` on: its holder's (opened again,
-        and the run's lock taken on it again, after a loss), else the store's own."""
-        if run_id is None or run_id not in self._holds:
-            if self._connection is None or self._connection.closed:
-                self._connection = self._connect()
+    def _connected(self) -> Any:
+        """The store's connection; after a loss, a new one holding again the runs held here
+        that no other process took meanwhile."""
+        if self._connection is not None and not self._connection.closed:
             return self._connection
-        holder = self._holds[run_id]
-        if holder is not None and not holder.closed:
-            return holder
-        holder = self._holds[run_id] = self._connect()
-        (taken,) = holder.execute(_LOCK, (run_id,)).fetchone()
-        if not taken:
-            self._drop(self._holds.pop(run_id))
-            raise RunLockedError(
-                f"run {run_id!r} is held by another process, which is running or resuming it"
-            )
-        return holder
+        connection = _psycopg().connect(self._dsn, autocommit=True, **self._connect_options)
+        try:
+            for run_id in self._holds - self._taken_over:
+                (taken,) = connection.execute(_LOCK, (run_id,)).fetchone()
+                if not taken:
+                    self._taken_over.add(run_id)
+        except BaseException:
+            connection.close()
+            raise
+        self._connection = connection
+        return connection
 
-    def _connect(self) -> Any:
-        return _psycopg().connect(self._dsn, autocommit=True, **self._connect_options)
-
-    def _lost(self, error: Exception, run_id: str | None) -> bool:
+    def _lost(self, error: Exception) -> bool:
         """Whether `error` says the connection was lost (or never made, for a reason that
         may pass), so the work may be tried again on a new one."""
-        connection = self._holds.get(run_id) if run_id in self._holds else self._connection
+        connection = self._connection
         if connection is None or connection.closed:
             message = str(error)
             return not ("FATAL:" in message and any(w in message for w, _ in LOGIN_REFUSALS))
@@ -243,10 +254,11 @@ class PostgresStore:
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 connection.execute(statement)
 
-    @staticmethod
-    def _drop(connection: Any) -> None:
-        if connection is not None:
-            connection.close()
+
+def _held_elsewhere(run_id: str) -> RunLockedError:
+    return RunLockedError(
+        f"run {run_id!r} is held by another process, which is running or resuming it"
+    )
 
 
 def _options(psycopg: Any, dsn: object) -> dict[str, Any]:
