@@ -99,7 +99,7 @@ LOGIN_REFUSALS = (
 _NUL_CAUSE = "a run id or agent name holds a NUL character, which PostgreSQL cannot store"
 
 
-def bad_text(store: str, doing: str, error: UnicodeError) -> StateFormatError:
+def bad_text(store: str, doing: str, error: UnicodeEncodeError) -> StateFormatError:
     """The error for a run id or agent name that is not valid Unicode (a lone surrogate)."""
     return StateFormatError(
         f"{store} could not {doing}: the run's id or agent name is not valid Unicode text "

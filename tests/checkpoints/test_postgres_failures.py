@@ -135,8 +135,8 @@ def test_a_run_continues_through_restarts_in_its_steps(
 
 def test_a_connection_reset_after_an_idle_spell_is_reconnected(run_id: str) -> None:
     dsn = postgres_dsn()
-    port = psycopg.conninfo.conninfo_to_dict(dsn).get("port", 5432)
-    with idle_reset_proxy(int(port), idle_seconds=0.2) as proxy:
+    port = int(str(psycopg.conninfo.conninfo_to_dict(dsn).get("port") or 5432))
+    with idle_reset_proxy(port, idle_seconds=0.2) as proxy:
         proxied = psycopg.conninfo.make_conninfo(dsn, host="127.0.0.1", port=proxy.port)
         store = checkpoints.PostgresStore(proxied)
         store.save(_state(run_id, 1))
