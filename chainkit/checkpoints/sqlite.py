@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING
 
 from chainkit.checkpoints._failures import bad_text, sqlite_failure
 from chainkit.checkpoints._rows import LIST_RUNS, run_row, state_of, step_rows
-from chainkit.checkpoints.errors import CheckpointConfigError, RunLockedError, RunNotFoundError
+from chainkit.checkpoints.errors import (
+    CheckpointConfigError,
+    RunLockedError,
+    RunNotFoundError,
+    StateFormatError,
+)
 from chainkit.checkpoints.state import RunState
 from chainkit.checkpoints.store import RunSummary
 
@@ -179,7 +184,14 @@ class SQLiteStore:
         row = self._connection.execute(
             "SELECT steps FROM chainkit_runs WHERE run_id = ?", (run_id,)
         ).fetchone()
-        return 0 if row is None else int(row[0])
+        if row is None:
+            return 0
+        if type(row[0]) is not int:  # SQLite keeps whatever a hand edit wrote
+            raise StateFormatError(
+                f"run {run_id!r}: its row in the checkpoint store says it has {row[0]!r} steps, "
+                "not a number: the database was edited or damaged"
+            )
+        return row[0]
 
 
 @contextmanager

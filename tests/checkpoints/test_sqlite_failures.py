@@ -96,6 +96,10 @@ def test_rows_edited_into_something_else_are_a_state_format_error(tmp_path: Path
         other.commit()
         with pytest.raises(checkpoints.StateFormatError, match=r"'r1'.*edited or damaged"):
             store.load("r1")
+    other.execute("UPDATE chainkit_runs SET steps = 'two' WHERE run_id = 'r1'")
+    other.commit()
+    with pytest.raises(checkpoints.StateFormatError, match="'two' steps"):
+        checkpoints.SQLiteStore(path).save(_state("r1", 3))
     deep = "[" * 100_000 + "]" * 100_000
     other.execute("UPDATE chainkit_runs SET header = ? WHERE run_id = 'r1'", (deep,))
     other.commit()
