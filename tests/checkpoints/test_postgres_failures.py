@@ -133,6 +133,51 @@ def test_a_run_continues_through_restarts_in_its_steps(
     ]
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_run_whose_server_stays_down_fails_named_and_resumes_without_repeating(
+    server: PrivateServer, run_id: str, mode: str
+) -> None:
+    calls: list[str] = []
+
+    @tools.tool
+    def pay(amount: str) -> str:
+        """Pays an amount."""
+        calls.append(amount)
+        if amount == "20":
+            server.stop()  # down for longer than the store waits: its completion is not saved
+        return f"paid {amount}"
+
+    def executor(*script: str) -> agents.Executor:
+        agent = agents.OneShotAgent(FakeLLM([*script, "Final Answer: paid twice"]), [pay])
+        return agents.Executor(agent, checkpointer=store)
+
+    payments = (
+        'Action: pay\nAction Input: {"amount": "10"}',
+        'Action: pay\nAction Input: {"amount": "20"}',
+    )
+
+    store = checkpoints.PostgresStore(server.dsn, reconnect_seconds=0.3)
+    try:
+        with (
+            checkpoints.named_run(run_id),
+            pytest.raises(checkpoints.StoreUnavailableError, match=f"save run '{run_id}'"),
+        ):
+            if mode == "async":
+                asyncio.run(chains.arun(executor(*payments), "pay twice"))
+            else:
+                chains.run(executor(*payments), "pay twice")
+    finally:
+        server.start()
+    # The same store, once the server is back: the call cut short is named, not repeated.
+    with pytest.raises(checkpoints.InterruptedCallError, match="'pay'"):
+        chains.resume(executor(), run_id)
+    if mode == "async":
+        outputs = asyncio.run(chains.aresume(executor(), run_id, interrupted="skip"))
+    else:
+        outputs = chains.resume(executor(), run_id, interrupted="skip")
+    assert outputs["output"] == "paid twice" and calls == ["10", "20"]
+
+
 def test_a_connection_reset_after_an_idle_spell_is_reconnected(run_id: str) -> None:
     dsn = postgres_dsn()
     port = int(str(psycopg.conninfo.conninfo_to_dict(dsn).get("port") or 5432))
