@@ -7,8 +7,6 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from chainkit.checkpoints._failures import bad_text, sqlite_failure
@@ -74,7 +72,7 @@ class SQLiteStore:
         self.path = os.fspath(path)
         self.timeout = float(timeout)
         self._lock = threading.Lock()
-        with self._failing("open the database"):
+        with _Failing(self, "open the database"):
             self._connection = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=self.timeout
             )
@@ -92,29 +90,17 @@ class SQLiteStore:
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
 
-    @contextmanager
-    def _failing(self, doing: str) -> Iterator[None]:
-        """Raises a database error inside as the StoreError naming this store and `doing`."""
-        import sqlite3
-
-        try:
-            yield
-        except sqlite3.Error as error:
-            raise sqlite_failure(repr(self), doing, error, self.timeout) from error
-        except UnicodeEncodeError as error:
-            raise bad_text(repr(self), doing, error) from error
-
     def close(self) -> None:
         with self._lock:
             self._connection.close()
 
     def save(self, state: RunState) -> None:
-        with self._lock, self._failing(f"save run {state.run_id!r}"):
+        with self._lock, _Failing(self, "save run", state.run_id):
             start = self._saved_steps.get(state.run_id)
             if start is None:
                 start = self._stored_steps(state.run_id)
             connection = self._connection
-            with _transaction(connection, "BEGIN IMMEDIATE"):
+            with _Transaction(connection, "BEGIN IMMEDIATE"):
                 connection.execute(_SAVE_RUN, run_row(state, time.time()))
                 if start > len(state.steps):  # an earlier state of the run, saved again
                     connection.execute(
@@ -129,9 +115,9 @@ class SQLiteStore:
             self._saved_steps[state.run_id] = len(state.steps)
 
     def load(self, run_id: str) -> RunState:
-        with self._lock, self._failing(f"load run {run_id!r}"):
+        with self._lock, _Failing(self, "load run", run_id):
             connection = self._connection
-            with _transaction(connection, "BEGIN"):
+            with _Transaction(connection, "BEGIN"):
                 row = connection.execute(
                     "SELECT header, progress FROM chainkit_runs WHERE run_id = ?", (run_id,)
                 ).fetchone()
@@ -143,15 +129,15 @@ class SQLiteStore:
         return state
 
     def runs(self) -> list[RunSummary]:
-        with self._lock, self._failing("list the runs"):
+        with self._lock, _Failing(self, "list the runs"):
             rows = self._connection.execute(LIST_RUNS).fetchall()
         return [RunSummary(*row) for row in rows]
 
     def acquire(self, run_id: str) -> None:
-        with self._lock, self._failing(f"hold run {run_id!r}"):
+        with self._lock, _Failing(self, "hold run", run_id):
             if run_id in self._held:
                 raise RunLockedError(f"run {run_id!r} is held already, by this store")
-            with _transaction(self._connection, "BEGIN IMMEDIATE"):
+            with _Transaction(self._connection, "BEGIN IMMEDIATE"):
                 self._take(run_id)
             self._held.add(run_id)
 
@@ -172,7 +158,7 @@ class SQLiteStore:
         )
 
     def release(self, run_id: str) -> None:
-        with self._lock, self._failing(f"release run {run_id!r}"):
+        with self._lock, _Failing(self, "release run", run_id):
             self._held.discard(run_id)
             self._connection.execute(
                 "UPDATE chainkit_runs SET lease_owner = NULL, lease_pid = NULL "
@@ -194,17 +180,52 @@ class SQLiteStore:
         return row[0]
 
 
-@contextmanager
-def _transaction(connection: sqlite3.Connection, begin: str) -> Iterator[None]:
+class _Failing:
+    """Raises a database error inside the block as the StoreError naming the store and what
+    it was doing (a class: a generator's context manager costs a step's save measurably)."""
+
+    __slots__ = ("doing", "run_id", "store")
+
+    def __init__(self, store: SQLiteStore, doing: str, run_id: str | None = None) -> None:
+        self.store = store
+        self.doing = doing
+        self.run_id = run_id
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
+        if error is None:
+            return
+        import sqlite3
+
+        doing = self.doing if self.run_id is None else f"{self.doing} {self.run_id!r}"
+        if isinstance(error, sqlite3.Error):
+            raise sqlite_failure(repr(self.store), doing, error, self.store.timeout) from error
+        if isinstance(error, UnicodeEncodeError):
+            raise bad_text(repr(self.store), doing, error) from error
+
+
+class _Transaction:
     """One transaction, committed when the block ends, else rolled back (unless SQLite, on a
     full disk or an I/O error, rolled it back itself)."""
-    connection.execute(begin)
-    try:
-        yield
-        connection.execute("COMMIT")
-    finally:
-        if connection.in_transaction:  # the block or its COMMIT failed
-            connection.execute("ROLLBACK")
+
+    __slots__ = ("begin", "connection")
+
+    def __init__(self, connection: sqlite3.Connection, begin: str) -> None:
+        self.connection = connection
+        self.begin = begin
+
+    def __enter__(self) -> None:
+        self.connection.execute(self.begin)
+
+    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
+        try:
+            if error is None:
+                self.connection.execute("COMMIT")
+        finally:
+            if self.connection.in_transaction:  # the block or its COMMIT failed
+                self.connection.execute("ROLLBACK")
 
 
 def _alive(pid: int | None) -> bool:
