@@ -103,6 +103,7 @@ class PostgresStore:
         self._holds: set[str] = set()
         self._taken_over: set[str] = set()
         """Runs held here whose lock another process took while the connection was down."""
+        self._pid = os.getpid()
         with self._lock:
             self._do("open the database", self._create_tables)
 
@@ -181,6 +182,7 @@ class PostgresStore:
 
     def release(self, run_id: str) -> None:
         with self._lock:
+            self._after_fork()
             if run_id not in self._holds:
                 return
             self._holds.discard(run_id)
@@ -202,6 +204,7 @@ class PostgresStore:
             raise StoreError(
                 f"{self._name} could not {doing}: the store was closed: open a new one"
             )
+        self._after_fork()
         deadline = time.monotonic() + self.reconnect_seconds
         pause = 0.05
         while True:
@@ -218,6 +221,16 @@ class PostgresStore:
                 raise bad_text(self._name, doing, error) from None
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
+
+    def _after_fork(self) -> None:
+        """In a process forked from the one that made the store, forgets the parent's
+        connection (never closing it: that would end the parent's session, and with it the
+        parent's holds) and its holds: the child opens a connection of its own."""
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            self._connection = None  # psycopg does not end a session from a forked child
+            self._holds.clear()
+            self._taken_over.clear()
 
     def _connected(self) -> Any:
         """The store's connection; after a loss, a new one holding again the runs held here

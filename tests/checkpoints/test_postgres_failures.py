@@ -6,6 +6,7 @@ again once the server is back."""
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import threading
 import time
@@ -280,6 +281,28 @@ def test_a_closed_store_says_so(run_id: str) -> None:
     store.close()
     with pytest.raises(checkpoints.StoreError, match="closed"):
         store.load(run_id)
+
+
+def test_a_forked_child_uses_a_connection_of_its_own_and_none_of_the_parents_holds(
+    run_id: str,
+) -> None:
+    dsn = postgres_dsn()
+    store, other = checkpoints.PostgresStore(dsn), checkpoints.PostgresStore(dsn)
+    store.save(_state(run_id, 1))
+    store.acquire(run_id)
+    child = os.fork()  # as multiprocessing's "fork" does with a store made before it
+    if child == 0:
+        try:
+            store.release(run_id)  # not its hold: the parent's stays
+            store.save(_state(f"{run_id}-child", 2))
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+    with pytest.raises(checkpoints.RunLockedError):
+        other.acquire(run_id)  # the parent still holds it
+    store.save(_state(run_id, 3))  # on its own connection, untouched by the child
+    assert len(other.load(f"{run_id}-child").steps) == 2
+    store.release(run_id)
 
 
 def test_threads_saving_through_a_restart_all_land(server: PrivateServer) -> None:
