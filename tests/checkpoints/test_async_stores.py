@@ -1,6 +1,6 @@
 """An async run never makes its event loop wait for the store: while another process holds the
-SQLite database's write lock, the run (or its resumption) waits for it, and the loop goes on
-with its other tasks."""
+SQLite database's write lock, or while a PostgreSQL server is down and the store waits to
+reconnect, the run (or its resumption) waits, and the loop goes on with its other tasks."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
-from chainkit import chains, checkpoints
+from chainkit import agents, chains, checkpoints, tools
+from chainkit.llms import FakeLLM
 from chainkit.schema import AgentAction
 from tests.support import durable_runs, forked
 from tests.support.durable_runs import ANSWER, MRKL_SCRIPT, QUESTION, Points
+from tests.support.postgres_server import private_server
 
 HOLD_AT_MOST = 20.0
 """How long the other process holds the lock unless told to let go first: the test's bound,
@@ -90,3 +92,35 @@ def test_the_loop_ticks_while_another_process_holds_the_sqlite_write_lock(
     assert ticks == 20 and waiting  # the run waited for the lock; the loop did not
     assert answer == ANSWER
     assert store.load(run_id).status == "finished"
+
+
+@pytest.mark.timeout(120)
+def test_the_loop_ticks_while_the_postgres_store_waits_to_reconnect(run_id: str) -> None:
+    with private_server() as server:
+
+        @tools.tool
+        def pay(amount: str) -> str:
+            """Pays an amount."""
+            server.stop()  # the save of its completion waits for the server to come back
+            return f"paid {amount}"
+
+        llm = FakeLLM(['Action: pay\nAction Input: {"amount": "10"}', "Final Answer: paid"])
+        store = checkpoints.PostgresStore(server.dsn, reconnect_seconds=60)
+        chain = agents.Executor(agents.OneShotAgent(llm, [pay]), checkpointer=store)
+
+        async def main() -> tuple[int, bool, str]:
+            with checkpoints.named_run(run_id):
+                run = asyncio.ensure_future(chains.arun(chain, "pay"))
+            while not llm.calls:  # until the run is in its step
+                await asyncio.sleep(0.01)
+            ticks = 0
+            while ticks < 20:
+                await asyncio.sleep(0.01)
+                ticks += 1
+            waiting = not run.done()
+            await asyncio.to_thread(server.start)
+            return ticks, waiting, await run
+
+        ticks, waiting, answer = asyncio.run(main())
+        assert ticks == 20 and waiting and answer == "paid"
+        assert store.load(run_id).status == "finished"
