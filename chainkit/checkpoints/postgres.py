@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from chainkit.checkpoints._failures import (
@@ -17,6 +17,7 @@ from chainkit.checkpoints._failures import (
     postgres_failure,
 )
 from chainkit.checkpoints._rows import LIST_RUNS, run_row, state_of, step_rows
+from chainkit.checkpoints._store_lock import StoreLock
 from chainkit.checkpoints.errors import (
     CheckpointConfigError,
     RunLockedError,
@@ -68,9 +69,9 @@ def _psycopg() -> Any:
 
 class PostgresStore:
     """Keeps each run as a row and each of its steps as a row, in the PostgreSQL database at
-    `dsn` (a libpq connection string or URL). A save is one transaction, sent in one round
-    trip. A run is held with a session advisory lock on the store's connection, which the
-    server drops when the holding process dies.
+    `dsn` (a libpq connection string or URL). A save is one transaction. A run is held with
+    a session advisory lock on the store's connection, which the server drops when the
+    holding process dies.
 
     A connection the server dropped (a restart, a failover, an idle timeout) is opened again,
     the runs it held are taken again, and what was being done is done again, for up to
@@ -96,7 +97,7 @@ class PostgresStore:
         self._password = self._options.get("password")
         timed = "connect_timeout" in self._options or "PGCONNECT_TIMEOUT" in os.environ
         self._connect_options = {} if timed else {"connect_timeout": _CONNECT_TIMEOUT}
-        self._lock = threading.Lock()
+        self._lock = StoreLock()
         self._connection: Any = None
         self._closed = False
         self._saved_steps: dict[str, int] = {}
@@ -125,8 +126,7 @@ class PostgresStore:
                     "SELECT steps FROM chainkit_runs WHERE run_id = %s", (state.run_id,)
                 ).fetchone()
                 start = 0 if row is None else int(row[0])
-            # One round trip: BEGIN, the rows and COMMIT go out together.
-            with connection.pipeline(), connection.transaction():
+            with connection.transaction():
                 connection.execute(_SAVE_RUN, run_row(state, time.time()))
                 if start > len(state.steps):  # an earlier state of the run, saved again
                     connection.execute(
@@ -181,19 +181,21 @@ class PostgresStore:
             self._holds.add(run_id)
 
     def release(self, run_id: str) -> None:
-        with self._lock:
-            self._after_fork()
-            if run_id not in self._holds:
-                return
-            self._holds.discard(run_id)
-            connection = self._connection
-            if run_id in self._taken_over or connection is None or connection.closed:
-                self._taken_over.discard(run_id)
-                return  # its lock went with the connection that held it
-            try:
-                connection.execute(_UNLOCK, (run_id,))
-            except _psycopg().Error:
-                connection.close()  # with its locks; the runs still held are taken again
+        self._lock.later(partial(self._release, run_id))
+
+    def _release(self, run_id: str) -> None:
+        self._after_fork()
+        if run_id not in self._holds:
+            return
+        self._holds.discard(run_id)
+        connection = self._connection
+        if run_id in self._taken_over or connection is None or connection.closed:
+            self._taken_over.discard(run_id)
+            return  # its lock went with the connection that held it
+        try:
+            connection.execute(_UNLOCK, (run_id,))
+        except _psycopg().Error:
+            connection.close()  # with its locks; the runs still held are taken again
 
     def _do(self, doing: str, work: Callable[[Any], T], held: str | None = None) -> T:
         """`work(connection)`; a connection lost is opened again and `work` repeated, for up

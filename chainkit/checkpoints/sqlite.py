@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 import time
 from typing import TYPE_CHECKING
 
 from chainkit.checkpoints._failures import bad_text, sqlite_failure
 from chainkit.checkpoints._rows import LIST_RUNS, run_row, state_of, step_rows
+from chainkit.checkpoints._store_lock import StoreLock
 from chainkit.checkpoints.errors import (
     CheckpointConfigError,
     RunLockedError,
@@ -71,7 +71,7 @@ class SQLiteStore:
 
         self.path = os.fspath(path)
         self.timeout = float(timeout)
-        self._lock = threading.Lock()
+        self._lock = StoreLock()
         with _Failing(self, "open the database"):
             self._connection = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=self.timeout
@@ -158,13 +158,16 @@ class SQLiteStore:
         )
 
     def release(self, run_id: str) -> None:
-        with self._lock, _Failing(self, "release run", run_id):
-            self._held.discard(run_id)
-            self._connection.execute(
-                "UPDATE chainkit_runs SET lease_owner = NULL, lease_pid = NULL "
-                "WHERE run_id = ? AND lease_owner = ?",
-                (run_id, self._owner),
-            )
+        def release() -> None:
+            with _Failing(self, "release run", run_id):
+                self._held.discard(run_id)
+                self._connection.execute(
+                    "UPDATE chainkit_runs SET lease_owner = NULL, lease_pid = NULL "
+                    "WHERE run_id = ? AND lease_owner = ?",
+                    (run_id, self._owner),
+                )
+
+        self._lock.later(release)
 
     def _stored_steps(self, run_id: str) -> int:
         row = self._connection.execute(
