@@ -17,6 +17,7 @@ from collections.abc import Coroutine, Generator
 from functools import partial
 from typing import Any, Literal, Never
 
+from chainkit._threads import in_thread
 from chainkit.agents import _executor_settings as settings
 from chainkit.agents import _journal as journals
 from chainkit.agents._deadline import (
@@ -184,8 +185,14 @@ class Executor(Chain):
         return self._drive(self._start(inputs, options))
 
     def _acall(self, inputs: dict[str, Any], **options: Any) -> Coroutine[Any, Any, dict[str, Any]]:
+        if self.checkpointer is not None:
+            return self._adrive_started(inputs, options)
         # The driver's coroutine itself, awaited by the caller: no coroutine around it.
         return self._adrive(self._start(inputs, options))
+
+    async def _adrive_started(self, inputs: dict[str, Any], options: dict[str, Any]) -> Any:
+        # The run's first save and its hold wait for the database: not on the event loop.
+        return await self._adrive(await in_thread(self._start, inputs, options))
 
     def _resumed(self, given: object, decisions: object, interrupted: object) -> Resumption:
         """Continues a run that stopped (see `chains.resume`; `agents._journal.resume` checks
@@ -236,6 +243,7 @@ class Executor(Chain):
         perform = self._aperform if run.pacer is None else self._apaced
         if run.journal is not None:
             perform = self._ajournaled
+            run.journal.defer()  # the store's work is awaited, off the event loop
         loop = self._loop(run)
         try:
             request = next(loop)
@@ -248,6 +256,8 @@ class Executor(Chain):
                     request = loop.send(result)
         finally:
             run.ended()
+            if run.journal is not None:  # the loop's last saves and its release
+                await run.journal.settle(last=True)
         loop.close()
         return request.outputs
 
@@ -472,7 +482,7 @@ class Executor(Chain):
         if run.pacer is not None:
             _postpone(run.deadline, await run.pacer.apause())
         actions = request.actions
-        run_tool = journal.aacting(actions, request.step, self._calls, self._gate.waits)
+        run_tool = await journal.aacting(actions, request.step, self._calls, self._gate.waits)
         return await act_in_tasks(run.deadline, actions, run_tool, self.max_parallel_tools)
 
     def _paced(self, request: LoopRequest, run: OneRun) -> Any:
