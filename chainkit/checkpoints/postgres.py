@@ -193,15 +193,19 @@ class PostgresStore:
         return [RunSummary(*row) for row in listed]
 
     def acquire(self, run_id: str) -> None:
+        ours: str | None = None  # this store's token on the run, which a hold of it gives way to
+
         def take(connection: Any) -> str:
+            nonlocal ours
             with connection.transaction():
                 execute, seconds = connection.execute, self._lease_seconds
-                ours = self._unreleased.get(run_id)
-                return leases.take(execute, _READ_LEASE, _TAKE_LEASE, run_id, seconds, ours)
+                ours = leases.take(execute, _READ_LEASE, _TAKE_LEASE, run_id, seconds, ours)
+                return ours  # a retry after a lost reply to COMMIT finds this one: its own
 
         with self._lock:
             if run_id in self._held:
                 raise RunLockedError(f"run {run_id!r} is held already, by this store")
+            ours = self._unreleased.get(run_id)
             self._held[run_id] = self._do(f"hold run {run_id!r}", take)
             self._unreleased.pop(run_id, None)
 

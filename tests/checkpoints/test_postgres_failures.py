@@ -232,6 +232,25 @@ def test_a_save_whose_commit_was_not_acknowledged_counts_as_saved_on_its_retry(
         assert (loaded.saved, len(loaded.steps)) == (saved + 1, 3)
 
 
+def test_a_hold_whose_commit_was_not_acknowledged_is_taken_on_its_retry(run_id: str) -> None:
+    """The server committed the lease, then the connection went before its reply came: the
+    retry finds the lease it wrote itself, not another process's hold."""
+    dsn = postgres_dsn()
+    port = int(str(psycopg.conninfo.conninfo_to_dict(dsn).get("port") or 5432))
+    with idle_reset_proxy(port, idle_seconds=600) as proxy:
+        proxied = psycopg.conninfo.make_conninfo(dsn, host="127.0.0.1", port=proxy.port)
+        store, state = checkpoints.PostgresStore(proxied), _state(run_id, 1)
+        store.save(state)
+        proxy.cut_after = b"COMMIT"
+        store.acquire(run_id)
+        assert proxy.cut_after is None  # cut: the reply never came
+        store.save(_grown(state, 2))  # under the lease it holds
+        with pytest.raises(checkpoints.RunLockedError):
+            checkpoints.PostgresStore(dsn).acquire(run_id)
+        store.release(run_id)
+        checkpoints.PostgresStore(dsn).acquire(run_id)
+
+
 def test_a_refused_login_is_named_at_once_without_the_password() -> None:
     dsn = psycopg.conninfo.make_conninfo(postgres_dsn(), password=PASSWORD)
     with pytest.raises(checkpoints.StoreError, match="refused the login") as raised:
