@@ -8,9 +8,27 @@ package may raise, and those of the `module:factory` specs and the batch output 
 command line and `chainkit.distributed` share. docs/errors.md shows the tree.
 """
 
+from typing import Any
+
 
 class ChainkitError(Exception):
-    """Base of every exception chainkit raises on purpose."""
+    """Base of every exception chainkit raises on purpose.
+
+    Pickled as its arguments and attributes, never by calling its `__init__` again, whose
+    parameters differ from class to class: an error crosses processes whole (a Ray worker's,
+    a batch job's)."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_unpickled, (type(self), self.args, self.__dict__))
+
+
+def _unpickled(
+    kind: type[ChainkitError], args: tuple[Any, ...], attributes: dict[str, Any]
+) -> ChainkitError:
+    error = kind.__new__(kind)
+    error.args = args
+    error.__dict__.update(attributes)
+    return error
 
 
 class EscapedStopError(ChainkitError, RuntimeError):

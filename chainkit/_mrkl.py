@@ -77,6 +77,11 @@ read as prose, are settled by text that is already there. One case alone can bre
 promise: a reply whose fence lines pass `MAX_FENCE_LINES` later on is read with its fences as
 plain text.
 
+`StreamedReply` says the same of each piece of a reply as it comes, reading each piece once
+and the reply whole only where its answer's course may change (see its docstring), so a
+stream's cost stays linear in its reply where `settled_answer` on the text so far would read
+it again at every piece.
+
 Deliberate differences from LangChain's MRKLOutputParser and langchaingo's OneShotZeroAgent:
 a reply holding both an action and a final answer is decided by position instead of raising
 (LangChain) or preferring the answer (langchaingo); the input stops at an `Observation:` line
@@ -97,9 +102,11 @@ CVE-2024-58340 input among them.
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from chainkit.schema import AgentAction, AgentFinish
 
@@ -108,6 +115,8 @@ __all__ = [
     "MISSING_ACTION",
     "MISSING_ACTION_INPUT",
     "PLAIN_REPLY",
+    "Settled",
+    "StreamedReply",
     "UnreadableReplyError",
     "final_answer",
     "read_step",
@@ -144,6 +153,7 @@ _FINAL_INLINE = re.compile(
     r"Final Answer(?<![A-Za-z0-9]Final Answer)(?:[ \t]++is)?+[ \t]*+[*_]*+[:：]"
 )
 # A code fence: three or more backticks or tildes. On the probe, at the start of a line.
+_COLONS = re.compile("[:：]")
 _FENCE_LINE = re.compile(r"\n[ \t]*+(`{3,}+|~{3,}+)")
 _LEADING_FENCE = re.compile(r"[ \t\r\n]*+(`{3,}+|~{3,}+)")
 # What may follow a fence on its line as a language tag ("json", "c++", "objective-c").
@@ -221,36 +231,280 @@ def settled_answer(text: str) -> str | None:
     text added to `text` can change it: the answer `read_step` gives for the whole reply
     starts with it. None while `text` decides on no final answer (an action, or nothing yet).
     """
+    return _settled(text).answer
+
+
+@dataclass(slots=True, frozen=True)
+class _Settled:
+    """What `settled_answer` reads in a reply: how far it has got (`stage`), the answer, and,
+    once the answer's section was read, where the answer starts, where its section ends and
+    how much of the reply was read (all of it but a last line that may still end the answer).
+    """
+
+    stage: _Stage
+    answer: str | None
+    start: int = 0
+    end: int = 0
+    read: int = 0
+
+
+class _Stage(enum.Enum):
+    UNDECIDED = enum.auto()  # no step yet: only a keyword ending at a colon can decide one
+    ACTION = enum.auto()  # an action: no text added can make it a final answer
+    OPENING = enum.auto()  # a final answer whose opening may still change
+    FENCED = enum.auto()  # a final answer on the keyword's line that opens a code block
+    SECTION = enum.auto()  # a final answer whose section was read
+
+
+def _settled(text: str) -> _Settled:
     probe = _lowered(text)
     try:
         decided = _decision(text, probe)
     except UnreadableReplyError:
-        return None
+        return _Settled(_Stage.UNDECIDED, None)
     if isinstance(decided, AgentAction):
-        return None
+        return _Settled(_Stage.ACTION, None)
     keyword_start, start = decided
     if len(text) - start < 2:
-        return ""  # the markdown that closes the keyword's may come next: `**Final Answer:**`
+        # The markdown that closes the keyword's may come next: `**Final Answer:**`.
+        return _Settled(_Stage.OPENING, "")
     # The last line may still turn out to end the answer: as a keyword or fence line or, on
     # the keyword's own line, as a fence opening the answer. If it may, the answer is read as
     # if the reply ended before it, as it would when that line came.
     last_line = text.rfind("\n", start) + 1
     if not last_line:
         if _may_become(text[start:], " \t", _FENCE_MARKERS):
-            return ""
+            fenced = len(_line_begins(text[start:], " \t")) >= len(_FENCE_MARKERS[0])
+            return _Settled(_Stage.FENCED if fenced else _Stage.OPENING, "")
     elif _may_become(text[last_line:], _DECORATION, _LINE_WORDS):
         text, probe = text[: last_line - 1], probe[:last_line]
     end, _ = _section(text, probe, keyword_start, start)
-    return text[start:end].strip()
+    return _Settled(_Stage.SECTION, text[start:end].strip(), start, end, len(text))
+
+
+class Settled(NamedTuple):
+    """What a piece of a reply does to its settled answer: `text` is the answer whole when
+    `whole`, else what the piece adds to the answer given before."""
+
+    text: str
+    whole: bool
+
+
+# Before a colon, a keyword is a few words between runs of spaces, step numbers or markdown.
+# In text with each such run squeezed to one space, it is one of these (read lower-cased: a
+# keyword line, or `Action Input:` anywhere; read as written: LangChain's mid-line keywords).
+# Squeezing only makes them match more, and what they match is short.
+_RUN = re.compile(r"[ \t0-9*_>#-]+")
+_KEYWORD_BEFORE_COLON = re.compile(
+    r"(?:\A|\n) ?(?:action ?(?:input ?)?|observation ?|(?:the ?)?final ?answer(?: ?is)? ?)\Z"
+    r"|action ?input ?\Z"
+)
+_INLINE_BEFORE_COLON = re.compile(r"(?<![A-Za-z0-9])(?:Action|Final Answer(?: ?is)?) ?\Z")
+# Squeezed text kept to look behind a colon: more than any keyword squeezed.
+_RECENT = 64
+
+
+def _squeezed(text: str) -> str:
+    return _RUN.sub(" ", text)
+
+
+class StreamedReply:
+    """A reply read as it is written: `add` takes each piece and says what `settled_answer`
+    says of the text so far.
+
+    Each piece is read on its own: before a keyword decides the reply, only a colon that may
+    end a keyword can change anything (the text before it is kept squeezed, a few dozen
+    characters); after an action, nothing can; in a final answer, a piece adds to the answer
+    what it adds to the lines that cannot end it (a line that may still become a keyword or
+    fence line waits until it is whole or cannot). The reply is read whole only where the
+    answer's course may change: at a colon that may end a keyword, while the answer's first
+    characters may still close the keyword's markdown or open a code block, and at a whole
+    line inside the answer that is a keyword or fence line. Each of those costs one read of
+    the reply so far: linear for prose, and for answers with a few code blocks.
+    """
+
+    __slots__ = (
+        "_answer",
+        "_blank",
+        "_ended",
+        "_frozen",
+        "_held",
+        "_nonblank",
+        "_pieces",
+        "_recent",
+        "_stage",
+        "_stray",
+        "_watched",
+    )
+
+    def __init__(self) -> None:
+        self._pieces: list[str] = []  # the text so far, joined when read whole
+        self._recent = ""  # its end, squeezed (`_squeezed`)
+        self._stage = _Stage.UNDECIDED
+        self._answer: list[str] = []  # the settled answer, in pieces
+        # Once the answer's section was read: the last line, while it may still become a
+        # keyword or fence line (None once it cannot), or while it holds an "İ", which
+        # `_may_become` lower-cases to two characters where the keyword patterns read one;
+        # the blank text after the answer's
+        # last non-blank character; whether there is one yet; whether the section has ended
+        # (then nothing changes it but new text after a stray fence, or, unless `frozen`, a
+        # keyword or fence line).
+        self._held: list[str] | None = None
+        self._watched: list[str] | None = None  # the last line, when it holds an "İ"
+        self._blank: list[str] = []
+        self._nonblank = False
+        self._ended = False
+        self._stray = False
+        self._frozen = False
+
+    def add(self, piece: str) -> Settled | None:
+        """What `piece`, the next text of the reply, does to its settled answer; None while
+        the reply decides on no final answer (an action, or nothing yet)."""
+        self._pieces.append(piece)
+        stage = self._stage
+        if stage is _Stage.ACTION:
+            return None
+        if stage is _Stage.SECTION:
+            added = self._added(piece)
+            if added is not None:
+                if added:
+                    self._answer.append(added)
+                return Settled(added, whole=False)
+        elif stage is _Stage.UNDECIDED and not self._may_decide(piece):
+            return None
+        elif stage is _Stage.FENCED and "\n" not in piece:
+            return Settled("", whole=False)  # the fence's line goes on: it holds no answer
+        return self._read_whole()
+
+    def answer(self) -> str:
+        """The settled answer so far ("" before there is one)."""
+        if len(self._answer) > 1:
+            self._answer = ["".join(self._answer)]
+        return self._answer[0] if self._answer else ""
+
+    def _may_decide(self, piece: str) -> bool:
+        """Whether a keyword may end at a colon in `piece`."""
+        *before_colons, after = _COLONS.split(piece)
+        for text in before_colons:
+            recent = _squeezed(self._recent + text)[-_RECENT:]
+            if _KEYWORD_BEFORE_COLON.search(
+                recent.replace("İ", "I").lower()
+            ) or _INLINE_BEFORE_COLON.search(recent):
+                return True
+            self._recent = recent + ":"
+        self._recent = _squeezed(self._recent + after)[-_RECENT:]
+        return False
+
+    def _read_whole(self) -> Settled | None:
+        text = "".join(self._pieces)
+        self._pieces = [text]
+        settled = _settled(text)
+        self._stage = settled.stage
+        if settled.stage is _Stage.UNDECIDED:
+            self._recent = _squeezed(text)[-_RECENT:]
+        if settled.answer is None:
+            return None
+        self._answer = [settled.answer]
+        if settled.stage is _Stage.SECTION:
+            self._follow(text, settled)
+        return Settled(settled.answer, whole=True)
+
+    def _follow(self, text: str, settled: _Settled) -> None:
+        """Sets what `_added` reads from the section `settled` found in `text`."""
+        start, end, read = settled.start, settled.end, settled.read
+        line_start = text.rfind("\n", start) + 1
+        last_line = text[line_start:]
+        self._held = [last_line] if read < len(text) else None
+        watch = line_start and self._held is None and "İ" in last_line
+        self._watched = [last_line] if watch else None
+        self._ended = end < read
+        if self._ended:
+            # A bare fence line at the section's end with only blanks after it is dropped as
+            # stray, until text comes after it; or it closes a fence opened before.
+            self._stray = not text[end:read].strip(" \t\r\n`~")
+            self._frozen = not self._stray and _LEADING_FENCE.match(text, start) is None
+        else:
+            section = text[start:read]
+            kept = len(section.rstrip())
+            self._blank = [section[kept:]]
+            self._nonblank = kept > 0
+
+    def _added(self, piece: str) -> str | None:
+        """What `piece` adds to the answer; None when the reply must be read whole."""
+        if self._frozen:
+            return ""
+        first, *lines = piece.split("\n")
+        added = [self._continued(first)]
+        for line in lines:
+            held = self._held
+            if held is not None:
+                if _ends_or_fences("".join(held)):
+                    return None
+                added.append(self._considered("\n" + "".join(held)))
+            self._held, self._watched = [line], None
+            added.append(self._continued(""))
+        if None in added:
+            return None
+        return "".join(added)  # type: ignore[arg-type]
+
+    def _continued(self, text: str) -> str | None:
+        """What `text`, added to the last line, adds to the answer."""
+        held = self._held
+        if held is None:
+            watched = self._watched
+            if watched is not None:
+                watched.append(text)
+                if _KEYWORD_LINE.match(_lowered("".join(watched))):
+                    return None
+            return self._considered(text)
+        held.append(text)
+        line = "".join(held)
+        self._held = [line]
+        if _may_become(line, _DECORATION, _LINE_WORDS):
+            return ""
+        self._held = None
+        if "İ" in line:
+            self._watched = [line]
+            if _KEYWORD_LINE.match(_lowered(line)):
+                return None
+        return self._considered("\n" + line)
+
+    def _considered(self, text: str) -> str | None:
+        """What `text`, added to the text read of the section, adds to the answer; None
+        when it may undo a stray fence."""
+        if self._ended:
+            return None if self._stray and text.strip() else ""
+        kept = text.rstrip()
+        if not kept:
+            self._blank.append(text)
+            return ""
+        added = "".join(self._blank) + kept
+        if not self._nonblank:
+            added = added.lstrip()
+            self._nonblank = True
+        self._blank = [text[len(kept) :]]
+        return added
+
+
+def _ends_or_fences(line: str) -> bool:
+    """Whether `line`, whole, is a keyword line or a fence line."""
+    probe = _lowered(line)
+    return bool(_KEYWORD_LINE.match(probe) or _FENCE_LINE.match(probe))
 
 
 def _may_become(line: str, decoration: str, words: tuple[str, ...]) -> bool:
     """Whether `line`, the beginning of a line still being written, past `decoration`, may
     turn out to begin with one of `words` (spaces between them counting as one) once the
     rest of it comes."""
-    # The words are one or two (`the final`): the line's first two are all that can match.
-    begins = " ".join(line.lstrip(decoration).split(None, 2)[:2]).lower()
+    begins = _line_begins(line, decoration)
     return any(word.startswith(begins[: len(word)]) for word in words)
+
+
+def _line_begins(line: str, decoration: str) -> str:
+    """The first two words of `line` past `decoration`, lower-cased: more text can only add
+    to them."""
+    # The words are one or two (`the final`): the line's first two are all that can match.
+    return " ".join(line.lstrip(decoration).split(None, 2)[:2]).lower()
 
 
 def read_step(text: str) -> AgentAction | AgentFinish:

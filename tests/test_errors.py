@@ -503,3 +503,35 @@ def test_importing_chainkit_does_not_import_the_metadata_reader():
     code = "import sys, chainkit\nprint('importlib.metadata' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.split() == ["False"], result.stderr
+
+
+def _every_error_class() -> list[type[chainkit.ChainkitError]]:
+    for module in pkgutil.walk_packages(chainkit.__path__, "chainkit."):
+        if module.name.endswith(".errors"):
+            importlib.import_module(module.name)
+    found: list[type[chainkit.ChainkitError]] = []
+    waiting = [chainkit.ChainkitError]
+    while waiting:
+        error = waiting.pop()
+        found.append(error)
+        waiting.extend(error.__subclasses__())
+    return found
+
+
+def test_every_error_pickles_whole_whatever_its_init_takes():
+    """A Ray worker's or a batch job's error crosses processes by pickle; most errors'
+    `__init__` take other arguments than their `args`, which pickling used to call again."""
+    import pickle
+
+    for error in _every_error_class():
+        made = error.__new__(error)
+        made.args = ("what went wrong",)
+        vars(made)["detail"] = {"id": 7}
+        copy = pickle.loads(pickle.dumps(made))
+        assert type(copy) is error
+        assert (copy.args, vars(copy)) == (made.args, {"detail": {"id": 7}})
+    from chainkit.agents.errors import OutputParserError
+
+    reply = OutputParserError("bad", "Final Answer: {", typed_answer=True)
+    copy = pickle.loads(pickle.dumps(reply))
+    assert (str(copy), copy.llm_output, copy.typed_answer) == (str(reply), "Final Answer: {", True)

@@ -8,8 +8,9 @@ import math
 from collections.abc import Mapping
 
 from chainkit._text import described
+from chainkit.agents._typed_answer import TypedAnswer
 from chainkit.agents.agent import Agent
-from chainkit.agents.base import agent_toolset, check_max_parallel_tools
+from chainkit.agents.base import BaseAgent, agent_toolset, check_max_parallel_tools
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import AgentConfigError, AgentTypeError
 from chainkit.checkpoints import Checkpointer
@@ -29,6 +30,22 @@ _SETTINGS = (
     *("callbacks", "error_handler", "early_stopping_method", "handle_tool_errors"),
     *("output_type", "checkpointer"),
 )
+
+
+def typed_agent(agent: Agent, answer: TypedAnswer) -> BaseAgent:
+    """The copy of `agent` that asks for and reads `answer`'s type; only a BaseAgent can (its
+    requests are what the typed answer adds to)."""
+    if not isinstance(agent, BaseAgent):
+        raise AgentTypeError(
+            f"output_type needs an agent that subclasses agents.BaseAgent (OneShotAgent, "
+            f"ToolCallingAgent or your own kind), got {type(agent).__name__}"
+        )
+    if answer.tool.name in agent_toolset(agent.tools).names:
+        raise AgentConfigError(
+            f"with output_type the model ends the run by calling a tool named "
+            f"{answer.tool.name!r}; the agent has a tool of that name: rename it"
+        )
+    return agent.answering(answer)
 
 
 def unexpected_argument(arguments: Mapping[str, object]) -> AgentTypeError:

@@ -3,18 +3,20 @@ send the model (`plan_request`) and what its reply decides (`read_reply`)."""
 
 from __future__ import annotations
 
+import copy
 from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from chainkit._text import described, shorten
 from chainkit.agents._constraint import refused
 from chainkit.agents._tool_offer import ToolOffer
+from chainkit.agents._typed_answer import TypedAnswer, final_call
 from chainkit.agents.agent import Agent
 from chainkit.agents.errors import AgentConfigError, AgentTypeError, NotFinishedError
 from chainkit.callbacks import Handlers, Observed, guard
-from chainkit.llms import Model, ModelStatusError
+from chainkit.llms import Model, ModelStatusError, ObjectResult
 from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message, ToolInfo
 from chainkit.tools import Tool, ToolConfigError, ToolRetriever, Toolset, ToolTypeError
 
@@ -91,7 +93,15 @@ class BaseAgent(Observed, Agent):
     A kind of agent supplies two methods: `plan_request`, what to send the model, and
     `read_reply`, the decision its reply holds. From them BaseAgent plans, sync and async, the
     next step and the final answer asked for at a limit.
+
+    An Executor with `output_type` plans with a copy of its agent that asks for a typed final
+    answer (`answering`), for every kind alike: the kind's request gets the final-answer tool
+    (when it offers tools natively) or the schema instructions, its final answer is read into
+    the type (see `agents._typed_answer`), and the answer asked for at a limit is a
+    `generate_object` call.
     """
+
+    _answer: TypedAnswer | None = None
 
     def __init__(
         self,
@@ -111,6 +121,12 @@ class BaseAgent(Observed, Agent):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(llm={self.llm!r}, tools={self._toolset.names})"
+
+    def answering(self, answer: TypedAnswer) -> BaseAgent:
+        """A copy of this agent whose final answer is `answer`'s type."""
+        typed = copy.copy(self)
+        typed._answer = answer
+        return typed
 
     @property
     def tools(self) -> list[Tool]:
@@ -151,24 +167,25 @@ class BaseAgent(Observed, Agent):
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> list[AgentAction] | AgentFinish:
         offer = self._tool_offer
-        if offer is None:  # every tool is offered: nothing to select
+        if offer is None and self._answer is None:  # nothing to select, nothing to add
             request = self.plan_request(steps, inputs, None, False)
             return self.read_reply(self._reply(request, options), False)
-        request = self.plan_request(steps, inputs, offer.tools(steps, inputs, self.handler), False)
-        reply = self._reply(request, options)
-        return offer.planned(self.read_reply(reply, False), inputs, self.handler)
+        offered = None if offer is None else offer.tools(steps, inputs, self.handler)
+        request = self._asking(self.plan_request(steps, inputs, offered, False))
+        decision = self._decision(self._reply(request, options))
+        return decision if offer is None else offer.planned(decision, inputs, self.handler)
 
     async def aplan(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
     ) -> list[AgentAction] | AgentFinish:
         offer = self._tool_offer
-        if offer is None:  # every tool is offered: nothing to select
+        if offer is None and self._answer is None:  # nothing to select, nothing to add
             request = self.plan_request(steps, inputs, None, False)
             return self.read_reply(await self._areply(request, options), False)
-        offered = await offer.atools(steps, inputs, self.handler)
-        request = self.plan_request(steps, inputs, offered, False)
-        reply = await self._areply(request, options)
-        return offer.planned(self.read_reply(reply, False), inputs, self.handler)
+        offered = None if offer is None else await offer.atools(steps, inputs, self.handler)
+        request = self._asking(self.plan_request(steps, inputs, offered, False))
+        decision = self._decision(await self._areply(request, options))
+        return decision if offer is None else offer.planned(decision, inputs, self.handler)
 
     def plan_final(
         self, steps: Sequence[AgentStep], inputs: Mapping[str, Any], **options: Any
@@ -176,8 +193,11 @@ class BaseAgent(Observed, Agent):
         offer = self._tool_offer
         offered = None if offer is None else offer.tools(steps, inputs, self.handler)
         request = self.plan_request(steps, inputs, offered, True)
-        reply = self._reply(request, options)
-        finish = self._final_answer(reply, steps)
+        if self._answer is not None:
+            options = self._typed_final_options(options, request)
+            finish = self._typed_final(self._answer.final(self.llm, request.messages, options))
+        else:
+            finish = self._final_answer(self._reply(request, options), steps)
         return finish if offer is None else offer.planned(finish, inputs, self.handler)
 
     async def aplan_final(
@@ -186,8 +206,12 @@ class BaseAgent(Observed, Agent):
         offer = self._tool_offer
         offered = None if offer is None else await offer.atools(steps, inputs, self.handler)
         request = self.plan_request(steps, inputs, offered, True)
-        reply = await self._areply(request, options)
-        finish = self._final_answer(reply, steps)
+        if self._answer is not None:
+            options = self._typed_final_options(options, request)
+            result = await self._answer.afinal(self.llm, request.messages, options)
+            finish = self._typed_final(result)
+        else:
+            finish = self._final_answer(await self._areply(request, options), steps)
         return finish if offer is None else offer.planned(finish, inputs, self.handler)
 
     def _reply(self, request: PlanRequest, options: dict[str, Any]) -> Message:
@@ -221,6 +245,40 @@ class BaseAgent(Observed, Agent):
         if request.constraint is not None:
             options["extra_body"] = request.constraint.merged(options.get("extra_body"))
         return options
+
+    def _typed_final_options(self, options: dict[str, Any], request: PlanRequest) -> dict[str, Any]:
+        """The options of the typed answer asked for at a limit: the answer's strategy
+        constrains the reply, not the agent's grammar (the two would clash)."""
+        return self._model_options(options, replace(request, constraint=None))
+
+    def _typed_final(self, result: ObjectResult[Any]) -> AgentFinish:
+        return AgentFinish({self.output_key: result.value}, result.raw.content)
+
+    def _asking(self, request: PlanRequest) -> PlanRequest:
+        """`request` asking for the typed answer, when there is one: a request offering tools
+        natively offers the final-answer tool too; any other gets the schema instructions."""
+        answer = self._answer
+        if answer is None:
+            return request
+        if request.tools is not None:
+            return replace(request, tools=[*request.tools, answer.tool])
+        return replace(request, messages=answer.instructed(request.messages))
+
+    def _decision(self, reply: Message) -> list[AgentAction] | AgentFinish:
+        """What `reply` decides; with a typed answer, a call of the final-answer tool ends
+        the run (its other calls do not run) and a final answer is read into the type."""
+        answer = self._answer
+        if answer is None:
+            return self.read_reply(reply, False)
+        call = final_call(reply)
+        if call is not None:
+            value = answer.read_call(call, reply)
+            return AgentFinish({self.output_key: value}, call.function.arguments)
+        decision = self.read_reply(reply, False)
+        if not isinstance(decision, AgentFinish):
+            return decision
+        value = answer.read(decision.return_values[self.output_key], reply)
+        return AgentFinish({**decision.return_values, self.output_key: value}, decision.log)
 
     def _final_answer(self, reply: Message, steps: Sequence[AgentStep]) -> AgentFinish:
         """The final answer of a reply to a final-answer request. Raises NotFinishedError, with

@@ -8,7 +8,7 @@ from typing import Literal
 
 from chainkit._errors import ChainkitError
 from chainkit._text import counted, quoted, shorten
-from chainkit.schema import AgentStep
+from chainkit.schema import AgentStep, Message
 
 PARSE_ERROR_TOOL = "_Exception"
 """The tool name of the step that carries a parse error back to the model."""
@@ -19,13 +19,26 @@ class OutputParserError(ChainkitError, ValueError):
     """The model's reply could not be parsed.
 
     `observation` is the text to send back to the model so it can correct itself;
-    `llm_output` is the reply as the model wrote it.
+    `llm_output` is the reply as the model wrote it. `typed_answer` marks a final answer that
+    did not fit the Executor's `output_type` (sent back whatever the error handler); `reply`
+    and `tool_call_id` are the reply and the call the observation answers, when it answers one.
     """
 
-    def __init__(self, observation: str, llm_output: str) -> None:
+    def __init__(
+        self,
+        observation: str,
+        llm_output: str,
+        *,
+        typed_answer: bool = False,
+        reply: Message | None = None,
+        tool_call_id: str | None = None,
+    ) -> None:
         super().__init__(f"{observation}\nModel output: {quoted(llm_output, 500)}")
         self.observation = observation
         self.llm_output = llm_output
+        self.typed_answer = typed_answer
+        self.reply = reply
+        self.tool_call_id = tool_call_id
 
 
 class NotFinishedError(ChainkitError, RuntimeError):

@@ -86,13 +86,16 @@ class Executor(Chain):
       the steps taken; "generate" asks the agent for a final answer, in a model call the
       deadline does not cut (it is bounded by the model's own timeout).
     - Every tool start is reported with exactly one tool end or tool error.
-    - With `output_type` (any type `llms.generate_object` takes), the agent's input asks for
-      the final answer as JSON of that type's schema, and the answer is read into the type:
-      the run's output is the object (`chains.call(executor, ...)["output"]`; `chains.run`,
-      which returns text, refuses it with OutputNotStringError before the run starts). An
-      answer that does not fit goes back to the model, naming what was wrong, as the next
-      observation (with or without `error_handler`), up to the run's limits; a final answer
-      asked for at a limit that does not fit raises OutputParserError.
+    - With `output_type` (any type `llms.generate_object` takes; the agent a BaseAgent), the
+      final answer is asked for and read into the type by `generate_object`'s engine: a
+      request offering tools natively offers a `final_answer` tool too, whose arguments are
+      the answer (a text answer is read too); any other gets the schema instructions. The run's
+      output is the object (`chains.call(executor, ...)["output"]`; `chains.run`, which
+      returns text, refuses it with OutputNotStringError before the run starts). An answer
+      that does not fit goes back to the model, naming what was wrong, as the next step's
+      observation (with or without `error_handler`), up to the run's limits. The final answer
+      asked for at a limit is a `generate_object` call (its strategies, a refused one moving to
+      the next); one that does not fit raises OutputParserError.
     - A call of a tool marked `requires_approval` waits for `approve(request)` (an
       `agents.ApprovalRequest`), which returns `agents.Approve()`, `Deny(reason)` (the model
       observes the denial; the tool does not run) or `Edit(arguments)`; an async `approve`
@@ -138,6 +141,9 @@ class Executor(Chain):
         check_approver(approve)
         if memory is not None:
             settings.check_memory_is_read(agent, memory)
+        self._typed_answer = None if output_type is None else TypedAnswer(output_type)
+        if self._typed_answer is not None:
+            agent = settings.typed_agent(agent, self._typed_answer)
         self.agent = agent
         self.max_iterations = max_iterations
         self.max_execution_time = max_execution_time
@@ -150,7 +156,6 @@ class Executor(Chain):
         self.max_parallel_tools = agent.max_parallel_tools
         self._toolset = toolset
         self.output_type = output_type
-        self._typed_answer = None if output_type is None else TypedAnswer(output_type)
         self.approve = approve
         self._gate = Gate(toolset, approve)
         self._calls = ToolCalls(toolset, self._gate, handle_tool_errors)
@@ -271,14 +276,13 @@ class Executor(Chain):
         deadline = None if limit is None else Deadline(limit)
         callbacks = active_handler()
         pacer = None if callbacks is None else pacer_of(callbacks)
-        asked = inputs if self._typed_answer is None else self._typed_answer.asking(inputs)
         if journal is not None:
             steps = journal.state.steps
         else:  # the new run is saved and held last: nothing raises between that and its end
             steps = []
             if self.checkpointer is not None or self._gate.defers:
                 journal = journals.start(self.checkpointer, self.agent, inputs, steps)
-        return OneRun(asked, options, callbacks, deadline, steps, pacer, journal)
+        return OneRun(inputs, options, callbacks, deadline, steps, pacer, journal)
 
     # The loop: every decision of a run.
 
@@ -317,15 +321,9 @@ class Executor(Chain):
                 try:
                     decision = yield PLAN
                 except OutputParserError as error:
-                    self._send_back(error, run)
+                    self._send_back(error, run, always=error.typed_answer)
                     continue
                 if isinstance(decision, AgentFinish):
-                    if self._typed_answer is not None:
-                        try:
-                            decision = self._typed_answer.read(decision, self.agent.output_keys)
-                        except OutputParserError as error:
-                            self._send_back(error, run, always=True)
-                            continue
                     return self._finish(decision, run)
                 if not decision:
                     raise self._no_decision()
@@ -358,8 +356,6 @@ class Executor(Chain):
         if self.early_stopping_method == "force":
             raise NotFinishedError(stopped.reason, run.steps, limit=stopped.limit)
         final = yield PLAN_FINAL
-        if self._typed_answer is not None:
-            final = self._typed_answer.read(final, self.agent.output_keys)
         return self._finish(final, run)
 
     def _send_back(self, error: OutputParserError, run: OneRun, *, always: bool = False) -> None:
@@ -371,7 +367,10 @@ class Executor(Chain):
         observation = handler.observation(error)
         if run.callbacks is not None:
             run.callbacks.handle_text(f"unparsable reply, sent back to the model: {observation}")
-        action = AgentAction(PARSE_ERROR_TOOL, error.observation, error.llm_output)
+        log = None if error.reply is None else [error.reply]
+        action = AgentAction(
+            PARSE_ERROR_TOOL, error.observation, error.llm_output, error.tool_call_id, log
+        )
         run.steps.append(AgentStep(action, observation))
 
     def _no_decision(self) -> NoReturnError:

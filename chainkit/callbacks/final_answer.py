@@ -6,7 +6,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Ma
 from dataclasses import dataclass
 from typing import Any
 
-from chainkit._mrkl import final_answer, settled_answer
+from chainkit._mrkl import Settled, StreamedReply, final_answer
 from chainkit.callbacks.errors import HandlerTypeError
 from chainkit.callbacks.events import END_KINDS, ERROR_KINDS, START_KINDS, Event
 from chainkit.schema import AgentFinish, Message
@@ -49,7 +49,10 @@ class FinalAnswerStream:
                 print(piece, end="")
 
     Agents run by tools inside the run are not followed: their answers are not the run's.
-    Each token of a MRKL reply costs a read of the reply so far.
+    A MRKL reply is read as it comes, each token adding to what was read of it (so the cost is
+    linear in the reply), except at what may change the course of its answer: a keyword, the
+    answer's opening, a line that is a keyword or code-fence line, each of which costs a read
+    of the reply so far.
 
     Leaving its loop closes the events it reads, as `close()` / `aclose()` and leaving a
     `with` / `async with` block do: the run they come from stops, each of its runs still open
@@ -63,8 +66,8 @@ class FinalAnswerStream:
                 f"{type(events).__name__}"
             )
         self._events = events
-        self._replies: dict[str, str] = {}  # by model run: its text so far, read as MRKL
-        self._shown: dict[str, str] = {}  # by agent run: the answer yielded so far
+        self._replies: dict[str, StreamedReply] = {}  # by model run: its text, read as MRKL
+        self._shown: dict[str, _Shown] = {}  # by agent run: the answer yielded so far
         self._unread: set[str] = set()  # runs whose replies are no answer of the run's agent
 
     def __iter__(self) -> Iterator[Piece]:
@@ -121,8 +124,11 @@ class FinalAnswerStream:
         if kind == "token":
             if run in self._unread:
                 return _NOTHING
-            reply = self._replies[run] = self._replies.get(run, "") + event.data["text"]
-            return self._show(_agent_of(event), settled_answer(reply), final=False)
+            reply = self._replies.get(run)
+            if reply is None:
+                reply = self._replies[run] = StreamedReply()
+            settled = reply.add(event.data["text"])
+            return self._grown(_agent_of(event), reply, settled)
         if kind in START_KINDS:
             self._start(event)
         elif kind == "retry":
@@ -153,26 +159,93 @@ class FinalAnswerStream:
         answer = final_answer(reply.content) if isinstance(reply, Message) else None
         return self._show(_agent_of(event), answer, final=True)
 
-    def _show(self, agent: str, answer: str | None, *, final: bool) -> tuple[Piece, ...]:
+    def _grown(
+        self, agent: str, reply: StreamedReply, settled: Settled | None
+    ) -> tuple[Piece, ...]:
+        """What to yield now that `reply`'s answer is settled as far as `settled` says: as
+        `_show` would for the answer whole, reading only what it adds when `reply` gave the
+        answer before."""
+        if settled is None:
+            return _NOTHING
+        shown = self._shown.get(agent)
+        if settled.whole or shown is None or shown.reply is not reply:
+            return self._show(agent, reply.answer(), final=False, reply=reply)
+        added = settled.text
+        overlap = min(len(added), shown.size - shown.matched)
+        if overlap:  # a retry writing again what was yielded
+            if not shown.repeats(added[:overlap]):
+                return self._show(agent, reply.answer(), final=False, reply=reply)
+            added = added[overlap:]
+        if not added:
+            return _NOTHING
+        shown.add(added)
+        return (added,)
+
+    def _show(
+        self, agent: str, answer: str | None, *, final: bool, reply: StreamedReply | None = None
+    ) -> tuple[Piece, ...]:
         """What to yield now that `answer` is (the beginning of, unless `final`) the answer
-        of `agent`: the text that follows what was yielded, else a restart and the answer."""
+        of `agent`, which `reply` gives: the text that follows what was yielded, else a
+        restart and the answer."""
         if answer is None:
             return _NOTHING
-        shown = self._shown.get(agent, "")
-        if answer.startswith(shown):
-            if len(answer) == len(shown):
+        shown = self._shown.get(agent)
+        if shown is None:
+            shown = self._shown[agent] = _Shown()
+        yielded = shown.text()
+        shown.follow(reply, len(answer))  # `answer` begins what is yielded, whatever comes
+        if answer.startswith(yielded):
+            if len(answer) == len(yielded):
                 return _NOTHING
-            self._shown[agent] = answer
-            return (answer[len(shown) :],)
-        if shown.startswith(answer) and not final:
+            shown.add(answer[len(yielded) :])
+            return (answer[len(yielded) :],)
+        if yielded.startswith(answer) and not final:
             return _NOTHING  # a retry writing again what was yielded: nothing new yet
-        self._shown[agent] = answer
-        return (AnswerRestart(shown), answer) if answer else (AnswerRestart(shown),)
+        shown.restart(answer)
+        return (AnswerRestart(yielded), answer) if answer else (AnswerRestart(yielded),)
 
     def _forget(self, run: str) -> None:
         self._replies.pop(run, None)
         self._shown.pop(run, None)
         self._unread.discard(run)
+
+
+class _Shown:
+    """The answer yielded so far for one agent, in pieces, and the reply that gives it: the
+    first `matched` characters yielded are that reply's answer so far."""
+
+    __slots__ = ("_pieces", "matched", "reply", "size")
+
+    def __init__(self) -> None:
+        self._pieces: list[str] = []
+        self.size = 0
+        self.reply: StreamedReply | None = None
+        self.matched = 0
+
+    def text(self) -> str:
+        if len(self._pieces) > 1:
+            self._pieces = ["".join(self._pieces)]
+        return self._pieces[0] if self._pieces else ""
+
+    def follow(self, reply: StreamedReply | None, matched: int) -> None:
+        self.reply, self.matched = reply, matched
+
+    def repeats(self, text: str) -> bool:
+        """Whether `text` follows the reply's answer in what was yielded; if so the reply's
+        answer now takes it in."""
+        if not self.text().startswith(text, self.matched):
+            return False
+        self.matched += len(text)
+        return True
+
+    def add(self, text: str) -> None:
+        """Yields `text` after all that was yielded, which the reply's answer had reached."""
+        self._pieces.append(text)
+        self.size += len(text)
+        self.matched = self.size
+
+    def restart(self, answer: str) -> None:
+        self._pieces, self.size, self.matched = [answer], len(answer), len(answer)
 
 
 def _agent_of(event: Event) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Self
+
 from chainkit._errors import ChainkitError
 from chainkit._text import quoted
 
@@ -57,6 +59,11 @@ class StoreUnavailableError(StoreError, ConnectionError):
     waits: a PostgreSQL server down, restarting or failing over and not back in time, or
     another process holding a SQLite database's write lock. The run stopped at its last saved
     state: resume it (`chains.resume(executor, run_id)`) once the database answers again."""
+
+    def __new__(cls, *args: Any) -> Self:
+        # Laid out as an OSError: unpickling makes one by `__new__`, and the one its MRO finds
+        # first, RuntimeError's, refuses to.
+        return ConnectionError.__new__(cls, *args)
 
 
 class StateFormatError(CheckpointError, ValueError):

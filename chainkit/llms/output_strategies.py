@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, ClassVar, Final, Literal
 
 from chainkit._jsonschema.output import OutputShape
@@ -43,10 +44,13 @@ def response_format_for(shape: OutputShape) -> dict[str, Any]:
     }
 
 
-def with_instructions(messages: Sequence[Message], shape: OutputShape) -> list[Message]:
-    """`messages` with the schema instructions in the system message (one added first when
-    there is none: many chat templates take a system message only there)."""
-    text = INSTRUCTIONS.format(schema=json.dumps(shape.schema, ensure_ascii=False))
+def with_instructions(
+    messages: Sequence[Message], shape: OutputShape, instructions: str = INSTRUCTIONS
+) -> list[Message]:
+    """`messages` with the schema `instructions` (a template of `{schema}`) in the system
+    message (one added first when there is none: many chat templates take a system message
+    only there)."""
+    text = instructions.format(schema=json.dumps(shape.schema, ensure_ascii=False))
     if messages and messages[0].role == "system":
         first = Message.system(f"{messages[0].content}\n\n{text}")
         return [first, *messages[1:]]
@@ -170,3 +174,16 @@ def common_strategies(models: Sequence[object]) -> tuple[StrategyName, ...]:
     first, *others = (output_strategies_of(model) for model in models)
     common = tuple(name for name in first if all(name in listed for listed in others))
     return common or DEFAULT_STRATEGIES
+
+
+FINAL_ANSWER_TOOL: Final = "final_answer"
+"""The name of the tool an agent with a typed answer ends its run by calling (see
+`final_answer_tool`)."""
+
+
+def final_answer_tool(shape: OutputShape) -> ToolInfo:
+    """The tool strategy's tool for an agent, offered beside its own tools: the model ends
+    the run by calling it, its arguments the answer."""
+    tool = ToolStrategy().tools(shape)[0]
+    description = f"{tool.description} Call it once you know the answer: it ends the run."
+    return replace(tool, name=FINAL_ANSWER_TOOL, description=description)

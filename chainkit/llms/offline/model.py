@@ -34,7 +34,7 @@ from chainkit.llms.offline._question import (
     find_expression,
     residual,
 )
-from chainkit.llms.output_strategies import SCHEMA_MARK, StrategyName
+from chainkit.llms.output_strategies import FINAL_ANSWER_TOOL, SCHEMA_MARK, StrategyName
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
 
 # Words a question about each built-in tool may use, which its description (written for real
@@ -63,12 +63,12 @@ class OfflineModel(BaseModel):
     def _generate(self, request: ModelRequest) -> Message:
         messages, tools = request.messages, request.tools
         schema = _asked_schema(request)
-        if schema is not None:
-            reply = _object_reply(messages, schema)
-        elif tools:
+        if tools:
             reply = _native_reply(messages, tools)
+        elif schema is not None and not _prompt_tools(_last_user_text(messages)):
+            reply = _object_reply(messages, schema)
         else:
-            reply = Message.assistant(_mrkl_reply(messages))
+            reply = Message.assistant(_mrkl_reply(messages, schema))
         if request.streaming_func is not None:
             stream_text(reply.content, request.streaming_func, 8)
         return reply
@@ -102,22 +102,6 @@ def _filled(text: str, schema: dict[str, Any], expression: str | None = None) ->
     `expression` instead, when the question asks for a calculation)."""
     named = _Choice(str(schema.get("title") or "result"), {}, expression)
     return json.dumps(_arguments(text, named, schema), ensure_ascii=False)
-
-
-def _asked_in(question: str) -> tuple[str, dict[str, Any] | None]:
-    """The question without the schema its final answer is asked to match (an agent's typed
-    answer, `agents.Executor(output_type=...)`, asks on a line of its own), and that schema;
-    the question as it is and None when it asks for none."""
-    mark = question.find(SCHEMA_MARK)
-    if mark < 0:
-        return question, None
-    try:
-        found = find_object(question[mark + len(SCHEMA_MARK) :])
-    except ValueError:
-        return question, None
-    asked_from = question.rfind("\n", 0, mark)
-    schema = found if isinstance(found, dict) else None
-    return (question[:asked_from] if asked_from >= 0 else "").strip(), schema
 
 
 def _last_user_text(messages: Sequence[Message]) -> str:
@@ -214,12 +198,14 @@ def _prompt_tools(prompt: str) -> list[tuple[str, str]]:
     return found
 
 
-def _mrkl_reply(messages: Sequence[Message]) -> str:
+def _mrkl_reply(messages: Sequence[Message], schema: dict[str, Any] | None) -> str:
+    """The next MRKL step; its final answer fills `schema` (from what the tool returned, or
+    the question) when the agent's typed answer asks for an object of one."""
     prompt = _last_user_text(messages)
     # The format instructions show a Question and an Observation too: look past them.
     asked_at = max(prompt.rfind("Question:"), 0)
     # Without a "Question:" line there is no telling the question from the instructions.
-    question, schema = _asked_in(_between(prompt, "Question:", "\nThought:") or "")
+    question = _between(prompt, "Question:", "\nThought:") or ""
     observation = _between(prompt[asked_at:], "\nObservation:", "\nThought:")
     if observation is not None:
         answer = observation if schema is None else _filled(observation, schema)
@@ -237,14 +223,17 @@ def _mrkl_reply(messages: Sequence[Message]) -> str:
 
 
 def _native_reply(messages: Sequence[Message], tools: Sequence[ToolInfo]) -> Message:
-    question, schema = _asked_in(_last_user_text(messages))
+    """A call of the tool that matches the question; once a tool answered, the answer: what it
+    returned, or a call of the final-answer tool (an agent's typed answer) filled from it."""
+    final = next((tool for tool in tools if tool.name == FINAL_ANSWER_TOOL), None)
+    question = _last_user_text(messages)
     if messages and messages[-1].role == "tool":
         result = messages[-1].content
-        return Message.assistant(result if schema is None else _filled(result, schema))
-    choice = _choose(question, [(t.name, t.description) for t in tools])
+        return Message.assistant(result) if final is None else _answer_call(final, result)
+    choice = _choose(question, [(t.name, t.description) for t in tools if t is not final])
     if choice is None:
-        if schema is not None:
-            return Message.assistant(_filled(question, schema))
+        if final is not None:
+            return _answer_call(final, question)
         return Message.assistant("The offline model found no tool matching this question.")
     info = next(t for t in tools if t.name == choice.name)
     arguments = _arguments(question, choice, info.parameters)
@@ -252,6 +241,12 @@ def _native_reply(messages: Sequence[Message], tools: Sequence[ToolInfo]) -> Mes
         "call_offline_0", FunctionCall(choice.name, json.dumps(arguments, ensure_ascii=False))
     )
     return Message.assistant("", [call])
+
+
+def _answer_call(final: ToolInfo, text: str) -> Message:
+    """A call of the final-answer tool `final`, its arguments filled from `text`."""
+    answer = FunctionCall(final.name, _filled(text, final.parameters))
+    return Message.assistant("", [ToolCall("call_offline_answer", answer)])
 
 
 def _arguments(question: str, choice: _Choice, parameters: dict[str, Any]) -> dict[str, object]:

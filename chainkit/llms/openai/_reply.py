@@ -466,8 +466,13 @@ class StreamAccumulator:
                 self._body += data
                 return False
             return self._add_events(self._events.feed(data))
-        self._body = (self._body or bytearray()) + data
-        is_json = _looks_like_json(self._body)
+        if self._body is None:
+            self._body = bytearray()
+        # What came before was blank: only the new bytes need looking at, unless the first
+        # few may yet be a byte order mark.
+        seen = len(self._body) if len(self._body) >= len(_BOM) else 0
+        self._body += data
+        is_json = _looks_like_json(bytes(self._body[seen:]), at_start=not seen)
         if is_json is None:
             return False
         self._sniffing = False
@@ -592,12 +597,15 @@ def _ignore_text(text: str) -> None:
     pass
 
 
-def _looks_like_json(body: bytearray) -> bool | None:
-    """Whether a body that begins with `body` is one JSON document (its first character is
-    `{` or `[`) rather than events; None while only a BOM and blanks have come."""
-    if len(body) < len(_BOM) and _BOM.startswith(body):
-        return None
-    start = body.removeprefix(_BOM).lstrip()
+def _looks_like_json(body: bytes, *, at_start: bool) -> bool | None:
+    """Whether a body that holds `body` (at its start, or after blanks) is one JSON document
+    (its first character is `{` or `[`) rather than events; None while only a BOM and blanks
+    have come."""
+    if at_start:
+        if len(body) < len(_BOM) and _BOM.startswith(body):
+            return None
+        body = body.removeprefix(_BOM)
+    start = body.lstrip()
     if not start:
         return None
     return start[0] in b"{["

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 from dataclasses import dataclass
 
 DONE = "[DONE]"
@@ -32,7 +33,7 @@ class ServerEvent:
 class SSEDecoder:
     """Turns the bytes of an event stream into its events, whatever the bytes' chunking."""
 
-    __slots__ = ("_after_cr", "_data", "_decoder", "_line", "_started", "_type")
+    __slots__ = ("_after_cr", "_data", "_decoder", "_line", "_started", "_type", "_whole")
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -40,6 +41,7 @@ class SSEDecoder:
         self._after_cr = False  # the text so far ended in CR: an LF next ends no further line
         self._line: list[str] = []  # the pieces of a line not ended yet
         self._data: list[str] = []  # the data lines of the event under way
+        self._whole = _WholeData()  # whether they are a whole JSON value yet
         self._type = ""
 
     def feed(self, chunk: bytes) -> list[ServerEvent]:
@@ -86,6 +88,7 @@ class SSEDecoder:
                 if data:
                     events.append(ServerEvent(self._type or "message", "\n".join(data)))
                     data = self._data = []
+                    self._whole = _WholeData()
                 self._type = ""
             elif not data and line.startswith("data: "):
                 data.append(line[6:])  # the usual line: an event's first data
@@ -104,7 +107,7 @@ class SSEDecoder:
         if colon and value[:1] == " ":
             value = value[1:]
         if name == "data":
-            if self._data and _is_whole("\n".join(self._data)):
+            if self._data and self._whole.of(self._data):
                 self._dispatch(events)
             self._data.append(value)
         elif name == "event":
@@ -116,15 +119,64 @@ class SSEDecoder:
         if self._data:
             events.append(ServerEvent(self._type or "message", "\n".join(self._data)))
             self._data = []
+            self._whole = _WholeData()
         self._type = ""
 
 
-def _is_whole(data: str) -> bool:
-    """Whether `data` is already a whole JSON value, or [DONE]."""
-    if data.strip() == DONE:
+class _WholeData:
+    """Whether the data lines of an event, joined, are already a whole JSON value (or [DONE]),
+    each line read once however many follow: JSON is tried only once the lines so far close
+    every bracket and string they open, and never again once it fails before their end (what
+    comes after a newline cannot mend what comes before it)."""
+
+    __slots__ = ("_depth", "_hopeless", "_in_string", "_read", "_solid")
+
+    def __init__(self) -> None:
+        self._read = 0  # lines read
+        self._depth = 0  # brackets open outside strings
+        self._in_string = False
+        self._solid = 0  # characters other than whitespace
+        self._hopeless = False
+
+    def of(self, lines: list[str]) -> bool:
+        """Whether `lines`, the data lines so far (those read before and any new ones),
+        joined with newlines, are a whole JSON value or [DONE]."""
+        for line in lines[self._read :]:
+            self._solid += len("".join(line.split()))
+            if not self._hopeless:
+                self._scan(line)
+        self._read = len(lines)
+        if self._solid == len(DONE) and "\n".join(lines).strip() == DONE:
+            return True
+        if self._hopeless or self._depth or self._in_string or not self._solid:
+            return False
+        data = "\n".join(lines)
+        try:
+            json.loads(data)
+        except json.JSONDecodeError as error:
+            self._hopeless = error.pos < len(data.rstrip())
+            return False
+        except (ValueError, RecursionError):
+            return False
         return True
-    try:
-        json.loads(data)
-    except (ValueError, RecursionError):
-        return False
-    return True
+
+    def _scan(self, line: str) -> None:
+        """Follows strings and brackets through `line`, which a newline precedes."""
+        if self._in_string:
+            self._hopeless = True  # a JSON string holds no newline
+            return
+        for found in _STRUCTURE.finditer(line):
+            mark = found.group()
+            if self._in_string:
+                self._in_string = mark != '"'  # an escape or a bracket is text here
+            elif mark == '"':
+                self._in_string = True
+            elif mark in "[{":
+                self._depth += 1
+            elif mark in "]}":
+                self._depth -= 1
+
+
+# What matters to where a JSON value ends: quotes, brackets, and escapes (a backslash and the
+# character it escapes, so an escaped quote does not end its string).
+_STRUCTURE = re.compile(r'\\.|["\[\]{}]')
