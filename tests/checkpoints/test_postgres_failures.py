@@ -6,6 +6,7 @@ again once the server is back."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 import threading
@@ -21,7 +22,7 @@ from chainkit import agents, chains, checkpoints, tools
 from chainkit.llms import FakeLLM
 from tests.checkpoints.test_stores import _state
 from tests.support import forked
-from tests.support.idle_reset_proxy import idle_reset_proxy
+from tests.support.idle_reset_proxy import IdleResetProxy, idle_reset_proxy
 from tests.support.postgres import postgres_dsn
 from tests.support.postgres_server import PASSWORD, PrivateServer, private_server
 
@@ -190,12 +191,21 @@ def test_a_run_whose_server_stays_down_fails_named_and_resumes_without_repeating
     assert outputs["output"] == "paid twice" and calls == ["10", "20"]
 
 
+@contextlib.contextmanager
+def _through_proxy(
+    dsn: str, idle_seconds: float
+) -> Iterator[tuple[IdleResetProxy, checkpoints.PostgresStore]]:
+    """A store whose connections go through an idle_reset_proxy to the server of `dsn`."""
+    port = int(str(psycopg.conninfo.conninfo_to_dict(dsn).get("port") or 5432))
+    with idle_reset_proxy(port, idle_seconds) as proxy:
+        proxied = psycopg.conninfo.make_conninfo(dsn, host="127.0.0.1", port=proxy.port)
+        yield proxy, checkpoints.PostgresStore(proxied)
+
+
 def test_a_connection_reset_after_an_idle_spell_is_reconnected(run_id: str) -> None:
     dsn = postgres_dsn()
-    port = int(str(psycopg.conninfo.conninfo_to_dict(dsn).get("port") or 5432))
-    with idle_reset_proxy(port, idle_seconds=0.2) as proxy:
-        proxied = psycopg.conninfo.make_conninfo(dsn, host="127.0.0.1", port=proxy.port)
-        store, state = checkpoints.PostgresStore(proxied), _state(run_id, 1)
+    with _through_proxy(dsn, idle_seconds=0.2) as (proxy, store):
+        state = _state(run_id, 1)
         store.save(state)
         store.acquire(run_id)
         for steps in (2, 3):
@@ -215,10 +225,8 @@ def test_a_save_whose_commit_was_not_acknowledged_counts_as_saved_on_its_retry(
     save, tried again, finds its own write (its version, under its lease; or, for a run not
     held, its very state) and is done, not refused as stale."""
     dsn = postgres_dsn()
-    port = int(str(psycopg.conninfo.conninfo_to_dict(dsn).get("port") or 5432))
-    with idle_reset_proxy(port, idle_seconds=600) as proxy:
-        proxied = psycopg.conninfo.make_conninfo(dsn, host="127.0.0.1", port=proxy.port)
-        store, state = checkpoints.PostgresStore(proxied), _state(run_id, 1)
+    with _through_proxy(dsn, idle_seconds=600) as (proxy, store):
+        state = _state(run_id, 1)
         if held:
             store.save(state)
             store.acquire(run_id)
@@ -236,10 +244,8 @@ def test_a_hold_whose_commit_was_not_acknowledged_is_taken_on_its_retry(run_id: 
     """The server committed the lease, then the connection went before its reply came: the
     retry finds the lease it wrote itself, not another process's hold."""
     dsn = postgres_dsn()
-    port = int(str(psycopg.conninfo.conninfo_to_dict(dsn).get("port") or 5432))
-    with idle_reset_proxy(port, idle_seconds=600) as proxy:
-        proxied = psycopg.conninfo.make_conninfo(dsn, host="127.0.0.1", port=proxy.port)
-        store, state = checkpoints.PostgresStore(proxied), _state(run_id, 1)
+    with _through_proxy(dsn, idle_seconds=600) as (proxy, store):
+        state = _state(run_id, 1)
         store.save(state)
         proxy.cut_after = b"COMMIT"
         store.acquire(run_id)
