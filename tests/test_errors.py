@@ -77,6 +77,8 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
         "StaleStateError": RuntimeError,
         "StateFormatError": ValueError,
         "StateMismatchError": ValueError,
+        "StoreError": RuntimeError,
+        "StoreUnavailableError": ConnectionError,
     },
 }
 

@@ -97,6 +97,8 @@ PINNED_EXPORTS = {
         "StaleStateError",
         "StateFormatError",
         "StateMismatchError",
+        "StoreError",
+        "StoreUnavailableError",
         "named_run",
     ],
     "chainkit.llms": [

@@ -19,6 +19,7 @@ from typing import Any
 from chainkit._batch.records import BadLine, Record, names
 from chainkit._errors import FactoryError
 from chainkit._redact import redact
+from chainkit._threads import in_thread
 from chainkit.callbacks import Handler, ModelUsage, UsageTotals
 from chainkit.chains import Chain, acall, aresume
 from chainkit.checkpoints import RunNotFoundError, named_run
@@ -106,7 +107,7 @@ async def _resumed_or_new(
     assert store is not None  # checked when the job started
     run_id = checkpoint_id(record, job)
     try:
-        store.load(run_id)
+        await in_thread(store.load, run_id)  # the database is not waited for on the event loop
     except RunNotFoundError:
         with named_run(run_id):
             return await acall(chain, record.inputs, callbacks=handlers)

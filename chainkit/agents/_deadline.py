@@ -249,3 +249,9 @@ def _wait_for(
         events.abandon(error)
         raise
     return done
+
+
+def postpone(deadline: Deadline | None, seconds: float) -> None:
+    """The time the run waited for a stream's reader is not the run's: its deadline moves."""
+    if deadline is not None:
+        deadline.at += seconds

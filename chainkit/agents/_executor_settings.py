@@ -135,7 +135,8 @@ def check_error_handler(handler: object) -> None:
 
 def check_checkpointer(checkpointer: object) -> None:
     if checkpointer is not None and not isinstance(checkpointer, Checkpointer):
+        given = type(checkpointer).__name__  # not its value: a DSN may hold a password
         raise AgentTypeError(
             f"checkpointer must be a checkpoints.Checkpointer (such as "
-            f"checkpoints.SQLiteStore('runs.db')), got {described(checkpointer)}"
+            f"checkpoints.SQLiteStore('runs.db') or checkpoints.PostgresStore(dsn)), got a {given}"
         )

@@ -7,9 +7,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any, Literal
 
 from chainkit._text import described
+from chainkit._threads import in_thread
 from chainkit.agents._gate import Gate
 from chainkit.agents._tool_call import ToolCalls, Waiting
 from chainkit.agents.agent import Agent
@@ -57,6 +59,8 @@ class Journal:
         self._held = held
         self._lock = threading.Lock()  # parallel tools complete in threads
         self._entries: dict[int, PendingCall] = {id(p.action): p for p in state.pending}
+        self._deferred: list[Callable[[], None]] | None = None
+        """The store's work waiting for `settle` (an async run's), else None: done at once."""
 
     def planned(self) -> None:
         self.state.iteration += 1
@@ -83,7 +87,7 @@ class Journal:
 
         return run
 
-    def aacting(
+    async def aacting(
         self, actions: list[AgentAction], step: int, calls: ToolCalls, waits: Waits
     ) -> Callable[[AgentAction], Awaitable[str]]:
         self._started(actions, waits)
@@ -95,9 +99,25 @@ class Journal:
             observation = await calls.arun(action, step, entry, self)
             if type(observation) is not Waiting:
                 self._completed(entry, observation)
+            await self.settle()
             return observation
 
+        await self.settle()  # saved as started before any starts
         return run
+
+    def defer(self) -> None:
+        """Makes the store's work wait for `settle` (for an async run, whose event loop must
+        not wait for a database)."""
+        self._deferred = []
+
+    async def settle(self, *, last: bool = False) -> None:
+        """Does the store's work asked for since `defer`, in order, in a worker thread; with
+        `last`, later work is done at once again. Raises the first failure, once every
+        piece of work was tried (a release follows a failed save)."""
+        work = self._deferred or []
+        self._deferred = None if last else []
+        if work:
+            await in_thread(_do_all, work)
 
     def _started(self, actions: list[AgentAction], waits: Waits) -> None:
         """Saves the step's calls as started, but those waiting for a person's decision (each
@@ -170,11 +190,28 @@ class Journal:
         end the hold of whoever took it next."""
         if self._held and self.store is not None:
             self._held = False
-            self.store.release(self.state.run_id)
+            self._do(partial(self.store.release, self.state.run_id))
 
     def _save(self) -> None:
         if self.store is not None:
-            self.store.save(self.state)
+            self._do(partial(self.store.save, self.state))
+
+    def _do(self, work: Callable[[], None]) -> None:
+        if self._deferred is None:
+            work()
+        else:
+            self._deferred.append(work)
+
+
+def _do_all(work: list[Callable[[], None]]) -> None:
+    failure: BaseException | None = None
+    for piece in work:
+        try:
+            piece()
+        except BaseException as error:
+            failure = failure or error
+    if failure is not None:
+        raise failure
 
 
 def answered(inputs: dict[str, Any], outputs: dict[str, Any]) -> Resumption:

@@ -9,10 +9,11 @@ from typing import Any, Literal
 
 from chainkit.agents._deadline import Deadline
 from chainkit.agents._journal import Journal
-from chainkit.agents.approval import PendingApproval
+from chainkit.agents.approval import Denial, PendingApproval
 from chainkit.callbacks.combining import CombiningHandler
 from chainkit.callbacks.pacing import Pacer
 from chainkit.schema import AgentAction, AgentStep
+from chainkit.tools import Toolset
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,24 @@ class OneRun:
         the run in the store is let go, here only, so a loop collected later lets nothing go."""
         if self.journal is not None:
             self.journal.release()
+
+    def record(
+        self, actions: list[AgentAction], observations: list[str], toolset: Toolset
+    ) -> str | None:
+        """Records the actions' steps; returns the observation of the first action whose tool
+        (in `toolset`) returns directly, if any."""
+        # Indexed rather than zip(strict=True), whose keyword call costs more than the rest of
+        # the loop on every tool step; the drivers give one observation per action.
+        assert len(observations) == len(actions)
+        direct: str | None = None
+        for index, action in enumerate(actions):
+            observation = observations[index]
+            self.steps.append(AgentStep(action, observation))
+            if direct is None:
+                tool = toolset.find(action.tool)
+                if tool is not None and tool.return_direct and type(observation) is not Denial:
+                    direct = observation
+        return direct
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,8 @@ class Journal(Protocol):
 
     def asking(self, entry: PendingCall, question: Any) -> None: ...
 
+    async def settle(self) -> None: ...
+
 
 class ToolCalls:
     """The tool calls of one Executor. A call of a checkpointed (or pausable) run comes with
@@ -116,6 +118,8 @@ class ToolCalls:
                 if isinstance(gated, str):
                     return gated
                 action = gated
+                if journal is not None:  # an async run's: saved before the call starts
+                    await journal.settle()
             try:
                 if entry is None:
                     output = await _acall(tool, action)

@@ -17,6 +17,7 @@ from collections.abc import Coroutine, Generator
 from functools import partial
 from typing import Any, Literal, Never
 
+from chainkit._threads import in_thread
 from chainkit.agents import _executor_settings as settings
 from chainkit.agents import _journal as journals
 from chainkit.agents._deadline import (
@@ -26,6 +27,7 @@ from chainkit.agents._deadline import (
     act_in_threads,
     model_interrupted,
     plan_in_thread,
+    postpone,
     within,
 )
 from chainkit.agents._gate import Gate, Request
@@ -49,7 +51,6 @@ from chainkit.agents.agent import Agent
 from chainkit.agents.approval import (
     PENDING_KEY,
     Approver,
-    Denial,
     check_approver,
     requires_approval_of,
 )
@@ -191,8 +192,14 @@ class Executor(Chain):
         return self._drive(self._start(inputs, options))
 
     def _acall(self, inputs: dict[str, Any], **options: Any) -> Coroutine[Any, Any, dict[str, Any]]:
+        if self.checkpointer is not None:
+            return self._adrive_started(inputs, options)
         # The driver's coroutine itself, awaited by the caller: no coroutine around it.
         return self._adrive(self._start(inputs, options))
+
+    async def _adrive_started(self, inputs: dict[str, Any], options: dict[str, Any]) -> Any:
+        # The run's first save and its hold wait for the database: not on the event loop.
+        return await self._adrive(await in_thread(self._start, inputs, options))
 
     def _resumed(self, given: object, decisions: object, interrupted: object) -> Resumption:
         """Continues a run that stopped (see `chains.resume`; `agents._journal.resume` checks
@@ -243,6 +250,7 @@ class Executor(Chain):
         perform = self._aperform if run.pacer is None else self._apaced
         if run.journal is not None:
             perform = self._ajournaled
+            run.journal.defer()  # the store's work is awaited, off the event loop
         loop = self._loop(run)
         try:
             request = next(loop)
@@ -255,6 +263,8 @@ class Executor(Chain):
                     request = loop.send(result)
         finally:
             run.ended()
+            if run.journal is not None:  # the loop's last saves and its release
+                await run.journal.settle(last=True)
         loop.close()
         return request.outputs
 
@@ -303,7 +313,7 @@ class Executor(Chain):
                     observations = yield Act(resumed, iteration)
                     if run.journal.waits():
                         return Paused(run.journal.pause(self._gate, run.callbacks))
-                    direct = self._record(resumed, observations, run)
+                    direct = run.record(resumed, observations, self._toolset)
                     if direct is not None:
                         return self._finish(AgentFinish({self.agent.output_keys[0]: direct}), run)
             while limit is None or iteration < limit:
@@ -330,7 +340,7 @@ class Executor(Chain):
                 observations = yield Act(decision, iteration)
                 if journal is not None and journal.waits():
                     return Paused(journal.pause(self._gate, run.callbacks))
-                direct = self._record(decision, observations, run)
+                direct = run.record(decision, observations, self._toolset)
                 if direct is not None:
                     return self._finish(AgentFinish({self.agent.output_keys[0]: direct}), run)
         except Interrupted as cut:
@@ -341,24 +351,6 @@ class Executor(Chain):
     def _report(self, actions: list[AgentAction], callbacks: CombiningHandler) -> None:
         for action in actions:
             callbacks.handle_agent_action(action)
-
-    def _record(
-        self, actions: list[AgentAction], observations: list[str], run: OneRun
-    ) -> str | None:
-        """Records the actions' steps; returns the observation of the first action whose tool
-        returns directly, if any."""
-        # Indexed rather than zip(strict=True), whose keyword call costs more than the rest of
-        # the loop on every tool step; the drivers give one observation per action.
-        assert len(observations) == len(actions)
-        direct: str | None = None
-        for index, action in enumerate(actions):
-            observation = observations[index]
-            run.steps.append(AgentStep(action, observation))
-            if direct is None:
-                tool = self._toolset.find(action.tool)
-                if tool is not None and tool.return_direct and type(observation) is not Denial:
-                    direct = observation
-        return direct
 
     def _stop_early(self, stopped: Stopped, run: OneRun) -> Generator[LoopRequest, Any, Any]:
         """Raises NotFinishedError, or with `early_stopping_method="generate"` returns the
@@ -454,7 +446,7 @@ class Executor(Chain):
                 journal.planned()
             return (self._perform if run.pacer is None else self._paced)(request, run)
         if run.pacer is not None:
-            _postpone(run.deadline, run.pacer.pause())
+            postpone(run.deadline, run.pacer.pause())
         actions = request.actions
         run_tool = journal.acting(actions, request.step, self._calls, self._gate.waits)
         if run.deadline is None and len(actions) == 1:
@@ -471,24 +463,18 @@ class Executor(Chain):
                 journal.planned()
             return await (self._aperform if run.pacer is None else self._apaced)(request, run)
         if run.pacer is not None:
-            _postpone(run.deadline, await run.pacer.apause())
+            postpone(run.deadline, await run.pacer.apause())
         actions = request.actions
-        run_tool = journal.aacting(actions, request.step, self._calls, self._gate.waits)
+        run_tool = await journal.aacting(actions, request.step, self._calls, self._gate.waits)
         return await act_in_tasks(run.deadline, actions, run_tool, self.max_parallel_tools)
 
     def _paced(self, request: LoopRequest, run: OneRun) -> Any:
         """`_perform`, once the stream's reader has caught up; its wait moves the deadline."""
         assert run.pacer is not None  # chosen only then
-        _postpone(run.deadline, run.pacer.pause())
+        postpone(run.deadline, run.pacer.pause())
         return self._perform(request, run)
 
     async def _apaced(self, request: LoopRequest, run: OneRun) -> Any:
         assert run.pacer is not None
-        _postpone(run.deadline, await run.pacer.apause())
+        postpone(run.deadline, await run.pacer.apause())
         return await self._aperform(request, run)
-
-
-def _postpone(deadline: Deadline | None, seconds: float) -> None:
-    """The time the run waited for a stream's reader is not the run's: its deadline moves."""
-    if deadline is not None:
-        deadline.at += seconds

@@ -15,6 +15,7 @@ from typing import Any, Unpack
 from chainkit._progress import Progress
 from chainkit._stop import call_guarded, stop_escaped
 from chainkit._text import shorten
+from chainkit._threads import in_thread
 from chainkit.callbacks import Handlers
 from chainkit.callbacks.combining import CombiningHandler, guard, join
 from chainkit.callbacks.run import enter
@@ -231,7 +232,8 @@ async def aresume(
 ) -> dict[str, Any]:
     """Async twin of `resume`."""
     check_chain("aresume", chain)
-    resumption = chain._resumed(state_or_run_id, decisions, interrupted)
+    # Its load and hold wait for the database: not on the event loop.
+    resumption = await in_thread(chain._resumed, state_or_run_id, decisions, interrupted)
     with enter("chain", chain.name, _handler(chain, callbacks)) as run:
         if run.handler is not None:
             run.handler.handle_chain_start(chain.name, resumption.inputs)

@@ -16,6 +16,8 @@ from chainkit.checkpoints.errors import (
     StaleStateError,
     StateFormatError,
     StateMismatchError,
+    StoreError,
+    StoreUnavailableError,
 )
 from chainkit.checkpoints.postgres import PostgresStore
 from chainkit.checkpoints.sqlite import SQLiteStore
@@ -38,5 +40,7 @@ __all__ = [
     "StaleStateError",
     "StateFormatError",
     "StateMismatchError",
+    "StoreError",
+    "StoreUnavailableError",
     "named_run",
 ]

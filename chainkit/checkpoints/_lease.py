@@ -137,15 +137,17 @@ def take(
     take_lease: str,
     run_id: str,
     seconds: float,
+    ours: str | None = None,
 ) -> str:
     """Takes the run's lease for this process for `seconds`, inside the store's transaction
     (READ_LEASE and TAKE_LEASE in its SQL); its token. Raises RunLockedError, naming the
-    holder, while another hold stands."""
+    holder, while another hold stands (not `ours`: the store's own, which it could not end).
+    """
     row = execute(read_lease, (run_id,)).fetchone()
     if row is None:
         raise RunNotFoundError(f"no run {run_id!r} in the checkpoint store")
     now = time.time()
-    if not is_gone(row, now):
+    if row[0] != ours and not is_gone(row, now):
         raise RunLockedError(
             f"run {run_id!r} is held by {holder_of(row)}, which is running or resuming it"
         )

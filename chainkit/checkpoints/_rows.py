@@ -14,6 +14,7 @@ from chainkit.checkpoints.errors import (
     RunNotFoundError,
     RunTakenOverError,
     StaleStateError,
+    StateFormatError,
 )
 from chainkit.checkpoints.state import RunState, step_dicts
 
@@ -34,6 +35,7 @@ INSERT INTO chainkit_runs (run_id, agent, header, progress, status, steps, updat
 VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING
 """
 READ_VERSION = "SELECT version, lease_token FROM chainkit_runs WHERE run_id = ?"
+READ_RECORD = "SELECT header, progress FROM chainkit_runs WHERE run_id = ?"
 
 
 class Dialect(NamedTuple):
@@ -43,6 +45,7 @@ class Dialect(NamedTuple):
     update: str
     read_version: str
     insert: str
+    read_record: str
 
 
 Execute = Callable[[str, tuple[Any, ...]], Any]
@@ -50,18 +53,42 @@ Execute = Callable[[str, tuple[Any, ...]], Any]
 
 
 def write_run(
-    execute: Execute, sql: Dialect, state: RunState, now: float, expires: float, held: str | None
+    execute: Execute,
+    sql: Dialect,
+    state: RunState,
+    now: float,
+    expires: float,
+    held: str | None,
+    retry: bool = False,
 ) -> None:
     """Writes the run's row, inside the store's transaction, over the version the state was
     read as (`state.saved` counts this save already), renewing the hold `held` (this store's
     lease token on the run, if any); raises, naming why, when the record moved on, or is
-    held by another store."""
+    held by another store. `retry`: this save was tried already and its COMMIT may have
+    happened with the reply lost: then a record this save wrote counts as written."""
     if execute(sql.update, updated_row(state, now, expires, held)).rowcount == 1:
         return
     stored = execute(sql.read_version, (state.run_id,)).fetchone()
     if stored is None and execute(sql.insert, inserted_row(state, now)).rowcount == 1:
         return
+    if retry and stored is not None and _written_by(execute, sql, state, stored, held):
+        return
     raise refusal(state, stored or (None, None), held)  # None: another store inserted it
+
+
+def _written_by(
+    execute: Execute, sql: Dialect, state: RunState, stored: tuple[Any, Any], held: str | None
+) -> bool:
+    """Whether the record `stored` (READ_VERSION's columns) is this save's: of its version,
+    under this store's lease; a run not held here (its first save) only when the record
+    holds this very state, as a second writer's would not to the byte."""
+    version, token = stored
+    if version != state.saved or token != held:
+        return False
+    if held is not None:  # a token is this store's alone: no one else wrote under it
+        return True
+    record = execute(sql.read_record, (state.run_id,)).fetchone()
+    return tuple(record) == (_json(state.header()), _json(state.progress()))
 
 
 def updated_row(state: RunState, now: float, expires: float, held: str | None) -> tuple[Any, ...]:
@@ -119,10 +146,23 @@ def state_of(
     if row is None:
         raise RunNotFoundError(f"no run {run_id!r} in the checkpoint store")
     header, progress, version = row
-    data = {**json.loads(header), **json.loads(progress), "saved": version}
-    data["steps"] = [json.loads(step) for (step,) in steps]
+    try:
+        data = {**json.loads(header), **json.loads(progress), "saved": version}
+        data["steps"] = [json.loads(step) for (step,) in steps]
+    except (TypeError, ValueError, RecursionError) as error:
+        raise StateFormatError(
+            f"run {run_id!r}: its rows in the checkpoint store are not the JSON objects chainkit "
+            f"writes ({error}): the database was edited or damaged"
+        ) from None
     return RunState.from_dict(data)
 
 
 def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # a lone surrogate (text read with "surrogateescape"): escaped
+        return json.dumps(value, separators=(",", ":"))  # it reads back as it was
+    return text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Self
+
 from chainkit._errors import ChainkitError
 from chainkit._text import quoted
 
@@ -42,6 +44,26 @@ class StaleStateError(CheckpointError, RuntimeError):
 
 class RunFinishedError(CheckpointError, RuntimeError):
     """The run ended with a final answer already: there is nothing to resume."""
+
+
+class StoreError(CheckpointError, RuntimeError):
+    """The store's database refused a read or write, for a cause that waiting will not cure:
+    a read-only or full disk, a file that is not a database (or a corrupt one), tables of
+    another schema, a refused login, a closed store. The message names the store, what it was
+    doing and the database's own words; the run's last saved state is intact. Fix the cause,
+    then resume the run (`chains.resume(executor, run_id)`)."""
+
+
+class StoreUnavailableError(StoreError, ConnectionError):
+    """The store's database could not be reached, or stayed busy, for as long as the store
+    waits: a PostgreSQL server down, restarting or failing over and not back in time, or
+    another process holding a SQLite database's write lock. The run stopped at its last saved
+    state: resume it (`chains.resume(executor, run_id)`) once the database answers again."""
+
+    def __new__(cls, *args: Any) -> Self:
+        # Laid out as an OSError: unpickling makes one by `__new__`, and the one its MRO finds
+        # first, RuntimeError's, refuses to.
+        return ConnectionError.__new__(cls, *args)
 
 
 class StateFormatError(CheckpointError, ValueError):

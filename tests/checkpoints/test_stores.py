@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -80,12 +81,25 @@ def test_a_held_run_is_refused_to_another_store_until_its_process_dies(
     finally:
         holder.kill()
         holder.join()
-    store.acquire(run_id)  # its holder died: the hold went with it
+    _acquire_once_the_server_noticed(store, run_id)  # its holder died: the hold goes with it
     with pytest.raises(checkpoints.RunLockedError, match="this store"):
         store.acquire(run_id)
     store.release(run_id)
     store.acquire(run_id)
     store.release(run_id)
+
+
+def _acquire_once_the_server_noticed(store: Any, run_id: str) -> None:
+    """PostgreSQL drops a dead client's locks when its backend reads the closed connection:
+    soon after the process died, not at once."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            store.acquire(run_id)
+            return
+        except checkpoints.RunLockedError:
+            assert time.monotonic() < deadline, "the dead holder's hold never went"
+            time.sleep(0.01)
 
 
 def test_two_processes_resuming_one_run_exactly_one_proceeds(
@@ -153,3 +167,31 @@ def test_a_database_an_older_chainkit_made_gets_the_lease_and_version_columns(
     store.save(state)
     store.release("old-run")
     assert (len(checkpoints.SQLiteStore(path).load("old-run").steps), state.saved) == (2, 1)
+
+
+def test_a_release_from_inside_a_save_waits_for_the_save(
+    open_store: Callable[[], Any], run_id: str
+) -> None:
+    """What a run's loop left unfinished does when the garbage collector finalizes it while
+    its thread is inside the store, saving another run: it lets its run go from there."""
+    store, held = open_store(), f"{run_id}-held"
+    store.save(_state(held, 1))
+    store.acquire(held)
+
+    class ReleasingMidSave(checkpoints.RunState):
+        def progress(self) -> dict[str, Any]:
+            store.release(held)
+            return super().progress()
+
+    base = _state(run_id, 2)
+    state = ReleasingMidSave(base.run_id, base.agent, base.tools, base.inputs, base.steps)
+    saved = threading.Event()
+
+    def save() -> None:
+        store.save(state)
+        saved.set()
+
+    threading.Thread(target=save, daemon=True).start()
+    assert saved.wait(60), "the save deadlocked on the release inside it"
+    open_store().acquire(held)  # released, once the save was done
+    assert len(open_store().load(run_id).steps) == 2
