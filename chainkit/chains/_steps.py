@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import typing
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -403,7 +403,11 @@ def _function_shapes(function: Callable[..., Any], name: str) -> tuple[Shape, Sh
     except Exception:  # annotations that do not resolve say nothing
         hints = {}
     taken = hints.get(parameters[0].name, Any) if parameters else Any
-    return _taken_shape(taken), _given_shape(hints.get("return", Any))
+    owner = getattr(function, "__objclass__", None)
+    if isinstance(owner, type):  # a method of a built-in type, as `str.upper`, takes one
+        taken = owner
+    unannotated = Iterator[Any] if inspect.isgeneratorfunction(function) else Any
+    return _taken_shape(taken), _given_shape(hints.get("return", unannotated))
 
 
 def _taken_shape(annotation: Any) -> Shape:
