@@ -92,7 +92,9 @@ def as_inputs(value: Any) -> Mapping[str, Any]:
 
 
 def in_run(name: str, value: Any, work: Callable[[Any], Any]) -> Any:
-    """`work(value)` as a "chain" run named `name`."""
+    """`work(value)` as a "chain" run named `name`; with no one listening, no run is made."""
+    if active_handler() is None:
+        return work(value)
     with enter("chain", name) as run:
         handler = run.handler
         if handler is None:
@@ -105,6 +107,8 @@ def in_run(name: str, value: Any, work: Callable[[Any], Any]) -> Any:
 
 async def ain_run(name: str, value: Any, work: Callable[[Any], Awaitable[Any]]) -> Any:
     """Async twin of `in_run`."""
+    if active_handler() is None:
+        return await work(value)
     with enter("chain", name) as run:
         handler = run.handler
         if handler is None:

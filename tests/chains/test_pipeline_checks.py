@@ -131,7 +131,7 @@ def test_what_cannot_be_a_step_is_named() -> None:
 
 
 def test_a_plain_function_takes_what_its_annotation_says_or_anything() -> None:
-    def takes_any(value):  # type: ignore[no-untyped-def]
+    def takes_any(value):
         return value
 
     chains.pipe(P("{q}"), llms.FakeLLM(["x"]), takes_any)
