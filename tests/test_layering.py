@@ -35,7 +35,7 @@ BASE = {
     "_mrkl",
     "_jsonschema",
 }
-PARTS = {"callbacks", "memory", "prompts", "tools", "checkpoints"}
+PARTS = {"callbacks", "memory", "prompts", "tools", "checkpoints", "parsers"}
 # What each unit (a package, or a module at the root) may import from chainkit besides itself.
 ALLOWED: dict[str, set[str]] = {
     "schema": {"_errors"},
@@ -53,7 +53,7 @@ ALLOWED: dict[str, set[str]] = {
     "_jsonschema": {"_errors", "_text"},
     **{part: BASE for part in PARTS},
     "llms": BASE | {"callbacks"},
-    "chains": BASE | {"callbacks", "prompts", "llms"},
+    "chains": BASE | {"callbacks", "prompts", "parsers", "llms"},
     "agents": BASE | PARTS | {"llms", "chains"},
     "_batch": BASE | PARTS | {"llms", "chains", "agents"},
     "distributed": BASE | PARTS | {"llms", "chains", "agents", "_batch"},
