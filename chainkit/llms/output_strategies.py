@@ -57,6 +57,14 @@ def _rejection_text(problems: str) -> str:
     )
 
 
+def reading_rejection(reply: Message, problem: str) -> list[Message]:
+    """What follows a reply an output parser could not read: the reply, then why."""
+    return [
+        reply,
+        Message.user(f"Your answer could not be read: {problem}. Answer again, corrected."),
+    ]
+
+
 class OutputStrategy(ABC):
     """One way to ask for a typed result."""
 

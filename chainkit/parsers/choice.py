@@ -61,6 +61,7 @@ class ChoiceParser(Parser):
 
 def _choices(choices: object) -> tuple[list[tuple[str, object]], Any]:
     """Each choice's text and value, and the output type."""
+    values: list[tuple[str, object]]
     if isinstance(choices, type) and issubclass(choices, enum.Enum):
         values = [(str(member.value), member) for member in choices]
         output_type: Any = choices
