@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import typing
+from collections.abc import Mapping
 from typing import Any, Literal, cast
 
-from chainkit._text import short_repr
+from chainkit._text import short_repr, shorten, type_text
 from chainkit.callbacks import Handlers
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import ChainTypeError, ChainWiringError
@@ -93,11 +94,12 @@ class LLMChain(Chain):
     @property
     def output_not_text(self) -> str | None:
         parser = self.output_parser
-        if isinstance(parser, TypedParser):
-            return f"answers with {parser.shape.name} (its output_type)"
-        if isinstance(parser, Parser) and not _is_text(parser.output_type):
-            return f"answers with {short_repr(parser.output_type, 60)} (its {parser.name})"
-        return None
+        if not isinstance(parser, Parser) or _is_text(parser.output_type):
+            return None
+        given = "output_type" if isinstance(parser, TypedParser) else parser.name
+        output_type = parser.output_type
+        shown = "JSON data" if isinstance(output_type, Mapping) else type_text(output_type)
+        return f"answers with {shorten(shown, 80)} (its {given})"
 
     def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         messages = self.prompt.format_messages(**inputs)

@@ -54,10 +54,14 @@ class BooleanParser(Parser):
         return f"{yes} or {no}"
 
 
+_WORD_ENDS: Final = frozenset(" \t\r\n,.;:!?)…，。！？、")
+"""What may follow the answer's first word: not a letter, nor "/" ("n/a", "yes/no")."""
+
+
 def _ends_at(answer: str, end: int, word: str) -> bool:
-    """Whether the word ends there: no letter follows it (a word in a script written without
-    spaces ends anywhere)."""
-    return end == len(answer) or not answer[end].isalnum() or _unspaced(word)
+    """Whether the word ends there (a word in a script written without spaces ends
+    anywhere)."""
+    return end == len(answer) or answer[end] in _WORD_ENDS or _unspaced(word)
 
 
 def _unspaced(word: str) -> bool:

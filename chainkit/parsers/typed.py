@@ -4,11 +4,12 @@ schema writer and validator."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Final
 
 from chainkit._jsonschema.lenient import JSONTextError, find_object
 from chainkit._jsonschema.output import WRAPPER_KEY, Invalid, OutputShape, instructions_for
-from chainkit._text import described, short_repr
+from chainkit._text import described, short_repr, shorten, type_text
 from chainkit.parsers.base import Parser, checked_text
 from chainkit.parsers.errors import ParseError, ParserTypeError
 from chainkit.parsers.json_object import ObjectReader
@@ -47,13 +48,15 @@ class TypedParser(Parser):
             )
         self.output_type = output_type
         self.strategy = strategy
+        self._type = self.shape.name if isinstance(output_type, Mapping) else type_text(output_type)
+        self._type = shorten(self._type, 80)
 
     @property
     def name(self) -> str:
-        return f"TypedParser({self.shape.name})"
+        return f"TypedParser({self._type})"
 
     def __repr__(self) -> str:
-        return f"TypedParser({short_repr(self.output_type, 80)})"
+        return self.name
 
     def parse(self, text: str) -> Any:
         text = checked_text(self, text)
@@ -77,7 +80,7 @@ class TypedParser(Parser):
             ) from None
 
     def _expected(self) -> str:
-        return f"JSON that fits {self.shape.name}"
+        return f"JSON that fits {self._type}"
 
     def reader(self) -> ObjectReader:
         return ObjectReader(self.shape.unwrap)
