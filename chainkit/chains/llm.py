@@ -6,7 +6,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Literal, cast
 
-from chainkit._text import short_repr, shorten, type_text
+from chainkit._text import shorten, type_text
 from chainkit.callbacks import Handlers
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import ChainTypeError, ChainWiringError
