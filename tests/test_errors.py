@@ -60,6 +60,9 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
     },
     "chains": {},
     "memory": {},
+    "parsers": {
+        "ParseError": ValueError,
+    },
     "agents": {
         "ConstraintRefusedError": ValueError,
         "DeadlineExceededError": TimeoutError,
@@ -143,6 +146,10 @@ UNEXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
     },
     "checkpoints": {
         "CheckpointConfigError": ValueError,
+    },
+    "parsers": {
+        "ParserConfigError": ValueError,
+        "ParserTypeError": TypeError,
     },
 }
 
