@@ -148,6 +148,7 @@ UNEXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
         "CheckpointConfigError": ValueError,
     },
     "parsers": {
+        "ParserAttributeError": AttributeError,
         "ParserConfigError": ValueError,
         "ParserTypeError": TypeError,
     },

@@ -5,10 +5,11 @@ piece by piece (`reader`, a `PartialReader`)."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
+from chainkit._elsewhere import Elsewhere
 from chainkit._text import described
-from chainkit.parsers.errors import ParserConfigError, ParserTypeError
+from chainkit.parsers.errors import ParserAttributeError, ParserConfigError, ParserTypeError
 
 _FREE_COPIES: Final = 1024
 """A partial value of at most this size (characters, or items) is handed on whenever it grows:
@@ -41,6 +42,9 @@ class Parser(ABC):
 
     output_type: Any = Any
     """The type of a parsed value, for the checks made when steps are put together."""
+
+    if not TYPE_CHECKING:  # to mypy they stay missing, so it flags them in user code
+        get_format_instructions = Elsewhere("use parser.instructions()", ParserAttributeError)
 
     def __init__(self, *, max_retries: int = 0) -> None:
         self.max_retries = checked_count(self, "max_retries", max_retries)

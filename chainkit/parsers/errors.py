@@ -34,3 +34,8 @@ class ParserTypeError(ChainkitError, TypeError):
 class ParserConfigError(ChainkitError, ValueError):
     """A parser was built with an argument whose value cannot work (no choices, a regex without
     named groups or one that could backtrack exponentially); the message names it."""
+
+
+class ParserAttributeError(ChainkitError, AttributeError):
+    """A parser was asked for a method LangChain's parsers have, such as
+    `get_format_instructions`; the message names chainkit's way."""

@@ -57,3 +57,11 @@ def test_text_that_is_no_str_is_refused_naming_the_parser() -> None:
 def test_max_retries_must_be_a_whole_number_of_zero_or_more(retries: object) -> None:
     with pytest.raises((ParserTypeError, parsers.errors.ParserConfigError), match="max_retries"):
         parsers.TextParser(max_retries=retries)  # type: ignore[arg-type]
+
+
+def test_langchains_get_format_instructions_points_to_instructions() -> None:
+    with pytest.raises(
+        parsers.errors.ParserAttributeError,
+        match=r"TextParser has no get_format_instructions method .*: use parser.instructions\(\)",
+    ):
+        parsers.TextParser().get_format_instructions()  # type: ignore[attr-defined]
