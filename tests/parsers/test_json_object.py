@@ -106,7 +106,7 @@ def test_a_huge_object_streams_in_linear_work(monkeypatch: pytest.MonkeyPatch) -
     assert found[-1] == {"items": items}
     # Making a partial at each chunk would copy ~20,000 members ~200,000 times.
     assert copied[0] <= 40 * len(text)
-    assert reader._stream.chars_read == len(text)  # type: ignore[attr-defined]
+    assert reader._stream.chars_read == len(text)
 
 
 def test_the_reader_hands_on_nothing_after_the_object() -> None:

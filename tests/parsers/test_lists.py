@@ -12,7 +12,7 @@ from chainkit.parsers.errors import ParserConfigError
 from tests.parsers.streaming import CUTS, by_character, partials, pieces
 
 ITEMS = st.lists(
-    st.text(st.characters(blacklist_characters=",\n\r", blacklist_categories=("Cs",)), min_size=1)
+    st.text(st.characters(blacklist_characters=",\n\r", blacklist_categories=["Cs"]), min_size=1)
     .map(str.strip)
     .filter(bool),
     min_size=1,
