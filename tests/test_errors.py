@@ -58,7 +58,9 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
         "MCPToolError": Exception,
         "ToolError": Exception,
     },
-    "chains": {},
+    "chains": {
+        "AllStepsFailedError": RuntimeError,
+    },
     "memory": {},
     "parsers": {
         "ParseError": ValueError,

@@ -316,17 +316,15 @@ def test_a_langchain_placeholder_pair_names_messages_placeholder() -> None:
     assert made.format_messages() == []
 
 
-def test_a_langchain_pipeline_names_llm_chain() -> None:
+def test_a_langchain_pipeline_is_a_chain_whose_invoke_names_chains_call() -> None:
     for prompt in (
         PromptTemplate.from_template("{q}"),
         prompts.ChatPromptTemplate([("user", "{q}")]),
     ):
-        with pytest.raises(
-            prompts.errors.PromptTypeError, match=r"\| \.\.\. is LangChain's pipeline"
-        ):
-            prompt | FakeLLM(["a"])  # type: ignore[operator]
-        chain = chains.LLMChain(prompt, FakeLLM(["a"]))
-        assert chains.run(chain, "hi") == "a"
+        pipeline = prompt | FakeLLM(["a"]) | (lambda reply: reply.content)
+        assert chains.run(pipeline, "hi") == "a"
+        with pytest.raises(chains.errors.ChainAttributeError, match=r"chains\.call\(chain"):
+            pipeline.invoke({"q": "hi"})
 
 
 def test_langchains_placeholder_keyword_names_chainkits_spelling() -> None:

@@ -34,6 +34,7 @@ BASE = {
     "_search",
     "_mrkl",
     "_jsonschema",
+    "_pipe",
 }
 PARTS = {"callbacks", "memory", "prompts", "tools", "checkpoints", "parsers"}
 # What each unit (a package, or a module at the root) may import from chainkit besides itself.
@@ -51,9 +52,10 @@ ALLOWED: dict[str, set[str]] = {
     "_search": {"_errors"},
     "_mrkl": {"schema"},
     "_jsonschema": {"_errors", "_text"},
+    "_pipe": set(),
     **{part: BASE for part in PARTS},
     "llms": BASE | {"callbacks"},
-    "chains": BASE | {"callbacks", "prompts", "parsers", "llms"},
+    "chains": BASE | {"callbacks", "prompts", "tools", "parsers", "llms"},
     "agents": BASE | PARTS | {"llms", "chains"},
     "_batch": BASE | PARTS | {"llms", "chains", "agents"},
     "distributed": BASE | PARTS | {"llms", "chains", "agents", "_batch"},

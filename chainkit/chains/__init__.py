@@ -18,15 +18,20 @@ from chainkit.chains.api import (
     run,
 )
 from chainkit.chains.chain import Chain
+from chainkit.chains.errors import AllStepsFailedError
 from chainkit.chains.llm import LLMChain
+from chainkit.chains.pipeline import Pipeline, pipe
 from chainkit.chains.sequential import SequentialChain, SimpleSequentialChain
+from chainkit.chains.steps import assign, branch, fallbacks, pick, retry, step
 from chainkit.chains.stream import AsyncEventStream, EventStream, astream, stream
 
 __all__ = [
+    "AllStepsFailedError",
     "AsyncEventStream",
     "Chain",
     "EventStream",
     "LLMChain",
+    "Pipeline",
     "SequentialChain",
     "SimpleSequentialChain",
     "abatch",
@@ -34,11 +39,18 @@ __all__ = [
     "apredict",
     "aresume",
     "arun",
+    "assign",
     "astream",
     "batch",
+    "branch",
     "call",
+    "fallbacks",
+    "pick",
+    "pipe",
     "predict",
     "resume",
+    "retry",
     "run",
+    "step",
     "stream",
 ]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from chainkit._elsewhere import Elsewhere
+from chainkit._pipe import Pipeable
 from chainkit._stop import to_thread
 from chainkit.callbacks.observed import Observed
 from chainkit.chains.errors import ChainAttributeError, ChainTypeError
@@ -25,7 +26,7 @@ class Resumption:
     release: Callable[[], None]
 
 
-class Chain(Observed, ABC):
+class Chain(Pipeable, Observed, ABC):
     """Base of every chain. A subclass implements `_call` (and `_acall` when it can wait
     natively); users call a chain through `chains.call` / `chains.run`, which make each call a
     run with memory, key checks and callbacks around `_call`.

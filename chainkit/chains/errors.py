@@ -93,3 +93,15 @@ class ChainTypeError(ChainkitError, TypeError):
     """A chain was built with an argument of the wrong type (not a prompt, model, chain or
     list of names where one is needed), or `chains.run`, `stream` and the like were given
     something that is no chain, such as a model."""
+
+
+class AllStepsFailedError(ChainkitError, RuntimeError):
+    """Every step of a `chains.fallbacks` failed, each with an error it falls back on.
+
+    `errors` holds each step's name and its error, in the order they were tried; the message
+    names them all. The last step's error is also the cause (`__cause__`)."""
+
+    def __init__(self, errors: Sequence[tuple[str, Exception]]) -> None:
+        tried = "; ".join(f"{name}: {type(error).__name__}: {error}" for name, error in errors)
+        super().__init__(f"every step failed ({len(errors)} tried): {tried}")
+        self.errors: tuple[tuple[str, Exception], ...] = tuple(errors)

@@ -12,8 +12,9 @@ the reply; the next model streams its reply from its start (`FinalAnswerStream` 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Unpack
+from typing import Generic, TypeVar, Unpack
 
+from chainkit._pipe import Pipeable
 from chainkit.llms._streaming import HandedOnce
 from chainkit.llms.errors import AllModelsFailedError, ModelConfigError, ModelTypeError
 from chainkit.llms.model import Model, check_messages, check_streaming_func, model_name
@@ -22,7 +23,9 @@ from chainkit.llms.output_strategies import StrategyName, common_strategies
 from chainkit.llms.retry import is_retryable
 from chainkit.schema import Message, ToolInfo
 
-__all__ = ["FallBackOn", "Fallbacks", "falls_back_by_default"]
+__all__ = ["FallBackOn", "Fallbacks", "Turns", "fall_back_rule", "falls_back_by_default"]
+
+E = TypeVar("E", bound=Exception)
 
 FallBackOn = type[Exception] | tuple[type[Exception], ...] | Callable[[Exception], bool]
 """Which errors pass a call on to the next model: exception classes, or a function that says
@@ -36,7 +39,7 @@ def falls_back_by_default(error: Exception) -> bool:
     return isinstance(error, AllModelsFailedError) or is_retryable(error)
 
 
-class Fallbacks:
+class Fallbacks(Pipeable):
     """A model that calls `models` in turn: the first answers unless it fails with an error
     `fall_back_on` takes, in which case the next is called with the same messages, tools and
     options, and so on. It is a `Model` like any other (agents, LLMChain, `llms.call`,
@@ -63,7 +66,7 @@ class Fallbacks:
         self, models: Sequence[Model], *, fall_back_on: FallBackOn = falls_back_by_default
     ) -> None:
         self.models = _checked_models(models)
-        self._falls_back = _fall_back_rule(fall_back_on)
+        self._falls_back = fall_back_rule(fall_back_on)
 
     def __repr__(self) -> str:
         return f"Fallbacks([{', '.join(map(model_name, self.models))}])"
@@ -82,12 +85,12 @@ class Fallbacks:
         **options: Unpack[CallOptions],
     ) -> Message:
         check_messages(messages)  # a wrong type is no model's failure: none is tried
-        turns = _Turns(self.models, self._falls_back, options)
+        turns = _ModelTurns(self.models, self._falls_back, options)
         for model in turns:
             try:
                 return model.generate(messages, tools=tools, **options)
             except Exception as error:
-                turns.failed(model, error)
+                turns.failed(model_name(model), error)
         raise turns.exhausted()
 
     async def agenerate(
@@ -98,12 +101,12 @@ class Fallbacks:
         **options: Unpack[CallOptions],
     ) -> Message:
         check_messages(messages, "agenerate")
-        turns = _Turns(self.models, self._falls_back, options)
+        turns = _ModelTurns(self.models, self._falls_back, options)
         for model in turns:
             try:
                 return await model.agenerate(messages, tools=tools, **options)
             except Exception as error:
-                turns.failed(model, error)
+                turns.failed(model_name(model), error)
         raise turns.exhausted()
 
     def close(self) -> None:
@@ -121,11 +124,37 @@ class Fallbacks:
                 await aclose()
 
 
-class _Turns:
-    """The models of one call, in turn, and what they failed with: both drivers' bookkeeping.
+class Turns(Generic[E]):
+    """The failures of one call whose alternatives take turns (a `Fallbacks`' models, a
+    pipeline's `chains.fallbacks` steps): which errors pass the call on, and the error that
+    ends it when every alternative failed."""
 
-    Takes the caller's streaming_func out of `options` and puts a `HandedOnce` in its place,
-    which each model's turn restarts."""
+    def __init__(
+        self,
+        falls_back: Callable[[Exception], bool],
+        all_failed: Callable[[Sequence[tuple[str, Exception]]], E],
+    ) -> None:
+        self._falls_back = falls_back
+        self._all_failed = all_failed
+        self._failures: list[tuple[str, Exception]] = []
+
+    def failed(self, name: str, error: Exception) -> None:
+        """Notes the error of the alternative `name`, or raises it when it is not one to
+        fall back on."""
+        if not self._falls_back(error):
+            raise error
+        self._failures.append((name, error))
+
+    def exhausted(self) -> E:
+        """The error of a call that every alternative failed, caused by the last one's."""
+        error = self._all_failed(self._failures)
+        error.__cause__ = self._failures[-1][1]
+        return error
+
+
+class _ModelTurns(Turns[AllModelsFailedError]):
+    """The models of one call, in turn: takes the caller's streaming_func out of `options`
+    and puts a `HandedOnce` in its place, which each model's turn restarts."""
 
     def __init__(
         self,
@@ -133,9 +162,8 @@ class _Turns:
         falls_back: Callable[[Exception], bool],
         options: CallOptions,
     ) -> None:
+        super().__init__(falls_back, AllModelsFailedError)
         self._models = models
-        self._falls_back = falls_back
-        self._failures: list[tuple[str, Exception]] = []
         caller = options.get("streaming_func")
         self._once: HandedOnce | None = None
         if caller is not None:
@@ -147,18 +175,6 @@ class _Turns:
             if self._once is not None:
                 self._once.restart()
             yield model
-
-    def failed(self, model: Model, error: Exception) -> None:
-        """Notes `model`'s error, or raises it when it is not one to fall back on."""
-        if not self._falls_back(error):
-            raise error
-        self._failures.append((model_name(model), error))
-
-    def exhausted(self) -> AllModelsFailedError:
-        """The error of a call that every model failed, caused by the last one's error."""
-        error = AllModelsFailedError(self._failures)
-        error.__cause__ = self._failures[-1][1]
-        return error
 
 
 def _checked_models(models: object) -> tuple[Model, ...]:
@@ -177,7 +193,7 @@ def _checked_models(models: object) -> tuple[Model, ...]:
     return tuple(models)
 
 
-def _fall_back_rule(fall_back_on: object) -> Callable[[Exception], bool]:
+def fall_back_rule(fall_back_on: object) -> Callable[[Exception], bool]:
     """`fall_back_on` as a function of the error; raises for anything else."""
     classes = (fall_back_on,) if isinstance(fall_back_on, type) else fall_back_on
     if isinstance(classes, tuple):

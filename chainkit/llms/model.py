@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, Unpack, runtime_chec
 
 from chainkit._elsewhere import Elsewhere
 from chainkit._errors import EscapedStopError
+from chainkit._pipe import Pipeable
 from chainkit._stop import stop_escaped
 from chainkit._text import described, shorten
 from chainkit.callbacks import Handler
@@ -68,7 +69,7 @@ class ModelRequest:
     caller_streaming_func: StreamingFunc | None = None
 
 
-class BaseModel:
+class BaseModel(Pipeable):
     """Implements `Model` around `_generate`/`_agenerate`: each call is an "llm" run, whose
     callbacks (start, end, error, streamed chunks) fire here for every backend, so backends
     keep to the one thing they do: talk to the model."""

@@ -133,13 +133,15 @@ def retry_after_seconds(headers: Mapping[str, str], now: datetime | None = None)
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """At most `max_attempts` attempts, `backoff` between them; one policy, two drivers.
+    """At most `max_attempts` attempts, `backoff` between them, for the errors `retry_if`
+    takes (by default those of a model call worth another attempt); one policy, two drivers.
 
     The error a call ends with tells how many attempts were made (`ModelError.attempts`).
     """
 
     max_attempts: int
     backoff: Backoff
+    retry_if: Callable[[BaseException], bool] = is_retryable
 
     def __post_init__(self) -> None:
         check_count("max_attempts", self.max_attempts)
@@ -190,7 +192,7 @@ class RetryPolicy:
 
     def _record_attempts(self, error: ModelError, attempts: int) -> None:
         error.attempts = attempts
-        error.retries_exhausted = attempts >= self.max_attempts and is_retryable(error)
+        error.retries_exhausted = attempts >= self.max_attempts and self.retry_if(error)
 
     def _settings(
         self,
@@ -201,12 +203,12 @@ class RetryPolicy:
     ) -> dict[str, Any]:
         import tenacity
 
-        backoff = self.backoff
+        backoff, retry_if = self.backoff, self.retry_if
 
         def retryable(error: BaseException) -> bool:
             if fields is not None and isinstance(error, ModelStatusError):
                 error.note_refusal(fields())
-            return is_retryable(error)
+            return retry_if(error)
 
         def wait(state: RetryCallState) -> float:
             error = state.outcome.exception() if state.outcome is not None else None

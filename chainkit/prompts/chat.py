@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from chainkit._elsewhere import Elsewhere
+from chainkit._pipe import Pipeable
 from chainkit._text import counted
 from chainkit.prompts._partials import with_partials, with_values_fixed
 from chainkit.prompts.errors import PromptAttributeError, PromptError, PromptTypeError
@@ -36,7 +37,7 @@ class _RolePrompt:
     prompt: PromptTemplate
 
 
-class ChatPromptTemplate:
+class ChatPromptTemplate(Pipeable):
     """A chat prompt built from `(role, template)` pairs, MessagesPlaceholder slots and fixed
     Message objects (returned as they are, not copied).
 
@@ -63,9 +64,6 @@ class ChatPromptTemplate:
             "prompts format at once: use prompt.format_messages(**values)", PromptAttributeError
         )
         format_prompt = Elsewhere("use prompt.format_messages(**values)", PromptAttributeError)
-
-        def __or__(self, other: object) -> NoReturn:
-            raise PromptTypeError.piped(self)
 
     def __init__(
         self,

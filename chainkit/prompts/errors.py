@@ -40,13 +40,4 @@ class PromptAttributeError(ChainkitError, AttributeError):
 
 class PromptTypeError(ChainkitError, TypeError):
     """A prompt was built or given something of a type it cannot take: a chat prompt item, a
-    tool for render_chat, a conversation that is not a list of messages; or piped (`|`)."""
-
-    @classmethod
-    def piped(cls, prompt: object) -> PromptTypeError:
-        """The error for `prompt | model`, LangChain's pipeline."""
-        return cls(
-            f"{type(prompt).__name__} | ... is LangChain's pipeline, which chainkit builds as a "
-            "chain: chains.LLMChain(prompt, model, output_parser=parser), run with "
-            "chains.run(chain, input) or chains.predict(chain, {...})"
-        )
+    tool for render_chat, a conversation that is not a list of messages."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal
 
 from chainkit._elsewhere import Elsewhere
+from chainkit._pipe import Pipeable
 from chainkit.prompts._fstring import FStringTemplate
 from chainkit.prompts._partials import with_partials, with_values_fixed
 from chainkit.prompts.errors import PromptAttributeError, PromptError, PromptTypeError
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 TemplateFormat = Literal["f-string", "jinja2"]
 
 
-class PromptTemplate:
+class PromptTemplate(Pipeable):
     """A template formatted with named values.
 
     f-string templates take plain `{name}` fields only (`{{`/`}}` are literal braces); jinja2
@@ -54,9 +55,6 @@ class PromptTemplate:
             "use prompt.format_messages(**values), or prompt.format(**values) for the text",
             PromptAttributeError,
         )
-
-        def __or__(self, other: object) -> NoReturn:
-            raise PromptTypeError.piped(self)
 
     # The template and format it was compiled from, the partials it was filled with, and the
     # filled template: one tuple, replaced whole, so that threads formatting at once never see

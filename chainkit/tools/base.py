@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from chainkit._elsewhere import Elsewhere
+from chainkit._pipe import Pipeable
 from chainkit._stop import stop_escaped, to_thread
 from chainkit.schema import ToolInfo
 from chainkit.tools._arguments import decode_json
@@ -21,7 +22,7 @@ _STRING_INPUT: dict[str, Any] = {
 }
 
 
-class Tool:
+class Tool(Pipeable):
     """Subclass with class attributes `name` and `description`, and a `call` method.
 
     They may also be set per instance, as StructuredTool does.
