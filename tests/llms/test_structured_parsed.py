@@ -53,9 +53,7 @@ def test_retries_exhausted_raise_output_validation_error_with_every_attempt(
     with pytest.raises(llms.OutputValidationError) as raised:
         parsed(mode, openai_llm, parsers.BooleanParser(max_retries=2))
     assert [rejected.text for rejected in raised.value.rejected] == ["maybe", "perhaps", "unsure"]
-    assert raised.value.rejected[-1].problems == (
-        "BooleanParser expected yes or no, got 'unsure'",
-    )
+    assert raised.value.rejected[-1].problems == ("BooleanParser expected yes or no, got 'unsure'",)
     assert {rejected.strategy for rejected in raised.value.rejected} == {PARSED}
     assert str(raised.value).startswith(
         "the model's reply did not fit BooleanParser in 3 attempts; the last: BooleanParser"
