@@ -33,23 +33,26 @@ class RegexParser(Parser):
             raise ParserTypeError(
                 f"RegexParser flags must be re flags (int), got {described(flags)}"
             )
+        shown = repr(shorten(source, 200))
         try:
             risk = backtracking_risk(source, given_flags | flags)
-            self.pattern = re.compile(source, given_flags | flags)
         except (re.error, RecursionError) as error:
-            raise ParserConfigError(
-                f"RegexParser pattern {source!r} is no regex: {error}"
-            ) from None
+            raise ParserConfigError(f"RegexParser pattern {shown} is no regex: {error}") from None
         if risk is not None:
             raise ParserConfigError(
-                f"RegexParser pattern {shorten(source, 200)!r} could take exponential time on "
-                f"some text: it has {risk}. Make the inner repeat possessive (a++, a*+) or "
-                "atomic ((?>...)), or bound it"
+                f"RegexParser pattern {shown} could take exponential time on some text: it has "
+                f"{risk}. Make the inner repeat possessive (a++, a*+) or atomic ((?>...)), or "
+                "bound it"
             )
+        # Compiled only once the check passed: the pattern is never run on a reply before.
+        try:
+            self.pattern = re.compile(source, given_flags | flags)
+        except (re.error, RecursionError) as error:  # a look-behind of varying width
+            raise ParserConfigError(f"RegexParser pattern {shown} is no regex: {error}") from None
         if not self.pattern.groupindex:
             raise ParserConfigError(
-                f"RegexParser pattern {shorten(source, 200)!r} has no named group: name what "
-                "to take, as in (?P<answer>.+)"
+                f"RegexParser pattern {shown} has no named group: name what to take, as in "
+                "(?P<answer>.+)"
             )
 
     def __repr__(self) -> str:

@@ -88,6 +88,7 @@ def test_a_refused_pattern_would_have_hung() -> None:
             "pattern must be a str or a compiled str pattern, got bytes",
         ),
         ("(?P<x>a", ParserConfigError, "is no regex: missing \\)"),
+        (r"(?<=a+)(?P<x>b)", ParserConfigError, "is no regex: look-behind requires fixed-width"),
         (r"(\d+)", ParserConfigError, "has no named group"),
     ],
 )
