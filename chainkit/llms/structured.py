@@ -410,7 +410,15 @@ class _ParsedSession:
     def request(self) -> tuple[list[Message], list[ToolInfo] | None, dict[str, Any]]:
         if self.streaming is None:
             return self.messages, None, self.options
-        return self.messages, None, {**self.options, "streaming_func": self.streaming()}
+        attempt = self.streaming()
+        caller: StreamingFunc | None = self.options.get("streaming_func")
+
+        def both(chunk: str) -> None:
+            if caller is not None:
+                caller(chunk)
+            attempt(chunk)
+
+        return self.messages, None, {**self.options, "streaming_func": both}
 
     def downgrade(self, error: ModelStatusError | AllModelsFailedError) -> bool:
         return False
@@ -659,8 +667,9 @@ def generate_parsed(
     back to the model with the error, `max_retries` times at most, as `generate_object` sends
     back one that does not validate; then `OutputValidationError` (naming `name`) carries every
     attempt. `streaming`, when given, makes for each attempt the `streaming_func` that hears
-    its text as it comes (a fresh partial reader per attempt). The other options are the
-    model's call options.
+    its text as it comes (a fresh partial reader per attempt), beside a `streaming_func` given
+    among the options, which hears every attempt. The other options are the model's call
+    options.
     """
     session = _ParsedSession(prompt, read, name, max_retries, streaming, dict(options))
     return _ask(llm, session)

@@ -89,11 +89,19 @@ def test_each_attempt_streams_to_a_fresh_reader(
             raise parsers.ParseError("Check", "b and c", text)
         return items
 
+    tokens: list[str] = []
     value, _ = generate_parsed(
-        openai_llm, "list", only_b_and_c, name="Check", max_retries=1, streaming=streaming
+        openai_llm,
+        "list",
+        only_b_and_c,
+        name="Check",
+        max_retries=1,
+        streaming=streaming,
+        streaming_func=tokens.append,
     )
     assert value == ["b", "c"]
     assert heard == [[["a"]], [["b"], ["b", "c"]]]
+    assert "".join(tokens) == "- a\nnothing- b\n- c\n"  # the caller's hears every attempt
     assert all(request.body["stream"] for request in openai_server.chat_requests())
 
 
