@@ -42,6 +42,9 @@ class Parser(ABC):
 
     output_type: Any = Any
     """The type of a parsed value, for the checks made when steps are put together."""
+    max_retries: int = 0
+    """How many times a reply that does not parse is sent back to the model with the error
+    (set by the constructor; 0 for a subclass that does not call it)."""
 
     if not TYPE_CHECKING:  # to mypy they stay missing, so it flags them in user code
         get_format_instructions = Elsewhere("use parser.instructions()", ParserAttributeError)

@@ -51,3 +51,16 @@ def test_every_parser_refuses_text_that_is_no_str_naming_itself(parser: parsers.
 def test_every_parser_but_text_refuses_an_empty_reply(parser: parsers.Parser) -> None:
     with pytest.raises(parsers.ParseError, match=r"got an empty reply"):
         parser.parse("")
+
+
+def test_a_parser_of_your_own_that_skips_the_constructor_retries_nothing() -> None:
+    class Upper(parsers.Parser):
+        def __init__(self, suffix: str) -> None:
+            self.suffix = suffix
+
+        def parse(self, text: str) -> str:
+            return text.upper() + self.suffix
+
+    parser = Upper("!")
+    assert parser.max_retries == 0 and parser.parse("hi") == "HI!" and parser.name == "Upper"
+    assert parser.reader() is None and parser.instructions() == ""
