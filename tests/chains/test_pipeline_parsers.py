@@ -62,7 +62,7 @@ def test_a_reply_that_does_not_parse_goes_back_with_the_error(
     openai_server.push("maybe", "yes")
     pipeline = P("{q}") | openai_llm | parsers.BooleanParser(max_retries=1)
     assert mode.call(pipeline, {"q": "is it?"}) == {"output": True}
-    first, second = openai_server.requests
+    _, second = openai_server.requests
     sent_back = second.body["messages"]
     assert sent_back[1] == {"role": "assistant", "content": "maybe"}
     assert "maybe" in sent_back[-1]["content"] and sent_back[-1]["role"] == "user"

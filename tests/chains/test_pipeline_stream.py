@@ -109,6 +109,7 @@ def test_the_log_and_the_trace_file_show_the_steps(tmp_path: Any) -> None:
     for step in ("chain start: Pipeline", "  chain start: PromptTemplate", "  llm start: user: go"):
         assert step in log
     assert "  chain end: upper outputs={'output': 'REPLY'}" in log
+    assert "  chain end: PromptTemplate outputs={'output': ['user: go']}" in log
     names = [json.loads(line).get("name") for line in trace.read_text().splitlines()]
     assert {"Pipeline", "PromptTemplate", "FakeLLM", "upper"} <= set(names)
 
