@@ -35,6 +35,7 @@ BASE = {
     "_mrkl",
     "_jsonschema",
     "_pipe",
+    "_store",
 }
 PARTS = {"callbacks", "memory", "prompts", "tools", "checkpoints", "parsers"}
 # What each unit (a package, or a module at the root) may import from chainkit besides itself.
@@ -53,6 +54,7 @@ ALLOWED: dict[str, set[str]] = {
     "_mrkl": {"schema"},
     "_jsonschema": {"_errors", "_text"},
     "_pipe": set(),
+    "_store": {"_errors", "_redact"},
     **{part: BASE for part in PARTS},
     "llms": BASE | {"callbacks"},
     "chains": BASE | {"callbacks", "prompts", "tools", "parsers", "llms"},
