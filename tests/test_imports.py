@@ -139,7 +139,9 @@ PINNED_EXPORTS = {
         "generate_object",
     ],
     "chainkit.memory": [
+        "ChatHistory",
         "ConversationBuffer",
+        "InMemoryHistory",
     ],
     "chainkit.parsers": [
         "BooleanParser",

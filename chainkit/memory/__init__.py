@@ -6,5 +6,6 @@ The errors of this package report a memory set up wrong: they are in
 
 from chainkit.memory import errors as errors
 from chainkit.memory.buffer import ConversationBuffer
+from chainkit.memory.history import ChatHistory, InMemoryHistory
 
-__all__ = ["ConversationBuffer"]
+__all__ = ["ChatHistory", "ConversationBuffer", "InMemoryHistory"]
