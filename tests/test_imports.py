@@ -141,6 +141,10 @@ PINNED_EXPORTS = {
     "chainkit.memory": [
         "ChatHistory",
         "ConversationBuffer",
+        "ConversationSummary",
+        "ConversationSummaryBuffer",
+        "ConversationTokenWindow",
+        "ConversationWindow",
         "InMemoryHistory",
     ],
     "chainkit.parsers": [
