@@ -69,7 +69,9 @@ PINNED_EXPORTS = {
         "LLMChain",
         "Pipeline",
         "SequentialChain",
+        "SessionChain",
         "SimpleSequentialChain",
+        "WithHistory",
         "abatch",
         "acall",
         "apredict",
@@ -89,6 +91,7 @@ PINNED_EXPORTS = {
         "run",
         "step",
         "stream",
+        "with_history",
     ],
     "chainkit.checkpoints": [
         "CheckpointError",
