@@ -151,6 +151,7 @@ UNEXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
     "memory": {
         "MemoryKeyError": ValueError,
         "MemoryTypeError": TypeError,
+        "MemoryValueError": ValueError,
     },
     "checkpoints": {
         "CheckpointConfigError": ValueError,

@@ -72,7 +72,9 @@ PINNED_EXPORTS = {
         "LLMChain",
         "Pipeline",
         "SequentialChain",
+        "SessionChain",
         "SimpleSequentialChain",
+        "WithHistory",
         "abatch",
         "acall",
         "apredict",
@@ -92,6 +94,7 @@ PINNED_EXPORTS = {
         "run",
         "step",
         "stream",
+        "with_history",
     ],
     "chainkit.checkpoints": [
         "CheckpointError",
@@ -142,7 +145,13 @@ PINNED_EXPORTS = {
         "generate_object",
     ],
     "chainkit.memory": [
+        "ChatHistory",
         "ConversationBuffer",
+        "ConversationSummary",
+        "ConversationSummaryBuffer",
+        "ConversationTokenWindow",
+        "ConversationWindow",
+        "InMemoryHistory",
     ],
     "chainkit.parsers": [
         "BooleanParser",
