@@ -152,6 +152,7 @@ PINNED_EXPORTS = {
         "ConversationTokenWindow",
         "ConversationWindow",
         "InMemoryHistory",
+        "SQLHistory",
     ],
     "chainkit.parsers": [
         "BooleanParser",

@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from chainkit._errors import StoreConfigError
-from chainkit._store.database import Cursor, Database, Migrate
+from chainkit._store.database import Cursor, Database, Migrate, json_text
 from chainkit._store.failures import Caller, closed
 from chainkit._store.lock import StoreLock
 
@@ -25,6 +25,7 @@ __all__ = [
     "StoreLock",
     "closed",
     "is_dsn",
+    "json_text",
     "open_database",
     "open_postgres",
     "open_sqlite",

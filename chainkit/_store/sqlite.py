@@ -71,8 +71,8 @@ class SQLiteDatabase(Database):
     def columns(self, cursor: Cursor, table: str) -> set[str]:
         return {row[1] for row in cursor.execute(f"PRAGMA table_info({table})").fetchall()}
 
-    def _lock_schema(self, cursor: Cursor) -> None:
-        """Nothing to do: the write transaction (BEGIN IMMEDIATE) holds the file already."""
+    def lock_key(self, cursor: Cursor, key: str) -> None:
+        """Nothing to do: a write transaction (BEGIN IMMEDIATE) holds the whole file."""
 
     def close(self) -> None:
         with self.lock:

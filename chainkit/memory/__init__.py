@@ -8,6 +8,7 @@ wrong: they are in `chainkit.memory.errors`.
 from chainkit.memory import errors as errors
 from chainkit.memory.buffer import ConversationBuffer
 from chainkit.memory.history import ChatHistory, InMemoryHistory
+from chainkit.memory.sql_history import SQLHistory
 from chainkit.memory.summary import ConversationSummary, ConversationSummaryBuffer
 from chainkit.memory.window import ConversationTokenWindow, ConversationWindow
 
@@ -19,4 +20,5 @@ __all__ = [
     "ConversationTokenWindow",
     "ConversationWindow",
     "InMemoryHistory",
+    "SQLHistory",
 ]
