@@ -10,6 +10,7 @@ sqlite3 and psycopg are imported when a database is opened, never with this pack
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from chainkit._errors import StoreConfigError
@@ -32,16 +33,21 @@ __all__ = [
 ]
 
 _DSN_SCHEMES = ("postgresql://", "postgres://")
+_LIBPQ_KEYWORDS = re.compile(r"\s*(?:host|hostaddr|port|dbname|user|password|service)\s*=")
+"""How a libpq connection string ("host=db1 dbname=app") starts; no file is named so."""
 
 
 def is_dsn(where: object) -> bool:
-    """Whether `where` names a PostgreSQL database (a postgresql:// or postgres:// URL)."""
-    return isinstance(where, str) and where.startswith(_DSN_SCHEMES)
+    """Whether `where` names a PostgreSQL database: a postgresql:// or postgres:// URL, or a
+    libpq connection string."""
+    return isinstance(where, str) and (
+        where.startswith(_DSN_SCHEMES) or _LIBPQ_KEYWORDS.match(where) is not None
+    )
 
 
 def open_database(where: str | os.PathLike[str] | Database, **options: Any) -> Database:
-    """The database `where` names: a `postgresql://` (or `postgres://`) DSN, a SQLite file's
-    path (made if missing), or a Database already open, returned as it is. `options` go to
+    """The database `where` names: a `postgresql://` (or `postgres://`) URL or a libpq
+    connection string ("host=db1 dbname=app"), a SQLite file's path (made if missing), or a Database already open, returned as it is. `options` go to
     `open_sqlite` or `open_postgres`."""
     if isinstance(where, Database):
         return where

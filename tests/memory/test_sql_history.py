@@ -5,11 +5,13 @@ lost to a kill -9."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import time
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +23,7 @@ from chainkit.schema import FunctionCall, ImagePart, Message, TextPart, ToolCall
 from chainkit.schema.message import ResponseMeta, TokenUsage
 from tests.support import forked
 from tests.support.history_children import tagged_append
+from tests.support.idle_reset_proxy import idle_reset_proxy
 from tests.support.modes import Mode
 from tests.support.postgres import postgres_dsn
 
@@ -271,3 +274,35 @@ def _append_until_killed(where: str, session: str, acknowledged: str) -> None:
     from tests.support.history_children import append_until_killed
 
     append_until_killed(where, session, acknowledged)
+
+
+@contextlib.contextmanager
+def _through_proxy(idle_seconds: float) -> Iterator[tuple[Any, memory.SQLHistory]]:
+    """A history whose connections go through an idle_reset_proxy to the test server."""
+    import psycopg
+
+    dsn = postgres_dsn()
+    port = int(str(psycopg.conninfo.conninfo_to_dict(dsn).get("port") or 5432))
+    with idle_reset_proxy(port, idle_seconds) as proxy:
+        proxied = psycopg.conninfo.make_conninfo(dsn, host="127.0.0.1", port=proxy.port)
+        history = memory.SQLHistory(proxied)
+        yield proxy, history
+        history.close()
+
+
+def test_a_postgres_connection_dropped_while_idle_is_reconnected(sid: str) -> None:
+    with _through_proxy(idle_seconds=0.2) as (proxy, history):
+        for n in range(3):
+            history.append(sid, _exchange(n))
+            time.sleep(0.4)  # longer idle than the proxy allows: the next request is reset
+        assert history.messages(sid) == _exchange(0) + _exchange(1) + _exchange(2)
+        assert proxy.resets >= 3
+
+
+def test_an_append_whose_commit_was_not_acknowledged_is_not_made_twice(sid: str) -> None:
+    with _through_proxy(idle_seconds=600) as (proxy, history):
+        history.append(sid, _exchange(1))
+        proxy.cut_after = b"COMMIT"
+        history.append(sid, _exchange(2))
+        assert proxy.cut_after is None  # cut: the reply never came, the append was retried
+        assert memory.SQLHistory(postgres_dsn()).messages(sid) == _exchange(1) + _exchange(2)

@@ -155,3 +155,14 @@ def test_a_forked_child_opens_its_own_postgres_connection(database: Database) ->
     assert (
         database.run("pid", lambda c: c.execute("SELECT pg_backend_pid()").fetchone()[0]) == parent
     )
+
+
+def test_a_libpq_connection_string_names_postgres_never_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    postgres_dsn()
+    monkeypatch.chdir(tmp_path)
+    for dsn in ("host=127.0.0.1 dbname=app user=ck", " dbname = app", "service=main"):
+        assert open_database(dsn).dialect == "postgresql", dsn
+    assert open_database("hosts.db").dialect == "sqlite"
+    assert sorted(os.listdir(tmp_path)) == ["hosts.db"]
