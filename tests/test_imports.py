@@ -22,6 +22,7 @@ PINNED_EXPORTS = {
         "StoreConfigError",
         "StoreError",
         "StoreUnavailableError",
+        "open_database",
     ],
     "chainkit.agents": [
         "Agent",
@@ -362,11 +363,13 @@ def test_checkpoints_load_neither_sqlite3_nor_psycopg_until_a_store_is_made():
 
 
 def test_the_store_layer_loads_neither_sqlite3_nor_psycopg_until_a_database_is_opened():
-    loaded = loaded_after(
-        "import chainkit\nfrom chainkit import _store\n"
-        "_store.open_database, _store.Database, chainkit.StoreError"
-    )
+    assert "chainkit._store" not in loaded_after("import chainkit\nchainkit.StoreError")
+    loaded = loaded_after("import chainkit\nchainkit.open_database, chainkit.StoreError")
     assert not {"sqlite3", "psycopg"} & loaded
+    assert "sqlite3" in loaded_after(
+        "import chainkit, tempfile, os\n"
+        "chainkit.open_database(os.path.join(tempfile.mkdtemp(), 'x.db')).close()"
+    )
 
 
 @pytest.mark.parametrize("package", sorted(PINNED_EXPORTS))

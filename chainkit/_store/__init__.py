@@ -47,8 +47,9 @@ def is_dsn(where: object) -> bool:
 
 def open_database(where: str | os.PathLike[str] | Database, **options: Any) -> Database:
     """The database `where` names: a `postgresql://` (or `postgres://`) URL or a libpq
-    connection string ("host=db1 dbname=app"), a SQLite file's path (made if missing), or a Database already open, returned as it is. `options` go to
-    `open_sqlite` or `open_postgres`."""
+    connection string ("host=db1 dbname=app"), a SQLite file's path (made if missing), or a
+    Database already open, returned as it is. `options` go to `open_sqlite` (`synchronous`,
+    `timeout`) or `open_postgres` (`reconnect_seconds`)."""
     if isinstance(where, Database):
         return where
     if is_dsn(where):
