@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -306,3 +307,33 @@ def test_an_append_whose_commit_was_not_acknowledged_is_not_made_twice(sid: str)
         history.append(sid, _exchange(2))
         assert proxy.cut_after is None  # cut: the reply never came, the append was retried
         assert memory.SQLHistory(postgres_dsn()).messages(sid) == _exchange(1) + _exchange(2)
+
+
+def test_async_calls_wait_for_the_database_in_a_worker_not_on_the_event_loop(
+    history: memory.SQLHistory, sid: str
+) -> None:
+    held, release, gave_up = threading.Event(), threading.Event(), threading.Event()
+
+    def hold_the_database() -> None:
+        with history._db.lock:
+            held.set()
+            if not release.wait(10):
+                gave_up.set()
+
+    holder = threading.Thread(target=hold_the_database)
+    holder.start()
+    assert held.wait(10)
+
+    async def main() -> bool:
+        appending = asyncio.ensure_future(history.aappend(sid, _exchange(1)))
+        loading = asyncio.ensure_future(history.amessages(sid))
+        await asyncio.sleep(0.01)  # the loop goes on while both wait for the database
+        answered = not gave_up.is_set()
+        release.set()
+        await appending
+        await loading
+        return answered
+
+    assert asyncio.run(main())
+    holder.join()
+    assert history.messages(sid) == _exchange(1)
