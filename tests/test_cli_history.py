@@ -14,7 +14,6 @@ import pytest
 from chainkit import checkpoints, memory
 from chainkit._cli.entry_point import main
 from chainkit.schema import FunctionCall, Message, ToolCall
-from tests.support.postgres import postgres_dsn
 
 HOSTILE_ID = "s\x1b[2J\x1b]0;owned\x07\ttab\nline\u202eevil"
 CALL = ToolCall(id="call_1", function=FunctionCall("lookup", '{"q": "x"}'))
@@ -44,13 +43,6 @@ def _one_error_line(capsys: pytest.CaptureFixture[str], *expected: str) -> str:
 
 def _shown(out: str) -> list[Message]:
     return [Message.from_dict(json.loads(line)) for line in out.splitlines()]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "history.db")
-    return postgres_dsn()
 
 
 def test_a_session_is_listed_shown_and_deleted(

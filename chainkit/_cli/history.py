@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from chainkit._cli import exit_status, stderr
+from chainkit._cli import arguments, exit_status, stderr
 from chainkit._cli.databases import check_existing
 from chainkit._cli.runs import cell
 from chainkit._text import counted, quoted, visible_json
@@ -40,7 +40,7 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     for parser in (showing, deleting):
         parser.add_argument("session", metavar="SESSION")
     showing.add_argument(
-        "--last", type=_count, metavar="N", help="only the last N messages (default: all)"
+        "--last", type=arguments.count, metavar="N", help="only the last N messages (default: all)"
     )
 
 
@@ -99,14 +99,3 @@ def _no_session(history: SQLHistory, args: argparse.Namespace) -> int:
         "(chainkit history list shows the sessions it holds)",
     )
     return exit_status.FAILED
-
-
-def _count(text: str) -> int:
-    """--last's argument: a count of messages."""
-    try:
-        count = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r:.40}") from None
-    if count < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {count}")
-    return count

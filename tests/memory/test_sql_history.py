@@ -29,13 +29,6 @@ from tests.support.modes import Mode
 from tests.support.postgres import postgres_dsn
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "history.db")
-    return postgres_dsn()
-
-
 @pytest.fixture
 def history(where: str) -> Iterator[memory.SQLHistory]:
     opened = memory.SQLHistory(where)
