@@ -146,7 +146,7 @@ class PromptStep(Step):
     def fit(self, given: Shape, before: str, wiring: Wiring) -> Fitted:
         variables = list(self.prompt.input_variables)
         adapt = into_keys(given, variables, wiring, before, self.name)
-        check_unused(given, variables, before, self.name)
+        check_unused(given, variables, wiring, before, self.name)
         name, prompt = self.name, self.prompt
 
         def format_messages(values: Any) -> list[Message]:

@@ -31,6 +31,7 @@ from chainkit.chains._steps import (
     Step,
     adapted,
     ain_run,
+    checked_inputs,
     in_run,
     plain_run,
 )
@@ -165,7 +166,7 @@ def fit_all(
     for each in steps:
         one = each.fit(given, before, wiring)
         fitted.append(one)
-        given, before = one.gives, each.name
+        given, before, wiring = one.gives, each.name, wiring.for_next()
     return fitted, given
 
 
@@ -213,7 +214,8 @@ class _Parallel(Step):
         self.takes_value = all(each.takes_value for each in steps.values())
 
     def fit(self, given: Shape, before: str, wiring: Wiring) -> Fitted:
-        fitted = {key: each.fit(given, before, wiring) for key, each in self.steps.items()}
+        members = wiring.for_members()
+        fitted = {key: each.fit(given, before, members) for key, each in self.steps.items()}
         return Fitted(*self._runs(fitted), Keys(frozenset(fitted)))
 
     def _runs(self, fitted: dict[str, Fitted]) -> tuple[Any, Any]:
@@ -290,15 +292,20 @@ class _Pick(Step):
         if isinstance(given, Value) and not _takes_dict(given):
             raise ChainWiringError(f"{self.name} takes a dict, and {before} gives {given}")
         into_keys(given, self.keys, wiring, before, self.name)
-        keys = self.keys
+        keys, name = self.keys, self.name
         if len(keys) == 1:
             (key,) = keys
-            work: Callable[[Any], Any] = lambda values: values[key]  # noqa: E731
-            return Fitted(*plain_run(self.name, work), Value())
-        return Fitted(
-            *plain_run(self.name, lambda values: {k: values[k] for k in keys}),
-            Keys(frozenset(keys)),
-        )
+
+            def one(values: Any) -> Any:
+                return checked_inputs(name, values, keys)[key]
+
+            return Fitted(*plain_run(name, one), Value())
+
+        def several(values: Any) -> dict[str, Any]:
+            checked = checked_inputs(name, values, keys)
+            return {k: checked[k] for k in keys}
+
+        return Fitted(*plain_run(name, several), Keys(frozenset(keys)))
 
 
 class _Branch(Step):
@@ -310,8 +317,9 @@ class _Branch(Step):
 
     def fit(self, given: Shape, before: str, wiring: Wiring) -> Fitted:
         conditions = [condition for condition, _ in self.cases]
-        chosen = [each.fit(given, before, wiring) for _, each in self.cases]
-        otherwise = self.default.fit(given, before, wiring)
+        members = wiring.for_members()
+        chosen = [each.fit(given, before, members) for _, each in self.cases]
+        otherwise = self.default.fit(given, before, members)
         gives = _common([one.gives for one in [*chosen, otherwise]])
         name = self.name
 
@@ -350,7 +358,8 @@ class _Fallbacks(Step):
         self.takes_value = steps[0].takes_value
 
     def fit(self, given: Shape, before: str, wiring: Wiring) -> Fitted:
-        fitted = [each.fit(given, before, wiring) for each in self.steps]
+        members = wiring.for_members()
+        fitted = [each.fit(given, before, members) for each in self.steps]
         names = [each.name for each in self.steps]
         falls_back, name = self.falls_back, self.name
 
