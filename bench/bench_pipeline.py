@@ -1,0 +1,150 @@
+"""A 3-step pipeline (prompt | scripted model | JSON parser) through `chains.call`, beside the
+same work hand-written as plain function calls: what composing the steps costs.
+
+The floor formats the same chat prompt, calls the same model's `generate` and reads the reply
+with `json.loads`, so the difference is what the pipeline adds: `chains.call`'s checks and
+run, a run for each step, the hand-over of each step's value to the next. The model answers
+at once with a fixed JSON reply. Both run in one process, alternating, so the machine's load
+falls on both alike. Run:
+
+    python bench/bench_pipeline.py [--runs N] [--async]
+
+It prints the pipeline's median first (as "median <number>", the figure bench/compare.py
+reads), then the floor's and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from chainkit import chains
+from chainkit.llms import BaseModel
+from chainkit.llms.model import ModelRequest
+from chainkit.prompts import ChatPromptTemplate
+from chainkit.schema import Message
+
+REPLY = '{"city": "Paris", "country": "France", "population": 2102650, "rivers": ["Seine"]}'
+INPUTS = {"city": "Paris"}
+EXPECTED = json.loads(REPLY)
+
+
+class ScriptedModel(BaseModel):
+    """Answers every call at once with the same reply."""
+
+    def __init__(self, reply: str) -> None:
+        self.reply = Message.assistant(reply)
+
+    def _generate(self, request: ModelRequest) -> Message:
+        return self.reply
+
+
+class JSONReply:
+    """The reply read with json.loads: the parser step until `chainkit.parsers` lands."""
+
+    output_type = dict
+
+    def parse(self, text: str) -> Any:
+        return json.loads(text)
+
+
+PROMPT = ChatPromptTemplate(
+    [("system", "You answer with one JSON object."), ("user", "Tell me about {city}.")]
+)
+MODEL = ScriptedModel(REPLY)
+PARSER = JSONReply()
+PIPELINE = PROMPT | MODEL | PARSER
+
+
+def floor(inputs: dict[str, str]) -> Any:
+    """The pipeline's work as plain calls."""
+    return json.loads(MODEL.generate(PROMPT.format_messages(**inputs)).content)
+
+
+async def afloor(inputs: dict[str, str]) -> Any:
+    return json.loads((await MODEL.agenerate(PROMPT.format_messages(**inputs))).content)
+
+
+def one_call() -> float:
+    start = time.perf_counter()
+    outputs = chains.call(PIPELINE, INPUTS)
+    elapsed = time.perf_counter() - start
+    assert outputs == {"output": EXPECTED}, outputs
+    return elapsed
+
+
+def one_floor_call() -> float:
+    start = time.perf_counter()
+    value = floor(INPUTS)
+    elapsed = time.perf_counter() - start
+    assert value == EXPECTED, value
+    return elapsed
+
+
+async def one_acall() -> float:
+    start = time.perf_counter()
+    outputs = await chains.acall(PIPELINE, INPUTS)
+    elapsed = time.perf_counter() - start
+    assert outputs == {"output": EXPECTED}, outputs
+    return elapsed
+
+
+async def one_afloor_call() -> float:
+    start = time.perf_counter()
+    value = await afloor(INPUTS)
+    elapsed = time.perf_counter() - start
+    assert value == EXPECTED, value
+    return elapsed
+
+
+def alternating(
+    runs: int, first: Callable[[], float], second: Callable[[], float]
+) -> tuple[list[float], list[float]]:
+    firsts, seconds = [], []
+    for _ in range(runs):
+        firsts.append(first())
+        seconds.append(second())
+    return firsts, seconds
+
+
+async def aalternating(
+    runs: int, first: Callable[[], Awaitable[float]], second: Callable[[], Awaitable[float]]
+) -> tuple[list[float], list[float]]:
+    """All calls in one event loop, as a server would have it."""
+    firsts, seconds = [], []
+    for _ in range(runs):
+        firsts.append(await first())
+        seconds.append(await second())
+    return firsts, seconds
+
+
+def measure(runs: int, use_async: bool) -> tuple[list[float], list[float]]:
+    if use_async:
+        return asyncio.run(aalternating(runs, one_acall, one_afloor_call))
+    return alternating(runs, one_call, one_floor_call)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=20000)
+    parser.add_argument("--async", dest="use_async", action="store_true")
+    args = parser.parse_args()
+    measure(min(1000, args.runs), args.use_async)  # warm up both
+    pipeline_times, floor_times = measure(args.runs, args.use_async)
+    pipeline_median = statistics.median(pipeline_times) * 1e6
+    floor_median = statistics.median(floor_times) * 1e6
+    mode = "async" if args.use_async else "sync"
+    print(
+        f"{mode} {PIPELINE!r}: median {pipeline_median:.1f} µs/call; hand-written floor: "
+        f"median {floor_median:.1f} µs/call; pipeline / floor = "
+        f"{pipeline_median / floor_median:.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()
