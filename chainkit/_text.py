@@ -4,6 +4,8 @@ cut, control characters escaped, counts with their nouns."""
 from __future__ import annotations
 
 import re
+import types
+import typing
 import unicodedata
 
 # Control characters (and the Unicode line breaks, bidirectional marks and overrides, and
@@ -50,6 +52,20 @@ def short_repr(value: object, limit: int) -> str:
     except RecursionError:
         return f"<{type(value).__name__} nested too deeply to show>"
     return shorten(text, limit)
+
+
+def type_text(annotation: object) -> str:
+    """A type as code writes it, without module paths: `list[Item]`, `Literal['a', 'b']`,
+    `Item | None`."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is None or not args:
+        name = getattr(annotation, "__name__", None)
+        return name if isinstance(name, str) else repr(annotation)
+    if origin is typing.Literal:
+        return f"Literal[{', '.join(map(repr, args))}]"
+    if origin is typing.Union or origin is types.UnionType:
+        return " | ".join(map(type_text, args))
+    return f"{type_text(origin)}[{', '.join(map(type_text, args))}]"
 
 
 def quoted(text: str, limit: int) -> str:

@@ -62,6 +62,9 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
         "AllStepsFailedError": RuntimeError,
     },
     "memory": {},
+    "parsers": {
+        "ParseError": ValueError,
+    },
     "agents": {
         "ConstraintRefusedError": ValueError,
         "DeadlineExceededError": TimeoutError,
@@ -145,6 +148,11 @@ UNEXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
     },
     "checkpoints": {
         "CheckpointConfigError": ValueError,
+    },
+    "parsers": {
+        "ParserAttributeError": AttributeError,
+        "ParserConfigError": ValueError,
+        "ParserTypeError": TypeError,
     },
 }
 

@@ -141,6 +141,20 @@ PINNED_EXPORTS = {
     "chainkit.memory": [
         "ConversationBuffer",
     ],
+    "chainkit.parsers": [
+        "BooleanParser",
+        "ChoiceParser",
+        "DatetimeParser",
+        "JSONParser",
+        "ListParser",
+        "ListStyle",
+        "ParseError",
+        "Parser",
+        "PartialReader",
+        "RegexParser",
+        "TextParser",
+        "TypedParser",
+    ],
     "chainkit.prompts": [
         "BasePromptTemplate",
         "ChatPromptTemplate",
@@ -212,7 +226,7 @@ def loaded_after(statement: str) -> set[str]:
     "statement",
     [
         "import chainkit.chains, chainkit.prompts, chainkit.callbacks",
-        "from chainkit import agents, callbacks, chains, llms, memory, schema, tools",
+        "from chainkit import agents, callbacks, chains, llms, memory, parsers, schema, tools",
         "from chainkit.llms import OfflineModel, FakeLLM",
     ],
 )

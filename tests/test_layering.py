@@ -36,7 +36,7 @@ BASE = {
     "_jsonschema",
     "_pipe",
 }
-PARTS = {"callbacks", "memory", "prompts", "tools", "checkpoints"}
+PARTS = {"callbacks", "memory", "prompts", "tools", "checkpoints", "parsers"}
 # What each unit (a package, or a module at the root) may import from chainkit besides itself.
 ALLOWED: dict[str, set[str]] = {
     "schema": {"_errors"},
@@ -55,7 +55,7 @@ ALLOWED: dict[str, set[str]] = {
     "_pipe": set(),
     **{part: BASE for part in PARTS},
     "llms": BASE | {"callbacks"},
-    "chains": BASE | {"callbacks", "prompts", "tools", "llms"},
+    "chains": BASE | {"callbacks", "prompts", "tools", "parsers", "llms"},
     "agents": BASE | PARTS | {"llms", "chains"},
     "_batch": BASE | PARTS | {"llms", "chains", "agents"},
     "distributed": BASE | PARTS | {"llms", "chains", "agents", "_batch"},

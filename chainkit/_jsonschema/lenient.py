@@ -160,6 +160,11 @@ class ObjectStream:
             return members
         return members + scalar.length // _CHARS_PER_MEMBER
 
+    @property
+    def complete(self) -> bool:
+        """Whether the object has ended (its closing `}` was read)."""
+        return self._result is not None
+
     def finished_items(self, key: str) -> list[object]:
         """The finished members so far of the array that is the object's `key` member."""
         if self._result is not None:

@@ -8,6 +8,7 @@ strategy keeps their replies alike.
 
 from __future__ import annotations
 
+import json
 import re
 import typing
 from collections.abc import Mapping
@@ -19,6 +20,13 @@ from chainkit._jsonschema.lenient import JSONTextError, find_object
 from chainkit._jsonschema.specs import INVALID, ArgumentProblem, Definitions, Spec, compile_type
 
 WRAPPER_KEY: Final = "value"
+SCHEMA_MARK: Final = "matches this JSON Schema"
+"""The words that lead to the schema in the instructions (the offline model looks for them)."""
+INSTRUCTIONS: Final = (
+    f"Answer with one JSON object that {SCHEMA_MARK}, and nothing else:\n```json\n{{schema}}\n```"
+)
+"""What a model is told when the request itself cannot carry the schema (the prompted and
+JSON-mode strategies, an output parser's instructions); the schema in a ```json fence."""
 _NAME_CHARACTERS: Final = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME: Final = 64
 _STRICT_KEYWORDS: Final = frozenset(
@@ -102,6 +110,11 @@ class OutputShape:
         except JSONTextError as error:
             return Invalid((ArgumentProblem("", str(error)),))
         return self.read(data)
+
+
+def instructions_for(shape: OutputShape, template: str = INSTRUCTIONS) -> str:
+    """`template` (of `{schema}`) with the shape's schema written in."""
+    return template.format(schema=json.dumps(shape.schema, ensure_ascii=False))
 
 
 def _wrapped(inner: dict[str, Any]) -> dict[str, Any]:

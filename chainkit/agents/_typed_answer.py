@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from chainkit._jsonschema.output import Invalid, OutputShape
+from chainkit._jsonschema.output import SCHEMA_MARK, Invalid, OutputShape
 from chainkit._text import short_repr
 from chainkit.agents.errors import AgentTypeError, OutputParserError
 from chainkit.llms import (
@@ -27,7 +27,6 @@ from chainkit.llms import (
 )
 from chainkit.llms.output_strategies import (
     FINAL_ANSWER_TOOL,
-    SCHEMA_MARK,
     STRATEGIES,
     final_answer_tool,
     with_instructions,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -30,8 +30,11 @@ class Keys:
     carries_inputs: bool = False
 
     def __str__(self) -> str:
-        keys = f"a dict of {sorted(self.known)}" if self.known else "a dict"
-        return f"{keys} and the pipeline's inputs" if self.carries_inputs else keys
+        if not self.carries_inputs:
+            return f"a dict of {sorted(self.known)}" if self.known else "a dict"
+        if not self.known:
+            return "the inputs dict"
+        return f"the inputs dict with {sorted(self.known)} added"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +69,14 @@ class Wiring:
 def type_name(kind: object) -> str:
     if kind is Any:
         return "any type"
+    if _is_union(kind):
+        return " | ".join(type_name(member) for member in typing.get_args(kind))
     if isinstance(kind, type) and not typing.get_args(kind):
         return kind.__name__
-    return str(kind).replace("typing.", "").replace("chainkit.schema.message.", "")
+    text = str(kind)
+    for module in ("typing.", "collections.abc.", "chainkit.schema.message."):
+        text = text.replace(module, "")
+    return text
 
 
 TEXT = Union[str, Message]  # noqa: UP007  # a value that stays an object at run time
@@ -85,6 +93,7 @@ def into_keys(
 ) -> Adapt | None:
     """How a step needing the keys `required` takes what the step `before` gives."""
     if isinstance(given, Value):
+        _check_whole(given, before, step)
         if len(required) == 1 and not is_dict_type(given.type):
             key = required[0]
             return lambda value: {key: value}
@@ -128,16 +137,34 @@ def into_value(given: Shape, wanted: object, before: str, step: str) -> Adapt | 
         if len(given.known) == 1 and not given.carries_inputs:
             (key,) = given.known
             return lambda outputs: outputs[key]
-        hint = ""
+        hint = ": pick the value it takes with chains.pick('<key>') before it"
         if given.known:
             hint = f": did you mean chains.pick({sorted(given.known)[0]!r}) between them?"
         raise ChainWiringError(f"{step} takes {Value(wanted)}, and {before} gives {given}{hint}")
+    if wanted is not Any and not is_stream(wanted):
+        _check_whole(given, before, step)
     if wanted is TEXT or wanted is str:
         if _may_fit(given.type, TEXT):
             return text_of if given.type is not str else None
     elif _may_fit(given.type, wanted):
         return None
     raise ChainWiringError(f"{step} takes {Value(wanted)}, and {before} gives {given}")
+
+
+def is_stream(kind: object) -> bool:
+    """Whether values of type `kind` are pieces that come one by one (an iterator, a
+    generator), not a whole value."""
+    origin = typing.get_origin(kind) or kind
+    return isinstance(origin, type) and issubclass(origin, Iterator | AsyncIterator)
+
+
+def _check_whole(given: Value, before: str, step: str) -> None:
+    """Refuses a stream of pieces for a step that takes a whole value."""
+    if is_stream(given.type):
+        raise ChainWiringError(
+            f"{before} gives a stream of pieces ({type_name(given.type)}), and {step} takes a "
+            f"whole value: make {before} return the value whole (a list, or the joined text)"
+        )
 
 
 def _did_you_mean(names: Sequence[str], choices: typing.Iterable[str]) -> str:

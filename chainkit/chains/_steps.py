@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import typing
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,7 +92,9 @@ def as_inputs(value: Any) -> Mapping[str, Any]:
 
 
 def in_run(name: str, value: Any, work: Callable[[Any], Any]) -> Any:
-    """`work(value)` as a "chain" run named `name`."""
+    """`work(value)` as a "chain" run named `name`; with no one listening, no run is made."""
+    if active_handler() is None:
+        return work(value)
     with enter("chain", name) as run:
         handler = run.handler
         if handler is None:
@@ -105,6 +107,8 @@ def in_run(name: str, value: Any, work: Callable[[Any], Any]) -> Any:
 
 async def ain_run(name: str, value: Any, work: Callable[[Any], Awaitable[Any]]) -> Any:
     """Async twin of `in_run`."""
+    if active_handler() is None:
+        return await work(value)
     with enter("chain", name) as run:
         handler = run.handler
         if handler is None:
@@ -403,7 +407,11 @@ def _function_shapes(function: Callable[..., Any], name: str) -> tuple[Shape, Sh
     except Exception:  # annotations that do not resolve say nothing
         hints = {}
     taken = hints.get(parameters[0].name, Any) if parameters else Any
-    return _taken_shape(taken), _given_shape(hints.get("return", Any))
+    owner = getattr(function, "__objclass__", None)
+    if isinstance(owner, type):  # a method of a built-in type, as `str.upper`, takes one
+        taken = owner
+    unannotated = Iterator[Any] if inspect.isgeneratorfunction(function) else Any
+    return _taken_shape(taken), _given_shape(hints.get("return", unannotated))
 
 
 def _taken_shape(annotation: Any) -> Shape:

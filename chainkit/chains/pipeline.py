@@ -56,7 +56,7 @@ class Pipeline(Chain):
         self._takes_value = self.steps[0].takes_value
         wiring = Wiring()
         start = Value() if self._takes_value else Keys(frozenset(), carries_inputs=True)
-        self._fitted, self._gives = fit_all(self.steps, start, "the pipeline's inputs", wiring)
+        self._fitted, self._gives = fit_all(self.steps, start, "the pipeline's start", wiring)
         self._input_keys = [INPUT_KEY] if self._takes_value else wiring.inputs
         self._outputs_dict = isinstance(self._gives, Keys)
 

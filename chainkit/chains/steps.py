@@ -207,11 +207,10 @@ class _Parallel(Step):
     """A dict of steps: each runs on the same value, side by side (threads, or tasks); gives
     the dict of their values."""
 
-    takes_value = False
-
     def __init__(self, steps: dict[str, Step]) -> None:
         self.steps = steps
         self.name = "Parallel"
+        self.takes_value = all(each.takes_value for each in steps.values())
 
     def fit(self, given: Shape, before: str, wiring: Wiring) -> Fitted:
         fitted = {key: each.fit(given, before, wiring) for key, each in self.steps.items()}
@@ -401,7 +400,10 @@ class _Retry(Step):
             return policy.call(active_handler(), lambda: inner.run(value, options))
 
         async def arun(value: Any, options: dict[str, Any]) -> Any:
-            return await policy.acall(active_handler(), lambda: inner.arun(value, options))
+            async def attempt() -> Any:  # a coroutine function: tenacity awaits only those
+                return await inner.arun(value, options)
+
+            return await policy.acall(active_handler(), attempt)
 
         return Fitted(run, arun, inner.gives)
 

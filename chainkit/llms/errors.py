@@ -138,7 +138,9 @@ class ModelRefusalError(ModelError):
 @dataclass(frozen=True, slots=True)
 class RejectedOutput:
     """One reply that gave no valid typed result: its text (the JSON it held, or the text
-    around it) and each thing wrong with it (`items[2].price: expected number, got "x"`)."""
+    around it), each thing wrong with it (`items[2].price: expected number, got "x"`), and the
+    strategy that asked for it ("parsed" for a reply an output parser read, whose problem is
+    the parser's error)."""
 
     text: str
     problems: tuple[str, ...]

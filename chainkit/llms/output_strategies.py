@@ -13,13 +13,12 @@ that its reply did not validate; `response_format_for` is the one home of the re
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, Final, Literal
 
-from chainkit._jsonschema.output import OutputShape
+from chainkit._jsonschema.output import INSTRUCTIONS, OutputShape, instructions_for
 from chainkit.schema import Message, ToolCall, ToolInfo
 
 StrategyName = Literal["json_schema", "tool", "json_mode", "prompted"]
@@ -28,12 +27,6 @@ StrategyName = Literal["json_schema", "tool", "json_mode", "prompted"]
 STRATEGY_NAMES: Final[tuple[StrategyName, ...]] = ("json_schema", "tool", "json_mode", "prompted")
 DEFAULT_STRATEGIES: Final[tuple[StrategyName, ...]] = ("prompted",)
 """What a model that lists no `output_strategies` takes."""
-SCHEMA_MARK: Final = "matches this JSON Schema"
-"""The words that lead to the schema in the instructions (the offline model looks for them)."""
-INSTRUCTIONS: Final = (
-    f"Answer with one JSON object that {SCHEMA_MARK}, and nothing else:\n```json\n{{schema}}\n```"
-)
-"""What the prompted and JSON-mode strategies tell the model; the schema in a ```json fence."""
 
 
 def response_format_for(shape: OutputShape) -> dict[str, Any]:
@@ -50,7 +43,7 @@ def with_instructions(
     """`messages` with the schema `instructions` (a template of `{schema}`) in the system
     message (one added first when there is none: many chat templates take a system message
     only there)."""
-    text = instructions.format(schema=json.dumps(shape.schema, ensure_ascii=False))
+    text = instructions_for(shape, instructions)
     if messages and messages[0].role == "system":
         first = Message.system(f"{messages[0].content}\n\n{text}")
         return [first, *messages[1:]]
@@ -62,6 +55,14 @@ def _rejection_text(problems: str) -> str:
         f"Your answer did not fit the schema: {problems}. Answer again with the whole JSON "
         "object, corrected."
     )
+
+
+def reading_rejection(reply: Message, problem: str) -> list[Message]:
+    """What follows a reply an output parser could not read: the reply, then why."""
+    return [
+        reply,
+        Message.user(f"Your answer could not be read: {problem}. Answer again, corrected."),
+    ]
 
 
 class OutputStrategy(ABC):

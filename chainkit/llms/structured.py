@@ -8,6 +8,9 @@ the strategy's field (`ModelStatusError.refuses`: a 400, 404, 422 or 500 naming 
 call go on with the next one, at once, and the model's later calls start after it. A reply
 that does not validate goes back to the model with what was wrong, `max_retries` times at
 most; then `OutputValidationError` carries every attempt.
+
+`generate_parsed` asks the same way for a reply that a parse function (an output parser's)
+reads, sending back the parser's error instead of validation problems: one loop for both.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import threading
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Generic, Literal, TypeVar, Unpack, overload
+from typing import Any, Final, Generic, Literal, Protocol, TypeVar, Unpack, overload
 
 from chainkit._jsonschema.lenient import ObjectStream
 from chainkit._jsonschema.output import WRAPPER_KEY, Invalid, OutputShape
@@ -42,10 +45,18 @@ from chainkit.llms.output_strategies import (
     OutputStrategy,
     StrategyName,
     output_strategies_of,
+    reading_rejection,
 )
 from chainkit.schema import Message, TokenUsage, ToolInfo
 
-__all__ = ["ObjectResult", "PartialFunc", "agenerate_object", "generate_object"]
+__all__ = [
+    "ObjectResult",
+    "PartialFunc",
+    "agenerate_object",
+    "agenerate_parsed",
+    "generate_object",
+    "generate_parsed",
+]
 
 T = TypeVar("T")
 
@@ -355,9 +366,7 @@ class _Session:
     def take(self, reply: Message) -> ObjectResult[Any] | None:
         """The result `reply` gives; None when it did not validate and the model is to try
         again; OutputValidationError when no tries are left."""
-        refusal = (reply.extra or {}).get("refusal")
-        if isinstance(refusal, str) and refusal:
-            raise ModelRefusalError(refusal, reply)
+        _check_refusal(reply)
         text = self.strategy.reply_text(reply, self.shape)
         if self.partials is not None:
             self.partials.finish(text)
@@ -365,11 +374,133 @@ class _Session:
         if not isinstance(value, Invalid):
             return ObjectResult(value, reply, self.strategy.name, tuple(self.rejected))
         problems = tuple(str(problem) for problem in value.problems)
-        self.rejected.append(RejectedOutput(text, problems, self.strategy.name))
-        if len(self.rejected) > self.max_retries:
-            raise OutputValidationError(self.shape.name, self.rejected)
+        _reject(self, RejectedOutput(text, problems, self.strategy.name), self.shape.name)
         self.messages += self.strategy.rejection(reply, str(value))
         return None
+
+
+class _ParsedSession:
+    """One call whose reply is read by a parse function (`generate_parsed`): no strategy, the
+    reply's text as it is, and a reply that does not read sent back with the error."""
+
+    def __init__(
+        self,
+        prompt: str | Sequence[Message],
+        read: Callable[[str], Any],
+        name: str,
+        max_retries: object,
+        streaming: Callable[[], StreamingFunc] | None,
+        options: dict[str, Any],
+    ) -> None:
+        self.max_retries = _checked_retries(max_retries)
+        if not callable(read) or inspect.iscoroutinefunction(read):
+            raise ModelTypeError(
+                f"read must be a plain function of the reply's text, got {described(read)}"
+            )
+        if not isinstance(name, str) or not name:
+            raise ModelTypeError(f"name must be a non-empty str, got {described(name)}")
+        _check_listener("streaming", "nothing, making each attempt's streaming_func", streaming)
+        self.read = read
+        self.name = name
+        self.streaming = streaming
+        self.messages = _checked_prompt(prompt)
+        self.options = options
+        self.rejected: list[RejectedOutput] = []
+
+    def request(self) -> tuple[list[Message], list[ToolInfo] | None, dict[str, Any]]:
+        if self.streaming is None:
+            return self.messages, None, self.options
+        attempt = self.streaming()
+        caller: StreamingFunc | None = self.options.get("streaming_func")
+
+        def both(chunk: str) -> None:
+            if caller is not None:
+                caller(chunk)
+            attempt(chunk)
+
+        return self.messages, None, {**self.options, "streaming_func": both}
+
+    def downgrade(self, error: ModelStatusError | AllModelsFailedError) -> bool:
+        return False
+
+    def take(self, reply: Message) -> tuple[Any, Message] | None:
+        """The value `reply` reads as, with it; None when it did not read and the model is to
+        try again; OutputValidationError when no tries are left."""
+        _check_refusal(reply)
+        try:
+            return self.read(reply.content), reply
+        except ValueError as error:
+            problem = str(error)
+        _reject(self, RejectedOutput(reply.content, (problem,), PARSED), self.name)
+        self.messages += reading_rejection(reply, problem)
+        return None
+
+
+PARSED: Final = "parsed"
+"""The `strategy` of a `RejectedOutput` of `generate_parsed`: a reply read by a parser."""
+
+
+class _Rejecting(Protocol):
+    max_retries: int
+    rejected: list[RejectedOutput]
+
+
+def _reject(session: _Rejecting, rejected: RejectedOutput, name: str) -> None:
+    """Keeps a reply that gave no value; OutputValidationError, with every attempt, when it
+    was the last try."""
+    session.rejected.append(rejected)
+    if len(session.rejected) > session.max_retries:
+        raise OutputValidationError(name, session.rejected)
+
+
+def _check_refusal(reply: Message) -> None:
+    refusal = (reply.extra or {}).get("refusal")
+    if isinstance(refusal, str) and refusal:
+        raise ModelRefusalError(refusal, reply)
+
+
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+
+class _Asking(Protocol[R_co]):
+    """A call that may take several requests: what to send, and what a reply gives."""
+
+    def request(self) -> tuple[list[Message], list[ToolInfo] | None, dict[str, Any]]: ...
+
+    def downgrade(self, error: ModelStatusError | AllModelsFailedError) -> bool: ...
+
+    def take(self, reply: Message) -> R_co | None: ...
+
+
+def _ask(llm: Model, session: _Asking[R]) -> R:
+    """Sends the session's requests until a reply gives its result."""
+    while True:
+        messages, tools, call_options = session.request()
+        try:
+            reply = llm.generate(messages, tools=tools, **call_options)
+        except (ModelStatusError, AllModelsFailedError) as error:
+            if session.downgrade(error):
+                continue
+            raise
+        result = session.take(reply)
+        if result is not None:
+            return result
+
+
+async def _aask(llm: Model, session: _Asking[R]) -> R:
+    """Async twin of `_ask`."""
+    while True:
+        messages, tools, call_options = session.request()
+        try:
+            reply = await llm.agenerate(messages, tools=tools, **call_options)
+        except (ModelStatusError, AllModelsFailedError) as error:
+            if session.downgrade(error):
+                continue
+            raise
+        result = session.take(reply)
+        if result is not None:
+            return result
 
 
 def _refuses(error: Exception, fields: Sequence[str]) -> bool:
@@ -450,17 +581,8 @@ def generate_object(
     """
     streamed = _Streamed(on_partial, typed_partials, on_item, options.get("streaming_func"))
     session = _Session(llm, prompt, output_type, strategy, max_retries, streamed, dict(options))
-    while True:
-        messages, tools, call_options = session.request()
-        try:
-            reply = llm.generate(messages, tools=tools, **call_options)
-        except (ModelStatusError, AllModelsFailedError) as error:
-            if session.downgrade(error):
-                continue
-            raise
-        result = session.take(reply)
-        if result is not None:
-            return result if include_raw else result.value
+    result = _ask(llm, session)
+    return result if include_raw else result.value
 
 
 @overload
@@ -525,14 +647,45 @@ async def agenerate_object(
     """Async twin of `generate_object`."""
     streamed = _Streamed(on_partial, typed_partials, on_item, options.get("streaming_func"))
     session = _Session(llm, prompt, output_type, strategy, max_retries, streamed, dict(options))
-    while True:
-        messages, tools, call_options = session.request()
-        try:
-            reply = await llm.agenerate(messages, tools=tools, **call_options)
-        except (ModelStatusError, AllModelsFailedError) as error:
-            if session.downgrade(error):
-                continue
-            raise
-        result = session.take(reply)
-        if result is not None:
-            return result if include_raw else result.value
+    result = await _aask(llm, session)
+    return result if include_raw else result.value
+
+
+def generate_parsed(
+    llm: Model,
+    prompt: str | Sequence[Message],
+    read: Callable[[str], Any],
+    /,
+    *,
+    name: str,
+    max_retries: int = 0,
+    streaming: Callable[[], StreamingFunc] | None = None,
+    **options: Unpack[CallOptions],
+) -> tuple[Any, Message]:
+    """Asks `llm` and reads its reply's text with `read` (an output parser's `parse`): the
+    value and the reply. A reply `read` refuses with a ValueError (a `parsers.ParseError`) goes
+    back to the model with the error, `max_retries` times at most, as `generate_object` sends
+    back one that does not validate; then `OutputValidationError` (naming `name`) carries every
+    attempt. `streaming`, when given, makes for each attempt the `streaming_func` that hears
+    its text as it comes (a fresh partial reader per attempt), beside a `streaming_func` given
+    among the options, which hears every attempt. The other options are the model's call
+    options.
+    """
+    session = _ParsedSession(prompt, read, name, max_retries, streaming, dict(options))
+    return _ask(llm, session)
+
+
+async def agenerate_parsed(
+    llm: Model,
+    prompt: str | Sequence[Message],
+    read: Callable[[str], Any],
+    /,
+    *,
+    name: str,
+    max_retries: int = 0,
+    streaming: Callable[[], StreamingFunc] | None = None,
+    **options: Unpack[CallOptions],
+) -> tuple[Any, Message]:
+    """Async twin of `generate_parsed`."""
+    session = _ParsedSession(prompt, read, name, max_retries, streaming, dict(options))
+    return await _aask(llm, session)

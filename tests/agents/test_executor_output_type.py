@@ -12,12 +12,12 @@ import pytest
 
 from chainkit import agents, chains
 from chainkit import tools as tools_module
+from chainkit._jsonschema.output import SCHEMA_MARK
 from chainkit.agents import Executor, OneShotAgent, ToolCallingAgent
 from chainkit.agents.errors import PARSE_ERROR_TOOL
 from chainkit.chains.errors import OutputNotStringError
 from chainkit.llms import FakeLLM
 from chainkit.llms.openai.chat import OpenAI
-from chainkit.llms.output_strategies import SCHEMA_MARK
 from tests.agents.test_agent_kind import LineAgent
 from tests.agents.test_executor_hostile import CustomAgent
 from tests.support.modes import Mode

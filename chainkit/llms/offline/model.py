@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from chainkit._jsonschema.lenient import find_object
+from chainkit._jsonschema.output import SCHEMA_MARK
 from chainkit._search.bm25 import LexicalIndex
 from chainkit._search.terms import terms, tokens
 from chainkit.llms._streaming import stream_text
@@ -34,7 +35,7 @@ from chainkit.llms.offline._question import (
     find_expression,
     residual,
 )
-from chainkit.llms.output_strategies import FINAL_ANSWER_TOOL, SCHEMA_MARK, StrategyName
+from chainkit.llms.output_strategies import FINAL_ANSWER_TOOL, StrategyName
 from chainkit.schema import FunctionCall, Message, ToolCall, ToolInfo
 
 # Words a question about each built-in tool may use, which its description (written for real
