@@ -2,15 +2,17 @@
 same work hand-written as plain function calls: what composing the steps costs.
 
 The floor formats the same chat prompt, calls the same model's `generate` and reads the reply
-with `json.loads`, so the difference is what the pipeline adds: `chains.call`'s checks and
-run, a run for each step, the hand-over of each step's value to the next. The model answers
-at once with a fixed JSON reply. Both run in one process, in alternating rounds of 100 calls,
-so the machine's load falls on both alike. Run:
+with the same parser's `parse`, so the difference is what the pipeline adds: `chains.call`'s
+checks and run, the hand-over of each step's value to the next. The model answers at once
+with a fixed JSON reply. The parser is `parsers.JSONParser` (tolerant: prose and fences around
+the object, trailing commas), or with `--parser json.loads` the strict `json.loads` itself,
+the least any JSON reading costs. Both sides run in one process, in alternating rounds of 100
+calls, so the machine's load falls on both alike. Run:
 
-    python bench/bench_pipeline.py [--runs N] [--async]
+    python bench/bench_pipeline.py [--runs N] [--async] [--parser {JSONParser,json.loads}]
 
 It prints the pipeline's median first (as "median <number>", the figure bench/compare.py
-reads), then the floor's and their ratio.
+reads), then the floor's, their difference and their ratio.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ import json
 import statistics
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
-from chainkit import chains
+from chainkit import chains, parsers
 from chainkit.llms import BaseModel
 from chainkit.llms.model import ModelRequest
 from chainkit.prompts import ChatPromptTemplate
@@ -47,62 +50,65 @@ class ScriptedModel(BaseModel):
         return self.reply
 
 
-class JSONReply:
-    """The reply read with json.loads: the parser step until `chainkit.parsers` lands."""
+class JSONLoads:
+    """`json.loads` as a parser step: its `parse` is json.loads itself."""
 
     output_type = dict
-
-    def parse(self, text: str) -> Any:
-        return json.loads(text)
+    parse = staticmethod(json.loads)
 
 
+PARSERS: dict[str, Callable[[], Any]] = {"JSONParser": parsers.JSONParser, "json.loads": JSONLoads}
 PROMPT = ChatPromptTemplate(
     [("system", "You answer with one JSON object."), ("user", "Tell me about {city}.")]
 )
 MODEL = ScriptedModel(REPLY)
-PARSER = JSONReply()
-PIPELINE = PROMPT | MODEL | PARSER
 
 
-def floor(inputs: dict[str, str]) -> Any:
-    """The pipeline's work as plain calls."""
-    return json.loads(MODEL.generate(PROMPT.format_messages(**inputs)).content)
+@dataclass(frozen=True)
+class Case:
+    """The pipeline of one parser, and the same work as plain calls."""
 
+    pipeline: chains.Pipeline
+    parse: Callable[[str], Any]
 
-async def afloor(inputs: dict[str, str]) -> Any:
-    return json.loads((await MODEL.agenerate(PROMPT.format_messages(**inputs))).content)
+    @classmethod
+    def of(cls, parser: str) -> Case:
+        made = PARSERS[parser]()
+        return cls(chains.pipe(PROMPT, MODEL, made), made.parse)
 
+    def floor(self) -> Any:
+        return self.parse(MODEL.generate(PROMPT.format_messages(**INPUTS)).content)
 
-def one_call() -> float:
-    start = time.perf_counter()
-    outputs = chains.call(PIPELINE, INPUTS)
-    elapsed = time.perf_counter() - start
-    assert outputs == {"output": EXPECTED}, outputs
-    return elapsed
+    async def afloor(self) -> Any:
+        return self.parse((await MODEL.agenerate(PROMPT.format_messages(**INPUTS))).content)
 
+    def one_call(self) -> float:
+        start = time.perf_counter()
+        outputs = chains.call(self.pipeline, INPUTS)
+        elapsed = time.perf_counter() - start
+        assert outputs == {"output": EXPECTED}, outputs
+        return elapsed
 
-def one_floor_call() -> float:
-    start = time.perf_counter()
-    value = floor(INPUTS)
-    elapsed = time.perf_counter() - start
-    assert value == EXPECTED, value
-    return elapsed
+    def one_floor_call(self) -> float:
+        start = time.perf_counter()
+        value = self.floor()
+        elapsed = time.perf_counter() - start
+        assert value == EXPECTED, value
+        return elapsed
 
+    async def one_acall(self) -> float:
+        start = time.perf_counter()
+        outputs = await chains.acall(self.pipeline, INPUTS)
+        elapsed = time.perf_counter() - start
+        assert outputs == {"output": EXPECTED}, outputs
+        return elapsed
 
-async def one_acall() -> float:
-    start = time.perf_counter()
-    outputs = await chains.acall(PIPELINE, INPUTS)
-    elapsed = time.perf_counter() - start
-    assert outputs == {"output": EXPECTED}, outputs
-    return elapsed
-
-
-async def one_afloor_call() -> float:
-    start = time.perf_counter()
-    value = await afloor(INPUTS)
-    elapsed = time.perf_counter() - start
-    assert value == EXPECTED, value
-    return elapsed
+    async def one_afloor_call(self) -> float:
+        start = time.perf_counter()
+        value = await self.afloor()
+        elapsed = time.perf_counter() - start
+        assert value == EXPECTED, value
+        return elapsed
 
 
 def in_rounds(
@@ -129,25 +135,33 @@ async def ain_rounds(
     return firsts, seconds
 
 
-def measure(runs: int, use_async: bool) -> tuple[list[float], list[float]]:
+def measure(case: Case, runs: int, use_async: bool) -> tuple[list[float], list[float]]:
     if use_async:
-        return asyncio.run(ain_rounds(runs, one_acall, one_afloor_call))
-    return in_rounds(runs, one_call, one_floor_call)
+        return asyncio.run(ain_rounds(runs, case.one_acall, case.one_afloor_call))
+    return in_rounds(runs, case.one_call, case.one_floor_call)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments every pipeline benchmark here takes."""
+    parser.add_argument("--async", dest="use_async", action="store_true")
+    parser.add_argument("--parser", choices=sorted(PARSERS), default="JSONParser")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=20000)
-    parser.add_argument("--async", dest="use_async", action="store_true")
+    add_arguments(parser)
     args = parser.parse_args()
-    measure(min(1000, args.runs), args.use_async)  # warm up both
-    pipeline_times, floor_times = measure(args.runs, args.use_async)
+    case = Case.of(args.parser)
+    measure(case, min(1000, args.runs), args.use_async)  # warm up both
+    pipeline_times, floor_times = measure(case, args.runs, args.use_async)
     pipeline_median = statistics.median(pipeline_times) * 1e6
     floor_median = statistics.median(floor_times) * 1e6
     mode = "async" if args.use_async else "sync"
     print(
-        f"{mode} {PIPELINE!r}: median {pipeline_median:.1f} µs/call; hand-written floor: "
-        f"median {floor_median:.1f} µs/call; pipeline / floor = "
+        f"{mode} {case.pipeline!r}: median {pipeline_median:.1f} µs/call; hand-written floor: "
+        f"median {floor_median:.1f} µs/call; the pipeline adds "
+        f"{pipeline_median - floor_median:.1f} µs/call; pipeline / floor = "
         f"{pipeline_median / floor_median:.2f}x"
     )
 

@@ -4,10 +4,12 @@ calls, so the machine's load falls on both alike. LangChain is not a dependency 
 install it first (in a virtualenv of its own, beside chainkit), then run
 
     pip install langchain-core && python bench/bench_pipeline_langchain.py [--runs N] [--async]
+        [--parser {JSONParser,json.loads}]
 
 Both prompts say the same, both models answer at once with the same JSON reply, both parsers
-read it into the same dict. It prints chainkit's median first (as "median <number>"), then
-LCEL's and how many times faster chainkit is.
+read it into the same dict; chainkit's is parsers.JSONParser, tolerant as JsonOutputParser is,
+unless `--parser json.loads` says otherwise. It prints chainkit's median first (as "median
+<number>"), then LCEL's and how many times faster chainkit is.
 """
 
 from __future__ import annotations
@@ -26,16 +28,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.output_parsers import JsonOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 
-from bench.bench_pipeline import (
-    EXPECTED,
-    INPUTS,
-    PIPELINE,
-    REPLY,
-    ain_rounds,
-    in_rounds,
-    one_acall,
-    one_call,
-)
+from bench.bench_pipeline import EXPECTED, INPUTS, REPLY, Case, add_arguments, ain_rounds, in_rounds
 
 LCEL: Any = (
     ChatPromptTemplate.from_messages(
@@ -62,24 +55,25 @@ async def one_lcel_acall() -> float:
     return elapsed
 
 
-def measure(runs: int, use_async: bool) -> tuple[list[float], list[float]]:
+def measure(case: Case, runs: int, use_async: bool) -> tuple[list[float], list[float]]:
     if use_async:
-        return asyncio.run(ain_rounds(runs, one_acall, one_lcel_acall))
-    return in_rounds(runs, one_call, one_lcel_call)
+        return asyncio.run(ain_rounds(runs, case.one_acall, one_lcel_acall))
+    return in_rounds(runs, case.one_call, one_lcel_call)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5000)
-    parser.add_argument("--async", dest="use_async", action="store_true")
+    add_arguments(parser)
     args = parser.parse_args()
-    measure(min(500, args.runs), args.use_async)  # warm up both
-    chainkit_times, lcel_times = measure(args.runs, args.use_async)
+    case = Case.of(args.parser)
+    measure(case, min(500, args.runs), args.use_async)  # warm up both
+    chainkit_times, lcel_times = measure(case, args.runs, args.use_async)
     chainkit_median = statistics.median(chainkit_times) * 1e6
     lcel_median = statistics.median(lcel_times) * 1e6
     mode = "async" if args.use_async else "sync"
     print(
-        f"{mode} chainkit {PIPELINE!r}: median {chainkit_median:.1f} µs/call; LangChain LCEL "
+        f"{mode} chainkit {case.pipeline!r}: median {chainkit_median:.1f} µs/call; LangChain LCEL "
         f"(ChatPromptTemplate | FakeListChatModel | JsonOutputParser): median "
         f"{lcel_median:.1f} µs/call; chainkit is {lcel_median / chainkit_median:.1f}x faster"
     )
