@@ -135,28 +135,39 @@ async def ain_rounds(
     return firsts, seconds
 
 
-def measure(case: Case, runs: int, use_async: bool) -> tuple[list[float], list[float]]:
-    if use_async:
-        return asyncio.run(ain_rounds(runs, case.one_acall, case.one_afloor_call))
-    return in_rounds(runs, case.one_call, case.one_floor_call)
+def medians(
+    sides: tuple[Callable[[], float], Callable[[], float]],
+    async_sides: tuple[Callable[[], Awaitable[float]], Callable[[], Awaitable[float]]],
+    runs: int,
+    use_async: bool,
+) -> tuple[float, float]:
+    """Each side's median in µs per call, sync or async, after a warm-up of both."""
+    for count in (min(1000, runs), runs):
+        if use_async:
+            firsts, seconds = asyncio.run(ain_rounds(count, *async_sides))
+        else:
+            firsts, seconds = in_rounds(count, *sides)
+    return statistics.median(firsts) * 1e6, statistics.median(seconds) * 1e6
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments every pipeline benchmark here takes."""
+def arguments(doc: str, runs: int) -> tuple[argparse.Namespace, Case]:
+    """The arguments every pipeline benchmark here takes, and the case they ask for."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=runs)
     parser.add_argument("--async", dest="use_async", action="store_true")
     parser.add_argument("--parser", choices=sorted(PARSERS), default="JSONParser")
+    args = parser.parse_args()
+    return args, Case.of(args.parser)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=20000)
-    add_arguments(parser)
-    args = parser.parse_args()
-    case = Case.of(args.parser)
-    measure(case, min(1000, args.runs), args.use_async)  # warm up both
-    pipeline_times, floor_times = measure(case, args.runs, args.use_async)
-    pipeline_median = statistics.median(pipeline_times) * 1e6
-    floor_median = statistics.median(floor_times) * 1e6
+    args, case = arguments(__doc__, runs=20000)
+    pipeline_median, floor_median = medians(
+        (case.one_call, case.one_floor_call),
+        (case.one_acall, case.one_afloor_call),
+        args.runs,
+        args.use_async,
+    )
     mode = "async" if args.use_async else "sync"
     print(
         f"{mode} {case.pipeline!r}: median {pipeline_median:.1f} µs/call; hand-written floor: "

@@ -14,9 +14,6 @@ unless `--parser json.loads` says otherwise. It prints chainkit's median first (
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -28,7 +25,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.output_parsers import JsonOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 
-from bench.bench_pipeline import EXPECTED, INPUTS, REPLY, Case, add_arguments, ain_rounds, in_rounds
+from bench.bench_pipeline import EXPECTED, INPUTS, REPLY, arguments, medians
 
 LCEL: Any = (
     ChatPromptTemplate.from_messages(
@@ -55,22 +52,11 @@ async def one_lcel_acall() -> float:
     return elapsed
 
 
-def measure(case: Case, runs: int, use_async: bool) -> tuple[list[float], list[float]]:
-    if use_async:
-        return asyncio.run(ain_rounds(runs, case.one_acall, one_lcel_acall))
-    return in_rounds(runs, case.one_call, one_lcel_call)
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5000)
-    add_arguments(parser)
-    args = parser.parse_args()
-    case = Case.of(args.parser)
-    measure(case, min(500, args.runs), args.use_async)  # warm up both
-    chainkit_times, lcel_times = measure(case, args.runs, args.use_async)
-    chainkit_median = statistics.median(chainkit_times) * 1e6
-    lcel_median = statistics.median(lcel_times) * 1e6
+    args, case = arguments(__doc__, runs=5000)
+    chainkit_median, lcel_median = medians(
+        (case.one_call, one_lcel_call), (case.one_acall, one_lcel_acall), args.runs, args.use_async
+    )
     mode = "async" if args.use_async else "sync"
     print(
         f"{mode} chainkit {case.pipeline!r}: median {chainkit_median:.1f} µs/call; LangChain LCEL "
