@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from chainkit._jsonschema.lenient import JSONTextError, ObjectStream
+from chainkit._jsonschema.lenient import JSONTextError, ObjectStream, find_object
 from chainkit.parsers.base import CopyBudget, Parser, checked_text
 from chainkit.parsers.errors import ParseError
 
@@ -34,10 +34,8 @@ class JSONParser(Parser):
 
 def read_object(parser: Parser, text: str) -> dict[str, Any]:
     """The first JSON object in `text`; ParseError naming `parser` when there is none."""
-    stream = ObjectStream()
-    stream.feed(text)
     try:
-        return stream.whole()
+        return find_object(text)
     except JSONTextError as error:
         raise ParseError(parser.name, "a JSON object", text, str(error)) from None
 
