@@ -28,9 +28,15 @@ def _fields(values: Mapping[str, Any]) -> str:
 
 
 def _shown(value: Any) -> str:
-    """An input or output value, with a list of agent steps summed up rather than dumped."""
-    if isinstance(value, list) and value and all(isinstance(v, AgentStep) for v in value):
-        return f"[{counted(len(value), 'step')}]"
+    """An input or output value, with a list of agent steps summed up rather than dumped, and
+    messages (a pipeline's prompt and reply) as their role and text."""
+    if isinstance(value, Message):
+        return repr(_describe(value))
+    if isinstance(value, list) and value:
+        if all(isinstance(v, AgentStep) for v in value):
+            return f"[{counted(len(value), 'step')}]"
+        if all(isinstance(v, Message) for v in value):
+            return f"[{', '.join(repr(_describe(message)) for message in value)}]"
     return repr(value)
 
 

@@ -35,7 +35,9 @@ from chainkit.chains._shapes import (
 )
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import ChainTypeError, InputsTypeError, MissingInputKeysError
-from chainkit.llms import Model
+from chainkit.llms import Model, agenerate_object, generate_object
+from chainkit.llms.structured import agenerate_parsed, generate_parsed
+from chainkit.parsers import TypedParser
 from chainkit.prompts import BasePromptTemplate
 from chainkit.schema import Message
 
@@ -239,9 +241,12 @@ def _parser_name(parser: object) -> str:
 
 
 class ModelParseStep(Step):
-    """A model and the parser right after it, fitted as one step: when the run streams, the
-    parser reads the reply as it comes, each partial value heard as a partial_object event
-    of the model's run; the parse of the whole reply is a run of its own after it."""
+    """A model and the parser right after it, fitted as one step, so that the parser reads
+    the reply as the model writes it: a typed parser asks through `llms.generate_object` (its
+    strategy: a server's JSON schema mode, a forced tool call, ...); a parser with
+    `max_retries` sends a reply that does not parse back with the error; when the run streams,
+    each partial value is a partial_object event of the model's run. Reading the whole reply
+    is a run of its own after the model's."""
 
     def __init__(self, model: ModelStep, parser: ParserStep) -> None:
         self.model = model
@@ -250,37 +255,96 @@ class ModelParseStep(Step):
 
     def fit(self, given: Shape, before: str, wiring: Wiring) -> Fitted:
         adapt = into_value(given, MODEL_INPUT, before, self.model.name)
-        model_step, parser = self.model.name, self.parser.parser
-        model, name, parse = self.model.model, self.parser.name, parser.parse
-
-        def run(value: Any, options: dict[str, Any]) -> Any:
-            call_options = _streamed_into(parser, options)
-            reply = model.generate(messages_for(model_step, value), **call_options)
-            return in_run(name, reply.content, parse)
-
-        async def arun(value: Any, options: dict[str, Any]) -> Any:
-            call_options = _streamed_into(parser, options)
-            reply = await model.agenerate(messages_for(model_step, value), **call_options)
-            return in_run(name, reply.content, parse)
-
-        return adapted(adapt, run, arun, Value(output_type_of(parser)))
+        parser = self.parser.parser
+        ask = _asking(self.model.model, self.model.name, parser, self.parser.name)
+        return adapted(adapt, *ask, Value(output_type_of(parser)))
 
 
-def _streamed_into(parser: Any, options: dict[str, Any]) -> dict[str, Any]:
-    """The model's call options, with the parser's partial reader hearing each streamed piece
-    when the run streams (or the caller gave a streaming_func) and the parser can read
-    partial values."""
-    if not tokens_wanted() and options.get("streaming_func") is None:
-        return options
-    make_reader = getattr(parser, "reader", None)
-    reader = make_reader() if callable(make_reader) else None
-    if reader is None:
-        return options
-    caller = options.get("streaming_func")
+def _asking(model: Model, model_step: str, parser: Any, name: str) -> tuple[Run, ARun]:
+    """The runs of a model step and its parser: the model asked, then the reply read."""
+    if isinstance(parser, TypedParser):
+        output_type, retries = parser.output_type, parser.max_retries
+        strategy: Any = parser.strategy  # a strategy's name, which generate_object checks
+
+        def run_typed(value: Any, options: dict[str, Any]) -> Any:
+            messages = messages_for(model_step, value)
+            result = generate_object(
+                model,
+                messages,
+                output_type,
+                strategy=strategy,
+                max_retries=retries,
+                include_raw=True,
+                **options,
+            )
+            return in_run(name, result.raw.content, lambda _: result.value)
+
+        async def arun_typed(value: Any, options: dict[str, Any]) -> Any:
+            messages = messages_for(model_step, value)
+            result = await agenerate_object(
+                model,
+                messages,
+                output_type,
+                strategy=strategy,
+                max_retries=retries,
+                include_raw=True,
+                **options,
+            )
+            return in_run(name, result.raw.content, lambda _: result.value)
+
+        return run_typed, arun_typed
+    parse = parser.parse
+    retries = getattr(parser, "max_retries", 0)
+
+    def run(value: Any, options: dict[str, Any]) -> Any:
+        messages = messages_for(model_step, value)
+        if retries:
+            read, reply = generate_parsed(
+                model,
+                messages,
+                parse,
+                name=name,
+                max_retries=retries,
+                streaming=_partials_of(parser),
+                **options,
+            )
+            return in_run(name, reply.content, lambda _: read)
+        reply = model.generate(messages, **_streamed_into(parser, options))
+        return in_run(name, reply.content, parse)
+
+    async def arun(value: Any, options: dict[str, Any]) -> Any:
+        messages = messages_for(model_step, value)
+        if retries:
+            read, reply = await agenerate_parsed(
+                model,
+                messages,
+                parse,
+                name=name,
+                max_retries=retries,
+                streaming=_partials_of(parser),
+                **options,
+            )
+            return in_run(name, reply.content, lambda _: read)
+        reply = await model.agenerate(messages, **_streamed_into(parser, options))
+        return in_run(name, reply.content, parse)
+
+    return run, arun
+
+
+def _partials_of(parser: Any) -> Callable[[], Callable[[str], None]] | None:
+    """What makes, for each attempt, the streaming_func feeding a fresh partial reader of
+    `parser`, when the run streams; None when it does not or `parser` reads no partials."""
+    make = getattr(parser, "reader", None)
+    if not tokens_wanted() or not callable(make) or make() is None:
+        return None
+    return lambda: _feeding(make())
+
+
+def _feeding(reader: Any) -> Callable[[str], None]:
+    """The streaming_func that feeds `reader` and reports each partial value it gives as a
+    partial_object event of the run it is called in (the model's)."""
 
     def feed(chunk: str) -> None:
-        if caller is not None:
-            caller(chunk)
         values = reader.feed(chunk)
         if values:
             handler = active_handler()
@@ -288,7 +352,25 @@ def _streamed_into(parser: Any, options: dict[str, Any]) -> dict[str, Any]:
                 for value in values:
                     handler.handle_partial_object(value)
 
-    return {**options, "streaming_func": feed}
+    return feed
+
+
+def _streamed_into(parser: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """The model's call options, with the parser's partial reader hearing each streamed piece
+    when the run streams and the parser can read partial values."""
+    make = _partials_of(parser)
+    reader_feed = None if make is None else make()
+    if reader_feed is None:
+        return options
+    caller = options.get("streaming_func")
+    if caller is None:
+        return {**options, "streaming_func": reader_feed}
+
+    def both(chunk: str) -> None:
+        caller(chunk)
+        reader_feed(chunk)
+
+    return {**options, "streaming_func": both}
 
 
 class ChainStep(Step):

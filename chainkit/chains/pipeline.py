@@ -49,6 +49,8 @@ class Pipeline(Chain):
             raise ChainTypeError(
                 f"Pipeline takes a non-empty list of steps, got {type(steps).__name__}"
             )
+        if not isinstance(name, str) or not name:
+            raise ChainTypeError(f"Pipeline name must be a non-empty str, got {name!r}")
         self.steps: tuple[Step, ...] = tuple(fused([as_step(each) for each in steps]))
         self._name = name
         self.memory = memory

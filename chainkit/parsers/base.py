@@ -8,6 +8,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from chainkit._elsewhere import Elsewhere
+from chainkit._pipe import Pipeable
 from chainkit._text import described
 from chainkit.parsers.errors import ParserAttributeError, ParserConfigError, ParserTypeError
 
@@ -30,7 +31,7 @@ class PartialReader(Protocol):
         ...
 
 
-class Parser(ABC):
+class Parser(Pipeable, ABC):
     """Reads a model's reply (its text) into a value of `output_type`.
 
     `parse` reads the whole text and raises `parsers.ParseError` (a ValueError) naming what it

@@ -338,3 +338,26 @@ def test_a_failed_model_call_has_an_exception_event_besides_status_error(
     assert str(event.attributes["exception.type"]).startswith("chainkit.llms.errors.")
     assert "exception.message" not in event.attributes  # content: only with capture
     assert 'File "' in str(event.attributes["exception.stacktrace"])
+
+
+def test_a_pipelines_steps_are_spans_under_its_span() -> None:
+    from chainkit import prompts
+
+    exporter, provider = exporter_and_provider()
+    pipeline = (
+        prompts.PromptTemplate.from_template("{q}")
+        | FakeLLM(["reply"])
+        | {"shout": str.upper, "size": str.__len__}
+    )
+    handler = OpenTelemetryHandler(provider)
+    assert chains.call(pipeline, {"q": "go"}, callbacks=handler) == {"shout": "REPLY", "size": 5}
+    spans = exporter.get_finished_spans()
+    children = by_parent(spans)
+    (root,) = children[None]
+    assert "Pipeline" in root.name
+    steps = [span.name for span in children[root.context.span_id]]
+    assert len(steps) == 3 and any("PromptTemplate" in name for name in steps)
+    (parallel,) = [span for span in children[root.context.span_id] if "Parallel" in span.name]
+    assert sorted(span.name for span in children[parallel.context.span_id]) == sorted(
+        name for name in (s.name for s in spans) if "upper" in name or "__len__" in name
+    )

@@ -109,6 +109,7 @@ def test_the_log_and_the_trace_file_show_the_steps(tmp_path: Any) -> None:
     for step in ("chain start: Pipeline", "  chain start: PromptTemplate", "  llm start: user: go"):
         assert step in log
     assert "  chain end: upper outputs={'output': 'REPLY'}" in log
+    assert "  chain end: PromptTemplate outputs={'output': ['user: go']}" in log
     names = [json.loads(line).get("name") for line in trace.read_text().splitlines()]
     assert {"Pipeline", "PromptTemplate", "FakeLLM", "upper"} <= set(names)
 
@@ -149,3 +150,26 @@ def test_a_streaming_func_given_to_the_call_hears_the_model_beside_the_parser(
     pipeline = P("{q}") | openai_llm | GrowingJSON()
     assert chains.call(pipeline, {"q": "go"}, streaming_func=pieces.append) == {"output": {"a": 1}}
     assert "".join(pieces) == '{"a": 1}'
+
+
+def test_closing_an_async_stream_cancels_the_steps_not_yet_started(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push(Reply("a long reply that streams slowly", chunk_size=2))
+    reached: list[str] = []
+
+    async def after(reply: Any) -> str:
+        reached.append(reply.content)
+        return str(reply.content)
+
+    pipeline = P("{q}") | openai_llm | after
+
+    async def main() -> None:
+        async with chains.astream(pipeline, "go") as stream:
+            async for event in stream:
+                if event.kind == "token":
+                    break
+        await asyncio.sleep(0.05)  # a step still running would reach `after` meanwhile
+
+    asyncio.run(main())
+    assert reached == []
