@@ -7,14 +7,16 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from typing import Any
 
 import pytest
 
+from chainkit import chains
 from chainkit.llms import BaseModel, OpenAI
 from chainkit.llms.model import ModelRequest
 from chainkit.prompts import ChatPromptTemplate
 from chainkit.schema import Message
-from tests.support.modes import Mode
+from tests.support.modes import Mode, run_then_close
 from tests.support.openai_server import LATE_REPLY, Fault, OpenAIServer
 
 PROMPT = ChatPromptTemplate([("user", "Tell me about {topic}.")])
@@ -29,17 +31,39 @@ def test_three_model_calls_of_100_ms_in_a_dict_step_take_about_100_ms(
     mode: Mode, openai_server: OpenAIServer, openai_llm: OpenAI
 ) -> None:
     pipeline = PROMPT | dict.fromkeys(BRANCHES, openai_llm)
-    openai_server.push(*["warm"] * len(BRANCHES))
-    mode.call(pipeline, {"topic": "owls"})  # the SDK's import and the client's set-up, untimed
-    openai_server.fail(*[Fault.slow(MODEL_SECONDS)] * len(BRANCHES))
-    start = time.monotonic()
-    outputs = mode.call(pipeline, {"topic": "owls"})
-    elapsed = time.monotonic() - start
+    outputs, elapsed = warmed_then_timed(mode, openai_server, openai_llm, pipeline)
     assert {key: reply.content for key, reply in outputs.items()} == dict.fromkeys(
         BRANCHES, LATE_REPLY
     )
     assert len(openai_server.chat_requests()) == 2 * len(BRANCHES)
     assert elapsed < BOUND_SECONDS, f"3 calls of 100 ms took {elapsed * 1000:.0f} ms"
+
+
+def warmed_then_timed(
+    mode: Mode, server: OpenAIServer, model: OpenAI, pipeline: chains.Pipeline
+) -> tuple[dict[str, Any], float]:
+    """The pipeline's outputs and wall time when each model call takes MODEL_SECONDS, after
+    a first run that leaves out of the time what happens once: the SDK's import, the
+    client's set-up and its connections (an async run's belong to its event loop: both
+    runs share one)."""
+    inputs = {"topic": "owls"}
+
+    def slow_calls() -> float:
+        server.fail(*[Fault.slow(MODEL_SECONDS)] * len(BRANCHES))
+        return time.monotonic()
+
+    server.push(*["warm"] * len(BRANCHES))
+    if not mode.is_async:
+        chains.call(pipeline, inputs)
+        start = slow_calls()
+        return chains.call(pipeline, inputs), time.monotonic() - start
+
+    async def both() -> tuple[dict[str, Any], float]:
+        await chains.acall(pipeline, inputs)
+        start = slow_calls()
+        return await chains.acall(pipeline, inputs), time.monotonic() - start
+
+    return run_then_close(model, both())
 
 
 class MeetingModel(BaseModel):
