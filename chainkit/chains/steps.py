@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from chainkit._threads import submit
+from chainkit.callbacks.pacing import pacer_of
 from chainkit.callbacks.run import active_handler, enter
 from chainkit.chains import api
 from chainkit.chains._shapes import (
@@ -171,13 +172,26 @@ def fit_all(
 
 
 def run_all(fitted: Sequence[Fitted], value: Any, options: dict[str, Any]) -> Any:
-    for one in fitted:
+    """Runs the steps in turn; a stream's reader is caught up with before each step after the
+    first, so that a reader who stopped reading stops the steps not yet started."""
+    pacer = pacer_of(active_handler())
+    first, *rest = fitted
+    value = first.run(value, options)
+    for one in rest:
+        if pacer is not None:
+            pacer.pause()
         value = one.run(value, options)
     return value
 
 
 async def arun_all(fitted: Sequence[Fitted], value: Any, options: dict[str, Any]) -> Any:
-    for one in fitted:
+    """Async twin of `run_all`."""
+    pacer = pacer_of(active_handler())
+    first, *rest = fitted
+    value = await first.arun(value, options)
+    for one in rest:
+        if pacer is not None:
+            await pacer.apause()
         value = await one.arun(value, options)
     return value
 
