@@ -74,10 +74,12 @@ class SQLHistory:
             self._db.close()
 
     def messages(self, session_id: str, *, last: int | None = None) -> list[Message]:
-        check_session_id(session_id)
+        _check_session_id(session_id)
         count = check_last(last)
         if count == 0:
             return []
+        if count is not None and count > _MOST_ROWS:  # more than any session holds: all
+            count = None
 
         def read(cursor: Cursor) -> list[Any]:
             if count is None:
@@ -88,7 +90,7 @@ class SQLHistory:
         return [self._message(session_id, seq, text) for seq, text in rows]
 
     def append(self, session_id: str, messages: Sequence[Message]) -> None:
-        check_session_id(session_id)
+        _check_session_id(session_id)
         texts = [
             _text(position, message) for position, message in enumerate(check_messages(messages))
         ]
@@ -111,7 +113,7 @@ class SQLHistory:
         self._db.run(f"append to session {session_id!r}", append, by=self._caller)
 
     def clear(self, session_id: str) -> None:
-        check_session_id(session_id)
+        _check_session_id(session_id)
         self._db.run(
             f"clear session {session_id!r}",
             lambda cursor: cursor.execute(
@@ -146,6 +148,17 @@ class SQLHistory:
                 f"{self._name}: message {seq!r} of session {session_id!r} is not the JSON of a "
                 f"message chainkit writes ({error}): the database was edited or damaged"
             ) from None
+
+
+_MOST_ROWS = 2**62
+"""A count of rows beyond any table's, and within both databases' integers."""
+
+
+def _check_session_id(session_id: object) -> None:
+    """A session id as every history takes it, and that both databases store alike: no NUL
+    character (which PostgreSQL refuses, and SQLite would keep)."""
+    if "\x00" in check_session_id(session_id):
+        raise MemoryValueError(f"a session id must not hold a NUL character: {session_id!r:.80}")
 
 
 def _text(position: int, message: Message) -> str:

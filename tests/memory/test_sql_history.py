@@ -76,6 +76,7 @@ def test_a_session_keeps_its_messages_in_order(
     assert _messages(mode, history, sid, last=3) == _exchange(1)[1:] + _exchange(2)
     assert _messages(mode, history, sid, last=0) == []
     assert _messages(mode, history, sid, last=99) == _exchange(1) + _exchange(2)
+    assert _messages(mode, history, sid, last=10**30) == _exchange(1) + _exchange(2)
     assert {sid, f"{sid}-other"} <= set(history.sessions())
     history.clear(sid)
     history.clear(f"{sid}-never")
@@ -134,6 +135,7 @@ def test_an_append_is_all_or_nothing(history: memory.SQLHistory, sid: str) -> No
 @pytest.mark.parametrize(
     ("session", "error"),
     [
+        ("a\x00b", MemoryValueError),
         ("", MemoryValueError),
         ("x" * 257, MemoryValueError),
         (None, MemoryTypeError),
