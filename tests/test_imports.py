@@ -362,6 +362,12 @@ def test_checkpoints_load_neither_sqlite3_nor_psycopg_until_a_store_is_made():
     )
 
 
+def test_memory_loads_the_store_layer_only_for_a_sql_history():
+    loaded = loaded_after("from chainkit import memory\nmemory.ConversationBuffer()")
+    assert not {"chainkit._store", "sqlite3", "concurrent.futures"} & loaded
+    assert "chainkit._store" in loaded_after("from chainkit import memory\nmemory.SQLHistory")
+
+
 def test_the_store_layer_loads_neither_sqlite3_nor_psycopg_until_a_database_is_opened():
     assert "chainkit._store" not in loaded_after("import chainkit\nchainkit.StoreError")
     loaded = loaded_after("import chainkit\nchainkit.open_database, chainkit.StoreError")
