@@ -332,3 +332,25 @@ def test_async_calls_wait_for_the_database_in_a_worker_not_on_the_event_loop(
     assert asyncio.run(main())
     holder.join()
     assert history.messages(sid) == _exchange(1)
+
+
+def test_a_database_locked_past_its_timeout_is_unavailable_and_nothing_is_kept(
+    tmp_path: Path, sid: str
+) -> None:
+    import sqlite3
+
+    path = tmp_path / "history.db"
+    database = chainkit.open_database(path, timeout=0.2)
+    history = memory.SQLHistory(database)
+    history.append(sid, _exchange(1))
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process's write, not ending
+    with pytest.raises(chainkit.StoreUnavailableError, match=r"0\.2 s") as raised:
+        history.append(sid, _exchange(2))
+    assert "SQLHistory(" in str(raised.value) and "before this call" in str(raised.value)
+    other.execute("ROLLBACK")
+    other.close()
+    assert history.messages(sid) == _exchange(1)
+    history.append(sid, _exchange(2))  # the same object works again once the lock is gone
+    assert history.messages(sid) == _exchange(1) + _exchange(2)
+    database.close()
