@@ -67,6 +67,7 @@ def open_sqlite(
     *,
     synchronous: str = "NORMAL",
     timeout: float = 30.0,
+    read_only: bool = False,
     by: Caller | None = None,
 ) -> Database:
     """The SQLite database at `path` (see SQLiteDatabase); failures to open name `by`."""
@@ -74,7 +75,9 @@ def open_sqlite(
         raise StoreConfigError("a SQLite database's path is empty: give the file's path")
     from chainkit._store.sqlite import SQLiteDatabase
 
-    return SQLiteDatabase(path, synchronous=synchronous, timeout=timeout, by=by)
+    return SQLiteDatabase(
+        path, synchronous=synchronous, timeout=timeout, read_only=read_only, by=by
+    )
 
 
 def open_postgres(dsn: str, *, reconnect_seconds: float = 10.0) -> Database:

@@ -175,3 +175,21 @@ def test_a_libpq_connection_string_names_postgres_never_a_file(
         assert open_database(dsn).dialect == "postgresql", dsn
     assert open_database("hosts.db").dialect == "sqlite"
     assert sorted(os.listdir(tmp_path)) == ["hosts.db"]
+
+
+def test_a_read_only_sqlite_database_is_never_made_nor_written(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.db"
+    with pytest.raises(chainkit.StoreError, match="check the path"):
+        _store.open_sqlite(missing, read_only=True)
+    assert not missing.exists()
+    path = tmp_path / "kept.db"
+    writer = open_database(path)
+    _make(writer, "kept")
+    writer.close()
+    before = path.read_bytes()
+    reader = _store.open_sqlite(path, read_only=True)
+    assert reader.run("read", lambda c: c.execute("SELECT count(*) FROM kept").fetchone())[0] == 0
+    with pytest.raises(chainkit.StoreError, match="read-only"):
+        reader.run("write", lambda c: c.execute("INSERT INTO kept VALUES ('a', 'b')"))
+    reader.close()
+    assert path.read_bytes() == before
