@@ -197,3 +197,53 @@ def test_many_sessions_bound_keep_a_bounded_number(monkeypatch: Any) -> None:
         chat.session(f"s{n}")
     assert repr(chat) == "WithHistory(Pipeline, 3 bound sessions)"
     assert chat.session("s0") is not first
+
+
+class _Recording(memory.InMemoryHistory):
+    """Records which of its methods, sync or async, each call used."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used: list[str] = []
+
+    def messages(self, session_id: str, *, last: int | None = None) -> list[Message]:
+        self.used.append("messages")
+        return super().messages(session_id, last=last)
+
+    def append(self, session_id: str, messages: Any) -> None:
+        self.used.append("append")
+        super().append(session_id, messages)
+
+    async def amessages(self, session_id: str, *, last: int | None = None) -> list[Message]:
+        self.used.append("amessages")
+        return super().messages(session_id, last=last)
+
+    async def aappend(self, session_id: str, messages: Any) -> None:
+        self.used.append("aappend")
+        super().append(session_id, messages)
+
+
+@pytest.mark.parametrize(
+    "made",
+    [
+        memory.ConversationBuffer,
+        functools.partial(memory.ConversationWindow, k=2),
+        memory.ConversationTokenWindow,
+        lambda **settings: memory.ConversationSummaryBuffer(
+            llms.FakeLLM(["s"] * 9), max_tokens=60, max_summary_tokens=20, **settings
+        ),
+    ],
+    ids=["buffer", "window", "token-window", "summary-buffer"],
+)
+def test_an_async_call_reads_and_writes_the_history_with_its_async_methods(
+    mode: Mode, made: Any
+) -> None:
+    history = _Recording()
+    chat = chains.with_history(
+        _chat_prompt() | llms.FakeLLM([f"answer {n} " * 5 for n in range(6)]), history, memory=made
+    )
+    for n in range(6):
+        mode.call(chat.session("s"), {"input": f"question {n} " * 5})
+    used = set(history.used)
+    assert used == ({"amessages", "aappend"} if mode.is_async else {"messages", "append"})
+    assert len(history.messages("s")) == 12
