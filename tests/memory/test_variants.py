@@ -334,3 +334,42 @@ def test_a_prompt_without_the_memory_key_is_told_which_key_to_add() -> None:
 def test_key_errors_name_the_variant() -> None:
     with pytest.raises(MemoryKeyError, match=r"set ConversationWindow\(input_key=...\)"):
         memory.ConversationWindow().save_context({"a": 1, "b": 2}, {"output": "x"})
+
+
+def test_a_pipeline_with_a_memory_is_checked_as_an_llm_chain_is() -> None:
+    chat = _chat_prompt() | llms.FakeLLM(["a", "b"])
+    kept = memory.ConversationWindow(k=1, return_messages=True)
+    pipeline = chains.Pipeline(list(chat.steps), memory=kept)
+    chains.call(pipeline, {"input": "q1"})
+    chains.call(pipeline, {"input": "q2"})
+    assert [m.content for m in kept.load_memory_variables({})["history"]] == ["q2", "b"]
+    # A pipeline that does not read the memory's key lost the history without a word.
+    with pytest.raises(chains.errors.ChainWiringError, match=r"Add \{history\}"):
+        chains.Pipeline([llms.FakeLLM([])], memory=memory.ConversationBuffer())
+    text = prompts.PromptTemplate.from_template("{history}\n{input}")
+    with pytest.raises(chains.errors.ChainWiringError, match="return_messages=True"):
+        chains.Pipeline([text, llms.FakeLLM([])], memory=kept)
+
+
+@pytest.mark.parametrize("agent_kind", ["tool-calling", "mrkl"])
+def test_agents_with_each_memory(mode: Mode, agent_kind: str) -> None:
+    from chainkit.agents import Executor, OneShotAgent, ToolCallingAgent
+    from tests.support.stub_tools import Echo
+
+    for kept in (
+        memory.ConversationWindow(k=1),
+        memory.ConversationTokenWindow(max_tokens=200),
+        memory.ConversationSummaryBuffer(_summariser(5), max_tokens=100, max_summary_tokens=30),
+    ):
+        if agent_kind == "mrkl":
+            model = llms.FakeLLM([" Final Answer: one", " Final Answer: two"])
+            suffix = "History: {history}\nQuestion: {input}\n{agent_scratchpad}"
+            executor = Executor(OneShotAgent(model, [Echo()], suffix=suffix), memory=kept)
+        else:
+            kept.return_messages = True
+            model = llms.FakeLLM(["one", "two"])
+            executor = Executor(ToolCallingAgent(model, [Echo()]), memory=kept)
+        mode.run(executor, "first")
+        mode.run(executor, "second")
+        sent = "\n".join(str(m.content) for m in model.calls[1].messages)
+        assert "first" in sent and "one" in sent, type(kept).__name__
