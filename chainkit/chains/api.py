@@ -119,6 +119,16 @@ async def _aprepare(chain: Chain, inputs: Mapping[str, Any]) -> dict[str, Any]:
     return _checked_inputs(chain, full)
 
 
+def _check_item(chain: Chain, inputs: Mapping[str, Any]) -> None:
+    """Raises what `_prepare` would for `inputs`, without loading the memory: its variables
+    are only named (a batch checks every item before the first call, and loading a history
+    from a database for each would cost as much as the calls' own loads)."""
+    full = _inputs_dict(chain, inputs)
+    if chain.memory is not None:
+        _add_memory(full, dict.fromkeys(chain.memory.memory_variables))
+    _checked_inputs(chain, full)
+
+
 def _inputs_dict(chain: Chain, inputs: Mapping[str, Any]) -> dict[str, Any]:
     if type(inputs) is not dict and not isinstance(inputs, Mapping):  # the ABC check is slow
         raise InputsTypeError(
@@ -451,7 +461,7 @@ def _batch_inputs(
                 f"{type(item).__name__}: {item!r:.80}"
             )
         try:
-            _prepare(chain, item)
+            _check_item(chain, item)
         except Exception as error:
             error.add_note(f"(item {index} of the {len(items)} given to chains.{function})")
             raise

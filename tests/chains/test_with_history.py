@@ -247,3 +247,14 @@ def test_an_async_call_reads_and_writes_the_history_with_its_async_methods(
     used = set(history.used)
     assert used == ({"amessages", "aappend"} if mode.is_async else {"messages", "append"})
     assert len(history.messages("s")) == 12
+
+
+def test_a_batch_checks_its_items_without_reading_the_history(mode: Mode) -> None:
+    history = _Recording()
+    chat = chains.with_history(_chat_prompt() | llms.FakeLLM(["a", "b", "c"]), history)
+    mode.batch(chat.session("s"), [{"input": f"q{n}"} for n in range(3)], max_workers=1)
+    reads = history.used.count("amessages" if mode.is_async else "messages")
+    assert reads == 3  # one a call, none to check the items first
+    with pytest.raises(MemoryKeyError, match="cannot tell which input"):
+        mode.batch(chat.session("s"), [{"input": "q"}, {"input": "q", "other": 1}])
+    assert len(history.messages("s")) == 6
