@@ -108,10 +108,13 @@ class ConversationSummary(ConversationMemory):
             folded = self._covered(messages)
             summary = self.summary
         rest = messages[folded:]
-        recent = fitting(type(self).__name__, self.count_tokens, rest, self._recent_budget())
-        to_fold = rest[: len(rest) - len(recent)]
-        if not to_fold:
+        kind, budget = type(self).__name__, self._recent_budget()
+        if len(fitting(kind, self.count_tokens, rest, budget)) == len(rest):
             return None
+        # Folded down to half the budget, so that a fold comes every few exchanges rather
+        # than at each one once the recent exchanges fill their budget.
+        recent = fitting(kind, self.count_tokens, rest, budget // 2)
+        to_fold = rest[: len(rest) - len(recent)]
         words = max(1, self.max_summary_tokens * 3 // 4)
         lines = transcript(to_fold, self.human_prefix, self.ai_prefix)
         request = [
@@ -144,8 +147,9 @@ class ConversationSummary(ConversationMemory):
 
 class ConversationSummaryBuffer(ConversationSummary):
     """Shows the most recent exchanges as they are, and a summary of the older ones, in
-    `max_tokens` together: when the recent exchanges outgrow `max_tokens` less
-    `max_summary_tokens`, the oldest of them are folded into the summary (one model call).
+    `max_tokens` together: when the recent exchanges outgrow their budget, `max_tokens` less
+    `max_summary_tokens`, the oldest of them are folded into the summary (one model call)
+    until the rest take at most half of it, so a fold comes every few exchanges.
     The other settings are ConversationSummary's."""
 
     def __init__(self, llm: object, *, max_tokens: int = 2000, **settings: Any) -> None:

@@ -241,7 +241,8 @@ def test_a_200_turn_conversation_stays_under_the_bound_with_each_summary_an_llm_
     assert shown[-1].content == f"answer number {turns - 1} " * 4
     assert len(summary_buffer.messages) == 2 * turns
     folds = len(summariser.calls)
-    assert turns // 2 < folds < turns  # about one fold an exchange, once the buffer is full
+    # A fold takes the recent exchanges down to half their budget: one every few exchanges.
+    assert turns // 10 < folds < turns // 2
     llm_runs = [run for _, run in events.runs("llm_start")]
     assert len(llm_runs) == turns + folds
     # Each summary call is an llm run of its own inside the chain run that saved the exchange.
