@@ -374,3 +374,36 @@ def test_agents_with_each_memory(mode: Mode, agent_kind: str) -> None:
         mode.run(executor, "second")
         sent = "\n".join(str(m.content) for m in model.calls[1].messages)
         assert "first" in sent and "one" in sent, type(kept).__name__
+
+
+def test_a_fresh_summary_memory_over_a_long_history_folds_it_at_its_first_save() -> None:
+    history = memory.InMemoryHistory()
+    for turn in range(50):
+        history.append("s", [Message.user(f"q{turn} " * 5), Message.assistant(f"a{turn} " * 5)])
+    summariser = _summariser(2)
+    kept = memory.ConversationSummaryBuffer(
+        summariser,
+        max_tokens=120,
+        max_summary_tokens=40,
+        history=history,
+        session_id="s",
+        return_messages=True,
+    )
+    kept.save_context({"input": "one more"}, {"output": "ok"})
+    assert len(summariser.calls) == 1
+    assert "Human: q0" in summariser.calls[0].messages[1].content
+    shown = kept.load_memory_variables({})["history"]
+    assert message_tokens(shown) <= 120
+    assert kept.text_of(shown).endswith("Human: one more\nAI: ok")
+
+
+def test_a_summary_that_fails_keeps_the_exchange_and_is_made_at_the_next_save() -> None:
+    summariser = llms.FakeLLM([])  # exhausted at once: every call fails
+    kept = memory.ConversationSummary(summariser)
+    with pytest.raises(llms.errors.FakeLLMExhaustedError):
+        kept.save_context({"input": "q0"}, {"output": "a0"})
+    assert len(kept.messages) == 2 and kept.summary == ""
+    summariser.responses += ["(the failed call's turn)", "all of it"]
+    kept.save_context({"input": "q1"}, {"output": "a1"})
+    assert "Human: q0" in summariser.calls[-1].messages[1].content  # both exchanges folded
+    assert kept.buffer_text().endswith("all of it")
