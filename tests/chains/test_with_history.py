@@ -134,7 +134,7 @@ def test_agents_keep_their_sessions(mode: Mode) -> None:
     text_agent = OneShotAgent(
         mrkl_model, [Echo()], suffix="History: {history}\nQuestion: {input}\n{agent_scratchpad}"
     )
-    mrkl = chains.with_history(Executor(text_agent), history, return_messages=False)
+    mrkl = chains.with_history(Executor(text_agent), history)  # its text prompt gets text
     mode.run(mrkl.session("m"), "hi")
     mode.run(mrkl.session("m"), "and then")
     assert (
@@ -258,3 +258,19 @@ def test_a_batch_checks_its_items_without_reading_the_history(mode: Mode) -> Non
     with pytest.raises(MemoryKeyError, match="cannot tell which input"):
         mode.batch(chat.session("s"), [{"input": "q"}, {"input": "q", "other": 1}])
     assert len(history.messages("s")) == 6
+
+
+def test_an_async_stream_runs_a_bound_chain() -> None:
+    import asyncio
+
+    history = memory.InMemoryHistory()
+    chat = chains.with_history(_chat_prompt() | llms.FakeLLM(["one", "two"]), history)
+
+    async def main() -> list[Any]:
+        first = [event async for event in chains.astream(chat.session("s"), {"input": "q1"})]
+        await chains.acall(chat.session("s"), {"input": "q2"})
+        return first
+
+    events = asyncio.run(main())
+    assert events[-1].data["outputs"]["output"].content == "one"
+    assert _contents(history.messages("s")) == ["q1", "one", "q2", "two"]
