@@ -58,7 +58,7 @@ class ConversationSummary(ConversationMemory):
             )
         if not isinstance(instructions, str) or not instructions:
             raise MemoryTypeError(f"{kind} instructions must be a non-empty str")
-        self.llm = llm
+        self.llm: Any = llm  # a model (llms.Model, a layer above): generate and agenerate
         self.max_summary_tokens = require_bound(kind, "max_summary_tokens", max_summary_tokens, 16)
         self.count_tokens = counter_of(kind, llm, count_tokens)
         self.instructions = instructions
@@ -81,13 +81,13 @@ class ConversationSummary(ConversationMemory):
     def _after_save(self) -> None:
         fold = self._fold_of(self.messages)
         if fold is not None:
-            reply = self.llm.generate(fold.request, max_tokens=self.max_summary_tokens)  # type: ignore[attr-defined]
+            reply = self.llm.generate(fold.request, max_tokens=self.max_summary_tokens)
             self._commit(fold, reply)
 
     async def _aafter_save(self) -> None:
         fold = self._fold_of(await self.amessages())
         if fold is not None:
-            reply = await self.llm.agenerate(fold.request, max_tokens=self.max_summary_tokens)  # type: ignore[attr-defined]
+            reply = await self.llm.agenerate(fold.request, max_tokens=self.max_summary_tokens)
             self._commit(fold, reply)
 
     def clear(self) -> None:
