@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ from chainkit.memory.errors import MemoryKeyError, MemoryValueError
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests.support.modes import Mode
 from tests.support.stub_tools import Echo
+from tests.support.together import in_threads
 
 
 def _chat_prompt() -> prompts.ChatPromptTemplate:
@@ -104,18 +104,12 @@ def test_many_threads_on_one_session_keep_each_exchange_together() -> None:
         return "re: " + messages[-1].content
 
     chat = chains.with_history(_chat_prompt() | (lambda ms: answer(ms)), history)
-    start = threading.Barrier(8)
 
     def talk(worker: int) -> None:
-        start.wait()
         for turn in range(25):
             chains.call(chat.session("shared"), {"input": f"w{worker} t{turn}"})
 
-    threads = [threading.Thread(target=talk, args=(w,)) for w in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_threads(talk, 8)
     messages = history.messages("shared")
     assert len(messages) == 8 * 25 * 2
     for question, reply in zip(messages[::2], messages[1::2], strict=True):
