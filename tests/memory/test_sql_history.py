@@ -354,3 +354,34 @@ def test_a_database_locked_past_its_timeout_is_unavailable_and_nothing_is_kept(
     history.append(sid, _exchange(2))  # the same object works again once the lock is gone
     assert history.messages(sid) == _exchange(1) + _exchange(2)
     database.close()
+
+
+def test_a_chain_with_history_keeps_its_sessions_across_history_objects(
+    mode: Mode, where: str, sid: str
+) -> None:
+    from chainkit import chains, llms, prompts
+
+    seen: list[int] = []
+
+    def model_sees(messages: list[Message]) -> list[Message]:
+        seen.append(len(messages))
+        return messages
+
+    prompt = prompts.ChatPromptTemplate(
+        [prompts.MessagesPlaceholder("history"), ("user", "{input}")]
+    )
+
+    def chat(reply: str) -> chains.Chain:
+        pipeline = prompt | model_sees | llms.FakeLLM([reply]) | (lambda m: m.content)
+        return chains.with_history(pipeline, memory.SQLHistory(where)).session(sid)
+
+    assert mode.run(chat("Hello!"), "hello") == "Hello!"
+    assert mode.run(chat("You said hello."), "what did I say?") == "You said hello."  # anew
+    assert seen == [1, 3]  # the second call got the first exchange from the database
+    stored = memory.SQLHistory(where).messages(sid)
+    assert [(m.role, m.content) for m in stored] == [
+        ("user", "hello"),
+        ("assistant", "Hello!"),
+        ("user", "what did I say?"),
+        ("assistant", "You said hello."),
+    ]
