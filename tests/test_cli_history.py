@@ -14,6 +14,7 @@ import pytest
 from chainkit import checkpoints, memory
 from chainkit._cli.entry_point import main
 from chainkit.schema import FunctionCall, Message, ToolCall
+from tests.support.databases import where_fixture  # noqa: F401 - the `where` fixture
 
 HOSTILE_ID = "s\x1b[2J\x1b]0;owned\x07\ttab\nline\u202eevil"
 CALL = ToolCall(id="call_1", function=FunctionCall("lookup", '{"q": "x"}'))

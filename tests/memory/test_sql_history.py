@@ -23,6 +23,7 @@ from chainkit.memory.errors import MemoryTypeError, MemoryValueError
 from chainkit.schema import FunctionCall, ImagePart, Message, TextPart, ToolCall
 from chainkit.schema.message import ResponseMeta, TokenUsage
 from tests.support import forked
+from tests.support.databases import where_fixture  # noqa: F401 - the `where` fixture
 from tests.support.history_children import tagged_append
 from tests.support.idle_reset_proxy import idle_reset_proxy
 from tests.support.modes import Mode

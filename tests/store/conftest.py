@@ -6,6 +6,7 @@ from collections.abc import Iterator
 import pytest
 
 from chainkit._store import Database, open_database
+from tests.support.databases import where_fixture  # noqa: F401 - the `where` fixture
 
 
 @pytest.fixture
