@@ -1,8 +1,8 @@
 """chainkit: composable LLM chains and agents you can read, debug and trust.
 
 Import the subpackages you use: ``from chainkit import agents, chains, llms, tools``.
-``chainkit.open_database(where)`` opens a SQLite file or a PostgreSQL DSN once, for every
-store (checkpoints, chat history, the response cache) to share.
+``chainkit.open_database(where)`` opens a SQLite file or a PostgreSQL DSN once, as a
+``chainkit.Database`` for every store (checkpoints, chat history, the response cache) to share.
 Importing chainkit loads neither openai nor jinja2.
 """
 
@@ -20,6 +20,7 @@ from chainkit._errors import (
 )
 
 if _TYPE_CHECKING:
+    from chainkit._store import Database as Database
     from chainkit._store import open_database as open_database
 
 __version__: str
@@ -27,6 +28,7 @@ __version__: str
 
 __all__ = [
     "ChainkitError",
+    "Database",
     "EscapedStopError",
     "FactoryError",
     "OutputBusyError",
@@ -39,15 +41,20 @@ __all__ = [
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), "open_database", "__version__"})
+    return sorted({*globals(), *_STORE_LAYER, "__version__"})
+
+
+_STORE_LAYER = ("Database", "open_database")
+"""Loaded with the first store, or when first asked for."""
 
 
 def __getattr__(name: str) -> object:
-    if name == "open_database":  # the store layer loads with the first store, or when asked
-        from chainkit._store import open_database
+    if name in _STORE_LAYER:
+        from chainkit import _store
 
-        globals()[name] = open_database
-        return open_database
+        value = getattr(_store, name)
+        globals()[name] = value
+        return value
     # importlib.metadata takes longer to import than chainkit: only when the version is read.
     if name != "__version__":
         raise AttributeError(f"module 'chainkit' has no attribute {name!r}")

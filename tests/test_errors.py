@@ -262,6 +262,7 @@ def test_moved_errors_are_still_importable_where_they_were(module, name):
 def test_the_root_and_the_errors_of_no_one_package_are_exported_from_chainkit_itself():
     assert chainkit.__all__ == [
         "ChainkitError",
+        "Database",
         "EscapedStopError",
         "FactoryError",
         "OutputBusyError",

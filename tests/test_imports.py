@@ -15,6 +15,7 @@ import pytest
 PINNED_EXPORTS = {
     "chainkit": [
         "ChainkitError",
+        "Database",
         "EscapedStopError",
         "FactoryError",
         "OutputBusyError",

@@ -16,14 +16,12 @@ from typing import Any
 from chainkit._errors import StoreConfigError
 from chainkit._store.database import Cursor, Database, Migrate, json_text
 from chainkit._store.failures import Caller, closed
-from chainkit._store.lock import StoreLock
 
 __all__ = [
     "Caller",
     "Cursor",
     "Database",
     "Migrate",
-    "StoreLock",
     "closed",
     "is_dsn",
     "json_text",

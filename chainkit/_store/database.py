@@ -66,33 +66,42 @@ class Cursor:
 
 class Database(ABC):
     """One database (a SQLite file, a PostgreSQL server's database) that any number of stores
-    share: open it once (`chainkit._store.open_database`) and hand it to each.
+    share: open it once (`chainkit.open_database`) and hand it to each.
 
-    Its one connection is used by one thread at a time (`lock`, which a store may hold over
-    several calls to keep its own bookkeeping in step). `run(doing, work)` is the unit of
-    work: `work(cursor)` inside one transaction, committed when it returns, rolled back when
-    it raises; on PostgreSQL a connection lost is opened again and `work` run again (so it
-    must be safe to repeat; `cursor.retried` says when a try may have committed).
-    `transaction(doing)` is the same as a `with` block, never repeated."""
+    Its one connection is used by one thread at a time, under its lock, which a store may
+    hold over several calls to keep its own bookkeeping in step (`held()`). `run(doing,
+    work)` is the unit of work: `work(cursor)` inside one transaction, committed when it
+    returns, rolled back when it raises; on PostgreSQL a connection lost is opened again and
+    `work` run again (so it must be safe to repeat; `cursor.retried` says when a try may have
+    committed). `transaction(doing)` is the same as a `with` block, never repeated."""
 
     dialect: ClassVar[str]
     """"sqlite" or "postgresql": the key of `ensure_table`'s statements."""
     where: str
     """The database as messages show it: a quoted path, or user@host:port/dbname (never a
     password)."""
-    lock: StoreLock
 
     def __init__(self) -> None:
-        self.lock = StoreLock()
+        self._lock = StoreLock()
         self._versions: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.where})"
 
     @property
-    def caller(self) -> Caller:
+    def _caller(self) -> Caller:
         """The database naming itself, for work no store named."""
         return Caller(repr(self))
+
+    def held(self) -> AbstractContextManager[None]:
+        """The database's lock, for a `with` block: no other thread uses the database inside
+        it, while this one may (a store keeping its bookkeeping in step with its calls)."""
+        return self._lock
+
+    def later(self, work: Callable[[], None]) -> None:
+        """`work()` under the lock: now, or, when this thread is inside it already (a
+        finalizer the garbage collector ran there), as the thread leaves it."""
+        self._lock.later(work)
 
     @abstractmethod
     def run(
@@ -136,7 +145,7 @@ class Database(ABC):
         than `version` raise StoreError naming both: a newer chainkit wrote them."""
         if self._versions.get(name) == version:
             return
-        caller = by or self.caller
+        caller = by or self._caller
 
         def ensure(cursor: Cursor) -> None:
             self.lock_key(cursor, SCHEMA_TABLE)

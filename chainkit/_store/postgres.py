@@ -81,7 +81,7 @@ class PostgresDatabase(Database):
         by: Caller | None = None,
         write: bool = True,
     ) -> T:
-        caller = by or self.caller
+        caller = by or self._caller
         started = False  # a try reached the work: its COMMIT may have happened, reply lost
 
         def attempt() -> T:
@@ -91,7 +91,7 @@ class PostgresDatabase(Database):
                 started = True
                 return work(Cursor(raw, _placeholders, retried))
 
-        with self.lock:
+        with self._lock:
             self._check_open(caller, doing)
             return self._retrying(caller, doing, attempt)
 
@@ -100,8 +100,8 @@ class PostgresDatabase(Database):
         self, doing: str = "use the database", *, by: Caller | None = None, write: bool = True
     ) -> Iterator[Cursor]:
         psycopg = psycopg_module()
-        caller = by or self.caller
-        with self.lock:
+        caller = by or self._caller
+        with self._lock:
             self._check_open(caller, doing)
             connection = self._retrying(caller, doing, self._connected)
             try:
@@ -135,7 +135,7 @@ class PostgresDatabase(Database):
         return {name for (name,) in cursor.execute(_COLUMNS, (table,)).fetchall()}
 
     def close(self) -> None:
-        with self.lock:
+        with self._lock:
             self._closed = True
             if self._connection is not None and self._pid == os.getpid():
                 self._connection.close()

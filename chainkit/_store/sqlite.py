@@ -87,11 +87,11 @@ class SQLiteDatabase(Database):
         """Nothing to do: a write transaction (BEGIN IMMEDIATE) holds the whole file."""
 
     def close(self) -> None:
-        with self.lock:
+        with self._lock:
             self._connection.close()
 
     def _failure(self, by: Caller | None, doing: str, error: sqlite3.Error) -> Exception:
-        return sqlite_failure(by or self.caller, doing, error, self.timeout)
+        return sqlite_failure(by or self._caller, doing, error, self.timeout)
 
 
 class _Transaction:
@@ -109,7 +109,7 @@ class _Transaction:
         self.begin = begin
 
     def __enter__(self) -> Cursor:
-        self.database.lock.__enter__()
+        self.database._lock.__enter__()
         try:
             connection = self.database._connection
             connection.execute(self.begin)
@@ -134,8 +134,8 @@ class _Transaction:
 
     def _leave(self, error: BaseException | None) -> None:
         """Lets the lock go; raises `error` as the store's when the database raised it."""
-        self.database.lock.__exit__()
+        self.database._lock.__exit__()
         if isinstance(error, sqlite3.Error):
             raise self.database._failure(self.by, self.doing, error) from error
         if isinstance(error, UnicodeEncodeError):
-            raise bad_text(self.by or self.database.caller, self.doing, error) from error
+            raise bad_text(self.by or self.database._caller, self.doing, error) from error

@@ -74,7 +74,7 @@ class SQLStore:
         return self._name  # never a DSN, which may hold a password
 
     def close(self) -> None:
-        with self._db.lock:
+        with self._db.held():
             self._closed = True
             if self._owned:
                 self._db.close()
@@ -95,7 +95,7 @@ class SQLStore:
                 start = len(state.steps)
             cursor.executemany(_SAVE_STEP, rows.step_rows(state, start))
 
-        with self._db.lock:
+        with self._db.held():
             state.saved += 1
             try:
                 self._run(f"save run {state.run_id!r}", save)
@@ -112,7 +112,7 @@ class SQLStore:
             ).fetchall()
             return row, steps
 
-        with self._db.lock:
+        with self._db.held():
             row, steps = self._run(f"load run {run_id!r}", load, write=False)
             state = rows.state_of(run_id, row, steps)
             self._saved_steps[run_id] = len(state.steps)
@@ -133,7 +133,7 @@ class SQLStore:
             ours = leases.take(cursor.execute, read, leases.TAKE_LEASE, run_id, seconds, ours)
             return ours  # a retry after a lost reply to COMMIT finds this one: its own
 
-        with self._db.lock:
+        with self._db.held():
             self._after_fork()
             if run_id in self._held:
                 raise RunLockedError(f"run {run_id!r} is held already, by this store")
@@ -142,7 +142,7 @@ class SQLStore:
             self._unreleased.pop(run_id, None)
 
     def release(self, run_id: str) -> None:
-        self._db.lock.later(partial(self._release, run_id))
+        self._db.later(partial(self._release, run_id))
 
     def _release(self, run_id: str) -> None:
         self._after_fork()

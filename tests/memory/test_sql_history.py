@@ -311,7 +311,7 @@ def test_async_calls_wait_for_the_database_in_a_worker_not_on_the_event_loop(
     held, release, gave_up = threading.Event(), threading.Event(), threading.Event()
 
     def hold_the_database() -> None:
-        with history._db.lock:
+        with history._db.held():
             held.set()
             if not release.wait(10):
                 gave_up.set()
