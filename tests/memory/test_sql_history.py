@@ -227,13 +227,25 @@ def test_a_kill_between_appends_loses_nothing_acknowledged(
     assert len(appends) >= len(done)  # every acknowledged one (and perhaps one more)
 
 
-def test_a_row_edited_by_hand_is_named(where: str, sid: str) -> None:
+@pytest.mark.parametrize(
+    "edited",
+    [
+        "{",
+        '{"role": "assistant", "content": "a1"} {"role": "user", "content": "more"}',
+        '{"role": "assistant", "content": "a1"},{"role": "user", "content": "more"}',
+        '["role", "assistant"]',
+        '{"role": "wizard", "content": "a1"}',
+        "",
+    ],
+)
+def test_a_row_edited_by_hand_is_named(where: str, sid: str, edited: str) -> None:
     history = memory.SQLHistory(where)
     history.append(sid, _exchange(1))
     history._db.run(
         "edit",
         lambda c: c.execute(
-            "UPDATE chainkit_history SET message = ? WHERE session_id = ? AND seq = 1", ("{", sid)
+            "UPDATE chainkit_history SET message = ? WHERE session_id = ? AND seq = 1",
+            (edited, sid),
         ),
     )
     with pytest.raises(
