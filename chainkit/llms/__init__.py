@@ -9,6 +9,7 @@ import typing
 
 from chainkit._lazy import lazy_exports as _lazy_exports
 from chainkit.llms import errors as errors
+from chainkit.llms.cache import CachedReply, CacheStats, InMemoryCache, ResponseCache, set_cache
 from chainkit.llms.errors import (
     AllModelsFailedError,
     ModelConnectionError,
@@ -51,10 +52,13 @@ __all__ = [
     "AllModelsFailedError",
     "Backoff",
     "BaseModel",
+    "CacheStats",
+    "CachedReply",
     "CallOptions",
     "DefaultOptions",
     "FakeLLM",
     "Fallbacks",
+    "InMemoryCache",
     "Model",
     "ModelConnectionError",
     "ModelError",
@@ -70,8 +74,10 @@ __all__ = [
     "OutputValidationError",
     "PartialFunc",
     "RateLimiter",
+    "ResponseCache",
     "acall",
     "agenerate_object",
     "call",
     "generate_object",
+    "set_cache",
 ]

@@ -1,0 +1,304 @@
+"""A model call through a response cache: a hit is an llm run like any other, and concurrent
+identical calls make one model call.
+
+The run's start is reported as for any call; a hit then streams the cached text (in the pieces
+it first streamed in, else word by word) to the call's streaming function and the token
+events, and ends the run with the reply marked `response_meta.cached`, so that traces, logs
+and `UsageTotals` tell it from a paid reply.
+
+Calls with the same key on the same cache at the same time form a flight: the first (the
+leader) looks the key up and, on a miss, calls the model; the others wait for its outcome and
+take its reply as a hit. When the leader's call fails with a `ModelError`, each waiter raises
+that error too (a copy): the identical request would fail the same way, and N callers retrying
+one after the other would make N failing calls. When the leader gives up for a reason of its
+own (cancelled, interrupted, its streaming function raised), the waiters try again, one of
+them leading.
+
+What is never kept: an error (nothing to keep), a refusal (`extra["refusal"]`), a reply the
+server cut short for its content (finish_reason "content_filter"), and an empty reply (no
+text, parts nor tool calls: a server's glitch more often than an answer). A stream cut short
+is an error of the backend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import re
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from chainkit.callbacks import Handler
+from chainkit.callbacks.combining import CombiningHandler, join
+from chainkit.callbacks.run import Run, tokens_wanted
+from chainkit.llms.cache import CachedReply, ResponseCache
+from chainkit.llms.errors import ModelError
+from chainkit.llms.options import StreamingFunc
+from chainkit.schema import Message
+from chainkit.schema.message import ResponseMeta
+
+if TYPE_CHECKING:
+    import asyncio
+
+_WORDS = re.compile(r"\s*+\S++|\s++")
+"""A text's pieces when it was not streamed: each word with the space before it."""
+_WAITED_NOTE = "raised by an identical call made at the same time, whose reply this call waited for"
+
+
+class Streamed(Protocol):
+    """The call's request, as far as this module reads it: where its text streams to."""
+
+    streaming_func: StreamingFunc | None
+
+
+Start = Callable[[CombiningHandler], None]
+"""Reports the run's start to a handler and makes the request stream to it too."""
+
+
+def generate(
+    cache: ResponseCache,
+    key: str,
+    run: Run,
+    request: Streamed,
+    start: Start,
+    reply: Callable[[], Message],
+) -> Message:
+    """The reply to a call with `key`: from `cache`, from an identical call made at the same
+    time, or from `reply()` (the backend), kept in `cache` when it may be."""
+    recorder = _listen(run, request, start)
+    while True:
+        flight, leading = _flights.join(cache, key)
+        if leading:
+            break
+        shared = flight.wait()
+        if shared is not None:
+            return _hit(run, request, shared.copy())
+    try:
+        found = cache.get(key)
+        fresh = reply() if found is None else None
+    except BaseException as error:
+        flight.fail(error)
+        raise
+    if found is not None:
+        flight.finish(found)
+        return _hit(run, request, found)
+    assert fresh is not None
+    entry = CachedReply(fresh, _pieces(recorder, fresh))
+    try:
+        if keepable(fresh):
+            cache.put(key, entry)
+    finally:
+        flight.finish(entry)
+    if run.handler is not None:
+        run.end(fresh)
+    return fresh
+
+
+async def agenerate(
+    cache: ResponseCache,
+    key: str,
+    run: Run,
+    request: Streamed,
+    start: Start,
+    reply: Callable[[], Awaitable[Message]],
+) -> Message:
+    """Async twin of `generate`."""
+    recorder = _listen(run, request, start)
+    while True:
+        flight, leading = _flights.join(cache, key)
+        if leading:
+            break
+        shared = await flight.await_outcome()
+        if shared is not None:
+            return _hit(run, request, shared.copy())
+    try:
+        found = await cache.aget(key)
+        fresh = await reply() if found is None else None
+    except BaseException as error:
+        flight.fail(error)
+        raise
+    if found is not None:
+        flight.finish(found)
+        return _hit(run, request, found)
+    assert fresh is not None
+    entry = CachedReply(fresh, _pieces(recorder, fresh))
+    try:
+        if keepable(fresh):
+            await cache.aput(key, entry)
+    finally:
+        flight.finish(entry)
+    if run.handler is not None:
+        run.end(fresh)
+    return fresh
+
+
+def keepable(reply: Message) -> bool:
+    """Whether `reply` may be kept: not a refusal, not cut for its content, not empty."""
+    if reply.extra and "refusal" in reply.extra:
+        return False
+    meta = reply.response_meta
+    if meta is not None and meta.finish_reason == "content_filter":
+        return False
+    return bool(reply.content or reply.parts or reply.tool_calls)
+
+
+class _Recorder(Handler):
+    """Hears the pieces a call's reply streams in; a retried attempt streams it over."""
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+
+    def handle_streaming_func(self, chunk: str) -> None:
+        self.pieces.append(chunk)
+
+    def handle_retry(
+        self, attempt: int, error: BaseException, wait_seconds: float, discarded: str
+    ) -> None:
+        self.pieces = []
+
+
+def _listen(run: Run, request: Streamed, start: Start) -> _Recorder | None:
+    """Reports the run's start; when the call streams, records its pieces too (returned)."""
+    streams = request.streaming_func is not None or tokens_wanted()
+    recorder = _Recorder() if streams else None
+    handler = run.handler
+    if recorder is not None:
+        handler = join(handler, CombiningHandler([recorder]))
+    if handler is not None:
+        start(handler)
+    return recorder
+
+
+def _pieces(recorder: _Recorder | None, reply: Message) -> tuple[str, ...] | None:
+    """The pieces `reply`'s text streamed in, when they make up that text."""
+    if recorder is None or "".join(recorder.pieces) != reply.content:
+        return None
+    return tuple(recorder.pieces)
+
+
+def _hit(run: Run, request: Streamed, entry: CachedReply) -> Message:
+    """Ends the run with `entry`'s reply (which the caller owns), marked cached, after streaming
+    its text when the call streams."""
+    message = entry.message
+    meta = message.response_meta
+    message.response_meta = (
+        ResponseMeta(cached=True) if meta is None else replace(meta, cached=True)
+    )
+    stream = request.streaming_func
+    if stream is not None and message.content:
+        for piece in entry.pieces or _WORDS.findall(message.content):
+            stream(piece)
+    if run.handler is not None:
+        run.end(message)
+    return message
+
+
+class _Shared:
+    """The reply a flight's leader got, as data, for each waiter to build its own copy of."""
+
+    __slots__ = ("data", "pieces")
+
+    def __init__(self, entry: CachedReply) -> None:
+        self.data = entry.message.to_dict()
+        self.pieces = entry.pieces
+
+    def copy(self) -> CachedReply:
+        return CachedReply(Message.from_dict(self.data), self.pieces)
+
+
+_GAVE_UP = object()
+"""The outcome of a flight whose leader gave up for a reason of its own."""
+
+
+class _Flight:
+    """Identical calls in progress: the leader's, and those waiting for its outcome."""
+
+    __slots__ = ("_done", "_futures", "_outcome", "waiters")
+
+    def __init__(self) -> None:
+        self.waiters = 0
+        """How many calls have joined it to wait (for tests that must know they wait)."""
+        self._done = threading.Event()
+        self._futures: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = []
+        self._outcome: object = None
+
+    def wait(self) -> _Shared | None:
+        """The leader's reply; None when it gave up; raises its model error."""
+        self._done.wait()
+        return _taken(self._outcome)
+
+    async def await_outcome(self) -> _Shared | None:
+        import asyncio  # loaded by then: this runs in an event loop
+
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        with _flights.lock:
+            if self._outcome is None:
+                self._futures.append((loop, future))
+            else:
+                future.set_result(self._outcome)
+        return _taken(await future)
+
+    def finish(self, entry: CachedReply) -> None:
+        self._settle(_Shared(entry))
+
+    def fail(self, error: BaseException) -> None:
+        self._settle(error if isinstance(error, ModelError) else _GAVE_UP)
+
+    def _settle(self, outcome: object) -> None:
+        with _flights.lock:
+            self._outcome = outcome
+            _flights.remove(self)
+            futures, self._futures = self._futures, []
+        self._done.set()
+        for loop, future in futures:
+            # A loop closed meanwhile has no one waiting there any more.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_resolve, future, outcome)
+
+
+def _resolve(future: asyncio.Future[Any], outcome: object) -> None:
+    if not future.done():  # a waiter cancelled meanwhile
+        future.set_result(outcome)
+
+
+def _taken(outcome: object) -> _Shared | None:
+    if isinstance(outcome, _Shared):
+        return outcome
+    if isinstance(outcome, ModelError):
+        twin = copy.copy(outcome)
+        twin.__notes__ = [*getattr(outcome, "__notes__", ()), _WAITED_NOTE]
+        raise twin
+    return None
+
+
+class _Flights:
+    """The flights in progress, by cache and key."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._by_key: dict[tuple[int, str], _Flight] = {}
+        self._keys: dict[_Flight, tuple[int, str]] = {}
+
+    def join(self, cache: ResponseCache, key: str) -> tuple[_Flight, bool]:
+        """The flight of `key` on `cache`, and whether the caller leads it (it was not flying)."""
+        where = (id(cache), key)
+        with self.lock:
+            flight = self._by_key.get(where)
+            if flight is not None:
+                flight.waiters += 1
+                return flight, False
+            flight = self._by_key[where] = _Flight()
+            self._keys[flight] = where
+            return flight, True
+
+    def remove(self, flight: _Flight) -> None:
+        """Ends `flight` (the lock held): the next call with its key starts another."""
+        where = self._keys.pop(flight, None)
+        if where is not None:
+            del self._by_key[where]
+
+
+_flights = _Flights()
