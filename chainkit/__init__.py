@@ -10,6 +10,9 @@ from chainkit._errors import (
     FactoryError,
     OutputBusyError,
     OutputWriteError,
+    StoreConfigError,
+    StoreError,
+    StoreUnavailableError,
 )
 
 __version__: str
@@ -21,6 +24,9 @@ __all__ = [
     "FactoryError",
     "OutputBusyError",
     "OutputWriteError",
+    "StoreConfigError",
+    "StoreError",
+    "StoreUnavailableError",
 ]
 
 

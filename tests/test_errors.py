@@ -87,6 +87,12 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
     },
 }
 
+# Errors a package exports that are chainkit's own (chainkit._errors), the same classes as
+# `chainkit.<name>`: every store's database errors, exported where a store raises them too.
+SHARED_ERRORS: dict[str, set[str]] = {
+    "checkpoints": {"StoreError", "StoreUnavailableError"},
+}
+
 # Defined in an errors.py but not exported from the package: a mistake in the caller's code or
 # settings, whose message names the fix (caught, if at all, as ChainkitError or the standard
 # exception), or an error that never leaves chainkit. Importable from `chainkit.<package>.errors`.
@@ -145,6 +151,7 @@ UNEXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
     "memory": {
         "MemoryKeyError": ValueError,
         "MemoryTypeError": TypeError,
+        "MemoryValueError": ValueError,
     },
     "checkpoints": {
         "CheckpointConfigError": ValueError,
@@ -222,13 +229,16 @@ def test_a_package_defines_its_errors_in_its_errors_module(package):
         and issubclass(value, BaseException)
         and value.__module__ == errors.__name__
     }
+    shared = SHARED_ERRORS.get(package, set())
     assert defined == (
-        set(EXPORTED_ERRORS[package])
+        set(EXPORTED_ERRORS[package]) - shared
         | set(UNEXPORTED_ERRORS.get(package, {}))
         | CANCELLATIONS.get(package, set())
     )
-    for name in EXPORTED_ERRORS[package]:
+    for name in set(EXPORTED_ERRORS[package]) - shared:
         assert getattr(errors, name).__module__ == errors.__name__
+    for name in shared:
+        assert getattr(errors, name) is getattr(chainkit, name), name
 
 
 @pytest.mark.parametrize("package", sorted(UNEXPORTED_ERRORS))
@@ -256,6 +266,9 @@ def test_the_root_and_the_errors_of_no_one_package_are_exported_from_chainkit_it
         "FactoryError",
         "OutputBusyError",
         "OutputWriteError",
+        "StoreConfigError",
+        "StoreError",
+        "StoreUnavailableError",
     ]
     assert chainkit.ChainkitError.__mro__[1:] == (Exception, BaseException, object)
     for name, standard in [
@@ -263,6 +276,9 @@ def test_the_root_and_the_errors_of_no_one_package_are_exported_from_chainkit_it
         ("FactoryError", ValueError),
         ("OutputBusyError", OSError),
         ("OutputWriteError", OSError),
+        ("StoreConfigError", ValueError),
+        ("StoreError", RuntimeError),
+        ("StoreUnavailableError", ConnectionError),
     ]:
         error = getattr(chainkit, name)
         assert error.__module__ == "chainkit._errors"

@@ -19,6 +19,9 @@ PINNED_EXPORTS = {
         "FactoryError",
         "OutputBusyError",
         "OutputWriteError",
+        "StoreConfigError",
+        "StoreError",
+        "StoreUnavailableError",
     ],
     "chainkit.agents": [
         "Agent",
@@ -69,7 +72,9 @@ PINNED_EXPORTS = {
         "LLMChain",
         "Pipeline",
         "SequentialChain",
+        "SessionChain",
         "SimpleSequentialChain",
+        "WithHistory",
         "abatch",
         "acall",
         "apredict",
@@ -89,6 +94,7 @@ PINNED_EXPORTS = {
         "run",
         "step",
         "stream",
+        "with_history",
     ],
     "chainkit.checkpoints": [
         "CheckpointError",
@@ -144,7 +150,13 @@ PINNED_EXPORTS = {
         "set_cache",
     ],
     "chainkit.memory": [
+        "ChatHistory",
         "ConversationBuffer",
+        "ConversationSummary",
+        "ConversationSummaryBuffer",
+        "ConversationTokenWindow",
+        "ConversationWindow",
+        "InMemoryHistory",
     ],
     "chainkit.parsers": [
         "BooleanParser",
@@ -351,6 +363,14 @@ def test_checkpoints_load_neither_sqlite3_nor_psycopg_until_a_store_is_made():
     assert "sqlite3" in loaded_after(
         "from chainkit import checkpoints\ncheckpoints.SQLiteStore(':memory:')"
     )
+
+
+def test_the_store_layer_loads_neither_sqlite3_nor_psycopg_until_a_database_is_opened():
+    loaded = loaded_after(
+        "import chainkit\nfrom chainkit import _store\n"
+        "_store.open_database, _store.Database, chainkit.StoreError"
+    )
+    assert not {"sqlite3", "psycopg"} & loaded
 
 
 @pytest.mark.parametrize("package", sorted(PINNED_EXPORTS))

@@ -35,6 +35,8 @@ BASE = {
     "_mrkl",
     "_jsonschema",
     "_pipe",
+    "_store",
+    "_tokens",
 }
 PARTS = {"callbacks", "memory", "prompts", "tools", "checkpoints", "parsers"}
 # What each unit (a package, or a module at the root) may import from chainkit besides itself.
@@ -53,9 +55,11 @@ ALLOWED: dict[str, set[str]] = {
     "_mrkl": {"schema"},
     "_jsonschema": {"_errors", "_text"},
     "_pipe": set(),
+    "_store": {"_errors", "_redact"},
+    "_tokens": {"schema"},
     **{part: BASE for part in PARTS},
     "llms": BASE | {"callbacks"},
-    "chains": BASE | {"callbacks", "prompts", "tools", "parsers", "llms"},
+    "chains": BASE | {"callbacks", "prompts", "tools", "parsers", "memory", "llms"},
     "agents": BASE | PARTS | {"llms", "chains"},
     "_batch": BASE | PARTS | {"llms", "chains", "agents"},
     "distributed": BASE | PARTS | {"llms", "chains", "agents", "_batch"},

@@ -74,11 +74,11 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Runs `chainkit runs`; its exit status."""
-    from chainkit.checkpoints import CheckpointError
+    from chainkit.checkpoints import CheckpointError, StoreError
 
     try:
         store = _existing_store(args.db)
-    except CheckpointError as refused:
+    except (CheckpointError, StoreError) as refused:
         stderr.error(COMMAND, str(refused))
         return exit_status.FAILED
     try:
@@ -89,7 +89,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             print(visible_json(json.dumps(state, indent=2, ensure_ascii=False)))
         else:
             return _resume(store, args)
-    except CheckpointError as refused:
+    except (CheckpointError, StoreError) as refused:
         stderr.error(COMMAND, str(refused))
         return exit_status.FAILED
     finally:
@@ -173,7 +173,7 @@ def _resume(store: Store, args: argparse.Namespace) -> int:
     from chainkit._errors import FactoryError
     from chainkit._factory import load
     from chainkit.agents import Executor
-    from chainkit.checkpoints import CheckpointError
+    from chainkit.checkpoints import CheckpointError, StoreError
 
     spec = args.agent or agent.SPEC
     try:
@@ -214,7 +214,7 @@ def _resume(store: Store, args: argparse.Namespace) -> int:
             return exit_status.INTERRUPTED
     try:
         outputs = chains.resume(executor, args.run_id, decisions, interrupted=args.interrupted)
-    except CheckpointError:
+    except (CheckpointError, StoreError):
         raise
     except Exception as failed:  # the run's own failure: a model error, NotFinishedError, …
         stderr.failure(COMMAND, failed)

@@ -172,6 +172,12 @@ class Executor(Chain):
         return self.agent.input_keys
 
     @property
+    def optional_input_keys(self) -> list[str]:
+        """Inputs the agent reads when given (a memory's history), as `input_keys` those it
+        needs."""
+        return list(getattr(self.agent, "optional_input_keys", ()))
+
+    @property
     def output_keys(self) -> list[str]:
         keys = self.agent.output_keys
         return [*keys, INTERMEDIATE_STEPS_KEY] if self.return_intermediate_steps else keys

@@ -19,6 +19,7 @@ from chainkit.chains.api import (
 )
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import AllStepsFailedError
+from chainkit.chains.history import SessionChain, WithHistory, with_history
 from chainkit.chains.llm import LLMChain
 from chainkit.chains.pipeline import Pipeline, pipe
 from chainkit.chains.sequential import SequentialChain, SimpleSequentialChain
@@ -33,7 +34,9 @@ __all__ = [
     "LLMChain",
     "Pipeline",
     "SequentialChain",
+    "SessionChain",
     "SimpleSequentialChain",
+    "WithHistory",
     "abatch",
     "acall",
     "apredict",
@@ -53,4 +56,5 @@ __all__ = [
     "run",
     "step",
     "stream",
+    "with_history",
 ]

@@ -8,6 +8,7 @@ from typing import Any, Literal, cast
 
 from chainkit._text import shorten, type_text
 from chainkit.callbacks import Handlers
+from chainkit.chains._memory_fit import check_memory_fits
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import ChainTypeError, ChainWiringError
 from chainkit.llms import Model
@@ -20,7 +21,7 @@ from chainkit.llms.structured import (
 )
 from chainkit.parsers import Parser, TypedParser
 from chainkit.parsers.errors import ParserTypeError
-from chainkit.prompts import BasePromptTemplate, PromptTemplate
+from chainkit.prompts import BasePromptTemplate
 from chainkit.schema import Memory, Message, OutputParser
 
 
@@ -56,15 +57,7 @@ class LLMChain(Chain):
         if memory is not None:
             _require(memory, Memory, "memory", "a Memory or None")
         if memory is not None:
-            unread = [v for v in memory.memory_variables if v not in prompt.input_variables]
-            if unread:
-                # History loaded and then silently left out of the prompt is worse than an error.
-                raise ChainWiringError(
-                    f"the prompt does not use memory variable(s) {unread}; its variables are "
-                    f"{sorted(prompt.input_variables)}. Add {{{unread[0]}}} to the prompt, or "
-                    "name the memory's key after one of its variables"
-                )
-            _check_history_fits(prompt, memory)
+            check_memory_fits(memory, prompt.input_variables, prompt)
         self.prompt = prompt
         self.llm = llm
         self.output_key = output_key
@@ -171,25 +164,6 @@ def _asked(parser: TypedParser) -> dict[str, Any]:
 def _reread(parser: Parser) -> dict[str, Any]:
     """How `generate_parsed` is to re-ask for a parser's value."""
     return {"name": parser.name, "max_retries": parser.max_retries}
-
-
-def _check_history_fits(prompt: BasePromptTemplate, memory: Memory) -> None:
-    """Raises when a memory that gives its history as messages fills an f-string template,
-    which would write them out as their Python reprs (found here, before the first call: the
-    first history is an empty list, which reads as "[]"). A jinja2 template may loop over
-    them."""
-    if (
-        isinstance(prompt, PromptTemplate)
-        and prompt.template_format == "f-string"
-        and getattr(memory, "return_messages", False) is True
-    ):
-        key = memory.memory_variables[0]
-        raise ChainWiringError(
-            f"the memory gives its history as messages (return_messages=True), which the "
-            f"f-string PromptTemplate would write out as their Python reprs: give it "
-            f"return_messages=False for the history as text, or use a ChatPromptTemplate "
-            f"with MessagesPlaceholder({key!r})"
-        )
 
 
 def _require(value: object, kind: type, argument: str, expected: str) -> None:

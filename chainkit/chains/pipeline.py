@@ -14,11 +14,13 @@ from typing import Any
 
 from chainkit._pipe import register
 from chainkit.callbacks import Handlers
+from chainkit.chains._memory_fit import check_memory_fits
 from chainkit.chains._shapes import Keys, Value, Wiring, type_name
-from chainkit.chains._steps import Step
+from chainkit.chains._steps import PromptStep, Step
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import ChainTypeError
 from chainkit.chains.steps import PipelineStep, arun_all, as_step, fit_all, fused, run_all
+from chainkit.prompts import BasePromptTemplate
 from chainkit.schema import Memory
 
 __all__ = ["Pipeline", "pipe"]
@@ -61,6 +63,14 @@ class Pipeline(Chain):
         self._fitted, self._gives = fit_all(self.steps, start, "the pipeline's start", wiring)
         self._input_keys = [INPUT_KEY] if self._takes_value else wiring.inputs
         self._outputs_dict = isinstance(self._gives, Keys)
+        if memory is not None:
+            check_memory_fits(memory, self._input_keys, self._first_prompt)
+
+    @property
+    def _first_prompt(self) -> BasePromptTemplate | None:
+        """The prompt template the pipeline starts with, if it starts with one."""
+        first = self.steps[0]
+        return first.prompt if isinstance(first, PromptStep) else None
 
     @property
     def name(self) -> str:

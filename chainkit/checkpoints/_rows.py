@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from chainkit.checkpoints import _lease as leases
 from chainkit.checkpoints.errors import (
     CheckpointError,
     RunExistsError,
@@ -39,13 +40,20 @@ READ_RECORD = "SELECT header, progress FROM chainkit_runs WHERE run_id = ?"
 
 
 class Dialect(NamedTuple):
-    """The statements of `write_run` in a store's SQL (its placeholders, its NULL-safe
-    equality)."""
+    """The statements that differ between the databases' SQL."""
 
     update: str
-    read_version: str
-    insert: str
-    read_record: str
+    """UPDATE_RUN with the dialect's NULL-safe equality."""
+    read_lease: str
+    """READ_LEASE, locking the row where the dialect locks rows (PostgreSQL)."""
+
+
+DIALECTS = {
+    "sqlite": Dialect(UPDATE_RUN.format(same="IS"), leases.READ_LEASE),
+    "postgresql": Dialect(
+        UPDATE_RUN.format(same="IS NOT DISTINCT FROM"), leases.READ_LEASE + " FOR UPDATE"
+    ),
+}
 
 
 Execute = Callable[[str, tuple[Any, ...]], Any]
@@ -68,16 +76,16 @@ def write_run(
     happened with the reply lost: then a record this save wrote counts as written."""
     if execute(sql.update, updated_row(state, now, expires, held)).rowcount == 1:
         return
-    stored = execute(sql.read_version, (state.run_id,)).fetchone()
-    if stored is None and execute(sql.insert, inserted_row(state, now)).rowcount == 1:
+    stored = execute(READ_VERSION, (state.run_id,)).fetchone()
+    if stored is None and execute(INSERT_RUN, inserted_row(state, now)).rowcount == 1:
         return
-    if retry and stored is not None and _written_by(execute, sql, state, stored, held):
+    if retry and stored is not None and _written_by(execute, state, stored, held):
         return
     raise refusal(state, stored or (None, None), held)  # None: another store inserted it
 
 
 def _written_by(
-    execute: Execute, sql: Dialect, state: RunState, stored: tuple[Any, Any], held: str | None
+    execute: Execute, state: RunState, stored: tuple[Any, Any], held: str | None
 ) -> bool:
     """Whether the record `stored` (READ_VERSION's columns) is this save's: of its version,
     under this store's lease; a run not held here (its first save) only when the record
@@ -87,7 +95,7 @@ def _written_by(
         return False
     if held is not None:  # a token is this store's alone: no one else wrote under it
         return True
-    record = execute(sql.read_record, (state.run_id,)).fetchone()
+    record = execute(READ_RECORD, (state.run_id,)).fetchone()
     return tuple(record) == (_json(state.header()), _json(state.progress()))
 
 

@@ -1,10 +1,13 @@
-"""Errors of checkpoints: a run that cannot be found, taken, read or resumed as asked."""
+"""Errors of checkpoints: a run that cannot be found, taken, read or resumed as asked.
+
+StoreError and StoreUnavailableError (a database refusing, or out of reach) are every
+store's: defined in `chainkit._errors`, exported here as well."""
 
 from __future__ import annotations
 
-from typing import Any, Self
-
 from chainkit._errors import ChainkitError
+from chainkit._errors import StoreError as StoreError
+from chainkit._errors import StoreUnavailableError as StoreUnavailableError
 from chainkit._text import quoted
 
 
@@ -44,26 +47,6 @@ class StaleStateError(CheckpointError, RuntimeError):
 
 class RunFinishedError(CheckpointError, RuntimeError):
     """The run ended with a final answer already: there is nothing to resume."""
-
-
-class StoreError(CheckpointError, RuntimeError):
-    """The store's database refused a read or write, for a cause that waiting will not cure:
-    a read-only or full disk, a file that is not a database (or a corrupt one), tables of
-    another schema, a refused login, a closed store. The message names the store, what it was
-    doing and the database's own words; the run's last saved state is intact. Fix the cause,
-    then resume the run (`chains.resume(executor, run_id)`)."""
-
-
-class StoreUnavailableError(StoreError, ConnectionError):
-    """The store's database could not be reached, or stayed busy, for as long as the store
-    waits: a PostgreSQL server down, restarting or failing over and not back in time, or
-    another process holding a SQLite database's write lock. The run stopped at its last saved
-    state: resume it (`chains.resume(executor, run_id)`) once the database answers again."""
-
-    def __new__(cls, *args: Any) -> Self:
-        # Laid out as an OSError: unpickling makes one by `__new__`, and the one its MRO finds
-        # first, RuntimeError's, refuses to.
-        return ConnectionError.__new__(cls, *args)
 
 
 class StateFormatError(CheckpointError, ValueError):

@@ -38,7 +38,7 @@ from fractions import Fraction
 from typing import Any, Protocol, TypeVar
 
 from chainkit._text import counted
-from chainkit.llms._tokens import estimate_tokens, reported_count
+from chainkit._tokens import estimate_tokens, reported_count
 from chainkit.llms.errors import ModelConfigError, ModelStatusError, ModelTypeError
 
 T = TypeVar("T")

@@ -1,10 +1,22 @@
 """Memory carries a conversation from one chain call to the next.
 
-The errors of this package report a memory set up wrong: they are in
-`chainkit.memory.errors`.
+The conversation memories (a buffer, windows, summaries) keep their messages in themselves or
+in a `ChatHistory` under a session id. The errors of this package report a memory set up
+wrong: they are in `chainkit.memory.errors`.
 """
 
 from chainkit.memory import errors as errors
 from chainkit.memory.buffer import ConversationBuffer
+from chainkit.memory.history import ChatHistory, InMemoryHistory
+from chainkit.memory.summary import ConversationSummary, ConversationSummaryBuffer
+from chainkit.memory.window import ConversationTokenWindow, ConversationWindow
 
-__all__ = ["ConversationBuffer"]
+__all__ = [
+    "ChatHistory",
+    "ConversationBuffer",
+    "ConversationSummary",
+    "ConversationSummaryBuffer",
+    "ConversationTokenWindow",
+    "ConversationWindow",
+    "InMemoryHistory",
+]

@@ -11,3 +11,8 @@ class MemoryKeyError(ChainkitError, ValueError):
 
 class MemoryTypeError(ChainkitError, TypeError):
     """A memory was built with a setting of the wrong type."""
+
+
+class MemoryValueError(ChainkitError, ValueError):
+    """A memory or chat history was given a value of the right type it cannot take: an empty
+    or overlong session id, a bound below what it needs."""

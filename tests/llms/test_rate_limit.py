@@ -30,7 +30,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from chainkit import chains, llms, prompts
-from chainkit.llms._tokens import (
+from chainkit._tokens import (
     AUDIO_OR_FILE_TOKENS,
     IMAGE_MOST_TOKENS,
     estimate_tokens,

@@ -27,7 +27,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from chainkit._text import shorten
-from chainkit.llms._tokens import reported_count
+from chainkit._tokens import reported_count
 from chainkit.llms.errors import (
     ModelError,
     ModelRefusalError,

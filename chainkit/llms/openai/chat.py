@@ -8,7 +8,7 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Unpack
 
-from chainkit.llms._tokens import reply_tokens
+from chainkit._tokens import reply_tokens
 from chainkit.llms.errors import ModelError
 from chainkit.llms.model import BaseModel, ModelRequest
 from chainkit.llms.openai._connection import load_sdk

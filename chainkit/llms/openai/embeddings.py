@@ -8,9 +8,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from chainkit._text import counted
+from chainkit._tokens import reported_count
 from chainkit.callbacks import Handler
 from chainkit.callbacks.combining import guard
-from chainkit.llms._tokens import reported_count
 from chainkit.llms.errors import ModelReplyShapeError, ModelTypeError
 from chainkit.llms.openai._endpoint import OpenAIEndpoint, check_model_name
 from chainkit.llms.openai._reply import Masker, json_object, snippet

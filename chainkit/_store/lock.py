@@ -1,4 +1,4 @@
-"""The lock of a store's connection, safe against the garbage collector: a run's loop left
+"""The lock of a database's connection, safe against the garbage collector: a run's loop left
 unfinished is finalized whenever the collector runs, in whatever thread allocates, and lets
 its run go (`release`) from there, possibly while that thread is inside the store saving."""
 
@@ -8,7 +8,7 @@ import contextlib
 import threading
 from collections.abc import Callable
 
-from chainkit.checkpoints.errors import CheckpointError
+from chainkit._errors import ChainkitError
 
 
 class StoreLock:
@@ -30,7 +30,7 @@ class StoreLock:
     def __exit__(self, *exc: object) -> None:
         try:
             while self._depth == 1 and self._later:
-                with contextlib.suppress(CheckpointError):  # a finalizer's: no caller to tell
+                with contextlib.suppress(ChainkitError):  # a finalizer's: no caller to tell
                     self._later.pop(0)()
         finally:
             self._depth -= 1

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -60,6 +60,12 @@ def estimate_tokens(request: Mapping[str, Any]) -> int:
     if isinstance(most, bool) or not isinstance(most, int):
         most = 0  # not a count: the server will say so; the estimate goes without it
     return -(-characters // CHARACTERS_PER_TOKEN) + tokens + most
+
+
+def message_tokens(messages: Sequence[Message]) -> int:
+    """Tokens `messages` take in a request, as the module says (the project's estimate, for
+    counting a conversation where a model has no counter of its own)."""
+    return estimate_tokens({"messages": [message.to_dict(request=True) for message in messages]})
 
 
 def _content_cost(content: object) -> tuple[int, int]:
