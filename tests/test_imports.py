@@ -143,6 +143,7 @@ PINNED_EXPORTS = {
         "PartialFunc",
         "RateLimiter",
         "ResponseCache",
+        "SQLCache",
         "acall",
         "agenerate_object",
         "call",

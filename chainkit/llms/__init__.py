@@ -32,6 +32,7 @@ if typing.TYPE_CHECKING:
     from chainkit.llms.openai.embeddings import OpenAIEmbeddings
     from chainkit.llms.rate_limit import RateLimiter
     from chainkit.llms.retry import Backoff
+    from chainkit.llms.sql_cache import SQLCache
 
 # Loaded on first use, so that chains, prompts and callbacks, which import the model
 # contract from here, do not pay for the backends at import time.
@@ -42,6 +43,7 @@ _LAZY = {
     "OfflineModel": "chainkit.llms.offline.model",
     "OpenAI": "chainkit.llms.openai.chat",
     "RateLimiter": "chainkit.llms.rate_limit",
+    "SQLCache": "chainkit.llms.sql_cache",
 }
 
 
@@ -75,6 +77,7 @@ __all__ = [
     "PartialFunc",
     "RateLimiter",
     "ResponseCache",
+    "SQLCache",
     "acall",
     "agenerate_object",
     "call",
