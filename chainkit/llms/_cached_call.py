@@ -219,13 +219,14 @@ class _Flight:
 
     def __init__(self) -> None:
         self.waiters = 0
-        """How many calls have joined it to wait (for tests that must know they wait)."""
-        self._done = threading.Event()
+        """How many calls have joined it to wait."""
+        self._done: threading.Event | None = None  # made for the first waiter: most have none
         self._futures: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = []
         self._outcome: object = None
 
     def wait(self) -> _Shared | None:
         """The leader's reply; None when it gave up; raises its model error."""
+        assert self._done is not None  # made when this caller joined
         self._done.wait()
         return _taken(self._outcome)
 
@@ -242,16 +243,21 @@ class _Flight:
         return _taken(await future)
 
     def finish(self, entry: CachedReply) -> None:
-        self._settle(_Shared(entry))
+        self._settle(entry)
 
     def fail(self, error: BaseException) -> None:
         self._settle(error if isinstance(error, ModelError) else _GAVE_UP)
 
     def _settle(self, outcome: object) -> None:
         with _flights.lock:
+            _flights.remove(self)  # no one joins from now on
+            if not self.waiters:
+                return
+            if isinstance(outcome, CachedReply):
+                outcome = _Shared(outcome)  # before the leader's caller may change it
             self._outcome = outcome
-            _flights.remove(self)
             futures, self._futures = self._futures, []
+        assert self._done is not None
         self._done.set()
         for loop, future in futures:
             # A loop closed meanwhile has no one waiting there any more.
@@ -289,6 +295,8 @@ class _Flights:
             flight = self._by_key.get(where)
             if flight is not None:
                 flight.waiters += 1
+                if flight._done is None:
+                    flight._done = threading.Event()
                 return flight, False
             flight = self._by_key[where] = _Flight()
             self._keys[flight] = where
