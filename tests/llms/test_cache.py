@@ -5,14 +5,17 @@ as cached), what is never kept, and one model call for concurrent identical call
 from __future__ import annotations
 
 import asyncio
+import io
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from chainkit import chains, llms
-from chainkit.callbacks import UsageTotals
+from chainkit.callbacks import LogHandler, TraceFile, UsageTotals
+from chainkit.callbacks.trace_view import format_tree, read_trace
 from chainkit.llms import InMemoryCache, OpenAI
 from chainkit.llms.cache import CachedReply, set_cache
 from chainkit.prompts import PromptTemplate
@@ -364,3 +367,19 @@ def test_in_memory_cache_refuses_bad_settings(
 ):
     with pytest.raises(error, match=match):
         InMemoryCache(**settings)
+
+
+def test_the_log_and_the_trace_show_a_hit_as_from_the_cache(
+    cached_llm: OpenAI, openai_server: OpenAIServer, tmp_path: Path
+):
+    openai_server.push("Paris.")
+    log = io.StringIO()
+    trace = tmp_path / "run.jsonl"
+    with TraceFile(trace) as traced:
+        cached_llm.generate(QUESTION, callbacks=[traced, LogHandler(log)])
+        cached_llm.generate(QUESTION, callbacks=[traced, LogHandler(log)])
+    ends = [line for line in log.getvalue().splitlines() if "llm end" in line]
+    assert "from the cache" not in ends[0] and "from the cache" in ends[1]
+    first, hit = (line for line in format_tree(read_trace(trace)).splitlines())
+    assert "11+7 tokens" in first and "from the cache" not in first
+    assert "tokens" not in hit and "from the cache" in hit
