@@ -99,6 +99,11 @@ class InMemoryCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Entries belong to this process: a copy (a model pickled into a worker) starts empty,
+        # with the same settings, which costs at most a call per key there.
+        return (_empty_copy, (self.max_entries, self.ttl, self.cache_sampled, self._clock))
+
     def get(self, key: str) -> CachedReply | None:
         with self._lock:
             entry = self._entries.get(key)
@@ -134,6 +139,12 @@ class InMemoryCache:
     def stats(self) -> CacheStats:
         with self._lock:
             return CacheStats(len(self._entries), self._hits, self._misses)
+
+
+def _empty_copy(
+    max_entries: int, ttl: float | None, cache_sampled: bool, clock: Callable[[], float]
+) -> InMemoryCache:
+    return InMemoryCache(max_entries, ttl=ttl, cache_sampled=cache_sampled, clock=clock)
 
 
 def check_max_entries(value: object) -> int:

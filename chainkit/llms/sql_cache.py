@@ -21,6 +21,7 @@ from chainkit.llms.cache import (
     check_max_entries,
     check_ttl,
 )
+from chainkit.llms.errors import ModelTypeError
 from chainkit.schema import Message
 
 __all__ = ["SQLCache", "StoredStats"]
@@ -98,6 +99,7 @@ class SQLCache:
         self.ttl = check_ttl(ttl)
         self.cache_sampled = check_flag("cache_sampled", cache_sampled)
         self._clock = clock
+        self._where = where
         self._owned = not isinstance(where, Database)
         self._db = open_database(where)
         self._name = f"SQLCache({self._db.where})"
@@ -108,6 +110,16 @@ class SQLCache:
 
     def __repr__(self) -> str:
         return self._name  # the database's masked name: never a password
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # A copy (a model pickled into a worker) opens the same database by its path or DSN.
+        if isinstance(self._where, Database):
+            raise ModelTypeError(
+                f"{self._name} was given an open database, which cannot be pickled: give "
+                "SQLCache the database's path or DSN to send it to another process"
+            )
+        settings = (self.max_entries, self.ttl, self.cache_sampled, self._clock)
+        return (_reopened, (self._where, *settings))
 
     def get(self, key: str) -> CachedReply | None:
         now = self._clock()
@@ -175,6 +187,18 @@ class SQLCache:
 
     def _run(self, doing: str, work: Callable[[Cursor], T], *, write: bool = True) -> T:
         return self._db.run(doing, work, by=self._caller, write=write)
+
+
+def _reopened(
+    where: str | os.PathLike[str],
+    max_entries: int,
+    ttl: float | None,
+    cache_sampled: bool,
+    clock: Callable[[], float],
+) -> SQLCache:
+    return SQLCache(
+        where, max_entries=max_entries, ttl=ttl, cache_sampled=cache_sampled, clock=clock
+    )
 
 
 def _data_of(reply: CachedReply) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import pickle
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -383,3 +384,12 @@ def test_the_log_and_the_trace_show_a_hit_as_from_the_cache(
     first, hit = (line for line in format_tree(read_trace(trace)).splitlines())
     assert "11+7 tokens" in first and "from the cache" not in first
     assert "tokens" not in hit and "from the cache" in hit
+
+
+def test_a_pickled_in_memory_cache_starts_empty_with_the_same_settings():
+    cache = InMemoryCache(5, ttl=30, cache_sampled=True)
+    cache.put("k", CachedReply(Message.assistant("v")))
+    model = pickle.loads(pickle.dumps(llms.FakeLLM(["x"], cache=cache)))
+    copy = model.cache
+    assert isinstance(copy, InMemoryCache) and copy is not cache
+    assert (copy.max_entries, copy.ttl, copy.cache_sampled, len(copy)) == (5, 30.0, True, 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ import pytest
 
 from chainkit import llms
 from chainkit._errors import StoreError
-from chainkit._store import open_postgres
+from chainkit._store import open_database, open_postgres
 from chainkit.llms import OpenAI, SQLCache
 from chainkit.llms.cache import CachedReply
 from chainkit.schema import FunctionCall, Message, TokenUsage, ToolCall
@@ -160,3 +161,14 @@ def test_concurrent_identical_async_calls_make_one_model_call(
     replies = arun(llm, main())
     assert len(openai_server.chat_requests()) == 1
     assert [reply.content for reply in replies] == ["Paris."] * 200
+
+
+def test_a_pickled_cache_opens_the_same_database(tmp_path: Path):
+    cache = SQLCache(tmp_path / "cache.db", max_entries=7, ttl=60)
+    cache.put("k", CachedReply(Message.assistant("kept")))
+    copy = pickle.loads(pickle.dumps(llms.FakeLLM(["x"], cache=cache))).cache
+    assert isinstance(copy, SQLCache) and (copy.max_entries, copy.ttl) == (7, 60.0)
+    assert copy.get("k") is not None
+    given = SQLCache(open_database(tmp_path / "other.db"))
+    with pytest.raises(llms.errors.ModelTypeError, match="give SQLCache the database's path"):
+        pickle.dumps(given)
