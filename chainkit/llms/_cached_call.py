@@ -14,6 +14,10 @@ one after the other would make N failing calls. When the leader gives up for a r
 own (cancelled, interrupted, its streaming function raised), the waiters try again, one of
 them leading.
 
+A cache that fails to keep a reply (a full disk, a database out of reach) is logged as a
+warning and the call returns the reply it paid for; a cache that fails to look a key up fails
+the call, before anything was paid.
+
 What is never kept: an error (nothing to keep), a refusal (`extra["refusal"]`), a reply the
 server cut short for its content (finish_reason "content_filter"), and an empty reply (no
 text, parts nor tool calls: a server's glitch more often than an answer). A stream cut short
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import logging
 import re
 import threading
 from collections.abc import Awaitable, Callable
@@ -42,6 +47,7 @@ from chainkit.schema.message import ResponseMeta
 if TYPE_CHECKING:
     import asyncio
 
+logger = logging.getLogger("chainkit")
 _WORDS = re.compile(r"\s*+\S++|\s++")
 """A text's pieces when it was not streamed: each word with the space before it."""
 _WAITED_NOTE = "raised by an identical call made at the same time, whose reply this call waited for"
@@ -89,6 +95,8 @@ def generate(
     try:
         if keepable(fresh):
             cache.put(key, entry)
+    except Exception as error:
+        _not_kept(cache, error)
     finally:
         flight.finish(entry)
     if run.handler is not None:
@@ -127,11 +135,19 @@ async def agenerate(
     try:
         if keepable(fresh):
             await cache.aput(key, entry)
+    except Exception as error:
+        _not_kept(cache, error)
     finally:
         flight.finish(entry)
     if run.handler is not None:
         run.end(fresh)
     return fresh
+
+
+def _not_kept(cache: ResponseCache, error: Exception) -> None:
+    """Logs a cache's failure to keep a reply: the reply was paid for, so the call returns it
+    all the same; only later calls miss it."""
+    logger.warning("%r could not keep a reply: %s: %s", cache, type(error).__name__, error)
 
 
 def keepable(reply: Message) -> bool:

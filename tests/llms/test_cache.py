@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from chainkit import chains, llms
+from chainkit._errors import StoreError
 from chainkit.callbacks import LogHandler, TraceFile, UsageTotals
 from chainkit.callbacks.trace_view import format_tree, read_trace
 from chainkit.llms import InMemoryCache, OpenAI
@@ -393,3 +394,21 @@ def test_a_pickled_in_memory_cache_starts_empty_with_the_same_settings():
     copy = model.cache
     assert isinstance(copy, InMemoryCache) and copy is not cache
     assert (copy.max_entries, copy.ttl, copy.cache_sampled, len(copy)) == (5, 30.0, True, 0)
+
+
+class FailingToKeep(InMemoryCache):
+    def put(self, key: str, reply: CachedReply) -> None:
+        raise StoreError("SQLCache('full.db') could not keep a reply: the disk is full")
+
+
+def test_a_cache_that_fails_to_keep_a_reply_logs_it_and_the_call_returns_the_reply(
+    mode: Mode,
+    make_openai: Callable[..., OpenAI],
+    openai_server: OpenAIServer,
+    caplog: pytest.LogCaptureFixture,
+):
+    llm = make_openai(temperature=0, cache=FailingToKeep())
+    openai_server.push("Paris.", "Paris!")
+    assert mode.generate(llm, QUESTION).content == "Paris."
+    assert "could not keep a reply: StoreError: SQLCache('full.db')" in caplog.text
+    assert mode.generate(llm, QUESTION).content == "Paris!"
