@@ -31,7 +31,7 @@ import copy
 import logging
 import re
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -73,35 +73,28 @@ def generate(
 ) -> Message:
     """The reply to a call with `key`: from `cache`, from an identical call made at the same
     time, or from `reply()` (the backend), kept in `cache` when it may be."""
-    recorder = _listen(run, request, start)
+    steps = _steps(cache, key, run, request, _listen(run, request, start))
+    sent: Any = None
+    error: BaseException | None = None
     while True:
-        flight, leading = _flights.join(cache, key)
-        if leading:
-            break
-        shared = flight.wait()
-        if shared is not None:
-            return _hit(run, request, shared.copy())
-    try:
-        found = cache.get(key)
-        fresh = reply() if found is None else None
-    except BaseException as error:
-        flight.fail(error)
-        raise
-    if found is not None:
-        flight.finish(found)
-        return _hit(run, request, found)
-    assert fresh is not None
-    entry = CachedReply(fresh, _pieces(recorder, fresh))
-    try:
-        if keepable(fresh):
-            cache.put(key, entry)
-    except Exception as error:
-        _not_kept(cache, error)
-    finally:
-        flight.finish(entry)
-    if run.handler is not None:
-        run.end(fresh)
-    return fresh
+        try:
+            step, argument = steps.send(sent) if error is None else steps.throw(error)
+        except StopIteration as done:
+            reply_message: Message = done.value
+            return reply_message
+        try:
+            error = None
+            if step is _GET:
+                sent = cache.get(key)
+            elif step is _WAIT:
+                sent = argument.wait()
+            elif step is _REPLY:
+                sent = reply()
+            else:
+                cache.put(key, argument)
+                sent = None
+        except BaseException as failed:
+            sent, error = None, failed
 
 
 async def agenerate(
@@ -112,18 +105,54 @@ async def agenerate(
     start: Start,
     reply: Callable[[], Awaitable[Message]],
 ) -> Message:
-    """Async twin of `generate`."""
-    recorder = _listen(run, request, start)
+    """Async twin of `generate`: the same steps, awaited."""
+    steps = _steps(cache, key, run, request, _listen(run, request, start))
+    sent: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step, argument = steps.send(sent) if error is None else steps.throw(error)
+        except StopIteration as done:
+            reply_message: Message = done.value
+            return reply_message
+        try:
+            error = None
+            if step is _GET:
+                sent = await cache.aget(key)
+            elif step is _WAIT:
+                sent = await argument.await_outcome()
+            elif step is _REPLY:
+                sent = await reply()
+            else:
+                await cache.aput(key, argument)
+                sent = None
+        except BaseException as failed:
+            sent, error = None, failed
+
+
+_GET, _WAIT, _REPLY, _PUT = "get", "wait", "reply", "put"
+"""What a step asks its driver for: the cache's entry for the key, the outcome of the flight
+it waits on, the backend's reply, the entry kept."""
+Steps = Generator[tuple[str, Any], Any, Message]
+
+
+def _steps(
+    cache: ResponseCache, key: str, run: Run, request: Streamed, recorder: _Recorder | None
+) -> Steps:
+    """A call through the cache, as steps a driver performs (`generate` does them, and
+    `agenerate` awaits them), so that the logic is written once: join the key's flight and
+    wait for its leader, or lead it (look the key up; on a miss, ask the backend and keep the
+    reply), then end the run."""
     while True:
         flight, leading = _flights.join(cache, key)
         if leading:
             break
-        shared = await flight.await_outcome()
+        shared = yield _WAIT, flight
         if shared is not None:
             return _hit(run, request, shared.copy())
     try:
-        found = await cache.aget(key)
-        fresh = await reply() if found is None else None
+        found: CachedReply | None = yield _GET, None
+        fresh: Message | None = (yield _REPLY, None) if found is None else None
     except BaseException as error:
         flight.fail(error)
         raise
@@ -134,7 +163,7 @@ async def agenerate(
     entry = CachedReply(fresh, _pieces(recorder, fresh))
     try:
         if keepable(fresh):
-            await cache.aput(key, entry)
+            yield _PUT, entry
     except Exception as error:
         _not_kept(cache, error)
     finally:
