@@ -31,7 +31,11 @@ AS_INSTALLED = textwrap.dedent(
     """
 )
 
-NEEDS = {"bench/bench_langchain_baseline.py": "langchain_classic", "bench/mutation.py": "mutmut"}
+NEEDS = {
+    "bench/bench_langchain_baseline.py": "langchain_classic",
+    "bench/bench_pipeline_langchain.py": "langchain_core",
+    "bench/mutation.py": "mutmut",
+}
 """Scripts that need a package the docs say to install first, or that `.[dev]` brings (mutmut):
 without it, as where only `.[test]` is installed, they skip."""
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]

@@ -148,3 +148,50 @@ def test_a_word_that_can_be_no_literal_fails_at_once_not_when_it_ends() -> None:
     assert stream.chars_read <= len('{"a": 1, "b": nullx') + 100_000
     with pytest.raises(JSONTextError, match="unexpected 'nullx'"):
         stream.whole()
+
+
+def read_by_stream(text: str) -> dict[str, object] | str:
+    """What ObjectStream reads in `text`, or its error's message."""
+    stream = ObjectStream()
+    stream.feed(text)
+    try:
+        return stream.whole()
+    except JSONTextError as error:
+        return str(error)
+
+
+def read_by_find_object(text: str) -> dict[str, object] | str:
+    try:
+        return find_object(text)
+    except JSONTextError as error:
+        return str(error)
+
+
+@given(VALUES, st.booleans(), st.sampled_from(["", " ", "\n\t"]))
+def test_an_object_alone_reads_as_the_stream_reads_it(
+    value: dict[str, Any], ascii_only: bool, space: str
+) -> None:
+    text = space + json.dumps(value, ensure_ascii=ascii_only) + space
+    assert find_object(text) == read_by_stream(text) == value
+
+
+DEEP = '{"a": ' + "[" * 250 + "]" * 250 + "}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": NaN}',  # json.loads reads these constants; a model's JSON has none
+        '{"a": Infinity}',
+        '{"a": [1, -Infinity]}',
+        '{"s": "a\\ud83dx"}',  # a lone surrogate: json.loads keeps it as it is
+        '{"s": "\\ude00"}',
+        DEEP,  # nested deeper than the stream reads
+        '{"a": "tab\there"}',  # a control character json.loads refuses
+        '{"a": 1,}',
+        '{"a": 1} and then some',
+        '{"n": ' + "1" * 5000 + "}",  # a number too long for int()
+    ],
+)
+def test_what_json_loads_reads_otherwise_reads_as_the_stream_reads_it(text: str) -> None:
+    assert read_by_find_object(text) == read_by_stream(text)

@@ -60,8 +60,9 @@ class Event:
       "llm"), in the order the model wrote them: a run's pieces joined are its reply's text,
       but for those a `retry` of the run discards; llm_end `{"message"}` (the reply, with
       its usage in `response_meta`),
-      partial_object `{"value"}` (what a streamed typed result of `llms.generate_object`
-      holds so far, as JSON data; one each time it grows, a long list's every few chunks)
+      partial_object `{"value"}` (what a streamed typed result of `llms.generate_object`,
+      or the parser right after the model in a pipeline, holds so far, as JSON data; one
+      each time it grows, a long list's every few chunks)
     - tool_start `{"input", "tool_call_id"}`, tool_end `{"output", "tool_call_id"}`,
       tool_error `{"error", "tool_call_id"}`: the id of the model's tool call the tool run
       carries out, as its agent_action's `tool_call_id` (None for an action parsed from text,

@@ -117,8 +117,8 @@ class Handler:
         run (a `token` event, whose `data["text"]` is `chunk`)."""
 
     def handle_partial_object(self, value: Any) -> None:
-        """A streamed typed result (`llms.generate_object`) grew: `value` is what it holds
-        so far, as JSON data."""
+        """A streamed typed result (`llms.generate_object`, or the parser right after the
+        model in a pipeline) grew: `value` is what it holds so far, as JSON data."""
 
     def handle_retry(
         self, attempt: int, error: BaseException, wait_seconds: float, discarded: str

@@ -57,9 +57,20 @@ message's text); None where they are the same."""
 @dataclass(slots=True)
 class Wiring:
     """What fitting the steps of one pipeline found: the input keys its steps need from the
-    pipeline's inputs, in the order first needed."""
+    pipeline's inputs, in the order first needed. `shared` says the value being fitted to
+    goes to several steps at once (a dict's, a branch's, fallbacks'): a key one of them leaves
+    unused may be another's, so none is refused for it."""
 
     inputs: list[str] = field(default_factory=list)
+    shared: bool = False
+
+    def for_members(self) -> Wiring:
+        """The wiring of steps that share the value they get."""
+        return Wiring(self.inputs, shared=True)
+
+    def for_next(self) -> Wiring:
+        """The wiring of a step that alone gets the value of the step before it."""
+        return self if not self.shared else Wiring(self.inputs)
 
     def need_input(self, key: str) -> None:
         if key not in self.inputs:
@@ -96,6 +107,8 @@ def into_keys(
         _check_whole(given, before, step)
         if len(required) == 1 and not is_dict_type(given.type):
             key = required[0]
+            if given.type is Any:  # a dict that comes is the keys; anything else the key's value
+                return lambda value: value if isinstance(value, Mapping) else {key: value}
             return lambda value: {key: value}
         if is_dict_type(given.type) or given.type is Any:
             return None  # a dict whose keys are known only when it comes: checked then
@@ -116,16 +129,18 @@ def into_keys(
     return None
 
 
-def check_unused(given: Shape, used: Sequence[str], before: str, step: str) -> None:
+def check_unused(given: Shape, used: Sequence[str], wiring: Wiring, before: str, step: str) -> None:
     """Refuses keys that `before` makes for `step` alone and `step` would ignore: a value
     computed to be dropped, most often under a misspelt key."""
-    if not isinstance(given, Keys) or given.carries_inputs:
+    if not isinstance(given, Keys) or given.carries_inputs or wiring.shared:
         return
     unused = sorted(given.known.difference(used))
     if unused:
+        missing = [name for name in used if name not in given.known]
         raise ChainWiringError(
             f"{step} does not use the key(s) {unused} that {before} gives; its variables are "
-            f"{sorted(used)}{_did_you_mean(unused, used)}. Remove them, or use them in {step}"
+            f"{sorted(used)}{_did_you_mean(missing, unused)}. Remove them, or use them in "
+            f"{step}"
         )
 
 

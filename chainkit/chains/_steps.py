@@ -146,7 +146,7 @@ class PromptStep(Step):
     def fit(self, given: Shape, before: str, wiring: Wiring) -> Fitted:
         variables = list(self.prompt.input_variables)
         adapt = into_keys(given, variables, wiring, before, self.name)
-        check_unused(given, variables, before, self.name)
+        check_unused(given, variables, wiring, before, self.name)
         name, prompt = self.name, self.prompt
 
         def format_messages(values: Any) -> list[Message]:
@@ -188,9 +188,10 @@ def messages_for(step: str, value: Any) -> list[Message]:
     )
 
 
-def model_name(model: object) -> str:
-    name = getattr(model, "name", None)
-    return name if isinstance(name, str) else type(model).__name__
+def part_name(part: object) -> str:
+    """A model's or parser's name in runs and errors: its `name`, else its class's."""
+    name = getattr(part, "name", None)
+    return name if isinstance(name, str) else type(part).__name__
 
 
 class ModelStep(Step):
@@ -198,7 +199,7 @@ class ModelStep(Step):
 
     def __init__(self, model: Model) -> None:
         self.model = model
-        self.name = model_name(model)
+        self.name = part_name(model)
 
     def fit(self, given: Shape, before: str, wiring: Wiring) -> Fitted:
         adapt = into_value(given, MODEL_INPUT, before, self.name)
@@ -223,7 +224,7 @@ class ParserStep(Step):
 
     def __init__(self, parser: Any) -> None:
         self.parser = parser
-        self.name = _parser_name(parser)
+        self.name = part_name(parser)
 
     def fit(self, given: Shape, before: str, wiring: Wiring) -> Fitted:
         adapt = into_value(given, TEXT, before, self.name)
@@ -233,11 +234,6 @@ class ParserStep(Step):
             return parse(text_of(text))
 
         return adapted(adapt, *plain_run(name, read), Value(output_type_of(self.parser)))
-
-
-def _parser_name(parser: object) -> str:
-    name = getattr(parser, "name", None)
-    return name if isinstance(name, str) else type(parser).__name__
 
 
 class ModelParseStep(Step):

@@ -12,6 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import copy_context
 from typing import Any, Unpack
 
+from chainkit._pipe import Pipeable
 from chainkit._progress import Progress
 from chainkit._stop import call_guarded, stop_escaped
 from chainkit._text import shorten
@@ -33,6 +34,7 @@ from chainkit.chains.errors import (
 )
 from chainkit.llms import Model
 from chainkit.llms.options import KNOWN_OPTIONS, CallOptions, check_options
+from chainkit.prompts import BasePromptTemplate
 
 _NO_INPUT: Any = object()
 """`run`'s input when none was given (None is an input like any other)."""
@@ -40,15 +42,23 @@ _NO_INPUT: Any = object()
 
 def check_chain(function: str, chain: object) -> None:
     """Raises ChainTypeError, before any work, when what `function` was given to run is no
-    chain; a model is told how to become one."""
+    chain; a model or a pipeline step (a tool, a prompt, `chains.pick(...)`) is told how to
+    become one."""
     if Chain in type(chain).__mro__:  # cheaper than an isinstance test of the ABC
         return
-    advice = "pass a Chain: a chains.LLMChain, an agents.Executor, or a Chain subclass of yours"
+    advice = (
+        "pass a Chain: a pipeline (prompt | model | parser), a chains.LLMChain, an "
+        "agents.Executor, or a Chain subclass of yours"
+    )
     if isinstance(chain, Model):
         advice = (
-            "wrap a model in a chain: chains.LLMChain(prompts.PromptTemplate.from_template("
-            "'{question}'), model), or call it with llms.call(model, prompt)"
+            "pipe a prompt into the model: prompts.PromptTemplate.from_template('{question}') "
+            "| model | parsers.TextParser(), or call it with llms.call(model, prompt)"
         )
+    elif isinstance(chain, BasePromptTemplate):
+        advice = "pipe the prompt into a model: prompt | model | parsers.TextParser()"
+    elif isinstance(chain, Pipeable):
+        advice = "it is a pipeline step: run it as a pipeline, chains.pipe(step)"
     raise ChainTypeError(f"chains.{function} runs a chain, got {type(chain).__name__}: {advice}")
 
 

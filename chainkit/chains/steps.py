@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from chainkit._threads import submit
+from chainkit.callbacks.pacing import pacer_of
 from chainkit.callbacks.run import active_handler, enter
 from chainkit.chains import api
 from chainkit.chains._shapes import (
@@ -31,6 +32,7 @@ from chainkit.chains._steps import (
     Step,
     adapted,
     ain_run,
+    checked_inputs,
     in_run,
     plain_run,
 )
@@ -165,18 +167,31 @@ def fit_all(
     for each in steps:
         one = each.fit(given, before, wiring)
         fitted.append(one)
-        given, before = one.gives, each.name
+        given, before, wiring = one.gives, each.name, wiring.for_next()
     return fitted, given
 
 
 def run_all(fitted: Sequence[Fitted], value: Any, options: dict[str, Any]) -> Any:
-    for one in fitted:
+    """Runs the steps in turn; a stream's reader is caught up with before each step after the
+    first, so that a reader who stopped reading stops the steps not yet started."""
+    pacer = pacer_of(active_handler())
+    first, *rest = fitted
+    value = first.run(value, options)
+    for one in rest:
+        if pacer is not None:
+            pacer.pause()
         value = one.run(value, options)
     return value
 
 
 async def arun_all(fitted: Sequence[Fitted], value: Any, options: dict[str, Any]) -> Any:
-    for one in fitted:
+    """Async twin of `run_all`."""
+    pacer = pacer_of(active_handler())
+    first, *rest = fitted
+    value = await first.arun(value, options)
+    for one in rest:
+        if pacer is not None:
+            await pacer.apause()
         value = await one.arun(value, options)
     return value
 
@@ -213,7 +228,8 @@ class _Parallel(Step):
         self.takes_value = all(each.takes_value for each in steps.values())
 
     def fit(self, given: Shape, before: str, wiring: Wiring) -> Fitted:
-        fitted = {key: each.fit(given, before, wiring) for key, each in self.steps.items()}
+        members = wiring.for_members()
+        fitted = {key: each.fit(given, before, members) for key, each in self.steps.items()}
         return Fitted(*self._runs(fitted), Keys(frozenset(fitted)))
 
     def _runs(self, fitted: dict[str, Fitted]) -> tuple[Any, Any]:
@@ -290,15 +306,20 @@ class _Pick(Step):
         if isinstance(given, Value) and not _takes_dict(given):
             raise ChainWiringError(f"{self.name} takes a dict, and {before} gives {given}")
         into_keys(given, self.keys, wiring, before, self.name)
-        keys = self.keys
+        keys, name = self.keys, self.name
         if len(keys) == 1:
             (key,) = keys
-            work: Callable[[Any], Any] = lambda values: values[key]  # noqa: E731
-            return Fitted(*plain_run(self.name, work), Value())
-        return Fitted(
-            *plain_run(self.name, lambda values: {k: values[k] for k in keys}),
-            Keys(frozenset(keys)),
-        )
+
+            def one(values: Any) -> Any:
+                return checked_inputs(name, values, keys)[key]
+
+            return Fitted(*plain_run(name, one), Value())
+
+        def several(values: Any) -> dict[str, Any]:
+            checked = checked_inputs(name, values, keys)
+            return {k: checked[k] for k in keys}
+
+        return Fitted(*plain_run(name, several), Keys(frozenset(keys)))
 
 
 class _Branch(Step):
@@ -310,8 +331,9 @@ class _Branch(Step):
 
     def fit(self, given: Shape, before: str, wiring: Wiring) -> Fitted:
         conditions = [condition for condition, _ in self.cases]
-        chosen = [each.fit(given, before, wiring) for _, each in self.cases]
-        otherwise = self.default.fit(given, before, wiring)
+        members = wiring.for_members()
+        chosen = [each.fit(given, before, members) for _, each in self.cases]
+        otherwise = self.default.fit(given, before, members)
         gives = _common([one.gives for one in [*chosen, otherwise]])
         name = self.name
 
@@ -350,7 +372,8 @@ class _Fallbacks(Step):
         self.takes_value = steps[0].takes_value
 
     def fit(self, given: Shape, before: str, wiring: Wiring) -> Fitted:
-        fitted = [each.fit(given, before, wiring) for each in self.steps]
+        members = wiring.for_members()
+        fitted = [each.fit(given, before, members) for each in self.steps]
         names = [each.name for each in self.steps]
         falls_back, name = self.falls_back, self.name
 

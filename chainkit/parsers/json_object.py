@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
-from chainkit._jsonschema.lenient import JSONTextError, ObjectStream
+from chainkit._jsonschema.lenient import JSONTextError, ObjectStream, find_object
 from chainkit.parsers.base import CopyBudget, Parser, checked_text
 from chainkit.parsers.errors import ParseError
 
@@ -35,33 +34,10 @@ class JSONParser(Parser):
 
 def read_object(parser: Parser, text: str) -> dict[str, Any]:
     """The first JSON object in `text`; ParseError naming `parser` when there is none."""
-    whole = _plain_object(text)
-    if whole is not None:
-        return whole
-    stream = ObjectStream()
-    stream.feed(text)
     try:
-        return stream.whole()
+        return find_object(text)
     except JSONTextError as error:
         raise ParseError(parser.name, "a JSON object", text, str(error)) from None
-
-
-def _plain_object(text: str) -> dict[str, Any] | None:
-    """`text` read by the standard library when it is one plain JSON object and nothing else,
-    as most replies are; None for anything the tolerant reader must decide (fences, prose,
-    trailing commas, NaN, nesting too deep for the C decoder)."""
-    stripped = text.strip()
-    if not (stripped.startswith("{") and stripped.endswith("}")):
-        return None
-    try:
-        value = json.loads(stripped, parse_constant=_refused)
-    except (ValueError, RecursionError):
-        return None
-    return value if type(value) is dict else None
-
-
-def _refused(constant: str) -> Any:
-    raise ValueError(constant)
 
 
 class ObjectReader:

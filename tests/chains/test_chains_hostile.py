@@ -340,24 +340,56 @@ NOT_CHAIN_CALLS = {
 
 
 @pytest.mark.parametrize("function", sorted(NOT_CHAIN_CALLS))
-def test_a_model_given_as_a_chain_is_told_how_to_wrap_it(function):
+def test_a_model_given_as_a_chain_is_told_to_pipe_a_prompt_into_it(function):
     model = FakeLLM(["never asked"])
     with pytest.raises(chains.errors.ChainTypeError) as raised:
         NOT_CHAIN_CALLS[function](model)
-    assert str(raised.value).startswith(f"chains.{function} runs a chain, got FakeLLM: ")
-    assert "chains.LLMChain(" in str(raised.value)
+    assert str(raised.value) == (
+        f"chains.{function} runs a chain, got FakeLLM: pipe a prompt into the model: "
+        "prompts.PromptTemplate.from_template('{question}') | model | parsers.TextParser(), "
+        "or call it with llms.call(model, prompt)"
+    )
     assert model.calls == []
 
 
 @pytest.mark.parametrize("function", sorted(NOT_CHAIN_CALLS))
-@pytest.mark.parametrize("thing", ["a prompt", None, tools.Calculator()])
+@pytest.mark.parametrize(
+    ("thing", "advice"),
+    [
+        (PromptTemplate.from_template("{q}"), "pipe the prompt into a model: prompt | model"),
+        (tools.Calculator(), "it is a pipeline step: run it as a pipeline, chains.pipe(step)"),
+        (chains.pick("q"), "it is a pipeline step: run it as a pipeline, chains.pipe(step)"),
+    ],
+)
+def test_a_pipeline_part_given_as_a_chain_is_told_how_to_run_it(function, thing, advice):
+    with pytest.raises(chains.errors.ChainTypeError) as raised:
+        NOT_CHAIN_CALLS[function](thing)
+    message = str(raised.value)
+    assert message.startswith(f"chains.{function} runs a chain, got {type(thing).__name__}: ")
+    assert advice in message
+
+
+@pytest.mark.parametrize("function", sorted(NOT_CHAIN_CALLS))
+@pytest.mark.parametrize("thing", ["a prompt", None, object()])
 def test_anything_else_given_as_a_chain_is_named(function, thing):
     with pytest.raises(chains.errors.ChainTypeError) as raised:
         NOT_CHAIN_CALLS[function](thing)
     assert str(raised.value) == (
         f"chains.{function} runs a chain, got {type(thing).__name__}: pass a Chain: a "
-        "chains.LLMChain, an agents.Executor, or a Chain subclass of yours"
+        "pipeline (prompt | model | parser), a chains.LLMChain, an agents.Executor, or a Chain "
+        "subclass of yours"
     )
+
+
+def test_the_pipeline_a_model_is_told_to_become_runs():
+    # The advice names parsers.TextParser; a function taking str ends it the same way here.
+    def text(reply: str) -> str:
+        return reply
+
+    model = FakeLLM(["an answer"])
+    pipeline = PromptTemplate.from_template("{question}") | model | text
+    assert chains.run(pipeline, "a question") == "an answer"
+    assert chains.run(chains.pipe(tools.Calculator()), "6 * 7") == "42"
 
 
 # Inputs given by name, as LangChain's chain.predict(question=...) takes them.

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from chainkit import chains, llms, prompts
-from chainkit.chains.errors import ChainTypeError, ChainWiringError
+from chainkit.chains.errors import ChainTypeError, ChainWiringError, MissingInputKeysError
 from chainkit.llms import OpenAI
 from tests.support.openai_server import OpenAIServer
 
@@ -136,3 +136,41 @@ def test_a_plain_function_takes_what_its_annotation_says_or_anything() -> None:
 
     chains.pipe(P("{q}"), llms.FakeLLM(["x"]), takes_any)
     chains.pipe(P("{q}"), takes_any)  # messages, to a function of no stated type
+
+
+def test_steps_sharing_a_value_may_each_leave_keys_the_others_use() -> None:
+    plain = P("Answer {question}")
+    translated = P("Answer {question} in {language}")
+    two = {"question": chains.pick("question"), "language": chains.pick("language")}
+    chains.pipe(two, chains.branch((lambda values: True, plain), default=translated))
+    chains.pipe(two, {"short": plain, "long": translated})
+    chains.pipe(two, chains.fallbacks(plain, translated))
+    chains.pipe(two, chains.assign(prompt=plain))
+    with pytest.raises(ChainWiringError, match=r"does not use the key\(s\) \['language'\]"):
+        chains.pipe(two, plain)
+
+
+def test_an_unused_key_suggests_only_a_variable_not_given() -> None:
+    with pytest.raises(ChainWiringError) as raised:
+        chains.pipe({"question": chains.pick("q"), "extra": chains.pick("q")}, P("{question}"))
+    assert "did you mean" not in str(raised.value)
+    with pytest.raises(ChainWiringError, match=r"did you mean 'langauge' for 'language'\?"):
+        chains.pipe(
+            {"question": chains.pick("q"), "langauge": chains.pick("q")}, P("{question} {language}")
+        )
+
+
+def test_a_dict_from_an_untyped_step_fills_a_prompt_of_one_variable_by_its_keys() -> None:
+    def misspelt(value):
+        return {"questoin": value}
+
+    def text(value):
+        return value
+
+    with pytest.raises(
+        MissingInputKeysError,
+        match=r"PromptTemplate is missing input key\(s\) \['question'\]; got \['questoin'\]",
+    ):
+        chains.call(chains.pipe(misspelt, P("Q: {question}")), {"input": "hi"})
+    outputs = chains.call(chains.pipe(text, P("Q: {question}")), {"input": "hi"})
+    assert outputs["output"][0].content == "Q: hi"

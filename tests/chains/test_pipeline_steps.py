@@ -10,7 +10,13 @@ import pytest
 
 from chainkit import chains, llms, prompts
 from chainkit.callbacks import Handler
-from chainkit.chains.errors import AllStepsFailedError, ChainTypeError, ChainWiringError
+from chainkit.chains.errors import (
+    AllStepsFailedError,
+    ChainTypeError,
+    ChainWiringError,
+    InputsTypeError,
+    MissingInputKeysError,
+)
 from chainkit.llms.errors import ModelConnectionError
 from tests.support.modes import Mode
 from tests.support.openai_server import Fault, OpenAIServer
@@ -180,3 +186,14 @@ def test_retry_gives_up_after_its_attempts_and_on_errors_it_does_not_take(mode: 
     with pytest.raises(KeyError):
         mode.run(chains.pipe(str.strip, chains.retry(wrong, backoff=fast)), "x")
     assert len(calls) == 1
+
+
+def test_pick_names_itself_when_the_key_or_the_dict_is_missing(mode: Mode) -> None:
+    with pytest.raises(
+        MissingInputKeysError, match=r"pick\('b'\) is missing input key\(s\) \['b'\]; got \['a'\]"
+    ):
+        mode.call(chains.pipe(lambda value: {"a": value}, chains.pick("b")), {"input": 1})
+    with pytest.raises(
+        InputsTypeError, match=r"pick\('b', 'c'\) takes a dict of \['b', 'c'\], got int"
+    ):
+        mode.call(chains.pipe(lambda value: 3, chains.pick("b", "c")), {"input": 1})

@@ -173,3 +173,31 @@ def test_closing_an_async_stream_cancels_the_steps_not_yet_started(
 
     asyncio.run(main())
     assert reached == []
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_a_run_racing_ahead_of_its_reader_waits_before_each_step(is_async: bool) -> None:
+    # FakeLLM streams at once, in the run's own thread or task: only waiting for the reader
+    # between steps keeps the step after it from running once the reader has stopped.
+    reached: list[str] = []
+
+    def after(reply: Any) -> str:
+        reached.append(reply.content)
+        return str(reply.content)
+
+    pipeline = P("{q}") | llms.FakeLLM(["several words streamed"], chunk_size=1) | after
+    if is_async:
+
+        async def main() -> None:
+            async with chains.astream(pipeline, "go") as stream:
+                async for event in stream:
+                    if event.kind == "token":
+                        break
+
+        asyncio.run(main())
+    else:
+        with chains.stream(pipeline, "go") as stream:
+            for event in stream:
+                if event.kind == "token":
+                    break
+    assert reached == []

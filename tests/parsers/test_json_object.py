@@ -88,6 +88,25 @@ def test_any_cutting_ends_with_the_parsed_object(value: dict[str, Any], cuts: li
     assert all(earlier != later for earlier, later in itertools.pairwise(found))
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"s": "a\\ud83dx"}',  # a lone surrogate escape: no text holds one
+        '{"a": ' + "[" * 300 + "]" * 300 + "}",  # nested deeper than the reader goes
+        '{"a": NaN}',
+    ],
+)
+def test_an_object_alone_parses_as_its_stream_ends(text: str) -> None:
+    """A reply that is one object, read whole, gives what reading it streamed gives."""
+    streamed = partials(parsers.JSONParser(), [text])
+    try:
+        parsed = parsers.JSONParser().parse(text)
+    except parsers.ParseError:
+        assert streamed == []
+    else:
+        assert streamed == [parsed]
+
+
 def test_a_huge_object_streams_in_linear_work(monkeypatch: pytest.MonkeyPatch) -> None:
     copied = [0]
     partial = ObjectStream.partial
