@@ -148,6 +148,9 @@ def _steps(
         if leading:
             break
         shared = yield _WAIT, flight
+        if shared is _ALONE:
+            flight = _Flight()  # one no other call joins
+            break
         if shared is not None:
             return _hit(run, request, shared.copy())
     try:
@@ -255,22 +258,30 @@ class _Shared:
 
 _GAVE_UP = object()
 """The outcome of a flight whose leader gave up for a reason of its own."""
+_ALONE = object()
+"""What a sync call gets instead of waiting for a leader in its own thread (an async call on
+the event loop it would block, or its own streaming function calling again): the leader
+could never go on, so the call is made on its own."""
 
 
 class _Flight:
     """Identical calls in progress: the leader's, and those waiting for its outcome."""
 
-    __slots__ = ("_done", "_futures", "_outcome", "waiters")
+    __slots__ = ("_done", "_futures", "_outcome", "leader_thread", "waiters")
 
     def __init__(self) -> None:
+        self.leader_thread = threading.get_ident()
         self.waiters = 0
         """How many calls have joined it to wait."""
         self._done: threading.Event | None = None  # made for the first waiter: most have none
         self._futures: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = []
         self._outcome: object = None
 
-    def wait(self) -> _Shared | None:
-        """The leader's reply; None when it gave up; raises its model error."""
+    def wait(self) -> object:
+        """The leader's reply; None when it gave up, `_ALONE` when it runs in this thread;
+        raises its model error."""
+        if self.leader_thread == threading.get_ident():
+            return _ALONE
         assert self._done is not None  # made when this caller joined
         self._done.wait()
         return _taken(self._outcome)

@@ -18,7 +18,7 @@ from chainkit import chains, llms
 from chainkit._errors import StoreError
 from chainkit.callbacks import LogHandler, TraceFile, UsageTotals
 from chainkit.callbacks.trace_view import format_tree, read_trace
-from chainkit.llms import InMemoryCache, OpenAI
+from chainkit.llms import InMemoryCache, OpenAI, _cached_call
 from chainkit.llms.cache import CachedReply, set_cache
 from chainkit.prompts import PromptTemplate
 from chainkit.schema import Message
@@ -412,3 +412,24 @@ def test_a_cache_that_fails_to_keep_a_reply_logs_it_and_the_call_returns_the_rep
     assert mode.generate(llm, QUESTION).content == "Paris."
     assert "could not keep a reply: StoreError: SQLCache('full.db')" in caplog.text
     assert mode.generate(llm, QUESTION).content == "Paris!"
+
+
+@pytest.mark.timeout(60)
+def test_a_sync_call_never_waits_for_a_leader_in_its_own_thread(
+    cached_llm: OpenAI, openai_server: OpenAIServer, arun: Any
+):
+    # An async call leads, paused mid-stream; a sync call on the same event loop's thread
+    # (blocking code in a coroutine) would block the very loop the leader needs.
+    openai_server.push(Reply("Paris.", pause_after=0), "Paris!")
+
+    async def main() -> tuple[Message, Message]:
+        leader = asyncio.create_task(cached_llm.agenerate(QUESTION, streaming_func=print))
+        while not _cached_call._flights._by_key:
+            await asyncio.sleep(0)
+        alone = cached_llm.generate(QUESTION)  # blocking the loop, on purpose
+        openai_server.resume.set()
+        return alone, await leader
+
+    alone, led = arun(cached_llm, main())  # without the rule: never, the loop blocked
+    assert {alone.content, led.content} == {"Paris.", "Paris!"}
+    assert len(openai_server.chat_requests()) == 2
