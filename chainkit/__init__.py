@@ -1,8 +1,12 @@
 """chainkit: composable LLM chains and agents you can read, debug and trust.
 
 Import the subpackages you use: ``from chainkit import agents, chains, llms, tools``.
+``chainkit.open_database(where)`` opens a SQLite file or a PostgreSQL DSN once, for every
+store (checkpoints, chat history, the response cache) to share.
 Importing chainkit loads neither openai nor jinja2.
 """
+
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from chainkit._errors import (
     ChainkitError,
@@ -14,6 +18,9 @@ from chainkit._errors import (
     StoreError,
     StoreUnavailableError,
 )
+
+if _TYPE_CHECKING:
+    from chainkit._store import open_database as open_database
 
 __version__: str
 """The installed distribution's version, read from its metadata when first asked for."""
@@ -27,10 +34,20 @@ __all__ = [
     "StoreConfigError",
     "StoreError",
     "StoreUnavailableError",
+    "open_database",
 ]
 
 
-def __getattr__(name: str) -> str:
+def __dir__() -> list[str]:
+    return sorted({*globals(), "open_database", "__version__"})
+
+
+def __getattr__(name: str) -> object:
+    if name == "open_database":  # the store layer loads with the first store, or when asked
+        from chainkit._store import open_database
+
+        globals()[name] = open_database
+        return open_database
     # importlib.metadata takes longer to import than chainkit: only when the version is read.
     if name != "__version__":
         raise AttributeError(f"module 'chainkit' has no attribute {name!r}")

@@ -10,6 +10,10 @@ connections before the loop ends, as an async program should.
 `batch`) is `chains.run(...)` or `await chains.arun(...)`, and `mode.generate(model, messages)`
 is `model.generate(...)` or `await model.agenerate(...)` (tests/support/modes.py).
 
+`where` runs a test once on a SQLite file (in the test's folder) and once on the test
+PostgreSQL server (its DSN; tests/support/postgres.py): a database as a user names it to a
+store.
+
 `events` is a fresh `EventRecorder` (tests/support/event_recorder.py), the handler that
 records every event.
 
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -37,6 +42,7 @@ from tests.support.event_recorder import EventRecorder
 from tests.support.modes import MODES, AsyncClosable, Mode, run_then_close
 from tests.support.named_errors import every_error_is_named  # noqa: F401 - an autouse fixture
 from tests.support.openai_server import TEST_API_KEY, OpenAIServer, server_threads
+from tests.support.postgres import postgres_dsn
 
 T = TypeVar("T")
 
@@ -94,3 +100,10 @@ def events() -> EventRecorder:
 @pytest.fixture(params=MODES)
 def mode(request: pytest.FixtureRequest) -> Mode:
     return Mode(request.param)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "store.db")
+    return postgres_dsn()

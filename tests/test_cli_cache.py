@@ -57,7 +57,7 @@ def test_a_path_without_a_cache_is_refused_and_left_alone(
     with sqlite3.connect(other) as connection:
         connection.execute("CREATE TABLE notes (text TEXT)")
     assert main(["cache", "clear", "--db", str(other)]) == 1
-    assert "holds no response cache" in capsys.readouterr().err
+    assert "a SQLite database without a response cache" in capsys.readouterr().err
     with sqlite3.connect(other) as connection:
         tables = connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
         assert [row[0] for row in tables] == ["notes"]
@@ -66,4 +66,4 @@ def test_a_path_without_a_cache_is_refused_and_left_alone(
     assert main(["cache", "stats", "--db", str(junk)]) == 1
     assert "not a SQLite database" in capsys.readouterr().err
     assert main(["cache", "stats", "--db", str(tmp_path)]) == 1
-    assert "is not a file" in capsys.readouterr().err
+    assert "is a folder" in capsys.readouterr().err

@@ -269,6 +269,7 @@ def test_the_root_and_the_errors_of_no_one_package_are_exported_from_chainkit_it
         "StoreConfigError",
         "StoreError",
         "StoreUnavailableError",
+        "open_database",
     ]
     assert chainkit.ChainkitError.__mro__[1:] == (Exception, BaseException, object)
     for name, standard in [

@@ -22,6 +22,7 @@ PINNED_EXPORTS = {
         "StoreConfigError",
         "StoreError",
         "StoreUnavailableError",
+        "open_database",
     ],
     "chainkit.agents": [
         "Agent",
@@ -158,6 +159,7 @@ PINNED_EXPORTS = {
         "ConversationTokenWindow",
         "ConversationWindow",
         "InMemoryHistory",
+        "SQLHistory",
     ],
     "chainkit.parsers": [
         "BooleanParser",
@@ -366,12 +368,20 @@ def test_checkpoints_load_neither_sqlite3_nor_psycopg_until_a_store_is_made():
     )
 
 
+def test_memory_loads_the_store_layer_only_for_a_sql_history():
+    loaded = loaded_after("from chainkit import memory\nmemory.ConversationBuffer()")
+    assert not {"chainkit._store", "sqlite3", "concurrent.futures"} & loaded
+    assert "chainkit._store" in loaded_after("from chainkit import memory\nmemory.SQLHistory")
+
+
 def test_the_store_layer_loads_neither_sqlite3_nor_psycopg_until_a_database_is_opened():
-    loaded = loaded_after(
-        "import chainkit\nfrom chainkit import _store\n"
-        "_store.open_database, _store.Database, chainkit.StoreError"
-    )
+    assert "chainkit._store" not in loaded_after("import chainkit\nchainkit.StoreError")
+    loaded = loaded_after("import chainkit\nchainkit.open_database, chainkit.StoreError")
     assert not {"sqlite3", "psycopg"} & loaded
+    assert "sqlite3" in loaded_after(
+        "import chainkit, tempfile, os\n"
+        "chainkit.open_database(os.path.join(tempfile.mkdtemp(), 'x.db')).close()"
+    )
 
 
 @pytest.mark.parametrize("package", sorted(PINNED_EXPORTS))

@@ -11,12 +11,21 @@ from typing import Any
 
 def positive(text: str) -> int:
     """A whole number from 1: a count, a limit."""
+    return _whole(text, 1)
+
+
+def count(text: str) -> int:
+    """A whole number from 0: how many of something, none included."""
+    return _whole(text, 0)
+
+
+def _whole(text: str, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
     return value
 
 

@@ -4,15 +4,14 @@ emptying it."""
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from typing import TYPE_CHECKING
 
 from chainkit._cli import exit_status, stderr
-from chainkit._text import counted, quoted
+from chainkit._cli.databases import check_existing
+from chainkit._text import counted
 
 if TYPE_CHECKING:
-    from chainkit._store import Database
     from chainkit.llms.sql_cache import SQLCache
 
 COMMAND = "cache"
@@ -43,11 +42,13 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Runs `chainkit cache`; its exit status."""
-    from chainkit._errors import StoreError
+    from chainkit._errors import StoreConfigError, StoreError
+    from chainkit.llms.sql_cache import TABLE, SQLCache
 
     try:
-        cache, database = _existing_cache(args.db)
-    except (StoreError, _NoCache) as refused:
+        check_existing(args.db, TABLE, "a response cache", "an llms.SQLCache")
+        cache = SQLCache(args.db)
+    except (StoreConfigError, StoreError) as refused:
         stderr.error(COMMAND, str(refused))
         return exit_status.FAILED
     try:
@@ -61,38 +62,8 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         stderr.error(COMMAND, str(refused))
         return exit_status.FAILED
     finally:
-        database.close()
+        cache.close()
     return exit_status.SUCCESS
-
-
-class _NoCache(Exception):
-    """--db names no cache: a path with no file, or a database without the cache's table."""
-
-
-def _existing_cache(where: str) -> tuple[SQLCache, Database]:
-    """The cache at `where`, which must hold one: `cache` reads a cache, and a mistyped path
-    never becomes a new one."""
-    from chainkit._store import is_dsn, open_database
-    from chainkit.llms.sql_cache import TABLE, SQLCache
-
-    if not is_dsn(where):
-        shown = quoted(where, 200)
-        if not os.path.exists(where):
-            raise _NoCache(f"no file {shown}: give --db the file an llms.SQLCache keeps")
-        if not os.path.isfile(where):
-            raise _NoCache(f"{shown} is not a file; --db takes a SQLite file")
-    database = open_database(where)
-    try:
-        columns = database.run(
-            "look for the cache", lambda cursor: database.columns(cursor, TABLE), write=False
-        )
-    except BaseException:
-        database.close()
-        raise
-    if not columns:
-        database.close()
-        raise _NoCache(f"{database.where} holds no response cache (no {TABLE} table)")
-    return SQLCache(database), database
 
 
 def _described(cache: SQLCache) -> str:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chainkit._cli import agent, exit_status, stderr
-from chainkit._text import counted, one_line, quoted, visible, visible_json
+from chainkit._cli.databases import check_existing
+from chainkit._errors import StoreConfigError
+from chainkit._store import is_dsn
+from chainkit._text import counted, one_line, visible, visible_json
 
 if TYPE_CHECKING:
     from chainkit.checkpoints import PostgresStore, SQLiteStore
@@ -78,7 +79,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
 
     try:
         store = _existing_store(args.db)
-    except (CheckpointError, StoreError) as refused:
+    except (CheckpointError, StoreError, StoreConfigError) as refused:
         stderr.error(COMMAND, str(refused))
         return exit_status.FAILED
     try:
@@ -101,7 +102,7 @@ def open_store(location: str) -> Store:
     """The store at `location`: a PostgreSQL URL, else a SQLite file."""
     from chainkit.checkpoints import PostgresStore, SQLiteStore
 
-    if location.startswith(("postgresql://", "postgres://")):
+    if is_dsn(location):
         return PostgresStore(location)
     return SQLiteStore(location)
 
@@ -109,52 +110,19 @@ def open_store(location: str) -> Store:
 def _existing_store(location: str) -> Store:
     """The store at `location`, which must hold chainkit's runs if it is a SQLite file:
     `runs` reads a store, and a mistyped path never becomes a new one."""
-    if not location.startswith(("postgresql://", "postgres://")):
-        _check_sqlite_store(location)
+    writer = "an Executor's SQLiteStore (or chainkit batch --checkpoint)"
+    check_existing(location, "chainkit_runs", "chainkit's runs", writer)
     return open_store(location)
-
-
-def _check_sqlite_store(path: str) -> None:
-    """Raises CheckpointConfigError, naming `path`, unless it is a SQLite file holding runs."""
-    import sqlite3
-    from contextlib import closing
-
-    from chainkit.checkpoints.errors import CheckpointConfigError
-
-    shown = quoted(path, 200)
-    if not os.path.exists(path):
-        raise CheckpointConfigError(
-            f"no file {shown}: give --db the file an Executor's SQLiteStore (or chainkit batch "
-            "--checkpoint) wrote, or a postgresql:// URL"
-        )
-    if os.path.isdir(path):
-        raise CheckpointConfigError(f"{shown} is a folder; --db takes a SQLite file")
-    if not os.path.isfile(path):  # a pipe or a device: SQLite would wait on it, or read it
-        raise CheckpointConfigError(f"{shown} is not a regular file; --db takes a SQLite file")
-    read_only = f"{Path(path).absolute().as_uri()}?mode=ro"
-    try:
-        with closing(sqlite3.connect(read_only, uri=True)) as connection:
-            table = connection.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chainkit_runs'"
-            ).fetchone()
-    except sqlite3.Error as error:
-        raise CheckpointConfigError(
-            f"{shown} is not a SQLite database, or is damaged: {error}"
-        ) from None
-    if table is None:
-        raise CheckpointConfigError(
-            f"{shown} is a SQLite database without chainkit's runs (no chainkit_runs table)"
-        )
 
 
 def _list(store: Store) -> None:
     print("RUN_ID\tAGENT\tSTATUS\tSTEPS\tSAVED")
     for run in store.runs():
         fields = (run.run_id, run.agent, run.status, str(run.steps), _saved(run.updated))
-        print("\t".join(_cell(field) for field in fields))
+        print("\t".join(cell(field) for field in fields))
 
 
-def _cell(text: object) -> str:
+def cell(text: object) -> str:
     """A listed value as one cell: shortened, and with every character that would break the
     line or the columns, or drive the terminal, escaped (tabs too)."""
     return visible(one_line(str(text), _CELL))

@@ -4,6 +4,7 @@ raised as StoreError naming the store."""
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -138,7 +139,7 @@ class Database(ABC):
         caller = by or self.caller
 
         def ensure(cursor: Cursor) -> None:
-            self._lock_schema(cursor)
+            self.lock_key(cursor, SCHEMA_TABLE)
             cursor.execute(_CREATE_SCHEMA)
             row = cursor.execute(_READ_VERSION, (name,)).fetchone()
             recorded = None if row is None else row[0]
@@ -159,5 +160,24 @@ class Database(ABC):
         self._versions[name] = version
 
     @abstractmethod
-    def _lock_schema(self, cursor: Cursor) -> None:
-        """Keeps other processes from making the same tables at the same time."""
+    def lock_key(self, cursor: Cursor, key: str) -> None:
+        """Makes every other transaction that locks `key` wait until this one ends (on
+        SQLite, whose write transaction holds the whole file, it does nothing)."""
+
+
+def json_text(value: object) -> str:
+    """`value` as compact JSON text for a row, non-ASCII kept as it is; text holding a lone
+    surrogate (read with "surrogateescape"), which no database stores, is escaped, so that it
+    still reads back as it was."""
+    text = _COMPACT.encode(value)
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":"))
+    return text
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""Made once: json.dumps makes an encoder per call when given any option."""

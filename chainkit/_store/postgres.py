@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from chainkit._errors import StoreConfigError
-from chainkit._store.database import SCHEMA_TABLE, Cursor, Database
+from chainkit._store.database import Cursor, Database
 from chainkit._store.failures import (
     LOGIN_REFUSALS,
     READ_ONLY,
@@ -140,8 +140,8 @@ class PostgresDatabase(Database):
             if self._connection is not None and self._pid == os.getpid():
                 self._connection.close()
 
-    def _lock_schema(self, cursor: Cursor) -> None:
-        cursor.execute(f"SELECT pg_advisory_xact_lock(hashtext('{SCHEMA_TABLE}'))")
+    def lock_key(self, cursor: Cursor, key: str) -> None:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (key,))
 
     def _check_open(self, caller: Caller, doing: str) -> None:
         if self._closed:

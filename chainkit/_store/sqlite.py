@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 from chainkit._store.database import Cursor, Database
@@ -23,7 +24,8 @@ class SQLiteDatabase(Database):
     WAL lets readers in while another connection writes. `synchronous` is SQLite's setting:
     "NORMAL" survives a process crash, "FULL" a power loss too, at the cost of a disk flush
     per commit. `timeout` is how long (seconds) a transaction waits while another connection
-    holds the write lock."""
+    holds the write lock. `read_only`: the file must exist, and is never written (a command
+    that reads a store opens it so)."""
 
     dialect = "sqlite"
 
@@ -33,18 +35,27 @@ class SQLiteDatabase(Database):
         *,
         synchronous: str = "NORMAL",
         timeout: float = 30.0,
+        read_only: bool = False,
         by: Caller | None = None,
     ) -> None:
         super().__init__()
         self.path = os.fspath(path)
         self.where = repr(self.path)
         self.timeout = float(timeout)
+        self.read_only = read_only
+        target = f"{Path(self.path).absolute().as_uri()}?mode=ro" if read_only else self.path
         try:
             self._connection = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=self.timeout
+                target,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=self.timeout,
+                uri=read_only,
             )
         except sqlite3.Error as error:
             raise self._failure(by, "open the database", error) from error
+        if read_only:
+            return
         try:
             self._connection.execute("PRAGMA journal_mode=WAL")
             self._connection.execute(f"PRAGMA synchronous={synchronous}")
@@ -66,13 +77,14 @@ class SQLiteDatabase(Database):
     def transaction(
         self, doing: str = "use the database", *, by: Caller | None = None, write: bool = True
     ) -> _Transaction:
-        return _Transaction(self, doing, by, "BEGIN IMMEDIATE" if write else "BEGIN")
+        begin = "BEGIN IMMEDIATE" if write and not self.read_only else "BEGIN"
+        return _Transaction(self, doing, by, begin)
 
     def columns(self, cursor: Cursor, table: str) -> set[str]:
         return {row[1] for row in cursor.execute(f"PRAGMA table_info({table})").fetchall()}
 
-    def _lock_schema(self, cursor: Cursor) -> None:
-        """Nothing to do: the write transaction (BEGIN IMMEDIATE) holds the file already."""
+    def lock_key(self, cursor: Cursor, key: str) -> None:
+        """Nothing to do: a write transaction (BEGIN IMMEDIATE) holds the whole file."""
 
     def close(self) -> None:
         with self.lock:

@@ -102,15 +102,48 @@ def inputs_not_given(function: str, options: CallOptions) -> InputsTypeError:
 def _prepare(chain: Chain, inputs: Mapping[str, Any]) -> dict[str, Any]:
     """The inputs with the memory's variables added; raises, before any work, for inputs the
     chain cannot take or a memory that could not save the exchange."""
+    full = _inputs_dict(chain, inputs)
+    if chain.memory is not None:
+        _add_memory(full, chain.memory.load_memory_variables(full))
+    return _checked_inputs(chain, full)
+
+
+async def _aprepare(chain: Chain, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """Async twin of `_prepare`: a memory's `aload_memory_variables`, when it has one, loads
+    without holding up the event loop (a history in a database)."""
+    full = _inputs_dict(chain, inputs)
+    memory = chain.memory
+    if memory is not None:
+        aload = getattr(memory, "aload_memory_variables", None)
+        _add_memory(full, await aload(full) if aload else memory.load_memory_variables(full))
+    return _checked_inputs(chain, full)
+
+
+def _check_item(chain: Chain, inputs: Mapping[str, Any]) -> None:
+    """Raises what `_prepare` would for `inputs`, without loading the memory: its variables
+    are only named (a batch checks every item before the first call, and loading a history
+    from a database for each would cost as much as the calls' own loads)."""
+    full = _inputs_dict(chain, inputs)
+    if chain.memory is not None:
+        _add_memory(full, dict.fromkeys(chain.memory.memory_variables))
+    _checked_inputs(chain, full)
+
+
+def _inputs_dict(chain: Chain, inputs: Mapping[str, Any]) -> dict[str, Any]:
     if type(inputs) is not dict and not isinstance(inputs, Mapping):  # the ABC check is slow
         raise InputsTypeError(
             f"{chain.name} needs its inputs as a dict of key to value, got "
             f"{type(inputs).__name__}; use chains.run for a single input"
         )
-    full = dict(inputs)
-    if chain.memory is not None:
-        for key, value in chain.memory.load_memory_variables(full).items():
-            full.setdefault(key, value)
+    return dict(inputs)
+
+
+def _add_memory(full: dict[str, Any], variables: Mapping[str, Any]) -> None:
+    for key, value in variables.items():
+        full.setdefault(key, value)
+
+
+def _checked_inputs(chain: Chain, full: dict[str, Any]) -> dict[str, Any]:
     keys = chain.input_keys
     if not all(map(full.__contains__, keys)):  # no comprehension frame on every call
         missing = [key for key in keys if key not in full]
@@ -125,6 +158,21 @@ def _start(
 ) -> tuple[CombiningHandler | None, dict[str, Any], dict[str, Any]]:
     """The chain run's own handler (the chain's, joined with a `callbacks` option), the options
     passed on to the chain, and the full inputs: every check made before any work."""
+    own, rest = _own_options(chain, options)
+    return own, rest, _prepare(chain, inputs)
+
+
+async def _astart(
+    chain: Chain, inputs: Mapping[str, Any], options: CallOptions
+) -> tuple[CombiningHandler | None, dict[str, Any], dict[str, Any]]:
+    """Async twin of `_start`."""
+    own, rest = _own_options(chain, options)
+    return own, rest, await _aprepare(chain, inputs)
+
+
+def _own_options(
+    chain: Chain, options: CallOptions
+) -> tuple[CombiningHandler | None, dict[str, Any]]:
     rest: dict[str, Any] = options  # type: ignore[assignment]  # the call's own **options
     own = chain.handler
     if rest:  # most calls give no options: nothing to check
@@ -133,7 +181,7 @@ def _start(
         given = rest.pop("callbacks", None)
         if given is not None:
             own = join(own, guard(given))
-    return own, rest, _prepare(chain, inputs)
+    return own, rest
 
 
 def _check_no_input_among(chain: Chain, options: Mapping[str, Any]) -> None:
@@ -148,11 +196,15 @@ def _check_no_input_among(chain: Chain, options: Mapping[str, Any]) -> None:
 
 
 def _finish(
-    chain: Chain, full: dict[str, Any], outputs: dict[str, Any], string_for: str | None
+    chain: Chain,
+    full: dict[str, Any],
+    outputs: dict[str, Any],
+    string_for: str | None,
+    save: bool = True,
 ) -> dict[str, Any]:
-    """Checks the outputs, then saves them to memory; `string_for` names the function (run or
-    predict) that needs the one output as a str, so a wrong type is refused before it is
-    saved."""
+    """Checks the outputs, then saves them to memory (unless `save` is False: `_afinish`
+    saves); `string_for` names the function (run or predict) that needs the one output as a
+    str, so a wrong type is refused before it is saved."""
     if type(outputs) is not dict and not isinstance(outputs, Mapping):
         raise OutputsTypeError(
             f"{chain.name}._call must return a dict of output key to value, got "
@@ -166,8 +218,24 @@ def _finish(
         key = keys[0]
         if not isinstance(outputs[key], str):
             raise OutputNotStringError(string_for, chain.name, key, outputs[key])
-    if chain.memory is not None:
+    if save and chain.memory is not None:
         chain.memory.save_context(full, outputs)
+    return outputs
+
+
+async def _afinish(
+    chain: Chain, full: dict[str, Any], outputs: dict[str, Any], string_for: str | None
+) -> dict[str, Any]:
+    """Async twin of `_finish`: a memory's `asave_context`, when it has one, saves without
+    holding up the event loop (a history in a database, a summary's model call)."""
+    _finish(chain, full, outputs, string_for, save=False)
+    memory = chain.memory
+    if memory is not None:
+        asave = getattr(memory, "asave_context", None)
+        if asave is None:
+            memory.save_context(full, outputs)
+        else:
+            await asave(full, outputs)
     return outputs
 
 
@@ -247,7 +315,7 @@ async def aresume(
     with enter("chain", chain.name, _handler(chain, callbacks)) as run:
         if run.handler is not None:
             run.handler.handle_chain_start(chain.name, resumption.inputs)
-        outputs = _finish(chain, resumption.inputs, await resumption.acall(), None)
+        outputs = await _afinish(chain, resumption.inputs, await resumption.acall(), None)
         run.end(outputs)
         return outputs
 
@@ -279,11 +347,11 @@ def _call(
 async def _acall(
     chain: Chain, inputs: Mapping[str, Any], options: CallOptions, string_for: str | None
 ) -> dict[str, Any]:
-    own, rest, full = _start(chain, inputs, options)
+    own, rest, full = await _astart(chain, inputs, options)
     with enter("chain", chain.name, own) as run:
         if run.handler is not None:
             run.handler.handle_chain_start(chain.name, full)
-        outputs = _finish(chain, full, await chain._acall(full, **rest), string_for)
+        outputs = await _afinish(chain, full, await chain._acall(full, **rest), string_for)
         if run.handler is not None:
             run.end(outputs)
         return outputs
@@ -393,7 +461,7 @@ def _batch_inputs(
                 f"{type(item).__name__}: {item!r:.80}"
             )
         try:
-            _prepare(chain, item)
+            _check_item(chain, item)
         except Exception as error:
             error.add_note(f"(item {index} of the {len(items)} given to chains.{function})")
             raise

@@ -54,8 +54,9 @@ def with_history(
     """`chain` given a history per session, kept in `history`; `.session(session_id)` binds
     it to one session (see the module).
 
-    The history is given as messages, or as text when the chain starts with a text
-    (f-string) prompt; `return_messages` decides instead when given. `memory` shows what of
+    The history is given as messages, or as text when the chain's prompt is a text
+    (f-string) template (an LLMChain's, the one a pipeline starts with, an agent's);
+    `return_messages` decides instead when given. `memory` shows what of
     the session the chain gets: the whole session by default
     (memory.ConversationBuffer); `functools.partial(memory.ConversationWindow, k=5)` the
     last five exchanges, or any other conversation memory.
@@ -203,8 +204,11 @@ def _reads(chain: Chain) -> list[str]:
 
 
 def _first_prompt(chain: Chain) -> BasePromptTemplate | None:
+    """The prompt the history goes into, where it can be told: an LLMChain's, the one a
+    pipeline starts with, an agent's (an Executor's `agent.prompt`)."""
     if isinstance(chain, LLMChain):
         return chain.prompt
     if isinstance(chain, Pipeline):
         return chain._first_prompt
-    return None
+    prompt = getattr(getattr(chain, "agent", None), "prompt", None)
+    return prompt if isinstance(prompt, BasePromptTemplate) else None

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from chainkit._store import json_text
 from chainkit.checkpoints import _lease as leases
 from chainkit.checkpoints.errors import (
     CheckpointError,
@@ -96,19 +97,19 @@ def _written_by(
     if held is not None:  # a token is this store's alone: no one else wrote under it
         return True
     record = execute(READ_RECORD, (state.run_id,)).fetchone()
-    return tuple(record) == (_json(state.header()), _json(state.progress()))
+    return tuple(record) == (json_text(state.header()), json_text(state.progress()))
 
 
 def updated_row(state: RunState, now: float, expires: float, held: str | None) -> tuple[Any, ...]:
     """UPDATE_RUN's parameters for `state`, whose `saved` counts this save already."""
     saved, steps = state.saved, len(state.steps)
-    progress = _json(state.progress())
+    progress = json_text(state.progress())
     return (progress, state.status, steps, now, saved, expires, state.run_id, saved - 1, held)
 
 
 def inserted_row(state: RunState, now: float) -> tuple[Any, ...]:
     """INSERT_RUN's parameters for `state`, whose `saved` counts this save already."""
-    header, progress = _json(state.header()), _json(state.progress())
+    header, progress = json_text(state.header()), json_text(state.progress())
     run, steps = state.run_id, len(state.steps)
     return (run, state.agent, header, progress, state.status, steps, now, state.saved)
 
@@ -141,7 +142,7 @@ def refusal(state: RunState, row: tuple[Any, Any], held: str | None) -> Checkpoi
 def step_rows(state: RunState, start: int) -> list[tuple[str, int, str]]:
     """The rows of the steps from `start` on: run_id, seq, step."""
     steps = step_dicts(state.steps, start)
-    return [(state.run_id, start + i, _json(step)) for i, step in enumerate(steps)]
+    return [(state.run_id, start + i, json_text(step)) for i, step in enumerate(steps)]
 
 
 LOAD_RUN = "SELECT header, progress, version FROM chainkit_runs WHERE run_id = ?"
@@ -163,14 +164,3 @@ def state_of(
             f"writes ({error}): the database was edited or damaged"
         ) from None
     return RunState.from_dict(data)
-
-
-def _json(value: object) -> str:
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    if text.isascii():
-        return text
-    try:
-        text.encode()
-    except UnicodeEncodeError:  # a lone surrogate (text read with "surrogateescape"): escaped
-        return json.dumps(value, separators=(",", ":"))  # it reads back as it was
-    return text

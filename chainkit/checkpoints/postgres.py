@@ -4,17 +4,23 @@ runs resumed on any machine."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, cast
 
 from chainkit._errors import StoreConfigError
-from chainkit._store import open_postgres
+from chainkit._store import Database, open_postgres
 from chainkit.checkpoints import _lease as leases
 from chainkit.checkpoints._sql_store import SQLStore
 from chainkit.checkpoints.errors import CheckpointConfigError
 
+if TYPE_CHECKING:
+    from chainkit._store.postgres import PostgresDatabase
+
 
 class PostgresStore(SQLStore):
     """Keeps each run as a row and each of its steps as a row, in the PostgreSQL database at
-    `dsn` (a libpq connection string or URL). A save is one transaction. A run is held by
+    `dsn` (a libpq connection string or URL), or in a PostgreSQL database opened already
+    (`chainkit.open_database`) and shared with other stores: then `reconnect_seconds` is the
+    database's, and closing the store leaves it open. A save is one transaction. A run is held by
     one store at a time, for `lease_seconds` after each save, with a lease in its row naming
     the holding process: a hold whose process died (or whose machine rebooted) is taken over
     at once, one held on another machine once it expired.
@@ -30,7 +36,7 @@ class PostgresStore(SQLStore):
 
     def __init__(
         self,
-        dsn: str,
+        dsn: str | Database,
         *,
         lease_seconds: float = leases.DEFAULT_SECONDS,
         reconnect_seconds: float = 10.0,
@@ -42,6 +48,14 @@ class PostgresStore(SQLStore):
                 f"reconnect_seconds must be seconds >= 0, got {reconnect_seconds!r}"
             )
         leases.checked_seconds(lease_seconds)
+        if isinstance(dsn, Database):
+            if dsn.dialect != "postgresql":
+                raise CheckpointConfigError(
+                    f"PostgresStore takes a PostgreSQL database, not {dsn!r}: use SQLiteStore"
+                )
+            self.reconnect_seconds = cast("PostgresDatabase", dsn).reconnect_seconds
+            super().__init__(dsn, f"PostgresStore({dsn.where})", lease_seconds, owned=False)
+            return
         self.reconnect_seconds = float(reconnect_seconds)
         try:
             database = open_postgres(dsn, reconnect_seconds=reconnect_seconds)

@@ -77,16 +77,26 @@ class ConversationMemory:
                 return list(self._own)
         return self.history.messages(self._session)
 
+    async def amessages(self) -> list[Message]:
+        """Async twin of `messages`: a history is read without holding up the event loop."""
+        if self.history is None:
+            return self.messages
+        return await self.history.amessages(self._session)
+
     def check_keys(self, input_keys: Collection[str], output_keys: Collection[str]) -> None:
         """MemoryKeyError when the exchange to save could not be found among these keys."""
         self._key(input_keys, self.input_key, "input", exclude=self.memory_key)
         self._key(output_keys, self.output_key, "output")
 
     def load_memory_variables(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        shown = self._shown()
-        if self.return_messages:
-            return {self.memory_key: shown}
-        return {self.memory_key: self.text_of(shown)}
+        return self._variables(self._shown())
+
+    async def aload_memory_variables(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """Async twin of `load_memory_variables`, which chains' async calls use (a subclass
+        that overrides only the sync method is loaded through it)."""
+        if _overrides(self, "load_memory_variables"):
+            return self.load_memory_variables(inputs)
+        return self._variables(await self._ashown())
 
     def buffer_text(self) -> str:
         """The history the memory shows, as text."""
@@ -97,11 +107,21 @@ class ConversationMemory:
         return transcript(messages, self.human_prefix, self.ai_prefix)
 
     def save_context(self, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> None:
-        question = inputs[self._key(inputs, self.input_key, "input", exclude=self.memory_key)]
-        answer = outputs[self._key(outputs, self.output_key, "output")]
-        # One append, so concurrent calls cannot interleave a question with another's answer.
-        self._append([*as_message(question, "user"), *as_message(answer, "assistant")])
+        self._keep(self._exchange(inputs, outputs))
         self._after_save()
+
+    async def asave_context(self, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> None:
+        """Async twin of `save_context`, which chains' async calls use (a subclass that
+        overrides only the sync method saves through it)."""
+        if _overrides(self, "save_context"):
+            self.save_context(inputs, outputs)
+            return
+        exchange = self._exchange(inputs, outputs)
+        if self.history is None:
+            self._keep(exchange)
+        else:
+            await self.history.aappend(self._session, exchange)
+        await self._aafter_save()
 
     def clear(self) -> None:
         if self.history is None:
@@ -114,10 +134,20 @@ class ConversationMemory:
 
     def _shown(self) -> list[Message]:
         """The messages the memory hands to the prompt."""
-        return self.messages
+        return self._select(self.messages)
+
+    async def _ashown(self) -> list[Message]:
+        return self._select(await self.amessages())
+
+    def _select(self, messages: list[Message]) -> list[Message]:
+        """Of the conversation, what the memory shows: all of it here."""
+        return messages
 
     def _after_save(self) -> None:
         """Work once an exchange is kept (a summary memory folds old turns here)."""
+
+    async def _aafter_save(self) -> None:
+        self._after_save()
 
     # Shared by the variants.
 
@@ -126,12 +156,22 @@ class ConversationMemory:
         assert self.session_id is not None  # set with the history, checked by _storage
         return self.session_id
 
-    def _append(self, messages: list[Message]) -> None:
+    def _keep(self, exchange: list[Message]) -> None:
         if self.history is None:
             with self._lock:
-                self._own.extend(messages)
+                self._own.extend(exchange)
         else:
-            self.history.append(self._session, messages)
+            self.history.append(self._session, exchange)
+
+    def _variables(self, shown: list[Message]) -> dict[str, Any]:
+        return {self.memory_key: shown if self.return_messages else self.text_of(shown)}
+
+    def _exchange(self, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> list[Message]:
+        """The messages to keep of one call: its input's, then its output's. Kept in one
+        append, so concurrent calls cannot interleave a question with another's answer."""
+        question = inputs[self._key(inputs, self.input_key, "input", exclude=self.memory_key)]
+        answer = outputs[self._key(outputs, self.output_key, "output")]
+        return [*as_message(question, "user"), *as_message(answer, "assistant")]
 
     def _key(
         self, values: Collection[str], chosen: str | None, kind: str, exclude: str | None = None
@@ -184,6 +224,15 @@ def _storage(
             f"{kind} keeps its messages in a history under a session id: give session_id=..."
         )
     return history, check_session_id(session_id)
+
+
+def _overrides(memory: ConversationMemory, method: str) -> bool:
+    """Whether `memory`'s class overrides the sync `method` but not its async twin."""
+    kind = type(memory)
+    twin = f"a{method}"
+    return getattr(kind, method) is not getattr(ConversationMemory, method) and getattr(
+        kind, twin
+    ) is getattr(ConversationMemory, twin)
 
 
 def _require_name(kind: str, argument: str, value: object) -> None:

@@ -45,9 +45,7 @@ def _part_text(part: ContentPart) -> str:
         return part.text
     if isinstance(part, ImagePart):
         return f"[image {part.url}]" if part.url else "[image]"
-    if isinstance(part, FilePart):
-        return f"[file {part.filename}]" if part.filename else "[file]"
-    return "[content]"  # pragma: no cover - ContentPart has no other kind
+    return f"[file {part.filename}]" if part.filename else "[file]"
 
 
 def as_message(value: Any, role: str) -> list[Message]:

@@ -10,6 +10,7 @@ already holds a conversation folds what does not fit at its first save.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from chainkit.memory._conversation import ConversationMemory
@@ -57,21 +58,20 @@ class ConversationSummary(ConversationMemory):
             )
         if not isinstance(instructions, str) or not instructions:
             raise MemoryTypeError(f"{kind} instructions must be a non-empty str")
-        self.llm = llm
+        self.llm: Any = llm  # a model (llms.Model, a layer above): generate and agenerate
         self.max_summary_tokens = require_bound(kind, "max_summary_tokens", max_summary_tokens, 16)
         self.count_tokens = counter_of(kind, llm, count_tokens)
         self.instructions = instructions
         super().__init__(**settings)
         self.summary = ""
         self._folded = 0  # how many of the kept messages the summary covers
-        self._fold_lock = threading.Lock()
+        self._fold_lock = threading.Lock()  # guards summary and _folded, never held over a call
 
     def _recent_budget(self) -> int:
         """Tokens the unsummarised recent exchanges may take: none here, all is summarised."""
         return 0
 
-    def _shown(self) -> list[Message]:
-        messages = self.messages
+    def _select(self, messages: list[Message]) -> list[Message]:
         with self._fold_lock:
             folded = self._covered(messages)
             summary = self.summary
@@ -79,16 +79,16 @@ class ConversationSummary(ConversationMemory):
         return shown + messages[folded:]
 
     def _after_save(self) -> None:
-        kind = type(self).__name__
-        with self._fold_lock:  # one fold at a time: each builds on the summary before it
-            messages = self.messages
-            folded = self._covered(messages)
-            rest = messages[folded:]
-            recent = fitting(kind, self.count_tokens, rest, self._recent_budget())
-            to_fold = rest[: len(rest) - len(recent)]
-            if to_fold:
-                self.summary = self._summarised(to_fold)
-                self._folded = folded + len(to_fold)
+        fold = self._fold_of(self.messages)
+        if fold is not None:
+            reply = self.llm.generate(fold.request, max_tokens=self.max_summary_tokens)
+            self._commit(fold, reply)
+
+    async def _aafter_save(self) -> None:
+        fold = self._fold_of(await self.amessages())
+        if fold is not None:
+            reply = await self.llm.agenerate(fold.request, max_tokens=self.max_summary_tokens)
+            self._commit(fold, reply)
 
     def clear(self) -> None:
         super().clear()
@@ -101,18 +101,38 @@ class ConversationSummary(ConversationMemory):
             self.summary, self._folded = "", 0
         return self._folded
 
-    def _summarised(self, messages: list[Message]) -> str:
+    def _fold_of(self, messages: list[Message]) -> _Fold | None:
+        """The fold to make of `messages`, the whole conversation: the oldest unsummarised
+        exchanges that do not fit the recent budget, and the request that summarises them."""
+        with self._fold_lock:
+            folded = self._covered(messages)
+            summary = self.summary
+        rest = messages[folded:]
+        kind, budget = type(self).__name__, self._recent_budget()
+        if len(fitting(kind, self.count_tokens, rest, budget)) == len(rest):
+            return None
+        # Folded down to half the budget, so that a fold comes every few exchanges rather
+        # than at each one once the recent exchanges fill their budget.
+        recent = fitting(kind, self.count_tokens, rest, budget // 2)
+        to_fold = rest[: len(rest) - len(recent)]
         words = max(1, self.max_summary_tokens * 3 // 4)
-        lines = transcript(messages, self.human_prefix, self.ai_prefix)
+        lines = transcript(to_fold, self.human_prefix, self.ai_prefix)
         request = [
             Message.system(self.instructions.replace("{words}", str(words))),
             Message.user(
-                f"Summary so far:\n{self.summary or '(none yet)'}\n\n"
+                f"Summary so far:\n{summary or '(none yet)'}\n\n"
                 f"The conversation that follows it:\n{lines}"
             ),
         ]
-        reply = self.llm.generate(request, max_tokens=self.max_summary_tokens)  # type: ignore[attr-defined]
-        return self._bounded(str(reply.content).strip())
+        return _Fold(folded, folded + len(to_fold), request)
+
+    def _commit(self, fold: _Fold, reply: Message) -> None:
+        """Keeps the summary `reply` wrote, unless another save folded from the same point
+        meanwhile (its summary stands; the next save folds what is left)."""
+        summary = self._bounded(str(reply.content).strip())
+        with self._fold_lock:
+            if self._folded == fold.start:
+                self.summary, self._folded = summary, fold.end
 
     def _bounded(self, text: str) -> str:
         """`text`, cut until its summary message fits `max_summary_tokens`."""
@@ -127,8 +147,9 @@ class ConversationSummary(ConversationMemory):
 
 class ConversationSummaryBuffer(ConversationSummary):
     """Shows the most recent exchanges as they are, and a summary of the older ones, in
-    `max_tokens` together: when the recent exchanges outgrow `max_tokens` less
-    `max_summary_tokens`, the oldest of them are folded into the summary (one model call).
+    `max_tokens` together: when the recent exchanges outgrow their budget, `max_tokens` less
+    `max_summary_tokens`, the oldest of them are folded into the summary (one model call)
+    until the rest take at most half of it, so a fold comes every few exchanges.
     The other settings are ConversationSummary's."""
 
     def __init__(self, llm: object, *, max_tokens: int = 2000, **settings: Any) -> None:
@@ -143,6 +164,15 @@ class ConversationSummaryBuffer(ConversationSummary):
 
     def _recent_budget(self) -> int:
         return self.max_tokens - self.max_summary_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class _Fold:
+    """Messages [start, end) of the conversation to fold, and the summary model's request."""
+
+    start: int
+    end: int
+    request: list[Message]
 
 
 def _summary_message(summary: str) -> Message:

@@ -22,12 +22,32 @@ class ConversationWindow(ConversationMemory):
 
     def _shown(self) -> list[Message]:
         if self.history is not None:
-            # Most exchanges are a question and its answer: read that much first, all only
-            # when the end of the session holds fewer than k questions.
-            end = self.history.messages(self._session, last=2 * self.k)
-            if sum(m.role == "user" for m in end) > self.k:
-                return _last_exchanges(end, self.k)
-        return _last_exchanges(self.messages, self.k)
+            end = self.history.messages(self._session, last=self._end_size)
+            if self._holds_window(end):
+                return self._select(end)
+        return self._select(self.messages)
+
+    async def _ashown(self) -> list[Message]:
+        if self.history is not None:
+            end = await self.history.amessages(self._session, last=self._end_size)
+            if self._holds_window(end):
+                return self._select(end)
+        return self._select(await self.amessages())
+
+    @property
+    def _end_size(self) -> int:
+        """Messages read first from a history: most exchanges are a question and its answer,
+        so this end of the session mostly holds the window, and the rest is read only when
+        it does not."""
+        return 2 * self.k
+
+    def _holds_window(self, end: list[Message]) -> bool:
+        """Whether `end`, the end of the session, holds the last k exchanges whole: k
+        questions at least (each exchange starts at one; what comes before them is cut)."""
+        return sum(message.role == "user" for message in end) >= self.k
+
+    def _select(self, messages: list[Message]) -> list[Message]:
+        return [message for exchange in exchanges(messages)[-self.k :] for message in exchange]
 
 
 class ConversationTokenWindow(ConversationMemory):
@@ -50,8 +70,8 @@ class ConversationTokenWindow(ConversationMemory):
         self.count_tokens = counter_of(kind, llm, count_tokens)
         super().__init__(**settings)
 
-    def _shown(self) -> list[Message]:
-        return fitting(type(self).__name__, self.count_tokens, self.messages, self.max_tokens)
+    def _select(self, messages: list[Message]) -> list[Message]:
+        return fitting(type(self).__name__, self.count_tokens, messages, self.max_tokens)
 
 
 def fitting(kind: str, counter: Counter, messages: list[Message], budget: int) -> list[Message]:
@@ -63,7 +83,3 @@ def fitting(kind: str, counter: Counter, messages: list[Message], budget: int) -
             break
         kept.append(exchange)
     return [message for exchange in reversed(kept) for message in exchange]
-
-
-def _last_exchanges(messages: list[Message], k: int) -> list[Message]:
-    return [message for exchange in exchanges(messages)[-k:] for message in exchange]

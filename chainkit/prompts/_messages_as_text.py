@@ -23,8 +23,8 @@ def messages_as_text(variable: str | None) -> PromptError:
     given = "a value" if variable is None else f"template variable {variable!r}"
     return PromptError(
         f"{given} holds messages, which a text template would write out as their Python "
-        "reprs: for a ConversationBuffer, give it return_messages=False to have the history "
-        "as text; or keep the messages and use a ChatPromptTemplate with "
-        f"MessagesPlaceholder({name!r}) where they go",
+        "reprs: give the memory (a ConversationBuffer, a window, a summary) "
+        "return_messages=False to have the history as readable text; or keep the messages "
+        f"and use a ChatPromptTemplate with MessagesPlaceholder({name!r}) where they go",
         variable=variable,
     )

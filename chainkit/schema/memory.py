@@ -8,7 +8,11 @@ from typing import Any, Protocol, runtime_checkable
 
 @runtime_checkable
 class Memory(Protocol):
-    """Loads variables into a chain's inputs before a call and saves the exchange after it."""
+    """Loads variables into a chain's inputs before a call and saves the exchange after it.
+
+    A memory may also have async twins, `aload_memory_variables(inputs)` and
+    `asave_context(inputs, outputs)`: chains' async calls use them when present, so that a
+    history in a database or a summary's model call does not hold up the event loop."""
 
     @property
     def memory_variables(self) -> list[str]: ...

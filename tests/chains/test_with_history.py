@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ from chainkit.memory.errors import MemoryKeyError, MemoryValueError
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests.support.modes import Mode
 from tests.support.stub_tools import Echo
+from tests.support.together import in_threads
 
 
 def _chat_prompt() -> prompts.ChatPromptTemplate:
@@ -104,18 +104,12 @@ def test_many_threads_on_one_session_keep_each_exchange_together() -> None:
         return "re: " + messages[-1].content
 
     chat = chains.with_history(_chat_prompt() | (lambda ms: answer(ms)), history)
-    start = threading.Barrier(8)
 
     def talk(worker: int) -> None:
-        start.wait()
         for turn in range(25):
             chains.call(chat.session("shared"), {"input": f"w{worker} t{turn}"})
 
-    threads = [threading.Thread(target=talk, args=(w,)) for w in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_threads(talk, 8)
     messages = history.messages("shared")
     assert len(messages) == 8 * 25 * 2
     for question, reply in zip(messages[::2], messages[1::2], strict=True):
@@ -134,7 +128,7 @@ def test_agents_keep_their_sessions(mode: Mode) -> None:
     text_agent = OneShotAgent(
         mrkl_model, [Echo()], suffix="History: {history}\nQuestion: {input}\n{agent_scratchpad}"
     )
-    mrkl = chains.with_history(Executor(text_agent), history, return_messages=False)
+    mrkl = chains.with_history(Executor(text_agent), history)  # its text prompt gets text
     mode.run(mrkl.session("m"), "hi")
     mode.run(mrkl.session("m"), "and then")
     assert (
@@ -197,3 +191,80 @@ def test_many_sessions_bound_keep_a_bounded_number(monkeypatch: Any) -> None:
         chat.session(f"s{n}")
     assert repr(chat) == "WithHistory(Pipeline, 3 bound sessions)"
     assert chat.session("s0") is not first
+
+
+class _Recording(memory.InMemoryHistory):
+    """Records which of its methods, sync or async, each call used."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used: list[str] = []
+
+    def messages(self, session_id: str, *, last: int | None = None) -> list[Message]:
+        self.used.append("messages")
+        return super().messages(session_id, last=last)
+
+    def append(self, session_id: str, messages: Any) -> None:
+        self.used.append("append")
+        super().append(session_id, messages)
+
+    async def amessages(self, session_id: str, *, last: int | None = None) -> list[Message]:
+        self.used.append("amessages")
+        return super().messages(session_id, last=last)
+
+    async def aappend(self, session_id: str, messages: Any) -> None:
+        self.used.append("aappend")
+        super().append(session_id, messages)
+
+
+@pytest.mark.parametrize(
+    "made",
+    [
+        memory.ConversationBuffer,
+        functools.partial(memory.ConversationWindow, k=2),
+        memory.ConversationTokenWindow,
+        lambda **settings: memory.ConversationSummaryBuffer(
+            llms.FakeLLM(["s"] * 9), max_tokens=60, max_summary_tokens=20, **settings
+        ),
+    ],
+    ids=["buffer", "window", "token-window", "summary-buffer"],
+)
+def test_an_async_call_reads_and_writes_the_history_with_its_async_methods(
+    mode: Mode, made: Any
+) -> None:
+    history = _Recording()
+    chat = chains.with_history(
+        _chat_prompt() | llms.FakeLLM([f"answer {n} " * 5 for n in range(6)]), history, memory=made
+    )
+    for n in range(6):
+        mode.call(chat.session("s"), {"input": f"question {n} " * 5})
+    used = set(history.used)
+    assert used == ({"amessages", "aappend"} if mode.is_async else {"messages", "append"})
+    assert len(history.messages("s")) == 12
+
+
+def test_a_batch_checks_its_items_without_reading_the_history(mode: Mode) -> None:
+    history = _Recording()
+    chat = chains.with_history(_chat_prompt() | llms.FakeLLM(["a", "b", "c"]), history)
+    mode.batch(chat.session("s"), [{"input": f"q{n}"} for n in range(3)], max_workers=1)
+    reads = history.used.count("amessages" if mode.is_async else "messages")
+    assert reads == 3  # one a call, none to check the items first
+    with pytest.raises(MemoryKeyError, match="cannot tell which input"):
+        mode.batch(chat.session("s"), [{"input": "q"}, {"input": "q", "other": 1}])
+    assert len(history.messages("s")) == 6
+
+
+def test_an_async_stream_runs_a_bound_chain() -> None:
+    import asyncio
+
+    history = memory.InMemoryHistory()
+    chat = chains.with_history(_chat_prompt() | llms.FakeLLM(["one", "two"]), history)
+
+    async def main() -> list[Any]:
+        first = [event async for event in chains.astream(chat.session("s"), {"input": "q1"})]
+        await chains.acall(chat.session("s"), {"input": "q2"})
+        return first
+
+    events = asyncio.run(main())
+    assert events[-1].data["outputs"]["output"].content == "one"
+    assert _contents(history.messages("s")) == ["q1", "one", "q2", "two"]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 
 import pytest
 
 from chainkit import memory
 from chainkit.memory.errors import MemoryTypeError, MemoryValueError
 from chainkit.schema import FunctionCall, ImagePart, Message, TextPart, ToolCall
+from tests.support.together import in_threads
 
 
 def _exchange(n: int) -> list[Message]:
@@ -83,18 +83,12 @@ def test_an_append_with_one_bad_message_keeps_none() -> None:
 
 def test_concurrent_appends_keep_each_call_together() -> None:
     history = memory.InMemoryHistory()
-    start = threading.Barrier(8)
 
     def talk(worker: int) -> None:
-        start.wait()
         for turn in range(200):
             history.append("s", _exchange(worker * 1000 + turn))
 
-    threads = [threading.Thread(target=talk, args=(w,)) for w in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_threads(talk, 8)
     messages = history.messages("s")
     assert len(messages) == 8 * 200 * 2
     for question, answer in zip(messages[::2], messages[1::2], strict=True):

@@ -14,6 +14,7 @@ import pytest
 import chainkit
 from chainkit import _store
 from chainkit._store import Database, open_database
+from tests.support import forked
 from tests.support.postgres import postgres_dsn
 
 
@@ -136,22 +137,59 @@ def test_postgres_never_shows_the_password() -> None:
     )
 
 
-def test_a_forked_child_opens_its_own_postgres_connection(database: Database) -> None:
-    if database.dialect != "postgresql":
-        pytest.skip("SQLite connections are per file")
-    parent = database.run("pid", lambda c: c.execute("SELECT pg_backend_pid()").fetchone()[0])
+def _backend(database: Database) -> int:
+    """The PostgreSQL server process serving the database's connection."""
+    return int(database.run("pid", lambda c: c.execute("SELECT pg_backend_pid()").fetchone()[0]))
+
+
+def _fork_and_compare(dsn: str) -> list[bool]:
+    """In a process of its own (a fork of the threaded test process might hang): a database
+    used, then forked; whether the child was served by another connection, and the parent
+    still by its own."""
+    database = open_database(dsn)
+    parent = _backend(database)
     reader, writer = os.pipe()
     child = os.fork()
-    if child == 0:  # pragma: no cover - the child's exit status carries the outcome
+    if child == 0:
         try:
-            pid = database.run("pid", lambda c: c.execute("SELECT pg_backend_pid()").fetchone()[0])
-            os.write(writer, str(pid).encode())
+            os.write(writer, str(_backend(database)).encode())
         finally:
             os._exit(0)
     os.close(writer)
     os.waitpid(child, 0)
-    got = os.read(reader, 64).decode()
-    assert got and int(got) != parent
-    assert (
-        database.run("pid", lambda c: c.execute("SELECT pg_backend_pid()").fetchone()[0]) == parent
-    )
+    served = os.read(reader, 64).decode()
+    return [bool(served) and int(served) != parent, _backend(database) == parent]
+
+
+def test_a_forked_child_opens_its_own_postgres_connection() -> None:
+    _, outcome = forked.run(_fork_and_compare, postgres_dsn())
+    assert outcome == [True, True]
+
+
+def test_a_libpq_connection_string_names_postgres_never_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    postgres_dsn()
+    monkeypatch.chdir(tmp_path)
+    for dsn in ("host=127.0.0.1 dbname=app user=ck", " dbname = app", "service=main"):
+        assert open_database(dsn).dialect == "postgresql", dsn
+    assert open_database("hosts.db").dialect == "sqlite"
+    assert sorted(os.listdir(tmp_path)) == ["hosts.db"]
+
+
+def test_a_read_only_sqlite_database_is_never_made_nor_written(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.db"
+    with pytest.raises(chainkit.StoreError, match="check the path"):
+        _store.open_sqlite(missing, read_only=True)
+    assert not missing.exists()
+    path = tmp_path / "kept.db"
+    writer = open_database(path)
+    _make(writer, "kept")
+    writer.close()
+    before = path.read_bytes()
+    reader = _store.open_sqlite(path, read_only=True)
+    assert reader.run("read", lambda c: c.execute("SELECT count(*) FROM kept").fetchone())[0] == 0
+    with pytest.raises(chainkit.StoreError, match="read-only"):
+        reader.run("write", lambda c: c.execute("INSERT INTO kept VALUES ('a', 'b')"))
+    reader.close()
+    assert path.read_bytes() == before
