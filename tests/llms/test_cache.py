@@ -433,3 +433,38 @@ def test_a_sync_call_never_waits_for_a_leader_in_its_own_thread(
     alone, led = arun(cached_llm, main())  # without the rule: never, the loop blocked
     assert {alone.content, led.content} == {"Paris.", "Paris!"}
     assert len(openai_server.chat_requests()) == 2
+
+
+@pytest.mark.timeout(60)
+def test_async_calls_wait_for_a_leader_in_another_thread_and_a_cancelled_one_leaves(
+    cached_llm: OpenAI, openai_server: OpenAIServer, arun: Any
+):
+    openai_server.push(Reply("Paris is the capital.", chunk_size=5, pause_after=1))
+    started = threading.Event()
+    led: list[Message] = []
+    leader = threading.Thread(
+        target=lambda: led.append(
+            cached_llm.generate(QUESTION, streaming_func=lambda _: started.set())
+        )
+    )
+    leader.start()
+    assert started.wait(10)
+
+    async def main() -> list[Any]:
+        waiters = [asyncio.create_task(cached_llm.agenerate(QUESTION)) for _ in range(10)]
+        while (
+            _cached_call._flights._by_key
+            and next(iter(_cached_call._flights._by_key.values())).waiters < 10
+        ):
+            await asyncio.sleep(0.001)
+        waiters[0].cancel()
+        openai_server.resume.set()
+        return await asyncio.gather(*waiters, return_exceptions=True)
+
+    outcomes = arun(cached_llm, main())
+    leader.join(30)
+    assert isinstance(outcomes[0], asyncio.CancelledError)
+    assert [reply.content for reply in outcomes[1:]] == ["Paris is the capital."] * 9
+    assert all(reply.response_meta.cached for reply in outcomes[1:])
+    assert led[0].content == "Paris is the capital."
+    assert len(openai_server.chat_requests()) == 1
