@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from chainkit._store import Caller, Cursor, Database, open_database
+from chainkit._store import Caller, Cursor, Database, json_text, open_database
 from chainkit._threads import in_thread
 from chainkit.llms.cache import (
     DEFAULT_MAX_ENTRIES,
@@ -144,8 +144,7 @@ class SQLCache:
 
     def put(self, key: str, reply: CachedReply) -> None:
         now = self._clock()
-        # ASCII: a lone surrogate in a reply is kept escaped rather than refused by the driver.
-        text = json.dumps(_data_of(reply), separators=(",", ":"))
+        text = json_text(_data_of(reply))
 
         def put(cursor: Cursor) -> None:
             cursor.execute(_PUT, (key, text, now, now))
