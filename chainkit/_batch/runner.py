@@ -122,6 +122,10 @@ def _counts(usage: ModelUsage) -> dict[str, int]:
     }
     if usage.unreported:
         counts["unreported"] = usage.unreported
+    if usage.cache_hits:
+        counts["cache_hits"] = usage.cache_hits
+        counts["cached_input_tokens"] = usage.cached_input_tokens
+        counts["cached_output_tokens"] = usage.cached_output_tokens
     return counts
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from contextlib import suppress
 from typing import Protocol
 
-from chainkit._cli import batch, exit_status, history, mcp_serve, run, runs, stderr, trace
+from chainkit._cli import batch, cache, exit_status, history, mcp_serve, run, runs, stderr, trace
 
 
 class _Command(Protocol):
@@ -27,7 +27,7 @@ class _Command(Protocol):
 
 # In the order `chainkit -h` lists them.
 _COMMANDS: dict[str, _Command] = {
-    command.COMMAND: command for command in (run, mcp_serve, batch, runs, history, trace)
+    command.COMMAND: command for command in (run, mcp_serve, batch, runs, history, cache, trace)
 }
 
 

@@ -167,6 +167,7 @@ class LogHandler(Handler):
             # always the model the run started with.
             said = [f"finish_reason={meta.finish_reason}"] if meta.finish_reason else []
             said += [f"model={meta.model}"] if meta.model else []
+            said += ["from the cache"] if meta.cached else []
             if said:
                 detail += f" ({', '.join(said)})"
         self._write("llm end", detail)

@@ -320,7 +320,10 @@ def _describe_reply(span: Span, message: Message, capture_content: bool) -> None
     if meta is not None:
         if meta.finish_reason is not None:
             span.set_attribute("gen_ai.response.finish_reasons", [meta.finish_reason])
-        if meta.usage is not None:
+        if meta.cached:
+            # From a response cache: nothing used this time, so no usage a backend would sum.
+            span.set_attribute("chainkit.response.cached", True)
+        elif meta.usage is not None:
             span.set_attribute("gen_ai.usage.input_tokens", meta.usage.prompt_tokens)
             span.set_attribute("gen_ai.usage.output_tokens", meta.usage.completion_tokens)
         if meta.model is not None:

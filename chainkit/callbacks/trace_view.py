@@ -33,6 +33,8 @@ class TraceRun:
     error: dict[str, Any] | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cached: bool = False
+    """A model run a response cache answered: its tokens were not paid for, so it shows none."""
     model: str | None = None
     options: dict[str, Any] | None = None
     first_token: float | None = None
@@ -220,7 +222,8 @@ def _take_model_request(run: TraceRun, data: dict[str, Any]) -> None:
 
 def _take_token_usage(run: TraceRun, message: Any) -> None:
     meta = message.get("response_meta") if isinstance(message, dict) else None
-    usage = meta.get("usage") if isinstance(meta, dict) else None
+    run.cached = isinstance(meta, dict) and meta.get("cached") is True
+    usage = meta.get("usage") if isinstance(meta, dict) and not run.cached else None
     if isinstance(usage, dict):
         run.input_tokens = _count(usage.get("prompt_tokens"))
         run.output_tokens = _count(usage.get("completion_tokens"))
@@ -287,6 +290,8 @@ def format_tree(roots: list[TraceRun], width: int = 80) -> str:
         facts = [_seconds(run.duration)]
         if run.input_tokens is not None or run.output_tokens is not None:
             facts.append(f"{run.input_tokens or 0}+{run.output_tokens or 0} tokens")
+        if run.cached:
+            facts.append("from the cache")
         line = f"{head} ({', '.join(facts)})"
         if run.id in diffs:
             line += f"  added: {one_line(added_text(diffs[run.id]), width) or '(nothing)'}"

@@ -11,7 +11,7 @@ from chainkit._text import counted
 from chainkit.callbacks.errors import HandlerConfigError, HandlerTypeError
 from chainkit.callbacks.handler import Handler
 from chainkit.callbacks.run import current_run
-from chainkit.schema import Message
+from chainkit.schema import Message, TokenUsage
 
 Prices = Mapping[str, tuple[float, float]]
 """Per model name: US dollars (or any currency) per million input tokens and per million
@@ -24,12 +24,19 @@ _MILLION = 1_000_000
 class ModelUsage:
     """What one model's calls used: `calls` (replies heard), `input_tokens` and
     `output_tokens` (the prompt and completion counts the server reported), and `unreported`
-    (replies that came without usage, which the counts therefore miss)."""
+    (replies that came without usage, which the counts therefore miss).
+
+    Replies a response cache gave (`response_meta.cached`) cost nothing and count apart:
+    `cache_hits`, with the tokens their first answer used as `cached_input_tokens` and
+    `cached_output_tokens` (what the cache saved)."""
 
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     unreported: int = 0
+    cache_hits: int = 0
+    cached_input_tokens: int = 0
+    cached_output_tokens: int = 0
 
     def plus(self, other: ModelUsage) -> ModelUsage:
         return ModelUsage(
@@ -37,6 +44,9 @@ class ModelUsage:
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.unreported + other.unreported,
+            self.cache_hits + other.cache_hits,
+            self.cached_input_tokens + other.cached_input_tokens,
+            self.cached_output_tokens + other.cached_output_tokens,
         )
 
 
@@ -64,7 +74,9 @@ class UsageTotals(Handler):
         meta = message.response_meta
         name = run.name if run is not None else (meta.model if meta is not None else None)
         usage = meta.usage if meta is not None else None
-        if usage is None:
+        if meta is not None and meta.cached:
+            self.add(name or "unknown", _from_cache(usage))
+        elif usage is None:
             self.add(name or "unknown", ModelUsage(calls=1, unreported=1))
         else:
             self.add(name or "unknown", ModelUsage(1, usage.prompt_tokens, usage.completion_tokens))
@@ -97,6 +109,8 @@ class UsageTotals(Handler):
             models = {model: models.get(model, ModelUsage())}
         total = 0.0
         for name, usage in models.items():
+            if usage.cache_hits and not usage.calls:
+                continue  # answered from a cache alone: nothing paid, whatever the price
             price = self.prices.get(name)
             if price is None or usage.unreported:
                 return None
@@ -116,6 +130,17 @@ class UsageTotals(Handler):
         return "\n".join(lines)
 
 
+def _from_cache(usage: TokenUsage | None) -> ModelUsage:
+    """A reply from a response cache, with the tokens its first answer used (None: unknown)."""
+    if usage is None:
+        return ModelUsage(cache_hits=1)
+    return ModelUsage(
+        cache_hits=1,
+        cached_input_tokens=usage.prompt_tokens,
+        cached_output_tokens=usage.completion_tokens,
+    )
+
+
 def _described(usage: ModelUsage, cost: float | None) -> str:
     text = (
         f"{counted(usage.calls, 'call')}, {counted(usage.input_tokens, 'token')} in, "
@@ -123,6 +148,11 @@ def _described(usage: ModelUsage, cost: float | None) -> str:
     )
     if usage.unreported:
         text += f" ({usage.unreported} without usage, not counted)"
+    if usage.cache_hits:
+        text += (
+            f", {counted(usage.cache_hits, 'reply')} from the cache "
+            f"({usage.cached_input_tokens:,} in, {usage.cached_output_tokens:,} out, not paid)"
+        )
     if cost is not None:
         text += f", cost {_money(cost)}"
     return text

@@ -9,6 +9,7 @@ import typing
 
 from chainkit._lazy import lazy_exports as _lazy_exports
 from chainkit.llms import errors as errors
+from chainkit.llms.cache import CachedReply, CacheStats, InMemoryCache, ResponseCache, set_cache
 from chainkit.llms.errors import (
     AllModelsFailedError,
     ModelConnectionError,
@@ -31,6 +32,7 @@ if typing.TYPE_CHECKING:
     from chainkit.llms.openai.embeddings import OpenAIEmbeddings
     from chainkit.llms.rate_limit import RateLimiter
     from chainkit.llms.retry import Backoff
+    from chainkit.llms.sql_cache import SQLCache
 
 # Loaded on first use, so that chains, prompts and callbacks, which import the model
 # contract from here, do not pay for the backends at import time.
@@ -41,6 +43,7 @@ _LAZY = {
     "OfflineModel": "chainkit.llms.offline.model",
     "OpenAI": "chainkit.llms.openai.chat",
     "RateLimiter": "chainkit.llms.rate_limit",
+    "SQLCache": "chainkit.llms.sql_cache",
 }
 
 
@@ -51,10 +54,13 @@ __all__ = [
     "AllModelsFailedError",
     "Backoff",
     "BaseModel",
+    "CacheStats",
+    "CachedReply",
     "CallOptions",
     "DefaultOptions",
     "FakeLLM",
     "Fallbacks",
+    "InMemoryCache",
     "Model",
     "ModelConnectionError",
     "ModelError",
@@ -70,8 +76,11 @@ __all__ = [
     "OutputValidationError",
     "PartialFunc",
     "RateLimiter",
+    "ResponseCache",
+    "SQLCache",
     "acall",
     "agenerate_object",
     "call",
     "generate_object",
+    "set_cache",
 ]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from chainkit._text import counted
 from chainkit.llms._streaming import stream_text
+from chainkit.llms.cache import ResponseCache
 from chainkit.llms.errors import FakeLLMExhaustedError as FakeLLMExhaustedError
 from chainkit.llms.errors import ModelConfigError
 from chainkit.llms.model import BaseModel, ModelRequest
@@ -25,11 +26,19 @@ class FakeCall:
 
 class FakeLLM(BaseModel):
     """Returns `responses` in order; streams each in chunks of `chunk_size` characters when a
-    `streaming_func` is given; records every call in `calls`."""
+    `streaming_func` is given; records every call in `calls`. A `cache` answers calls it has
+    answered before, as for any model (`llms.cache`)."""
 
-    def __init__(self, responses: Sequence[str | Message], *, chunk_size: int = 4) -> None:
+    def __init__(
+        self,
+        responses: Sequence[str | Message],
+        *,
+        chunk_size: int = 4,
+        cache: ResponseCache | Literal[False] | None = None,
+    ) -> None:
         if chunk_size < 1:
             raise ModelConfigError(f"chunk_size must be at least 1, got {chunk_size}")
+        self.cache = cache
         self.responses: list[str | Message] = list(responses)
         self.chunk_size = chunk_size
         self.calls: list[FakeCall] = []

@@ -6,8 +6,9 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, Unpack, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, Unpack, runtime_checkable
 
 from chainkit._elsewhere import Elsewhere
 from chainkit._errors import EscapedStopError
@@ -18,6 +19,10 @@ from chainkit.callbacks import Handler
 from chainkit.callbacks.combining import CombiningHandler, guard
 from chainkit.callbacks.handler import ModelOptions
 from chainkit.callbacks.run import enter, tokens_wanted
+from chainkit.llms import _cached_call
+from chainkit.llms import cache as response_cache
+from chainkit.llms._cache_key import cache_key, effective_options
+from chainkit.llms.cache import ResponseCache, checked_cache
 from chainkit.llms.errors import ModelAttributeError, ModelTypeError
 from chainkit.llms.options import CallOptions, StreamingFunc, check_options, check_stop
 from chainkit.schema import Message, ToolInfo
@@ -121,6 +126,32 @@ class BaseModel(Pipeable):
     """The options every call takes unless it gives its own: none here; a backend's
     constructor takes them (`llms.OpenAI("gpt-4o-mini", temperature=0)`)."""
 
+    _cache: ResponseCache | Literal[False] | None = None
+
+    @property
+    def cache(self) -> ResponseCache | Literal[False] | None:
+        """The response cache this model's calls go through (see `llms.cache`): None for the
+        one `llms.set_cache` set, if any; False for none at all."""
+        return self._cache
+
+    @cache.setter
+    def cache(self, value: ResponseCache | Literal[False] | None) -> None:
+        self._cache = value if value is None or value is False else checked_cache(value, "cache")
+
+    def _cache_key(self, request: ModelRequest) -> tuple[ResponseCache, str] | None:
+        """The cache a call goes through, and its key there; None when it goes through none:
+        no cache, or a reply sampled at a temperature above 0 (or none given: most servers'
+        default is 1) which the cache does not keep."""
+        chosen = self._cache
+        if chosen is None:
+            chosen = response_cache.default_cache()
+        if chosen is None or chosen is False:
+            return None
+        options = effective_options(self.default_options, request.options, request.stop)
+        if options.get("temperature") != 0 and not chosen.cache_sampled:
+            return None
+        return chosen, cache_key(self, request.messages, request.tools, options)
+
     def generate(
         self,
         messages: Sequence[Message],
@@ -129,7 +160,16 @@ class BaseModel(Pipeable):
         **options: Unpack[CallOptions],
     ) -> Message:
         request, own = _request(messages, tools, options)
+        # One test when no cache is set anywhere, as on most calls.
+        cached = (
+            None
+            if self._cache is None and response_cache.default_cache() is None
+            else self._cache_key(request)
+        )
         with enter("llm", request.options.get("model") or self.name, own) as run:
+            if cached is not None:
+                answer = partial(self._sync_reply, request)
+                return _cached_call.generate(*cached, run, request, self._starter(request), answer)
             if run.handler is not None:
                 _start(run.handler, request, self)
             # The backend is called here, not through _sync_reply: one call less per model
@@ -150,7 +190,17 @@ class BaseModel(Pipeable):
         **options: Unpack[CallOptions],
     ) -> Message:
         request, own = _request(messages, tools, options)
+        # One test when no cache is set anywhere, as on most calls.
+        cached = (
+            None
+            if self._cache is None and response_cache.default_cache() is None
+            else self._cache_key(request)
+        )
         with enter("llm", request.options.get("model") or self.name, own) as run:
+            if cached is not None:
+                areply = partial(self._areply, request)
+                start = self._starter(request)
+                return await _cached_call.agenerate(*cached, run, request, start, areply)
             if run.handler is not None:
                 _start(run.handler, request, self)
             if type(self)._agenerate is BaseModel._agenerate:
@@ -162,6 +212,14 @@ class BaseModel(Pipeable):
             if run.handler is not None:
                 run.end(reply)
             return reply
+
+    def _starter(self, request: ModelRequest) -> _cached_call.Start:
+        return lambda handler: _start(handler, request, self)
+
+    async def _areply(self, request: ModelRequest) -> Message:
+        if type(self)._agenerate is BaseModel._agenerate:
+            return self._sync_reply(request)
+        return await self._agenerate(request)
 
     def _generate(self, request: ModelRequest) -> Message:
         raise NotImplementedError(f"{type(self).__name__} must implement _generate")

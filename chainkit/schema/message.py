@@ -186,12 +186,15 @@ def _whole_count(value: Any) -> Any:
 class ResponseMeta:
     """What the server said about a reply, besides the reply itself: why it stopped, the
     tokens it counted, and the `model` that answered and the response's `id`, as it named
-    them (a request for "gpt-4o" is answered by "gpt-4o-2024-08-06")."""
+    them (a request for "gpt-4o" is answered by "gpt-4o-2024-08-06"). `cached` is True for a
+    reply a response cache gave (`llms.cache`): the server said all this when it first
+    answered, and nothing was paid for it this time."""
 
     finish_reason: str | None = None
     usage: TokenUsage | None = None
     model: str | None = None
     id: str | None = None
+    cached: bool = False
 
     def __post_init__(self) -> None:
         if not (
@@ -199,6 +202,7 @@ class ResponseMeta:
             and (self.usage is None or type(self.usage) is TokenUsage)
             and (self.model is None or type(self.model) is str)
             and (self.id is None or type(self.id) is str)
+            and type(self.cached) is bool
         ):
             check_fields(
                 self,
@@ -207,6 +211,7 @@ class ResponseMeta:
                     ("usage", (TokenUsage, NONE), "a TokenUsage or None"),
                     ("model", OPTIONAL_STR, "a str or None"),
                     ("id", OPTIONAL_STR, "a str or None"),
+                    ("cached", (bool,), "True or False"),
                 ),
             )
 
@@ -220,6 +225,8 @@ class ResponseMeta:
             data["model"] = self.model
         if self.id is not None:
             data["id"] = self.id
+        if self.cached:
+            data["cached"] = True
         return data
 
     @classmethod
@@ -231,6 +238,7 @@ class ResponseMeta:
             usage=TokenUsage.from_dict(mapping("ResponseMeta", "usage", usage)) if usage else None,
             model=data.get("model"),
             id=data.get("id"),
+            cached=data.get("cached", False),
         )
 
 

@@ -17,7 +17,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from chainkit import agents, callbacks, chains, tools
 from chainkit.callbacks import OpenTelemetryHandler
-from chainkit.llms import FakeLLM, OpenAI
+from chainkit.llms import FakeLLM, InMemoryCache, OpenAI
 from chainkit.llms.errors import ModelError
 from chainkit.schema import Message, TokenUsage
 from chainkit.schema.message import ResponseMeta
@@ -157,6 +157,21 @@ def test_model_attributes_usage_and_request_parameters():
         "gen_ai.usage.output_tokens": 3,
         "chainkit.run.id": span.attributes["chainkit.run.id"],  # type: ignore[index]
     }
+
+
+@pytest.mark.timeout(30)
+def test_a_reply_from_a_response_cache_is_marked_and_has_no_usage():
+    exporter, provider = exporter_and_provider()
+    reply = Message.assistant("hi", response_meta=ResponseMeta("stop", TokenUsage(11, 3, 14)))
+    llm = FakeLLM([reply], cache=InMemoryCache())
+    for _ in range(2):
+        llm.generate([Message.user("q")], callbacks=OpenTelemetryHandler(provider), temperature=0)
+    paid, hit = exporter.get_finished_spans()
+    assert paid.attributes is not None and hit.attributes is not None
+    assert paid.attributes["gen_ai.usage.input_tokens"] == 11
+    assert "chainkit.response.cached" not in paid.attributes
+    assert hit.attributes["chainkit.response.cached"] is True
+    assert "gen_ai.usage.input_tokens" not in hit.attributes
 
 
 def test_the_openai_backend_is_named_openai():

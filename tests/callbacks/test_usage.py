@@ -136,3 +136,19 @@ def test_prices_that_are_not_two_amounts_are_refused(prices):
 def test_prices_that_are_no_mapping_are_refused():
     with pytest.raises(HandlerTypeError, match="prices must map model names"):
         UsageTotals(prices=[("m", (1, 1))])  # type: ignore[arg-type]
+
+
+def test_replies_from_a_cache_alone_cost_nothing_even_without_a_price():
+    cache = llms.InMemoryCache(cache_sampled=True)
+    llm = llms.FakeLLM([Message.assistant("x")], cache=cache)
+    llms.call(llm, "hi")  # paid, before the totals listen
+    totals = UsageTotals()
+    llms.call(llm, "hi", callbacks=totals)
+    assert totals.models == {"FakeLLM": ModelUsage(cache_hits=1)}
+    assert totals.cost() == 0
+    assert totals.summary() == (
+        "FakeLLM: 0 calls, 0 tokens in, 0 out, 1 reply from the cache (0 in, 0 out, not paid), "
+        "cost 0"
+    )
+    totals.add("FakeLLM", ModelUsage(cache_hits=2, cached_input_tokens=5))
+    assert totals.models["FakeLLM"] == ModelUsage(cache_hits=3, cached_input_tokens=5)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from chainkit._tokens import reply_tokens
 from chainkit.llms.errors import ModelError
@@ -27,6 +27,7 @@ from chainkit.llms.retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Backoff
 from chainkit.schema import Message, ToolInfo
 
 if TYPE_CHECKING:
+    from chainkit.llms.cache import ResponseCache
     from chainkit.llms.rate_limit import RateLimiter
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -55,6 +56,9 @@ class OpenAI(OpenAIEndpoint, BaseModel):
     retry to `handle_retry` of its callbacks; which errors are retried is the retry policy of
     `chainkit.llms.retry`. The error a call ends with says how many attempts it made
     (`ModelError.attempts`).
+
+    With a `cache` (an `llms.ResponseCache`), a call answered before is answered from it (see
+    `llms.cache`); `cache=False` keeps the model out of the cache `llms.set_cache` set.
 
     With a `rate_limiter` (an `llms.RateLimiter`, which many models may share), each attempt
     starts only when the limiter lets it, and a 429 with Retry-After pauses every model that
@@ -92,6 +96,7 @@ class OpenAI(OpenAIEndpoint, BaseModel):
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         backoff: Backoff | None = None,
         rate_limiter: RateLimiter | None = None,
+        cache: ResponseCache | Literal[False] | None = None,
         **default_options: Unpack[DefaultOptions],
     ) -> None:
         if model is None:
@@ -100,6 +105,7 @@ class OpenAI(OpenAIEndpoint, BaseModel):
         else:
             check_model_name(model, "model")
         check_options(default_options)
+        self.cache = cache
         self.model = model
         self.default_options = default_options
         super().__init__(
