@@ -134,7 +134,7 @@ class SQLCache:
             cursor.execute(_USED, (now, key))
             return row[0], row[1]
 
-        with self._db.lock:  # the counts too, as the lock is held anyway
+        with self._db.held():  # the counts too, as the lock is held anyway
             found = self._run("read a reply", get)
             if found is None:
                 self._misses += 1
