@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -57,7 +58,7 @@ class SQLiteDatabase(Database):
         if read_only:
             return
         try:
-            self._connection.execute("PRAGMA journal_mode=WAL")
+            _write_ahead_log(self._connection, self.timeout)
             self._connection.execute(f"PRAGMA synchronous={synchronous}")
         except sqlite3.Error as error:
             self._connection.close()
@@ -139,3 +140,18 @@ class _Transaction:
             raise self.database._failure(self.by, self.doing, error) from error
         if isinstance(error, UnicodeEncodeError):
             raise bad_text(self.by or self.database._caller, self.doing, error) from error
+
+
+def _write_ahead_log(connection: sqlite3.Connection, timeout: float) -> None:
+    """Puts the database in WAL mode. Another process opening the file at the same moment may
+    hold it, and SQLite then answers "database is locked" at once, without waiting as a
+    transaction would: wait up to `timeout` here instead."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)

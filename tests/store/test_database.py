@@ -8,6 +8,7 @@ import os
 import pickle
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -193,3 +194,36 @@ def test_a_read_only_sqlite_database_is_never_made_nor_written(tmp_path: Path) -
         reader.run("write", lambda c: c.execute("INSERT INTO kept VALUES ('a', 'b')"))
     reader.close()
     assert path.read_bytes() == before
+
+
+def _open_at_once(path: str, start: float) -> None:
+    import time
+
+    time.sleep(max(0.0, start - time.time()))
+    database = open_database(path)
+    database.run("make", lambda c: c.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER)"))
+
+    def insert(cursor: Any) -> None:
+        cursor.execute("INSERT INTO t VALUES (?)", (1,))
+
+    for _ in range(20):
+        database.run("write", insert)
+    database.close()
+
+
+def test_processes_opening_one_new_sqlite_file_at_once_all_open_it(tmp_path: Path) -> None:
+    # Putting a file in WAL mode finds it locked while another process does the same; SQLite
+    # then answers at once instead of waiting, so opening waits on its own.
+    import multiprocessing
+    import time
+
+    context = multiprocessing.get_context("spawn")
+    for attempt in range(3):
+        path = str(tmp_path / f"new-{attempt}.db")
+        start = time.time() + 1.5
+        workers = [context.Process(target=_open_at_once, args=(path, start)) for _ in range(16)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(60)
+        assert [worker.exitcode for worker in workers] == [0] * 16
