@@ -10,6 +10,8 @@ import typing
 from chainkit._lazy import lazy_exports as _lazy_exports
 from chainkit.llms import errors as errors
 from chainkit.llms.cache import CachedReply, CacheStats, InMemoryCache, ResponseCache, set_cache
+from chainkit.llms.cached_embeddings import CachedEmbeddings
+from chainkit.llms.embedding_cache import EmbeddingCache, InMemoryEmbeddingCache
 from chainkit.llms.errors import (
     AllModelsFailedError,
     ModelConnectionError,
@@ -33,6 +35,7 @@ if typing.TYPE_CHECKING:
     from chainkit.llms.rate_limit import RateLimiter
     from chainkit.llms.retry import Backoff
     from chainkit.llms.sql_cache import SQLCache
+    from chainkit.llms.sql_embedding_cache import SQLEmbeddingCache
 
 # Loaded on first use, so that chains, prompts and callbacks, which import the model
 # contract from here, do not pay for the backends at import time.
@@ -44,6 +47,7 @@ _LAZY = {
     "OpenAI": "chainkit.llms.openai.chat",
     "RateLimiter": "chainkit.llms.rate_limit",
     "SQLCache": "chainkit.llms.sql_cache",
+    "SQLEmbeddingCache": "chainkit.llms.sql_embedding_cache",
 }
 
 
@@ -55,12 +59,15 @@ __all__ = [
     "Backoff",
     "BaseModel",
     "CacheStats",
+    "CachedEmbeddings",
     "CachedReply",
     "CallOptions",
     "DefaultOptions",
+    "EmbeddingCache",
     "FakeLLM",
     "Fallbacks",
     "InMemoryCache",
+    "InMemoryEmbeddingCache",
     "Model",
     "ModelConnectionError",
     "ModelError",
@@ -78,6 +85,7 @@ __all__ = [
     "RateLimiter",
     "ResponseCache",
     "SQLCache",
+    "SQLEmbeddingCache",
     "acall",
     "agenerate_object",
     "call",

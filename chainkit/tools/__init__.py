@@ -10,6 +10,7 @@ package, those that report a mistake in the caller's code or settings included, 
 import typing
 
 from chainkit._lazy import lazy_exports as _lazy_exports
+from chainkit.schema.embedder import Embedder
 from chainkit.tools import errors as errors
 from chainkit.tools.base import Tool
 from chainkit.tools.builtin.calculator import Calculator
@@ -24,7 +25,7 @@ from chainkit.tools.errors import (
     ToolError,
 )
 from chainkit.tools.join import join_tools
-from chainkit.tools.retriever import Embedder, ToolRetriever
+from chainkit.tools.retriever import ToolRetriever
 from chainkit.tools.structured import StructuredTool, tool
 from chainkit.tools.toolset import Toolset
 

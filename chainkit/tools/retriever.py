@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain, zip_longest
 from numbers import Real
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from chainkit._search.bm25 import LexicalIndex
 from chainkit._search.names import NameWords
@@ -33,6 +33,7 @@ from chainkit._search.requests import requests, without_phrasing
 from chainkit._search.terms import terms, tokens
 from chainkit._stop import to_thread
 from chainkit._text import counted, described
+from chainkit.schema.embedder import Embedder
 from chainkit.tools.base import Tool
 from chainkit.tools.errors import ToolConfigError, ToolTypeError
 from chainkit.tools.toolset import Toolset
@@ -56,16 +57,6 @@ tools whose names hold the most of the request's words)."""
 COPY_CANDIDATES = 3
 """How many candidates past `top_k` a selection reads, for the near copies it moves back
 (`chainkit._search.near_copies`) to give their places to."""
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Anything that embeds texts, such as `llms.OpenAIEmbeddings`; `aembed_query`, when it
-    has one, is used by `aselect`."""
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...
-
-    def embed_query(self, text: str) -> list[float]: ...
 
 
 class ToolRetriever:
