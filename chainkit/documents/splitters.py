@@ -159,7 +159,7 @@ class RecursiveSplitter:
     def _chunks(
         self, text: str, pieces: list[tuple[int, int]], sizes: list[int]
     ) -> Iterator[tuple[int, str]]:
-        first = 0
+        first = end = 0
         while first < len(pieces):
             # Pieces of whitespace alone would be left out of the chunk: beginning it with
             # them would give two chunks one start.
@@ -178,7 +178,9 @@ class RecursiveSplitter:
                     break
                 last -= 1
             chunk = _stripped(text, pieces[first][0], pieces[last - 1][1])
-            if chunk is not None:
+            # Overlap and whitespace alone would make a chunk inside the one before.
+            if chunk is not None and chunk[0] + len(chunk[1]) > end:
+                end = chunk[0] + len(chunk[1])
                 yield chunk
             if last == len(pieces):
                 return
@@ -186,10 +188,14 @@ class RecursiveSplitter:
 
     def _overlap_start(self, first: int, last: int, sizes: list[int]) -> int:
         """The first piece of the chunk after pieces[first:last]: as far back as `overlap`
-        allows, and past `first` so that each chunk moves on."""
+        allows while the next new piece still fits beside it (each chunk brings new text),
+        and past `first`."""
         start, back = last, 0
-        while start > first + 1 and back + sizes[start - 1] <= self._overlap:
-            back += sizes[start - 1]
+        while start > first + 1:
+            longer = back + sizes[start - 1]
+            if longer > self._overlap or longer + sizes[last] > self._capacity:
+                break
+            back = longer
             start -= 1
         return start
 

@@ -53,6 +53,8 @@ def test_each_chunk_is_where_its_start_says_within_size_and_together_they_cover_
     assert {i for i, c in enumerate(text) if not c.isspace()} <= covered
     starts = [start for start, _ in chunks]
     assert starts == sorted(set(starts))
+    ends = [start + len(chunk) for start, chunk in chunks]
+    assert ends == sorted(set(ends))  # each chunk brings text the one before did not have
     if length == "characters":
         for (before, chunk), (after, _) in pairwise(chunks):
             assert before + len(chunk) - after <= overlap
@@ -71,6 +73,18 @@ def test_overlap_repeats_the_end_of_the_chunk_before():
     text = "alpha beta gamma delta epsilon zeta eta theta"
     chunks = [chunk for _, chunk in RecursiveSplitter(17, 6).split_text(text)]
     assert chunks == ["alpha beta gamma", "gamma delta", "delta epsilon", "zeta eta theta"]
+
+
+def test_overlap_gives_way_to_the_next_piece():
+    # With "by the lighthouse, " kept as overlap, the next clause would not fit: a chunk of
+    # overlap alone, then another, would follow.
+    text = "Tickets are sold at the kiosk by the lighthouse, and on board when it is closed."
+    chunks = [chunk for _, chunk in RecursiveSplitter(45, 20).split_text(text)]
+    assert chunks == [
+        "Tickets are sold at the kiosk by the",
+        "at the kiosk by the lighthouse,",
+        "lighthouse, and on board when it is closed.",
+    ]
 
 
 def test_chinese_and_japanese_are_cut_at_sentence_ends_not_mid_word():
