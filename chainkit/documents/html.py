@@ -45,7 +45,9 @@ def _load(
     title, text = main_text(html)
     used = "builtin"
     if extractor != "builtin" and (trafilatura := _trafilatura(required=extractor != "auto")):
-        extracted = trafilatura.extract(html, include_comments=False, include_tables=True)
+        extracted = trafilatura.extract(
+            html, include_comments=False, include_tables=True, favor_precision=True
+        )
         if extracted:
             text, used = extracted, "trafilatura"
     metadata = {"source": str(path), "format": "html", "title": title, "extractor": used}
