@@ -11,8 +11,8 @@ from chainkit._errors import ChainkitError
 
 class LoadError(ChainkitError, ValueError):
     """A loader could not read a file, or a part of it: `path` is the file, `line` the line
-    (of a text, CSV or JSONL file; a CSV row's first line) or `page` the PDF page where it
-    could tell, and the message says what was wrong."""
+    (of a text, CSV or JSONL file) or `page` the PDF page where it could tell, and `reason`
+    (and the message) what was wrong."""
 
     def __init__(
         self, path: str | Path, reason: str, *, line: int | None = None, page: int | None = None

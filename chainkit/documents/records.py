@@ -31,7 +31,7 @@ def load_csv(
     text is `text_column`'s value, the metadata the other columns (or `metadata_columns`
     only) with `source` and `row` (counted from 1, after the header). Its id is
     `path#row=N`. Rows are read one at a time; a row that cannot be read raises LoadError
-    naming its line."""
+    naming the line where that was found (a quoted field may span lines)."""
     check_encoding(encoding)
     if not isinstance(text_column, str):
         raise DocumentTypeError("text_column must be a column's name (a string)")

@@ -143,6 +143,19 @@ def test_a_page_with_no_main_element_keeps_its_body_less_navigation(tmp_path):
     assert document.text == "First\nSecond\nThird & last\nkeep\nspacing"
 
 
+def test_html_is_read_in_the_charset_its_meta_declares(tmp_path):
+    page = tmp_path / "old.html"
+    page.write_bytes(
+        b'<html><head><meta http-equiv="Content-Type" content="text/html; charset=windows-1252">'
+        b"<title>Caf\xe9</title></head><body><p>Caf\xe9 cr\xe8me \x80 2</p></body></html>"
+    )
+    [document] = load_html(page, extractor="builtin")
+    assert document.text == "Café crème € 2"
+    assert document.metadata["title"] == "Café"
+    with pytest.raises(LoadError, match="line 1"):
+        list(load_html(page, encoding="utf-8"))  # named: the declaration gives way
+
+
 def test_csv_gives_a_document_per_row_with_the_other_columns_as_metadata():
     documents = list(load_csv(DATA / "ferries.csv", "description"))
     assert [document.metadata["route"] for document in documents] == [
@@ -247,6 +260,20 @@ def test_a_file_that_is_no_pdf_is_named(tmp_path):
     fake.write_bytes(b"%PDF-1.4\nnot really\n")
     with pytest.raises(LoadError, match=r"fake\.pdf: is not a PDF pypdf can read"):
         list(load_pdf(fake))
+
+
+def test_an_encrypted_pdf_needs_its_password(tmp_path):
+    needs("pypdf")
+    import pypdf
+
+    writer = pypdf.PdfWriter(clone_from=DATA / "harbour.pdf")
+    writer.encrypt("secret", algorithm="RC4-128")
+    locked = tmp_path / "locked.pdf"
+    writer.write(locked)
+    with pytest.raises(LoadError, match=r"locked\.pdf: is encrypted; give its password"):
+        list(load_pdf(locked))
+    pages = list(load_pdf(locked, password="secret"))
+    assert "kiosk by the lighthouse" in pages[1].text
 
 
 def test_pdf_without_pypdf_says_how_to_install(monkeypatch):
