@@ -68,6 +68,9 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
     "documents": {
         "LoadError": ValueError,
     },
+    "indexes": {
+        "VectorIndexError": Exception,
+    },
     "agents": {
         "ConstraintRefusedError": ValueError,
         "DeadlineExceededError": TimeoutError,
@@ -165,6 +168,10 @@ UNEXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
         "DocumentValueError": ValueError,
         "ExtraMissingError": ModuleNotFoundError,
         "FileTooLargeError": ValueError,
+    },
+    "indexes": {
+        "IndexConfigError": ValueError,
+        "IndexTypeError": TypeError,
     },
     "parsers": {
         "ParserAttributeError": AttributeError,

@@ -171,6 +171,14 @@ PINNED_EXPORTS = {
         "load_pdf",
         "load_text",
     ],
+    "chainkit.indexes": [
+        "Filter",
+        "Hit",
+        "InMemoryIndex",
+        "VectorIndex",
+        "VectorIndexError",
+        "errors",
+    ],
     "chainkit.memory": [
         "ChatHistory",
         "ConversationBuffer",

@@ -38,7 +38,16 @@ BASE = {
     "_store",
     "_tokens",
 }
-PARTS = {"callbacks", "memory", "prompts", "tools", "checkpoints", "parsers", "documents"}
+PARTS = {
+    "callbacks",
+    "memory",
+    "prompts",
+    "tools",
+    "checkpoints",
+    "parsers",
+    "documents",
+    "indexes",
+}
 # What each unit (a package, or a module at the root) may import from chainkit besides itself.
 ALLOWED: dict[str, set[str]] = {
     "schema": {"_errors"},
@@ -58,6 +67,7 @@ ALLOWED: dict[str, set[str]] = {
     "_store": {"_errors", "_redact"},
     "_tokens": {"schema"},
     **{part: BASE for part in PARTS},
+    "indexes": BASE | {"documents"},
     "llms": BASE | {"callbacks"},
     "chains": BASE | {"callbacks", "prompts", "tools", "parsers", "memory", "llms"},
     "agents": BASE | PARTS | {"llms", "chains"},

@@ -18,10 +18,8 @@ APIs) are offered once among the first: the others come after the distinct candi
 from __future__ import annotations
 
 import heapq
-import math
-import operator
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from itertools import chain, zip_longest
 from numbers import Real
 from typing import Any
@@ -31,17 +29,13 @@ from chainkit._search.names import NameWords
 from chainkit._search.near_copies import CountedTerms, counted_terms, distinct_first
 from chainkit._search.requests import requests, without_phrasing
 from chainkit._search.terms import terms, tokens
+from chainkit._search.vectors import dot, scaled_to_unit
 from chainkit._stop import to_thread
 from chainkit._text import counted, described
 from chainkit.schema.embedder import Embedder
 from chainkit.tools.base import Tool
 from chainkit.tools.errors import ToolConfigError, ToolTypeError
 from chainkit.tools.toolset import Toolset
-
-# The dot product of two vectors: math.sumprod (Python 3.12+, in C) where there is one.
-_dot: Callable[[Sequence[float], Sequence[float]], float] = getattr(
-    math, "sumprod", lambda a, b: sum(map(operator.mul, a, b))
-)
 
 RRF_K = 60
 """The constant of reciprocal rank fusion: how little the first ranks count more than the next."""
@@ -277,7 +271,7 @@ class ToolRetriever:
         vectors = self._vectors
         dimensions = len(next(iter(vectors.values()))) if vectors else None
         unit = _unit(query_vector, "embed_query", dimensions)
-        scored = heapq.nlargest(depth, vectors.items(), key=lambda item: _dot(unit, item[1]))
+        scored = heapq.nlargest(depth, vectors.items(), key=lambda item: dot(unit, item[1]))
         return [name for name, _ in scored]
 
     def _checked_vectors(self, found: object, tools: list[Tool]) -> dict[str, list[float]]:
@@ -378,10 +372,10 @@ def _unit(vector: object, source: str, dimensions: int | None) -> list[float]:
         raise ToolConfigError(
             f"embedder.{source} returned a number too large for a float"
         ) from None
-    length = math.sqrt(math.fsum(x * x for x in numbers))
-    if not math.isfinite(length):
+    scaled = scaled_to_unit(numbers)
+    if scaled is None:
         raise ToolConfigError(f"embedder.{source} returned a vector that is not finite")
-    return [x / length for x in numbers] if length else numbers
+    return scaled
 
 
 def _union(parts: list[dict[str, float]]) -> dict[str, float]:

@@ -1,0 +1,162 @@
+"""InMemoryIndex: documents and their vectors in this process, searched by an exact scan."""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections.abc import Iterable, Sequence
+
+from chainkit._search.vectors import dot, scaled_to_unit
+from chainkit._text import described
+from chainkit.documents import Document
+from chainkit.indexes._selection import (
+    checked_count,
+    checked_diversity,
+    checked_filter,
+    matches,
+    most_relevant_and_diverse,
+)
+from chainkit.indexes.base import Filter, Hit
+from chainkit.indexes.errors import IndexConfigError, IndexTypeError
+from chainkit.schema.embedder import Embedder
+
+__all__ = ["InMemoryIndex"]
+
+
+class InMemoryIndex:
+    """Documents by id with their vectors, in this process (see `VectorIndex`). `embedder`
+    embeds the documents given without vectors and the queries given as text.
+
+    A search compares the query with every document's vector (cosine, exact) in pure Python,
+    as chainkit depends on no array library: about 100 ms for 5,000 vectors of 384 dimensions
+    on Python 3.11 on a 2-core machine, less on 3.12+ (`math.sumprod`). Safe to share between
+    threads."""
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        if embedder is not None and not isinstance(embedder, Embedder):
+            raise IndexTypeError(
+                "embedder must have embed_documents(texts) and embed_query(text), such as "
+                f"llms.OpenAIEmbeddings(); got {described(embedder)}"
+            )
+        self.embedder = embedder
+        self._rows: dict[str, tuple[Document, list[float]]] = {}
+        self._dimensions: int | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"InMemoryIndex({len(self._rows)} documents)"
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def upsert(
+        self, documents: Iterable[Document], vectors: Sequence[Sequence[float]] | None = None
+    ) -> None:
+        batch = [_checked_document(document, i) for i, document in enumerate(documents)]
+        if vectors is None:
+            embedder = self._needed_embedder("add documents without their vectors")
+            vectors = embedder.embed_documents([document.text for document in batch])
+        if len(vectors) != len(batch):
+            raise IndexConfigError(
+                f"{len(batch)} documents came with {len(vectors)} vectors: give one each"
+            )
+        with self._lock:
+            units = [self._unit(vector) for vector in vectors]
+            for document, unit in zip(batch, units, strict=True):
+                self._rows[document.id] = (document, unit)
+
+    def delete(self, ids: Iterable[str]) -> int:
+        if isinstance(ids, str):
+            raise IndexTypeError("delete takes a list of ids, not one str: delete([id])")
+        with self._lock:
+            return sum(self._rows.pop(id_, None) is not None for id_ in ids)
+
+    def get(self, ids: Iterable[str]) -> list[Document]:
+        """The documents of `ids` the index holds, in the order asked."""
+        rows = self._rows
+        return [rows[id_][0] for id_ in ids if id_ in rows]
+
+    def search(
+        self, query: str | Sequence[float], *, k: int = 4, where: Filter | None = None
+    ) -> list[Hit]:
+        k = checked_count("k", k)
+        scored = self._scored(query, where, k)
+        return [Hit(document, score) for score, document, _ in scored]
+
+    def mmr(
+        self,
+        query: str | Sequence[float],
+        *,
+        k: int = 4,
+        fetch_k: int = 20,
+        diversity: float = 0.5,
+        where: Filter | None = None,
+    ) -> list[Hit]:
+        k = checked_count("k", k)
+        fetch_k = max(k, checked_count("fetch_k", fetch_k))
+        diversity = checked_diversity(diversity)
+        scored = self._scored(query, where, fetch_k)
+        order = most_relevant_and_diverse([(s, unit) for s, _, unit in scored], k, diversity)
+        return [Hit(scored[i][1], scored[i][0]) for i in order]
+
+    def _scored(
+        self, query: str | Sequence[float], where: object, depth: int
+    ) -> list[tuple[float, Document, list[float]]]:
+        """The `depth` documents matching `where` most similar to `query`, with their
+        similarity and vector, most similar first (ties in the order they were added)."""
+        wanted = checked_filter(where)
+        unit = self._query_unit(query)
+        rows = list(self._rows.values())
+        found = (
+            (dot(unit, vector), -position, document, vector)
+            for position, (document, vector) in enumerate(rows)
+            if not wanted or matches(document.metadata, wanted)
+        )
+        best = heapq.nlargest(depth, found, key=lambda row: (row[0], row[1]))
+        return [(score, document, vector) for score, _, document, vector in best]
+
+    def _query_unit(self, query: str | Sequence[float]) -> list[float]:
+        if isinstance(query, str):
+            vector: Sequence[float] = self._needed_embedder("search by text").embed_query(query)
+        else:
+            vector = query
+        with self._lock:
+            return self._unit(vector)
+
+    def _needed_embedder(self, doing: str) -> Embedder:
+        if self.embedder is None:
+            raise IndexConfigError(
+                f"this index has no embedder to {doing}: give InMemoryIndex(embedder=...) "
+                "or the vectors themselves"
+            )
+        return self.embedder
+
+    def _unit(self, vector: object) -> list[float]:
+        """`vector` scaled to length 1, checked against the index's dimensions (the first
+        vector's sets them). Called under the lock."""
+        if isinstance(vector, str | bytes) or not isinstance(vector, Sequence) or not vector:
+            raise IndexTypeError(
+                f"a vector is a non-empty list of numbers, not {described(vector)}"
+            )
+        try:
+            numbers = [float(x) for x in vector]
+        except (TypeError, ValueError):
+            raise IndexTypeError("a vector holds numbers only") from None
+        if self._dimensions is not None and len(numbers) != self._dimensions:
+            raise IndexConfigError(
+                f"a vector of {len(numbers)} dimensions, where this index's have {self._dimensions}"
+            )
+        scaled = scaled_to_unit(numbers)
+        if scaled is None:
+            raise IndexConfigError("a vector holds an infinity or NaN")
+        if self._dimensions is None:
+            self._dimensions = len(numbers)
+        return scaled
+
+
+def _checked_document(document: object, position: int) -> Document:
+    if not isinstance(document, Document):
+        raise IndexTypeError(
+            f"documents[{position}] must be a documents.Document, got {described(document)}"
+        )
+    return document
