@@ -4,7 +4,7 @@ arguments of a search checked, and maximal marginal relevance over the candidate
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from chainkit._search.vectors import dot
@@ -30,11 +30,18 @@ def matches(metadata: Mapping[str, Any], where: Filter) -> bool:
             return False
         value = metadata[key]
         if isinstance(wanted, _ANY_OF) and not isinstance(value, _ANY_OF):
-            if value not in wanted:
+            if not _among(value, wanted):
                 return False
         elif value != wanted:
             return False
     return True
+
+
+def _among(value: object, wanted: Collection[Any]) -> bool:
+    try:
+        return value in wanted
+    except TypeError:  # a value a set cannot hold (a dict) is in no set
+        return False
 
 
 def checked_count(name: str, value: object) -> int:

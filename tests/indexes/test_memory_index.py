@@ -68,7 +68,9 @@ def test_a_filter_keeps_the_documents_whose_metadata_match():
     assert ids(index.search(angle(0), k=9, where={"lang": ["de", "fr"]})) == ["fr-1", "de-1"]
     assert ids(index.search(angle(0), k=9, where={"year": 2020, "lang": "de"})) == ["de-1"]
     assert index.search(angle(0), where={"lang": "ja"}) == []
-    assert len(index.search(angle(0), k=9, where={})) == 4
+    index.upsert([doc("dict", lang={"en": 1})], [angle(4)])
+    assert ids(index.search(angle(0), k=9, where={"lang": {"de", "fr"}})) == ["fr-1", "de-1"]
+    assert len(index.search(angle(0), k=9, where={})) == 5
 
 
 def test_mmr_passes_over_a_near_copy_of_what_it_picked():
