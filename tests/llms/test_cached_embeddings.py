@@ -74,6 +74,7 @@ def test_unchanged_texts_are_not_embedded_again(openai_server: OpenAIServer, cac
     again = cached.embed_documents(["beta", "delta", "alpha"])
 
     assert again == [embedding_of(text) for text in ["beta", "delta", "alpha"]]
+    assert cached.embed_documents([]) == []
     assert sent(openai_server) == [first, ["delta"]]
     model.close()
 
