@@ -73,8 +73,11 @@ class InMemoryIndex:
 
     def get(self, ids: Iterable[str]) -> list[Document]:
         """The documents of `ids` the index holds, in the order asked."""
-        rows = self._rows
-        return [rows[id_][0] for id_ in ids if id_ in rows]
+        if isinstance(ids, str):
+            raise IndexTypeError("get takes a list of ids, not one str: get([id])")
+        with self._lock:
+            rows = self._rows
+            return [rows[id_][0] for id_ in ids if id_ in rows]
 
     def search(
         self, query: str | Sequence[float], *, k: int = 4, where: Filter | None = None
@@ -106,7 +109,8 @@ class InMemoryIndex:
         similarity and vector, most similar first (ties in the order they were added)."""
         wanted = checked_filter(where)
         unit = self._query_unit(query)
-        rows = list(self._rows.values())
+        with self._lock:
+            rows = list(self._rows.values())
         found = (
             (dot(unit, vector), -position, document, vector)
             for position, (document, vector) in enumerate(rows)

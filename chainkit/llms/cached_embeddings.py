@@ -14,6 +14,7 @@ from chainkit.llms.embedding_cache import (
     EmbeddingCache,
     InMemoryEmbeddingCache,
     TextKind,
+    fresh_lists,
     vector_key,
 )
 from chainkit.llms.errors import ModelReplyShapeError, ModelTypeError
@@ -93,7 +94,7 @@ class CachedEmbeddings:
         for batch in self._missing(keys, texts, known):
             vectors = self._call(batch, kind, callbacks)
             self._keep(batch, vectors, known)
-        return [list(known[key]) for key in keys]
+        return fresh_lists([known[key] for key in keys])
 
     async def _aembed(
         self, texts: list[str], kind: TextKind, callbacks: Handler | None
@@ -103,7 +104,7 @@ class CachedEmbeddings:
         for batch in self._missing(keys, texts, known):
             vectors = await self._acall(batch, kind, callbacks)
             await in_thread(self._keep, batch, vectors, known)
-        return [list(known[key]) for key in keys]
+        return fresh_lists([known[key] for key in keys])
 
     def _missing(
         self, keys: list[str], texts: list[str], known: dict[str, list[float]]

@@ -10,11 +10,17 @@ import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from chainkit.llms.cache import CacheStats, check_max_entries
 
-__all__ = ["DEFAULT_MAX_VECTORS", "EmbeddingCache", "InMemoryEmbeddingCache", "vector_key"]
+__all__ = [
+    "DEFAULT_MAX_VECTORS",
+    "EmbeddingCache",
+    "InMemoryEmbeddingCache",
+    "fresh_lists",
+    "vector_key",
+]
 
 DEFAULT_MAX_VECTORS = 50_000
 """How many vectors an in-memory cache holds by default: about 600 MB of 1,536 dimensions
@@ -31,6 +37,22 @@ def vector_key(namespace: str, kind: TextKind, text: str) -> str:
     head = f"{len(namespace)}:{namespace}|{kind}|".encode()
     # surrogatepass: a lone surrogate (text read with "surrogateescape") still has a key.
     return hashlib.sha256(head + text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+Vectors = TypeVar("Vectors", list[list[float]], list[list[float] | None])
+
+
+def fresh_lists(vectors: Vectors) -> Vectors:
+    """`vectors`, each list that appears twice or more copied at its later places, so that a
+    caller changing one changes no other."""
+    seen: set[int] = set()
+    out = vectors.copy()
+    for position, vector in enumerate(vectors):
+        if vector is not None and id(vector) in seen:
+            out[position] = list(vector)
+        elif vector is not None:
+            seen.add(id(vector))
+    return out
 
 
 @runtime_checkable

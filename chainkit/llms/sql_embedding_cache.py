@@ -11,6 +11,7 @@ from typing import TypeVar
 
 from chainkit._store import Caller, Cursor, Database, open_database
 from chainkit.llms.cache import CacheStats
+from chainkit.llms.embedding_cache import fresh_lists
 
 __all__ = ["SQLEmbeddingCache"]
 
@@ -88,8 +89,7 @@ class SQLEmbeddingCache:
             hits = len(vectors) - vectors.count(None)
             self._hits += hits
             self._misses += len(vectors) - hits
-        # A key asked for twice gets two lists, so that changing one leaves the other.
-        return [None if vector is None else list(vector) for vector in vectors]
+        return fresh_lists(vectors)
 
     def put_many(self, items: Sequence[tuple[str, Sequence[float]]]) -> None:
         rows = [(key, _packed(vector)) for key, vector in items]

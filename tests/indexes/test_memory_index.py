@@ -175,6 +175,8 @@ def test_wrong_input_is_named():
         index.mmr([1.0, 0.0], diversity=1.5)
     with pytest.raises(IndexTypeError, match="not one str"):
         index.delete("a")
+    with pytest.raises(IndexTypeError, match="not one str"):
+        index.get("a")
     with pytest.raises(IndexTypeError, match="embed_documents"):
         InMemoryIndex(object())  # type: ignore[arg-type]
     assert len(index) == 1  # a refused upsert kept nothing

@@ -279,3 +279,11 @@ def test_the_repr_names_the_embedder_and_never_a_password():
     cached = CachedEmbeddings(Counting(), SQLEmbeddingCache(postgres_dsn()))
     assert "counting" in repr(cached).lower()
     assert "ck:ck" not in repr(cached) and ":ck@" not in repr(cached)
+
+
+def test_a_text_given_twice_gets_two_lists_embedded_or_cached(cache):
+    cached = CachedEmbeddings(Counting(), cache)
+    for _ in range(2):  # embedded, then from the cache
+        vectors = cached.embed_documents(["same", "same"])
+        vectors[0].append(9.0)
+        assert vectors[1] == [4.0, 1.0]
