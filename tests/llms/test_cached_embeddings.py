@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from chainkit._store import open_database
 from chainkit.llms import (
     CachedEmbeddings,
     InMemoryEmbeddingCache,
     OpenAIEmbeddings,
+    SQLCache,
     SQLEmbeddingCache,
 )
 from chainkit.llms.embedding_cache import EmbeddingCache, vector_key
@@ -287,3 +289,15 @@ def test_a_text_given_twice_gets_two_lists_embedded_or_cached(cache):
         vectors = cached.embed_documents(["same", "same"])
         vectors[0].append(9.0)
         assert vectors[1] == [4.0, 1.0]
+
+
+def test_a_database_open_already_is_shared_with_other_stores_and_left_open(tmp_path: Path):
+    database = open_database(tmp_path / "app.db")
+    vectors, replies = SQLEmbeddingCache(database), SQLCache(database)
+    CachedEmbeddings(Counting(), vectors).embed_documents(["kept"])
+    vectors.close()
+
+    assert CachedEmbeddings(Counting(), SQLEmbeddingCache(database)).embed_query("q")
+    assert SQLEmbeddingCache(database).stats().entries == 2
+    assert replies.stats().entries == 0
+    database.close()
