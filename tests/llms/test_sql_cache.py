@@ -23,7 +23,7 @@ from chainkit.schema import FunctionCall, Message, TokenUsage, ToolCall
 from chainkit.schema.message import ResponseMeta
 from tests.support.modes import Mode
 from tests.support.openai_server import OpenAIServer, Reply
-from tests.support.postgres import postgres_dsn
+from tests.support.postgres import postgres_dsn, require_psycopg
 
 QUESTION = [Message.user("What is the capital of France?")]
 REPLY = Message(
@@ -142,6 +142,7 @@ def test_tables_of_a_newer_version_are_refused(tmp_path: Path):
 
 
 def test_the_cache_is_named_without_its_password():
+    require_psycopg()
     database = open_postgres("postgresql://ck:s3cret-pw@127.0.0.1:1/nowhere", reconnect_seconds=0)
     with pytest.raises(StoreError) as raised:
         SQLCache(database)

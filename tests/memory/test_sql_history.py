@@ -288,9 +288,9 @@ def _append_until_killed(where: str, session: str, acknowledged: str) -> None:
 @contextlib.contextmanager
 def _through_proxy(idle_seconds: float) -> Iterator[tuple[Any, memory.SQLHistory]]:
     """A history whose connections go through an idle_reset_proxy to the test server."""
+    dsn = postgres_dsn()
     import psycopg
 
-    dsn = postgres_dsn()
     port = int(str(psycopg.conninfo.conninfo_to_dict(dsn).get("port") or 5432))
     with idle_reset_proxy(port, idle_seconds) as proxy:
         proxied = psycopg.conninfo.make_conninfo(dsn, host="127.0.0.1", port=proxy.port)

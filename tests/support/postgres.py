@@ -17,10 +17,16 @@ def postgres_dsn() -> str:
         if os.environ.get("CI"):
             pytest.fail(f"CI must have PostgreSQL: .ci/run starts one and sets {DSN_VARIABLE}")
         pytest.skip(f"no PostgreSQL server: set {DSN_VARIABLE} (as .ci/run does)")
+    require_psycopg()
+    return dsn
+
+
+def require_psycopg() -> None:
+    """Skips the test without psycopg (the postgres extra), unless CI is set: there a missing
+    psycopg fails it."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
         if os.environ.get("CI"):
             pytest.fail('CI must have psycopg: pip install -e ".[postgres]"')
         pytest.skip('no psycopg: pip install -e ".[postgres]"')
-    return dsn
