@@ -56,4 +56,25 @@ class VectorIndex(Protocol):
         the query less, weighted by `diversity` (0 to 1), its similarity to those chosen
         before it."""
 
+    async def aupsert(
+        self, documents: Iterable[Document], vectors: Sequence[Sequence[float]] | None = None
+    ) -> None:
+        """`upsert` for async code, never blocking the event loop."""
+
+    async def asearch(
+        self, query: str | Sequence[float], *, k: int = 4, where: Filter | None = None
+    ) -> list[Hit]:
+        """`search` for async code, never blocking the event loop."""
+
+    async def ammr(
+        self,
+        query: str | Sequence[float],
+        *,
+        k: int = 4,
+        fetch_k: int = 20,
+        diversity: float = 0.5,
+        where: Filter | None = None,
+    ) -> list[Hit]:
+        """`mmr` for async code, never blocking the event loop."""
+
     def __len__(self) -> int: ...

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import heapq
 import threading
 from collections.abc import Iterable, Sequence
 
 from chainkit._search.vectors import dot, scaled_to_unit
 from chainkit._text import described
+from chainkit._threads import in_thread
 from chainkit.documents import Document
 from chainkit.indexes._selection import (
     checked_count,
@@ -101,6 +103,57 @@ class InMemoryIndex:
         scored = self._scored(query, where, fetch_k)
         order = most_relevant_and_diverse([(s, unit) for s, _, unit in scored], k, diversity)
         return [Hit(scored[i][1], scored[i][0]) for i in order]
+
+    async def aupsert(
+        self, documents: Iterable[Document], vectors: Sequence[Sequence[float]] | None = None
+    ) -> None:
+        """`upsert` for async code: the embedder's `aembed_documents` is awaited when it has
+        one (else `embed_documents` runs in a worker thread), and the vectors are kept in a
+        worker thread."""
+        batch = [_checked_document(document, i) for i, document in enumerate(documents)]
+        if vectors is None:
+            embedder = self._needed_embedder("add documents without their vectors")
+            texts = [document.text for document in batch]
+            embed = getattr(embedder, "aembed_documents", None)
+            if callable(embed):
+                vectors = await embed(texts)
+            else:
+                vectors = await in_thread(embedder.embed_documents, texts)
+        await in_thread(self.upsert, batch, vectors)
+
+    async def asearch(
+        self, query: str | Sequence[float], *, k: int = 4, where: Filter | None = None
+    ) -> list[Hit]:
+        """`search` for async code: a text query embedded as `aupsert` embeds, the scan in a
+        worker thread."""
+        vector = await self._aquery_vector(query)
+        return await in_thread(functools.partial(self.search, vector, k=k, where=where))
+
+    async def ammr(
+        self,
+        query: str | Sequence[float],
+        *,
+        k: int = 4,
+        fetch_k: int = 20,
+        diversity: float = 0.5,
+        where: Filter | None = None,
+    ) -> list[Hit]:
+        """`mmr` for async code, as `asearch`."""
+        vector = await self._aquery_vector(query)
+        chosen = functools.partial(
+            self.mmr, vector, k=k, fetch_k=fetch_k, diversity=diversity, where=where
+        )
+        return await in_thread(chosen)
+
+    async def _aquery_vector(self, query: str | Sequence[float]) -> Sequence[float]:
+        if not isinstance(query, str):
+            return query
+        embedder = self._needed_embedder("search by text")
+        embed = getattr(embedder, "aembed_query", None)
+        if callable(embed):
+            vector: Sequence[float] = await embed(query)
+            return vector
+        return await in_thread(embedder.embed_query, query)
 
     def _scored(
         self, query: str | Sequence[float], where: object, depth: int

@@ -180,3 +180,45 @@ def test_wrong_input_is_named():
     with pytest.raises(IndexTypeError, match="embed_documents"):
         InMemoryIndex(object())  # type: ignore[arg-type]
     assert len(index) == 1  # a refused upsert kept nothing
+
+
+def test_the_async_twins_embed_through_the_async_client(openai_server: OpenAIServer, arun):
+    model = OpenAIEmbeddings(base_url=openai_server.base_url, api_key=TEST_API_KEY)
+    index = InMemoryIndex(model)
+    texts = ["the cat sat on the mat", "stock markets fell", "a cat on a mat"]
+
+    async def run() -> tuple[list[Hit], list[Hit]]:
+        await index.aupsert(Document(text, {"n": i}, id=str(i)) for i, text in enumerate(texts))
+        found = await index.asearch("the cat on the mat", k=2)
+        spread = await index.ammr("the cat on the mat", k=2, where={"n": [1, 2]})
+        return found, spread
+
+    found, spread = arun(model, run())
+
+    assert ids(found) == ids(index.search(embedding_of("the cat on the mat"), k=2))
+    assert set(ids(spread)) == {"1", "2"}
+    assert [request.body["input"] for request in openai_server.requests] == [
+        texts,
+        ["the cat on the mat"],
+        ["the cat on the mat"],
+    ]
+
+
+def test_the_async_twins_run_a_sync_embedder_in_a_thread(arun):
+    class Sync:
+        def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+            return [angle(len(text)) for text in texts]
+
+        def embed_query(self, text: str) -> list[float]:
+            return angle(len(text))
+
+    class Nothing:
+        async def aclose(self) -> None:
+            pass
+
+    index = InMemoryIndex(Sync())
+    arun(Nothing(), index.aupsert([doc("a"), Document("x" * 80, id="b")]))
+
+    assert ids(arun(Nothing(), index.asearch("y" * 79, k=1))) == ["b"]
+    with pytest.raises(IndexConfigError, match="no embedder"):
+        arun(Nothing(), InMemoryIndex().asearch("words"))
