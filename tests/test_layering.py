@@ -69,7 +69,10 @@ ALLOWED: dict[str, set[str]] = {
     **{part: BASE for part in PARTS},
     "indexes": BASE | {"documents"},
     "llms": BASE | {"callbacks"},
-    "chains": BASE | {"callbacks", "prompts", "tools", "parsers", "memory", "llms"},
+    "retrievers": BASE | {"callbacks", "tools", "documents", "indexes"},
+    "chains": BASE
+    | {"callbacks", "prompts", "tools", "parsers", "memory", "llms"}
+    | {"documents", "indexes", "retrievers"},
     "agents": BASE | PARTS | {"llms", "chains"},
     "_batch": BASE | PARTS | {"llms", "chains", "agents"},
     "distributed": BASE | PARTS | {"llms", "chains", "agents", "_batch"},
