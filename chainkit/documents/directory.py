@@ -80,7 +80,7 @@ class DirectoryLoader:
         self.skipped = []
         if not self.path.is_dir():
             raise LoadError(self.path, "is not a folder")
-        for file in self._files():
+        for file in self._files(self._skip):
             loader = self._loaders.get(file.suffix.lower(), self._fallback)
             try:
                 yield from loader(file)
@@ -92,18 +92,26 @@ class DirectoryLoader:
                     raise
                 self._skip(file, _within_file(error))
 
-    def _files(self) -> Iterator[Path]:
+    def files(self) -> Iterator[Path]:
+        """The files an iteration would hand to a loader, in its order, listed without being
+        read (a count ahead of a long load, for a progress bar); `skipped` is left as it is.
+        Files that turn out to hold no text when read are among them."""
+        if not self.path.is_dir():
+            raise LoadError(self.path, "is not a folder")
+        return self._files(lambda path, reason: None)
+
+    def _files(self, skip: Callable[[Path, str], None]) -> Iterator[Path]:
         seen_folders: set[tuple[int, int]] = set()
         seen_files: set[tuple[int, int]] = set()
 
         def unreadable(error: OSError) -> None:
-            self._skip(Path(error.filename or self.path), f"cannot be listed: {error.strerror}")
+            skip(Path(error.filename or self.path), f"cannot be listed: {error.strerror}")
 
         for folder, folders, files in os.walk(self.path, onerror=unreadable, followlinks=True):
             here = os.stat(folder)
             if (here.st_dev, here.st_ino) in seen_folders:
                 folders.clear()
-                self._skip(Path(folder), "a link back to a folder already read (a loop)")
+                skip(Path(folder), "a link back to a folder already read (a loop)")
                 continue
             seen_folders.add((here.st_dev, here.st_ino))
             if self._top_level_only:
@@ -117,13 +125,13 @@ class DirectoryLoader:
                 try:
                     status = file.stat()
                 except OSError as error:
-                    self._skip(file, f"cannot be read: {error.strerror or 'a link to nothing'}")
+                    skip(file, f"cannot be read: {error.strerror or 'a link to nothing'}")
                     continue
                 if status.st_size == 0:
-                    self._skip(file, "empty")
+                    skip(file, "empty")
                     continue
                 if (status.st_dev, status.st_ino) in seen_files:
-                    self._skip(file, "a link to a file already read")
+                    skip(file, "a link to a file already read")
                     continue
                 seen_files.add((status.st_dev, status.st_ino))
                 yield file
