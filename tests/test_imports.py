@@ -175,10 +175,13 @@ PINNED_EXPORTS = {
         "Filter",
         "Hit",
         "InMemoryIndex",
+        "IndexingResult",
         "SourceRecords",
         "VectorIndex",
         "VectorIndexError",
+        "aindex_documents",
         "errors",
+        "index_documents",
     ],
     "chainkit.retrievers": ["Retriever"],
     "chainkit.memory": [
