@@ -176,6 +176,7 @@ PINNED_EXPORTS = {
         "Hit",
         "InMemoryIndex",
         "IndexingResult",
+        "SQLIndex",
         "SourceRecords",
         "VectorIndex",
         "VectorIndexError",

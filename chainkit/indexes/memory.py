@@ -8,10 +8,21 @@ import heapq
 import threading
 from collections.abc import Iterable, Sequence
 
-from chainkit._search.vectors import dot, scaled_to_unit
-from chainkit._text import counted, described
+from chainkit._search.vectors import dot
+from chainkit._text import counted
 from chainkit._threads import in_thread
 from chainkit.documents import Document
+from chainkit.indexes._inputs import (
+    aembedded,
+    aquery_vector,
+    check_dimensions,
+    check_sources,
+    checked_documents,
+    checked_embedder,
+    checked_ids,
+    needed,
+    unit_vector,
+)
 from chainkit.indexes._keywords import Keywords, checked_text
 from chainkit.indexes._selection import (
     checked_count,
@@ -21,7 +32,7 @@ from chainkit.indexes._selection import (
     most_relevant_and_diverse,
 )
 from chainkit.indexes.base import Filter, Hit
-from chainkit.indexes.errors import IndexConfigError, IndexTypeError
+from chainkit.indexes.errors import IndexConfigError
 from chainkit.schema.embedder import Embedder
 
 __all__ = ["InMemoryIndex"]
@@ -39,12 +50,7 @@ class InMemoryIndex:
     threads."""
 
     def __init__(self, embedder: Embedder | None = None) -> None:
-        if embedder is not None and not isinstance(embedder, Embedder):
-            raise IndexTypeError(
-                "embedder must have embed_documents(texts) and embed_query(text), such as "
-                f"llms.OpenAIEmbeddings(); got {described(embedder)}"
-            )
-        self.embedder = embedder
+        self.embedder = checked_embedder(embedder)
         self._rows: dict[str, tuple[Document, list[float] | None]] = {}
         self._keywords = Keywords()
         self._hashes: dict[str, str] = {}  # source -> the content hash recorded for it
@@ -62,17 +68,16 @@ class InMemoryIndex:
     def upsert(
         self, documents: Iterable[Document], vectors: Sequence[Sequence[float]] | None = None
     ) -> None:
-        batch = _checked_documents(documents)
+        batch = checked_documents(documents)
         if vectors is None and self.embedder is not None:
             vectors = self.embedder.embed_documents([document.text for document in batch])
         with self._lock:
             self._keep(batch, vectors)
 
     def delete(self, ids: Iterable[str]) -> int:
-        if isinstance(ids, str):
-            raise IndexTypeError("delete takes a list of ids, not one str: delete([id])")
+        wanted = checked_ids(ids, "delete")
         with self._lock:
-            return self._drop(ids)
+            return self._drop(wanted)
 
     def source_hashes(self) -> dict[str, str]:
         with self._lock:
@@ -85,13 +90,8 @@ class InMemoryIndex:
         documents: Iterable[Document],
         vectors: Sequence[Sequence[float]] | None = None,
     ) -> None:
-        batch = _checked_documents(documents)
-        for document in batch:
-            if document.metadata.get("source") != source:
-                raise IndexConfigError(
-                    f"document {document.id!r} has source "
-                    f"{document.metadata.get('source')!r}, not {source!r}"
-                )
+        batch = checked_documents(documents)
+        check_sources(batch, source)
         if vectors is None and self.embedder is not None:
             vectors = self.embedder.embed_documents([document.text for document in batch])
         with self._lock:
@@ -101,22 +101,20 @@ class InMemoryIndex:
             self._hashes[source] = content_hash
 
     def delete_sources(self, sources: Iterable[str]) -> int:
-        if isinstance(sources, str):
-            raise IndexTypeError("delete_sources takes a list of sources, not one str")
+        wanted = checked_ids(sources, "delete_sources", "source")
         with self._lock:
             dropped = 0
-            for source in sources:
+            for source in wanted:
                 self._hashes.pop(source, None)
                 dropped += self._drop(list(self._by_source.get(source, ())))
             return dropped
 
     def get(self, ids: Iterable[str]) -> list[Document]:
         """The documents of `ids` the index holds, in the order asked."""
-        if isinstance(ids, str):
-            raise IndexTypeError("get takes a list of ids, not one str: get([id])")
+        wanted = checked_ids(ids, "get")
         with self._lock:
             rows = self._rows
-            return [rows[id_][0] for id_ in ids if id_ in rows]
+            return [rows[id_][0] for id_ in wanted if id_ in rows]
 
     def search(
         self, query: str | Sequence[float], *, k: int = 4, where: Filter | None = None
@@ -150,15 +148,9 @@ class InMemoryIndex:
         """`upsert` for async code: the embedder's `aembed_documents` is awaited when it has
         one (else `embed_documents` runs in a worker thread), and the vectors are kept in a
         worker thread."""
-        batch = _checked_documents(documents)
+        batch = checked_documents(documents)
         if vectors is None and self.embedder is not None:
-            embedder = self.embedder
-            texts = [document.text for document in batch]
-            embed = getattr(embedder, "aembed_documents", None)
-            if callable(embed):
-                vectors = await embed(texts)
-            else:
-                vectors = await in_thread(embedder.embed_documents, texts)
+            vectors = await aembedded(self.embedder, batch)
         await in_thread(self.upsert, batch, vectors)
 
     async def asearch(
@@ -196,12 +188,7 @@ class InMemoryIndex:
     async def _aquery_vector(self, query: str | Sequence[float]) -> Sequence[float]:
         if not isinstance(query, str):
             return query
-        embedder = self._needed_embedder("search by text")
-        embed = getattr(embedder, "aembed_query", None)
-        if callable(embed):
-            vector: Sequence[float] = await embed(query)
-            return vector
-        return await in_thread(embedder.embed_query, query)
+        return await aquery_vector(self._needed_embedder("search by text"), query)
 
     def _scored(
         self, query: str | Sequence[float], where: object, depth: int
@@ -296,45 +283,13 @@ class InMemoryIndex:
         self._keywords.remove((id_,))
 
     def _needed_embedder(self, doing: str) -> Embedder:
-        if self.embedder is None:
-            raise IndexConfigError(
-                f"this index has no embedder to {doing}: give InMemoryIndex(embedder=...) "
-                "or the vectors themselves"
-            )
-        return self.embedder
+        return needed(self.embedder, "InMemoryIndex", doing)
 
     def _unit(self, vector: object) -> list[float]:
         """`vector` scaled to length 1, checked against the index's dimensions (the first
         vector's sets them). Called under the lock."""
-        if isinstance(vector, str | bytes) or not isinstance(vector, Sequence) or not vector:
-            raise IndexTypeError(
-                f"a vector is a non-empty list of numbers, not {described(vector)}"
-            )
-        try:
-            numbers = [float(x) for x in vector]
-        except (TypeError, ValueError):
-            raise IndexTypeError("a vector holds numbers only") from None
-        if self._dimensions is not None and len(numbers) != self._dimensions:
-            raise IndexConfigError(
-                f"a vector of {len(numbers)} dimensions, where this index's have {self._dimensions}"
-            )
-        scaled = scaled_to_unit(numbers)
-        if scaled is None:
-            raise IndexConfigError("a vector holds an infinity or NaN")
+        scaled = unit_vector(vector)
+        check_dimensions(len(scaled), self._dimensions)
         if self._dimensions is None:
-            self._dimensions = len(numbers)
+            self._dimensions = len(scaled)
         return scaled
-
-
-def _checked_documents(documents: Iterable[Document]) -> list[Document]:
-    if isinstance(documents, Document):
-        raise IndexTypeError("documents is a list of documents, not one: give [document]")
-    return [_checked_document(document, i) for i, document in enumerate(documents)]
-
-
-def _checked_document(document: object, position: int) -> Document:
-    if not isinstance(document, Document):
-        raise IndexTypeError(
-            f"documents[{position}] must be a documents.Document, got {described(document)}"
-        )
-    return document
