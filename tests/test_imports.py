@@ -178,6 +178,7 @@ PINNED_EXPORTS = {
         "IndexingResult",
         "SQLIndex",
         "SourceRecords",
+        "SourceReplacement",
         "VectorIndex",
         "VectorIndexError",
         "aindex_documents",

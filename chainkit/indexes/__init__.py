@@ -6,7 +6,7 @@ pgvector; a folder indexed again adding, updating and deleting only what changed
 (`index_documents`)."""
 
 from chainkit.indexes import errors as errors
-from chainkit.indexes.base import Filter, Hit, SourceRecords, VectorIndex
+from chainkit.indexes.base import Filter, Hit, SourceRecords, SourceReplacement, VectorIndex
 from chainkit.indexes.errors import VectorIndexError
 from chainkit.indexes.indexing import IndexingResult, aindex_documents, index_documents
 from chainkit.indexes.memory import InMemoryIndex
@@ -19,6 +19,7 @@ __all__ = [
     "IndexingResult",
     "SQLIndex",
     "SourceRecords",
+    "SourceReplacement",
     "VectorIndex",
     "VectorIndexError",
     "aindex_documents",

@@ -8,9 +8,11 @@ metadata, in order), the splitters' settings (their reprs) and the embedder's id
 editing a file, changing the chunk size or indexing with vectors a folder first indexed
 without them re-indexes what it touches, and nothing else.
 
-Each source is written in one step (`replace_source`): a run killed part way leaves every
-source whole, old or new, and the next run finishes the work. The documents are read lazily,
-a source at a time; the chunks to embed are gathered across sources, `batch_size` to a call.
+Each source is written in one step (`replace_source`; an index with `replace_sources`, such as
+`SQLIndex`, writes a batch of sources in one transaction, a commit for many small files): a
+run killed part way leaves every source whole, old or new, and the next run finishes the
+work. The documents are read lazily, a source at a time; the chunks to embed and write are
+gathered across sources, `batch_size` at a time.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Literal, Protocol, runtime_checkable
 from chainkit._text import described
 from chainkit._threads import in_thread
 from chainkit.documents import DirectoryLoader, Document, Skipped
-from chainkit.indexes.base import SourceRecords
+from chainkit.indexes.base import SourceRecords, SourceReplacement
 from chainkit.indexes.errors import IndexConfigError, IndexTypeError
 from chainkit.schema.embedder import Embedder
 
@@ -196,12 +198,24 @@ class _Writer:
     def flush(self) -> None:
         waiting, self._waiting, self._chunks = self._waiting, [], 0
         vectors = self._vectors([chunk for source in waiting for chunk in source.chunks])
+        replacements = []
         at = 0
         for source in waiting:
             count = len(source.chunks)
             own = None if vectors is None else vectors[at : at + count]
             at += count
-            self._index.replace_source(source.name, source.content_hash, source.chunks, own)
+            replacements.append(
+                SourceReplacement(source.name, source.content_hash, source.chunks, own)
+            )
+        replace_all = getattr(self._index, "replace_sources", None)
+        if callable(replace_all) and len(replacements) > 1:
+            replace_all(replacements)  # one transaction for the batch
+        else:
+            for each in replacements:
+                self._index.replace_source(
+                    each.source, each.content_hash, each.documents, each.vectors
+                )
+        for source in waiting:
             self._counted(source)
 
     def _vectors(self, chunks: list[Document]) -> list[list[float]] | None:

@@ -6,6 +6,8 @@ the cache; a run that fails part way deletes nothing; wrong input is named."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +15,14 @@ import pytest
 
 from chainkit.documents import DirectoryLoader, Document, MarkdownHeaderSplitter, RecursiveSplitter
 from chainkit.documents.errors import LoadError
-from chainkit.indexes import IndexingResult, InMemoryIndex, aindex_documents, index_documents
+from chainkit.indexes import (
+    IndexingResult,
+    InMemoryIndex,
+    SourceReplacement,
+    SQLIndex,
+    aindex_documents,
+    index_documents,
+)
 from chainkit.indexes.errors import IndexConfigError, IndexTypeError
 from chainkit.llms import CachedEmbeddings, OpenAIEmbeddings
 from tests.support.openai_server import TEST_API_KEY, OpenAIServer
@@ -328,7 +337,7 @@ folder, db, after = sys.argv[1], sys.argv[2], int(sys.argv[3])
 def written(result):
     print(result.added + result.updated, flush=True)
     if after and result.added + result.updated >= after:
-        os.kill(os.getpid(), signal.SIGKILL)  # part way through a batch of sources
+        os.kill(os.getpid(), signal.SIGKILL)  # part way through the run
     time.sleep(0 if after else 0.5)  # the other process's kill lands before the end
 
 index_documents(
@@ -340,8 +349,6 @@ index_documents(
 
 def sql_contents(db: Path) -> tuple[dict[str, str], set[tuple[str, str, str]]]:
     """The source records of the SQLite index `db`, and every document it holds."""
-    from chainkit.indexes import SQLIndex
-
     index = SQLIndex(db)
     try:
         hits = index.keyword_search("shared", k=100_000)
@@ -359,13 +366,8 @@ def edited_folder(root: Path) -> None:
     write(root, {f"f{n:02d}.txt": f"shared words of file {n}. " * 6 for n in range(30)})
 
 
-@pytest.mark.parametrize("kill", ["from within, part way through a batch", "from outside"])
+@pytest.mark.parametrize("kill", ["from within, after a batch", "from outside"])
 def test_a_run_killed_part_way_is_repaired_by_the_next(tmp_path: Path, kill: str):
-    import subprocess
-    import sys
-
-    from chainkit.indexes import SQLIndex
-
     folder, db = tmp_path / "docs", tmp_path / "docs.db"
     edited_folder(folder)
     index = SQLIndex(db)
@@ -401,3 +403,22 @@ def test_a_run_killed_part_way_is_repaired_by_the_next(tmp_path: Path, kill: str
     assert sql_contents(db) == sql_contents(clean)
     assert rerun.sources == 30 and rerun.deleted == 5  # the killed run never cleaned up
     assert 0 < rerun.added + rerun.updated < 9 + 5  # what the killed run wrote is kept
+
+
+def test_a_batch_of_sources_is_written_in_one_transaction_all_or_nothing(tmp_path: Path):
+    index = SQLIndex(tmp_path / "docs.db")
+    first = Document("one", {"source": "a"}, id="a1")
+    second = Document("two", {"source": "b"}, id="b1")
+    index.replace_sources([SourceReplacement("a", "h1", [first], [[1.0, 0.0]])])
+
+    with pytest.raises(IndexConfigError):
+        index.replace_sources(
+            [
+                SourceReplacement("a", "h2", [first], [[0.0, 1.0]]),
+                SourceReplacement("b", "h3", [second], [[1.0, 0.0, 0.0]]),  # a third dimension
+            ]
+        )
+
+    assert index.source_hashes() == {"a": "h1"}
+    assert index.search([1.0, 0.0], k=1)[0].score == pytest.approx(1.0)
+    index.close()
