@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from chainkit._cli.entry_point import main
-from tests.support.openai_server import OpenAIServer
+from chainkit.indexes import SQLIndex
+from tests.support.openai_server import Fault, OpenAIServer
 from tests.support.postgres import postgres_dsn
 
 
@@ -223,8 +224,6 @@ def test_the_command_shows_progress_and_runs_offline(folder: Path, tmp_path: Pat
 
 
 def test_an_index_on_postgresql(folder: Path, capsys: pytest.CaptureFixture[str]):
-    from chainkit.indexes import SQLIndex
-
     dsn = postgres_dsn()
     earlier = SQLIndex(dsn)  # what other runs of this test left
     earlier.delete_sources(list(earlier.source_hashes()))
@@ -239,3 +238,20 @@ def test_an_index_on_postgresql(folder: Path, capsys: pytest.CaptureFixture[str]
     )
     found = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert {Path(line["source"]).name for line in found} == {"harbour.txt", "ferry.md"}
+
+
+def test_an_embeddings_server_that_fails_is_one_error_line_and_writes_nothing(
+    folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], openai_server: OpenAIServer
+):
+    db = tmp_path / "docs.db"
+    openai_server.fail(Fault.http(400, "no such model: tiny"))
+    url = ["--embeddings-url", openai_server.base_url, "--embeddings-model", "tiny"]
+
+    assert main(["index", str(folder), "--db", str(db), *url]) == 1
+
+    err = capsys.readouterr().err
+    assert err.startswith("chainkit index: error: ") and len(err.splitlines()) == 1, err
+    assert "no such model: tiny" in err
+    index = SQLIndex(db)
+    assert index.source_hashes() == {}
+    index.close()
