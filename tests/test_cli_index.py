@@ -16,15 +16,9 @@ import pytest
 
 from chainkit._cli.entry_point import main
 from chainkit.indexes import SQLIndex
+from tests.support.folders import write
 from tests.support.openai_server import Fault, OpenAIServer
 from tests.support.postgres import postgres_dsn
-
-
-def write(folder: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
 
 
 @pytest.fixture

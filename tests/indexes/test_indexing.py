@@ -25,16 +25,10 @@ from chainkit.indexes import (
 )
 from chainkit.indexes.errors import IndexConfigError, IndexTypeError
 from chainkit.llms import CachedEmbeddings, OpenAIEmbeddings
+from tests.support.folders import write
 from tests.support.openai_server import TEST_API_KEY, OpenAIServer
 
 PARAGRAPHS = "The lighthouse keeper woke early.\n\nShips passed in the fog.\n\nThe bell rang twice."
-
-
-def write(folder: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
 
 
 def counts(result: IndexingResult) -> tuple[int, int, int, int]:
