@@ -100,6 +100,15 @@ class DirectoryLoader:
             raise LoadError(self.path, "is not a folder")
         return self._files(lambda path, reason: None)
 
+    def covers(self, path: str | Path) -> bool:
+        """Whether `path` names a file this loader would read: one within its folder that its
+        glob matches, whatever the file holds (incremental indexing deletes no other)."""
+        try:
+            relative = Path(path).relative_to(self.path)
+        except ValueError:
+            return False
+        return self._pattern.fullmatch(relative.as_posix()) is not None
+
     def _files(self, skip: Callable[[Path, str], None]) -> Iterator[Path]:
         seen_folders: set[tuple[int, int]] = set()
         seen_files: set[tuple[int, int]] = set()

@@ -106,13 +106,13 @@ def index_documents(
     its hash through `index.replace_source`.
 
     With `cleanup="full"`, recorded sources this run did not meet are deleted once every
-    document was read, among those within `scope`: a folder, by default a `DirectoryLoader`'s
-    own (so that two folders share one index), else every source. `"incremental"` deletes
-    none. `on_progress` is called with the counts so far after each source."""
+    document was read, among those within its scope: those under the folder `scope` when
+    given; for a `DirectoryLoader`, the files it would read (within its folder, matching its
+    glob: two folders, or two globs, share one index); else every source. `"incremental"`
+    deletes none. `on_progress` is called with the counts so far after each source."""
     splitters = _checked_splitters(splitter)
     _check_settings(index, cleanup, batch_size)
-    if scope is None and isinstance(documents, DirectoryLoader):
-        scope = documents.path
+    within = _scope(documents, scope)
     embedder = _embedder_of(index)
     salt = _salt(splitters, embedder)
     recorded = index.source_hashes()
@@ -137,7 +137,7 @@ def index_documents(
     if isinstance(documents, DirectoryLoader):
         result.not_read = list(documents.skipped)
     if cleanup == "full":
-        gone = [name for name in recorded if name not in met and _within(name, scope)]
+        gone = [name for name in recorded if name not in met and within(name)]
         if gone:
             result.chunks_deleted = index.delete_sources(gone)
             result.deleted = len(gone)
@@ -315,8 +315,13 @@ def _embedder_of(index: SourceRecords) -> Embedder | None:
     return embedder if isinstance(embedder, Embedder) else None
 
 
-def _within(source: str, scope: str | Path | None) -> bool:
-    return scope is None or PurePath(source).is_relative_to(scope)
+def _scope(documents: Iterable[Document], scope: str | Path | None) -> Callable[[str], bool]:
+    """Whether a recorded source is within what the run covers (see `index_documents`)."""
+    if scope is not None:
+        return lambda source: PurePath(source).is_relative_to(scope)
+    if isinstance(documents, DirectoryLoader):
+        return documents.covers
+    return lambda source: True
 
 
 def _checked_splitters(splitter: Splitter | Sequence[Splitter] | None) -> list[Splitter]:

@@ -123,6 +123,21 @@ def test_two_folders_share_an_index_and_a_rerun_deletes_only_within_its_own(tmp_
     ]
 
 
+def test_two_globs_over_one_folder_keep_each_other_s_files(folder: Path):
+    index = InMemoryIndex()
+    index_documents(DirectoryLoader(folder, "**/*.md"), index)
+    index_documents(DirectoryLoader(folder, "**/*.txt"), index)
+
+    (folder / "beta.txt").unlink()
+    rerun = index_documents(DirectoryLoader(folder, "**/*.txt"), index)
+
+    assert counts(rerun) == (0, 0, 1, 1)
+    assert sorted(Path(source).name for source in index.source_hashes()) == [
+        "alpha.md",
+        "gamma.txt",
+    ]
+
+
 def test_a_folder_whose_name_begins_another_s_is_not_its_scope(tmp_path: Path):
     write(tmp_path / "docs", {"a.txt": "a"})
     write(tmp_path / "docs2", {"b.txt": "b"})
