@@ -31,6 +31,8 @@ def folder(tmp_path: Path) -> Path:
         file.truncate(1 << 30)  # sparse: a gigabyte that takes no time to make
     (root / "nested" / "loop").symlink_to(root, target_is_directory=True)
     (root / "nested" / "gone.txt").symlink_to(root / "nowhere.txt")
+    os.mkfifo(root / "nested" / "pipe.txt")
+    (root / "nested" / "zeros.txt").symlink_to("/dev/zero")
     return root
 
 
@@ -55,6 +57,8 @@ def test_every_text_file_is_loaded_in_order_and_the_rest_reported(folder, caplog
     assert reasons["nested/huge.log"].startswith("1,073,741,824 bytes is more than max_bytes")
     assert reasons["nested/loop"] == "a link back to a folder already read (a loop)"
     assert reasons["nested/gone.txt"].startswith("cannot be read")
+    assert reasons["nested/pipe.txt"] == "not a regular file (a pipe, device or socket)"
+    assert reasons["nested/zeros.txt"] == reasons["nested/pipe.txt"]
     assert len(caplog.records) == len(loader.skipped)
 
 

@@ -98,6 +98,33 @@ def test_an_empty_file_is_an_empty_document(tmp_path):
     assert [document.text for document in load_text(tmp_path / "empty.txt")] == [""]
 
 
+@pytest.mark.parametrize(
+    "loader",
+    [
+        load_text,
+        load_markdown,
+        load_html,
+        lambda path: load_jsonl(path, "text"),
+        lambda path: load_csv(path, "text"),
+        "pdf",
+    ],
+)
+def test_a_pipe_or_a_device_is_refused_not_waited_on(tmp_path, loader):
+    if loader == "pdf":
+        needs("pypdf")
+        loader = load_pdf
+    pipe = tmp_path / "pipe.txt"
+    os.mkfifo(pipe)  # reading would wait for a writer that never comes
+    with pytest.raises(LoadError, match="is not a regular file but a pipe, device or socket"):
+        list(loader(pipe))
+    endless = tmp_path / "endless.txt"
+    endless.symlink_to("/dev/zero")  # reading would never end
+    with pytest.raises(LoadError, match="is not a regular file"):
+        list(loader(endless))
+    with pytest.raises(LoadError, match="is not a regular file but a folder"):
+        list(loader(tmp_path))
+
+
 def test_a_file_larger_than_the_limit_is_refused_unread(tmp_path):
     huge = tmp_path / "huge.txt"
     with huge.open("wb") as file:
