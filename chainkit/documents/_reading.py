@@ -60,9 +60,12 @@ def read_text(path: Path, encoding: str | None, max_bytes: int) -> str:
             path, f"{size:,} bytes is more than max_bytes={max_bytes:,}; it is not read"
         )
     try:
-        data = path.read_bytes()
+        with path.open("rb") as file:
+            data = file.read(max_bytes + 1)  # a file may grow after its size was read
     except OSError as error:
         raise LoadError(path, f"cannot be read: {error.strerror or error}") from error
+    if len(data) > max_bytes:
+        raise FileTooLargeError(path, f"grew past max_bytes={max_bytes:,} as it was read")
     chosen, marked = encoding_of(data[:_SNIFF_BYTES], encoding)
     if not marked and b"\0" in data[:_SNIFF_BYTES]:
         raise BinaryFileError(path, "holds binary data (a NUL byte), not text")
@@ -80,11 +83,11 @@ def lines(path: Path, encoding: str | None, max_line_bytes: int) -> Iterator[tup
     except OSError as error:
         raise LoadError(path, f"cannot be read: {error.strerror or error}") from error
     with stream:
-        chosen, _ = encoding_of(stream.peek(_SNIFF_BYTES)[:_SNIFF_BYTES], encoding)
+        chosen, marked = encoding_of(stream.peek(_SNIFF_BYTES)[:_SNIFF_BYTES], encoding)
         if codecs.lookup(chosen).name.startswith(("utf-16", "utf-32")):
             yield from _wide_lines(path, stream, chosen, max_line_bytes)
             return
-        if chosen == "utf-8-sig":
+        if marked and chosen == "utf-8-sig":
             stream.read(len(codecs.BOM_UTF8))
             chosen = "utf-8"
         number = 0
