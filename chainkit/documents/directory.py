@@ -102,10 +102,15 @@ class DirectoryLoader:
             self._skip(Path(error.filename or self.path), f"cannot be listed: {error.strerror}")
 
         for folder, folders, files in os.walk(self.path, onerror=unreadable, followlinks=True):
-            here = os.stat(folder)
+            try:
+                here = os.stat(folder)
+            except OSError as error:  # gone since its parent was listed
+                folders.clear()
+                self._skip(Path(folder), f"cannot be listed: {error.strerror}")
+                continue
             if (here.st_dev, here.st_ino) in seen_folders:
                 folders.clear()
-                self._skip(Path(folder), "a link back to a folder already read (a loop)")
+                self._skip(Path(folder), "a link to a folder already read (a loop, or a copy)")
                 continue
             seen_folders.add((here.st_dev, here.st_ino))
             if self._top_level_only:
