@@ -24,6 +24,8 @@ EXTRAS = {
     "mcp": r"mcp|MCP\w*|uvicorn",
     "otel": r"opentelemetry|OpenTelemetry\w*|otel",
     "postgres": r"psycopg|[Pp]ostgres\w*",
+    "html": r"trafilatura",
+    "pdf": r"pypdf|load_pdf",
 }
 WALKS_EVERY_MODULE = r"walk_packages"
 

@@ -65,6 +65,9 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
     "parsers": {
         "ParseError": ValueError,
     },
+    "documents": {
+        "LoadError": ValueError,
+    },
     "agents": {
         "ConstraintRefusedError": ValueError,
         "DeadlineExceededError": TimeoutError,
@@ -155,6 +158,13 @@ UNEXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
     },
     "checkpoints": {
         "CheckpointConfigError": ValueError,
+    },
+    "documents": {
+        "BinaryFileError": ValueError,
+        "DocumentTypeError": TypeError,
+        "DocumentValueError": ValueError,
+        "ExtraMissingError": ModuleNotFoundError,
+        "FileTooLargeError": ValueError,
     },
     "parsers": {
         "ParserAttributeError": AttributeError,

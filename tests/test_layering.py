@@ -38,7 +38,7 @@ BASE = {
     "_store",
     "_tokens",
 }
-PARTS = {"callbacks", "memory", "prompts", "tools", "checkpoints", "parsers"}
+PARTS = {"callbacks", "memory", "prompts", "tools", "checkpoints", "parsers", "documents"}
 # What each unit (a package, or a module at the root) may import from chainkit besides itself.
 ALLOWED: dict[str, set[str]] = {
     "schema": {"_errors"},

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import importlib.util
 
-EXTRA_PACKAGES = frozenset({"ray", "mcp", "uvicorn", "opentelemetry", "psycopg"})
+EXTRA_PACKAGES = frozenset(
+    {"ray", "mcp", "uvicorn", "opentelemetry", "psycopg", "trafilatura", "pypdf"}
+)
 """The packages the extras bring that chainkit's modules import (uvicorn comes with mcp)."""
 
 
