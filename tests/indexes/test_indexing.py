@@ -256,7 +256,7 @@ def test_what_the_loader_passed_by_is_reported_and_the_rest_indexed(folder: Path
     assert counts(result) == (3, 0, 0, 0)
     reasons = {Path(skip.path).name: skip.reason for skip in result.not_read}
     assert reasons["image.png"].startswith("holds binary data")
-    assert reasons["loop"].endswith("(a loop)")
+    assert "(a loop" in reasons["loop"]
     assert reasons["gone.txt"].startswith("cannot be read")
     assert "does not decode" in reasons["latin1.txt"] or "utf" in reasons["latin1.txt"].lower()
 
