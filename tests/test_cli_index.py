@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -248,4 +250,37 @@ def test_an_embeddings_server_that_fails_is_one_error_line_and_writes_nothing(
     assert "no such model: tiny" in err
     index = SQLIndex(db)
     assert index.source_hashes() == {}
+    index.close()
+
+
+def test_ctrl_c_while_embedding_exits_130_and_leaves_the_index_whole(
+    folder: Path, tmp_path: Path, openai_server: OpenAIServer, capsys: pytest.CaptureFixture[str]
+):
+    db = str(tmp_path / "docs.db")
+    indexed(capsys, str(folder), "--db", db)  # by terms, then again with vectors
+    write(folder, {"harbour.txt": "The harbour is closed today."})
+    openai_server.fail(Fault.slow(60))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    command = [sys.executable, "-m", "chainkit", "index", str(folder), "--db", db]
+    child = subprocess.Popen(
+        [*command, "--embeddings-url", openai_server.base_url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 60
+    while not openai_server.requests and time.monotonic() < deadline:
+        time.sleep(0.05)  # until the chunks are at the server
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+
+    assert child.returncode == 130, err
+    assert out == "" and err.endswith("chainkit: interrupted\n")
+    index = SQLIndex(db)
+    assert len(index.source_hashes()) == 3  # as before the interrupted run
+    assert sorted(hit.document.text for hit in index.keyword_search("harbour", k=5)) == [
+        "# Ferry\n\nThe ferry leaves at nine; tickets at the harbour.",
+        "Fishing boats return to the harbour before the storm.",
+    ]
     index.close()
