@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from chainkit._search.terms import terms
 from chainkit._store import Caller, Cursor, Database, json_text, open_database
-from chainkit._text import counted
+from chainkit._text import counted, described
 from chainkit._threads import in_thread
 from chainkit.documents import Document
 from chainkit.indexes._inputs import (
@@ -194,6 +194,11 @@ class SQLIndex:
         its batches so, a commit for many small files rather than one each."""
         prepared = []
         for replacement in replacements:
+            if not isinstance(replacement, SourceReplacement):
+                raise IndexTypeError(
+                    "replace_sources takes SourceReplacement(source, content_hash, documents, "
+                    f"vectors) items, got {described(replacement)}"
+                )
             source = _checked_text("a source", replacement.source)
             content_hash = _checked_text("a hash", replacement.content_hash)
             batch = checked_documents(replacement.documents)

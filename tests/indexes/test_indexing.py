@@ -428,6 +428,9 @@ def test_a_batch_of_sources_is_written_in_one_transaction_all_or_nothing(tmp_pat
             ]
         )
 
+    with pytest.raises(IndexTypeError, match="takes SourceReplacement"):
+        index.replace_sources([("b", "h3", [second], None)])  # type: ignore[list-item]
+
     assert index.source_hashes() == {"a": "h1"}
     assert index.search([1.0, 0.0], k=1)[0].score == pytest.approx(1.0)
     index.close()
