@@ -103,7 +103,8 @@ def index_documents(
     (or by each of a list of splitters in turn; none keeps the documents whole), embedded by
     the index's `embedder` when it has one (`batch_size` chunks to a call; an embedder
     behind `llms.CachedEmbeddings` embeds only the chunks it has not seen) and written with
-    its hash through `index.replace_source`.
+    its hash through `index.replace_source` (those of a batch in one transaction through
+    `index.replace_sources`, when the index has it).
 
     With `cleanup="full"`, recorded sources this run did not meet are deleted once every
     document was read, among those within its scope: those under the folder `scope` when
