@@ -2,8 +2,9 @@
 characters each, in 100 subfolders) with `indexes.index_documents` (chunks of 1,000
 characters, overlap 100): the first run into a fresh SQLite file by terms only and with
 vectors (an instant embedder, its time left out), into an `InMemoryIndex`; a run over the
-folder unchanged; a run after 1 % of the files changed. Each run is a process of its own, so
-its peak memory (RSS) is its own.
+folder unchanged; a run after 1 % of the files changed; with `--postgres DSN`, a first run and
+an unchanged one into PostgreSQL. Each run is a process of its own, so its peak memory (RSS)
+is its own.
 
 With `--langchain PYTHON` (an interpreter where `pip install langchain-community
 langchain-text-splitters rank_bm25 greenlet` was run), the same folder through LangChain's
@@ -85,7 +86,13 @@ def run_phase(folder: str, db: str, store: str) -> dict[str, object]:
     from chainkit.indexes import InMemoryIndex, SQLIndex, index_documents
 
     embedder = Instant() if store.endswith("vectors") else None
-    index = InMemoryIndex(embedder) if store.startswith("memory") else SQLIndex(db, embedder)
+    index: InMemoryIndex | SQLIndex
+    if store.startswith("memory"):
+        index = InMemoryIndex(embedder)
+    else:
+        index = SQLIndex(db, embedder, table="bench_indexing")
+        if store.startswith("postgres-fresh"):  # what an earlier run of the benchmark left
+            index.delete_sources(list(index.source_hashes()))
     started, cpu_started = time.perf_counter(), time.process_time()
     result = index_documents(
         DirectoryLoader(folder, "**/*.txt"), index, splitter=RecursiveSplitter(CHUNK_SIZE, OVERLAP)
@@ -183,6 +190,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--documents", type=int, default=10_000)
     parser.add_argument("--langchain", metavar="PYTHON", help="an interpreter with LangChain")
+    parser.add_argument(
+        "--postgres", metavar="DSN", help="also into PostgreSQL (its table bench_indexing)"
+    )
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
@@ -219,6 +229,13 @@ def main() -> None:
             sys.executable, "--folder", str(folder), "--db", terms_db, "--phase", "sqlite"
         )
         print(shown(f"SQLite, terms only: {changed} files changed", figures))
+        if args.postgres:
+            for label, phase in [
+                ("PostgreSQL, terms only: first run", "postgres-fresh"),
+                ("PostgreSQL, terms only: unchanged", "postgres"),
+            ]:
+                argv = ["--folder", str(folder), "--db", args.postgres, "--phase", phase]
+                print(shown(label, in_process(sys.executable, *argv)))
         if args.langchain:
             print_langchain(args.langchain, folder, str(Path(temp, "langchain.db")))
 
