@@ -176,10 +176,12 @@ PINNED_EXPORTS = {
         "Filter",
         "Hit",
         "InMemoryIndex",
+        "SourceRecords",
         "VectorIndex",
         "VectorIndexError",
         "errors",
     ],
+    "chainkit.retrievers": ["Retriever"],
     "chainkit.memory": [
         "ChatHistory",
         "ConversationBuffer",
