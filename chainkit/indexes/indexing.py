@@ -99,7 +99,8 @@ def index_documents(
     """Indexes `documents` into `index` incrementally, as the module says; what it did.
 
     The documents of one source (`metadata["source"]`, a str every document needs) come one
-    after another, as loaders yield them. Each source new or changed is cut by `splitter`
+    after another, as loaders yield them, and no id stands in two sources (a loader's ids
+    hold the file's path). Each source new or changed is cut by `splitter`
     (or by each of a list of splitters in turn; none keeps the documents whole), embedded by
     the index's `embedder` when it has one (`batch_size` chunks to a call; an embedder
     behind `llms.CachedEmbeddings` embeds only the chunks it has not seen) and written with
