@@ -3,18 +3,15 @@ by their terms."""
 
 from __future__ import annotations
 
-import functools
 import heapq
 import threading
 from collections.abc import Iterable, Sequence
 
 from chainkit._search.vectors import dot
 from chainkit._text import counted
-from chainkit._threads import in_thread
 from chainkit.documents import Document
+from chainkit.indexes._async import AsyncTwins
 from chainkit.indexes._inputs import (
-    aembedded,
-    aquery_vector,
     check_dimensions,
     check_sources,
     checked_documents,
@@ -23,7 +20,7 @@ from chainkit.indexes._inputs import (
     needed,
     unit_vector,
 )
-from chainkit.indexes._keywords import Keywords, checked_text
+from chainkit.indexes._keywords import Keywords
 from chainkit.indexes._selection import (
     checked_count,
     checked_diversity,
@@ -38,7 +35,7 @@ from chainkit.schema.embedder import Embedder
 __all__ = ["InMemoryIndex"]
 
 
-class InMemoryIndex:
+class InMemoryIndex(AsyncTwins):
     """Documents by id with their vectors, in this process (see `VectorIndex` and
     `SourceRecords`). `embedder` embeds the documents given without vectors and the queries
     given as text; with no embedder, documents given without vectors are kept for
@@ -141,54 +138,6 @@ class InMemoryIndex:
         scored = self._scored(query, where, fetch_k)
         order = most_relevant_and_diverse([(s, unit) for s, _, unit in scored], k, diversity)
         return [Hit(scored[i][1], scored[i][0]) for i in order]
-
-    async def aupsert(
-        self, documents: Iterable[Document], vectors: Sequence[Sequence[float]] | None = None
-    ) -> None:
-        """`upsert` for async code: the embedder's `aembed_documents` is awaited when it has
-        one (else `embed_documents` runs in a worker thread), and the vectors are kept in a
-        worker thread."""
-        batch = checked_documents(documents)
-        if vectors is None and self.embedder is not None:
-            vectors = await aembedded(self.embedder, batch)
-        await in_thread(self.upsert, batch, vectors)
-
-    async def asearch(
-        self, query: str | Sequence[float], *, k: int = 4, where: Filter | None = None
-    ) -> list[Hit]:
-        """`search` for async code: a text query embedded as `aupsert` embeds, the scan in a
-        worker thread."""
-        vector = await self._aquery_vector(query)
-        return await in_thread(functools.partial(self.search, vector, k=k, where=where))
-
-    async def akeyword_search(
-        self, text: str, *, k: int = 4, where: Filter | None = None
-    ) -> list[Hit]:
-        """`keyword_search` for async code, in a worker thread."""
-        checked_text(text)
-        found = functools.partial(self.keyword_search, text, k=k, where=where)
-        return await in_thread(found)
-
-    async def ammr(
-        self,
-        query: str | Sequence[float],
-        *,
-        k: int = 4,
-        fetch_k: int = 20,
-        diversity: float = 0.5,
-        where: Filter | None = None,
-    ) -> list[Hit]:
-        """`mmr` for async code, as `asearch`."""
-        vector = await self._aquery_vector(query)
-        chosen = functools.partial(
-            self.mmr, vector, k=k, fetch_k=fetch_k, diversity=diversity, where=where
-        )
-        return await in_thread(chosen)
-
-    async def _aquery_vector(self, query: str | Sequence[float]) -> Sequence[float]:
-        if not isinstance(query, str):
-            return query
-        return await aquery_vector(self._needed_embedder("search by text"), query)
 
     def _scored(
         self, query: str | Sequence[float], where: object, depth: int

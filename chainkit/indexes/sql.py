@@ -4,7 +4,6 @@ layer (`chainkit._store`)."""
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -16,11 +15,9 @@ from typing import Any, TypeVar
 from chainkit._search.terms import terms
 from chainkit._store import Caller, Cursor, Database, json_text, open_database
 from chainkit._text import counted
-from chainkit._threads import in_thread
 from chainkit.documents import Document
+from chainkit.indexes._async import AsyncTwins
 from chainkit.indexes._inputs import (
-    aembedded,
-    aquery_vector,
     check_dimensions,
     check_sources,
     checked_documents,
@@ -68,7 +65,7 @@ class _Row:
         return (self.id, self.source, self.text, self.metadata, self.terms, self.vector)
 
 
-class SQLIndex:
+class SQLIndex(AsyncTwins):
     """An index (see `VectorIndex` and `SourceRecords`) in the database `where`: a SQLite
     file's path (made if missing), a `postgresql://` DSN (needs the postgres extra and the
     pgvector extension, made if missing when the user may), or a database already open that
@@ -143,16 +140,6 @@ class SQLIndex:
         rows = self._rows(batch, self._embedded(batch, vectors))
         if rows:
             self._write("add documents", lambda cursor: ([], self._insert(cursor, rows)))
-
-    async def aupsert(
-        self, documents: Iterable[Document], vectors: Sequence[Sequence[float]] | None = None
-    ) -> None:
-        """`upsert` for async code: the embedder's `aembed_documents` awaited when it has one
-        (else `embed_documents` in a worker thread), the rows written in a worker thread."""
-        batch = checked_documents(documents)
-        if vectors is None and self.embedder is not None:
-            vectors = await aembedded(self.embedder, batch)
-        await in_thread(self.upsert, batch, vectors)
 
     def delete(self, ids: Iterable[str]) -> int:
         wanted = list(dict.fromkeys(checked_ids(ids, "delete")))
@@ -240,37 +227,6 @@ class SQLIndex:
         checked_text(text)
         return self._fresh_keywords().search(text, k, where, self._documents_of)
 
-    async def asearch(
-        self, query: str | Sequence[float], *, k: int = 4, where: Filter | None = None
-    ) -> list[Hit]:
-        """`search` for async code: a text query embedded as `aupsert` embeds, the search in
-        a worker thread."""
-        vector = await self._aquery_vector(query)
-        return await in_thread(functools.partial(self.search, vector, k=k, where=where))
-
-    async def ammr(
-        self,
-        query: str | Sequence[float],
-        *,
-        k: int = 4,
-        fetch_k: int = 20,
-        diversity: float = 0.5,
-        where: Filter | None = None,
-    ) -> list[Hit]:
-        """`mmr` for async code, as `asearch`."""
-        vector = await self._aquery_vector(query)
-        chosen = functools.partial(
-            self.mmr, vector, k=k, fetch_k=fetch_k, diversity=diversity, where=where
-        )
-        return await in_thread(chosen)
-
-    async def akeyword_search(
-        self, text: str, *, k: int = 4, where: Filter | None = None
-    ) -> list[Hit]:
-        """`keyword_search` for async code, in a worker thread."""
-        checked_text(text)
-        return await in_thread(functools.partial(self.keyword_search, text, k=k, where=where))
-
     # -- rows
 
     def _embedded(
@@ -305,7 +261,7 @@ class SQLIndex:
             ) from None
         vector: Any = None
         if unit is not None:
-            vector = f"[{','.join(map(repr, unit))}]" if self._postgres else packed(unit)
+            vector = pgvector_text(unit) if self._postgres else packed(unit)
         return _Row(
             document.id,
             source if isinstance(source, str) else None,
@@ -442,11 +398,6 @@ class SQLIndex:
             return unit_vector(embedder.embed_query(query))
         return unit_vector(query)
 
-    async def _aquery_vector(self, query: str | Sequence[float]) -> Sequence[float]:
-        if not isinstance(query, str):
-            return query
-        return await aquery_vector(needed(self.embedder, "SQLIndex", "search by text"), query)
-
     def _scored(
         self, unit: list[float], where: Filter, depth: int
     ) -> list[tuple[float, Document, list[float]]]:
@@ -473,7 +424,7 @@ class SQLIndex:
         and too few are left."""
         condition, parameters = pushed_filter("postgresql", where)
         query = self._sql.nearest(condition)
-        vector = f"[{','.join(map(repr, unit))}]"
+        vector = pgvector_text(unit)
         limit = depth
         while True:
 
@@ -533,6 +484,12 @@ class SQLIndex:
     def _read(self, doing: str, work: Callable[[Cursor], T]) -> T:
         """`work` in a transaction that only reads (on SQLite, taking no write lock)."""
         return self._db.run(doing, work, by=self._caller, write=False)
+
+
+def pgvector_text(unit: Sequence[float]) -> str:
+    """`unit` as pgvector reads a vector: 9 significant digits, as many as a float32 holds
+    (formatted with %, a third of repr's time)."""
+    return "[" + ",".join(["%.9g"] * len(unit)) % tuple(unit) + "]"
 
 
 def _similarity(distance: float) -> float:
