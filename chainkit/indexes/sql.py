@@ -16,25 +16,20 @@ from chainkit._search.terms import terms
 from chainkit._store import Caller, Cursor, Database, json_text, open_database
 from chainkit._text import counted
 from chainkit.documents import Document
-from chainkit.indexes._async import AsyncTwins
 from chainkit.indexes._inputs import (
     check_dimensions,
     check_sources,
     checked_documents,
     checked_embedder,
     checked_ids,
-    needed,
     unit_vector,
     vectors_for,
 )
 from chainkit.indexes._keywords import Keywords, checked_text
 from chainkit.indexes._matrix import VectorMatrix, packed
+from chainkit.indexes._methods import IndexMethods
 from chainkit.indexes._selection import (
-    checked_count,
-    checked_diversity,
-    checked_filter,
     matches,
-    most_relevant_and_diverse,
 )
 from chainkit.indexes._sql_tables import IDS_PER_READ, Statements, checked_table, pushed_filter
 from chainkit.indexes.base import Filter, Hit
@@ -65,7 +60,7 @@ class _Row:
         return (self.id, self.source, self.text, self.metadata, self.terms, self.vector)
 
 
-class SQLIndex(AsyncTwins):
+class SQLIndex(IndexMethods):
     """An index (see `VectorIndex` and `SourceRecords`) in the database `where`: a SQLite
     file's path (made if missing), a `postgresql://` DSN (needs the postgres extra and the
     pgvector extension, made if missing when the user may), or a database already open that
@@ -200,42 +195,11 @@ class SQLIndex(AsyncTwins):
 
     # -- searching
 
-    def search(
-        self, query: str | Sequence[float], *, k: int = 4, where: Filter | None = None
-    ) -> list[Hit]:
-        k = checked_count("k", k)
-        scored = self._scored(self._query_unit(query), checked_filter(where), k)
-        return [Hit(document, score) for score, document, _ in scored]
-
-    def mmr(
-        self,
-        query: str | Sequence[float],
-        *,
-        k: int = 4,
-        fetch_k: int = 20,
-        diversity: float = 0.5,
-        where: Filter | None = None,
-    ) -> list[Hit]:
-        k = checked_count("k", k)
-        fetch_k = max(k, checked_count("fetch_k", fetch_k))
-        diversity = checked_diversity(diversity)
-        scored = self._scored(self._query_unit(query), checked_filter(where), fetch_k)
-        order = most_relevant_and_diverse([(s, unit) for s, _, unit in scored], k, diversity)
-        return [Hit(scored[i][1], scored[i][0]) for i in order]
-
     def keyword_search(self, text: str, *, k: int = 4, where: Filter | None = None) -> list[Hit]:
         checked_text(text)
         return self._fresh_keywords().search(text, k, where, self._documents_of)
 
     # -- rows
-
-    def _embedded(
-        self, batch: list[Document], vectors: Sequence[Sequence[float]] | None
-    ) -> Sequence[Sequence[float]] | None:
-        """`vectors`, or, when None, the embedder's for `batch` (None with no embedder)."""
-        if vectors is None and self.embedder is not None:
-            return self.embedder.embed_documents([document.text for document in batch])
-        return vectors
 
     def _rows(self, batch: list[Document], vectors: Sequence[Sequence[float]] | None) -> list[_Row]:
         """`batch` as rows, each with its vector scaled to length 1 (or none, when `vectors`
@@ -392,17 +356,9 @@ class SQLIndex(AsyncTwins):
             )
         return dimensions is not None
 
-    def _query_unit(self, query: str | Sequence[float]) -> list[float]:
-        if isinstance(query, str):
-            embedder = needed(self.embedder, "SQLIndex", "search by text")
-            return unit_vector(embedder.embed_query(query))
-        return unit_vector(query)
-
-    def _scored(
+    def _nearest(
         self, unit: list[float], where: Filter, depth: int
     ) -> list[tuple[float, Document, list[float]]]:
-        """The `depth` documents matching `where` most similar to `unit`, with their
-        similarity and unit vector, most similar first (ties in the order they were added)."""
         if self._postgres:
             return self._scored_by_pgvector(unit, where, depth)
         matrix = self._fresh_matrix()
@@ -419,7 +375,7 @@ class SQLIndex(AsyncTwins):
     def _scored_by_pgvector(
         self, unit: list[float], where: Filter, depth: int
     ) -> list[tuple[float, Document, list[float]]]:
-        """`_scored` by pgvector: the nearest rows meeting the filter pushed into SQL, read in
+        """`_nearest` by pgvector: the nearest rows meeting the filter pushed into SQL, read in
         HNSW's relaxed order, asked for again four times as many while `matches` drops some
         and too few are left."""
         condition, parameters = pushed_filter("postgresql", where)

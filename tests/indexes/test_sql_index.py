@@ -355,6 +355,8 @@ def test_wrong_input_is_named(open_index: Open):
         index.get("a")
     with pytest.raises(IndexTypeError, match="takes a str"):
         index.keyword_search(["a"])
+    with pytest.raises(IndexTypeError, match="embed_documents"):
+        open_index(object())
     assert len(index) == 1  # a refused upsert kept nothing
 
 
@@ -366,8 +368,6 @@ def test_a_persistent_index_refuses_what_it_cannot_store(open_sql: Open, tmp_pat
         index.upsert([doc("a"), doc("b")], [[1.0, 0.0], [1.0, 0.0, 0.0]])
     with pytest.raises(IndexConfigError, match="table must be a name"):
         SQLIndex(tmp_path / "other.db", table="x; DROP TABLE y")
-    with pytest.raises(IndexTypeError, match="embed_documents"):
-        SQLIndex(tmp_path / "other.db", object())  # type: ignore[arg-type]
     assert len(index) == 0
 
 
@@ -382,6 +382,8 @@ def test_the_async_twins(open_index: Open, arun):
     assert ids(arun(Nothing(), index.asearch("y" * 79, k=1))) == ["b"]
     assert ids(arun(Nothing(), index.ammr("y" * 79, k=1, where={"n": 1}))) == ["b"]
     assert ids(arun(Nothing(), index.akeyword_search("text"))) == ["a"]
+    with pytest.raises(IndexTypeError, match="takes a str"):
+        arun(Nothing(), index.akeyword_search(["text"]))
 
 
 def test_a_reopened_index_holds_everything(open_sql: Open):
