@@ -10,6 +10,7 @@ import math
 import multiprocessing
 import os
 import sqlite3
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -516,3 +517,40 @@ def test_postgres_keeps_vectors_in_pgvector_with_an_hnsw_index():
     assert "password" not in repr(index) and "ck:ck" not in repr(index)
     database.close()
     index.close()
+
+
+def test_threads_writing_and_searching_one_index_lose_nothing(open_sql: Open):
+    index, other = open_sql(), open_sql()
+    failures: list[BaseException] = []
+
+    def work(start: int) -> None:
+        try:
+            for i in range(start, start + 40):
+                writer = index if i % 2 else other
+                writer.upsert([Document(f"note {i} words", id=str(i))], [angle(i % 90)])
+                index.keyword_search("words", k=3)
+                index.search(angle(0), k=3)
+        except BaseException as error:
+            failures.append(error)
+
+    threads = [threading.Thread(target=work, args=(n * 40,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=100)
+
+    assert failures == []
+    assert len(index) == 160
+    assert len(index.keyword_search("words", k=500)) == 160
+    assert len(index.search(angle(0), k=500)) == 160
+
+
+def test_hostile_values_are_refused_by_name_and_change_nothing(open_sql: Open):
+    index = open_sql()
+    index.upsert([doc("kept", n=1)], [angle(0)])
+
+    with pytest.raises(StoreError, match="not valid Unicode"):
+        index.upsert([Document("half a pair \ud800", id="bad")], [angle(1)])
+    assert ids(index.search(angle(0), k=10**9, where={"n": list(range(100_000))})) == ["kept"]
+    assert ids(index.keyword_search("text", k=10**9, where={"n": [1] * 5_000})) == ["kept"]
+    assert len(index) == 1
