@@ -107,6 +107,9 @@ class SQLIndex(IndexMethods):
         try:
             create = {self._db.dialect: self._sql.create}
             self._db.ensure_table(f"index:{table}", VERSION, create, by=self._caller)
+            self._iterative_scan = self._postgres and self._read(
+                "read pgvector's version", _has_iterative_scan
+            )
         except BaseException:
             if self._owned:
                 self._db.close()
@@ -266,6 +269,9 @@ class SQLIndex(IndexMethods):
         that bumps the revision; the in-memory copies follow. Returns the ids removed."""
 
         def work(cursor: Cursor) -> tuple[int, list[str], list[_Row]]:
+            # The state row first, in every write: on PostgreSQL its lock orders the writers
+            # of the index, so that two never wait on each other's rows.
+            cursor.execute(self._sql.state).fetchone()
             removed, written = change(cursor)
             (revision,) = cursor.execute(self._sql.bump).fetchone()
             return int(revision), removed, written
@@ -390,7 +396,8 @@ class SQLIndex(IndexMethods):
                     return state, []
                 check_dimensions(len(unit), state[1])
                 cursor.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(40, limit))}")
-                cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                if self._iterative_scan:  # a filter then finds as many as there are
+                    cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
                 rows = cursor.execute(query, (vector, *parameters, vector, limit)).fetchall()
                 return state, rows
 
@@ -446,6 +453,14 @@ def pgvector_text(unit: Sequence[float]) -> str:
     """`unit` as pgvector reads a vector: 9 significant digits, as many as a float32 holds
     (formatted with %, a third of repr's time)."""
     return "[" + ",".join(["%.9g"] * len(unit)) % tuple(unit) + "]"
+
+
+def _has_iterative_scan(cursor: Cursor) -> bool:
+    """Whether pgvector is 0.8 or later: the first to scan an HNSW index on for more rows
+    while a filter drops those it found (else a filtered search finds fewer)."""
+    row = cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    numbers = [int(part) for part in str(row[0]).split(".")[:2] if part.isdigit()]
+    return numbers >= [0, 8]
 
 
 def _similarity(distance: float) -> float:

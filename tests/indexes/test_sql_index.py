@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
+import random
 import sqlite3
 import threading
 import uuid
@@ -554,3 +555,18 @@ def test_hostile_values_are_refused_by_name_and_change_nothing(open_sql: Open):
     assert ids(index.search(angle(0), k=10**9, where={"n": list(range(100_000))})) == ["kept"]
     assert ids(index.keyword_search("text", k=10**9, where={"n": [1] * 5_000})) == ["kept"]
     assert len(index) == 1
+
+
+def test_a_filtered_search_finds_as_many_as_match_and_the_nearest_of_them(open_sql: Open):
+    rng = random.Random(11)
+    vectors = [[rng.gauss(0, 1) for _ in range(8)] for _ in range(600)]
+    documents = [doc(str(i), group=i % 50) for i in range(600)]
+    index, memory = open_sql(), InMemoryIndex()
+    for store in (index, memory):
+        store.upsert(documents, vectors)
+
+    for group in (0, 7, 49):
+        found = index.search(vectors[group + 1], k=10, where={"group": group})
+        expected = memory.search(vectors[group + 1], k=10, where={"group": group})
+        assert ids(found) == ids(expected)
+        assert [hit.score for hit in found] == pytest.approx([h.score for h in expected], 1e-5)
