@@ -105,6 +105,8 @@ class SQLIndex(IndexMethods):
         self._keywords: Keywords | None = None
         self._seen = {"matrix": -1, "keywords": -1}  # the revision each copy reflects
         try:
+            if self._postgres:
+                self._read("look for pgvector", _check_pgvector)
             create = {self._db.dialect: self._sql.create}
             self._db.ensure_table(f"index:{table}", VERSION, create, by=self._caller)
             self._iterative_scan = self._postgres and self._read(
@@ -453,6 +455,18 @@ def pgvector_text(unit: Sequence[float]) -> str:
     """`unit` as pgvector reads a vector: 9 significant digits, as many as a float32 holds
     (formatted with %, a third of repr's time)."""
     return "[" + ",".join(["%.9g"] * len(unit)) % tuple(unit) + "]"
+
+
+def _check_pgvector(cursor: Cursor) -> None:
+    """Checks that the server can make the pgvector extension (`vector`) a PostgreSQL index
+    keeps its vectors in."""
+    found = "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+    if cursor.execute(found).fetchone() is None:
+        raise IndexConfigError(
+            "this PostgreSQL server has no pgvector extension, which SQLIndex keeps vectors "
+            "in: install it on the server (a package such as postgresql-15-pgvector, or from "
+            "source), then CREATE EXTENSION vector in the database as a superuser"
+        )
 
 
 def _has_iterative_scan(cursor: Cursor) -> bool:

@@ -26,7 +26,7 @@ from chainkit.indexes import Hit, InMemoryIndex, SourceRecords, SQLIndex, Vector
 from chainkit.indexes.errors import IndexConfigError, IndexTypeError
 from chainkit.llms import OpenAIEmbeddings
 from tests.support.openai_server import TEST_API_KEY, OpenAIServer, embedding_of
-from tests.support.postgres import postgres_dsn
+from tests.support.pgvector import pgvector_dsn
 
 Index = InMemoryIndex | SQLIndex
 Open = Callable[..., Any]
@@ -71,7 +71,7 @@ class Lengths:
 
 
 def _where(kind: str, tmp_path: Path) -> str:
-    return str(tmp_path / "index.db") if kind == "sqlite" else postgres_dsn()
+    return str(tmp_path / "index.db") if kind == "sqlite" else pgvector_dsn()
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
@@ -493,7 +493,7 @@ def test_tables_of_a_newer_chainkit_are_refused(tmp_path: Path):
 
 
 def test_postgres_keeps_vectors_in_pgvector_with_an_hnsw_index():
-    dsn = postgres_dsn()
+    dsn = pgvector_dsn()
     table = f"t_{uuid.uuid4().hex[:12]}"
     index = SQLIndex(dsn, table=table)
     index.upsert([doc("a")], [[1.0, 0.0, 0.0]])
