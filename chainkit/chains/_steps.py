@@ -35,10 +35,12 @@ from chainkit.chains._shapes import (
 )
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import ChainTypeError, InputsTypeError, MissingInputKeysError
+from chainkit.documents import Document
 from chainkit.llms import Model, agenerate_object, generate_object
 from chainkit.llms.structured import agenerate_parsed, generate_parsed
 from chainkit.parsers import TypedParser
 from chainkit.prompts import BasePromptTemplate
+from chainkit.retrievers import Retriever
 from chainkit.schema import Message
 
 Run = Callable[[Any, dict[str, Any]], Any]
@@ -367,6 +369,27 @@ def _streamed_into(parser: Any, options: dict[str, Any]) -> dict[str, Any]:
         reader_feed(chunk)
 
     return {**options, "streaming_func": both}
+
+
+class RetrieverStep(Step):
+    """A retriever: takes the query (a str, or a model's reply Message: its text), gives the
+    documents found, best first (`list[Document]`), as the retriever's own "retriever" run."""
+
+    def __init__(self, retriever: Retriever) -> None:
+        self.retriever = retriever
+        self.name = retriever.name
+
+    def fit(self, given: Shape, before: str, wiring: Wiring) -> Fitted:
+        adapt = into_value(given, str, before, self.name)
+        retriever = self.retriever
+
+        def run(value: Any, options: dict[str, Any]) -> list[Document]:
+            return retriever.retrieve(value)
+
+        async def arun(value: Any, options: dict[str, Any]) -> list[Document]:
+            return await retriever.aretrieve(value)
+
+        return adapted(adapt, run, arun, Value(list[Document]))
 
 
 class ChainStep(Step):

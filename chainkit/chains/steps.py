@@ -29,6 +29,7 @@ from chainkit.chains._steps import (
     ModelStep,
     ParserStep,
     PromptStep,
+    RetrieverStep,
     Step,
     adapted,
     ain_run,
@@ -42,6 +43,7 @@ from chainkit.llms import Model
 from chainkit.llms.fallbacks import FallBackOn, Turns, fall_back_rule, falls_back_by_default
 from chainkit.llms.retry import Backoff, RetryPolicy
 from chainkit.prompts import BasePromptTemplate
+from chainkit.retrievers import Retriever
 from chainkit.tools import Tool
 
 __all__ = ["as_step", "assign", "branch", "fallbacks", "pick", "retry", "step"]
@@ -137,13 +139,15 @@ def as_step(part: object) -> Step:
         return ModelStep(part)
     if isinstance(part, Tool):
         return _ToolStep(part)
+    if isinstance(part, Retriever):
+        return RetrieverStep(part)
     if callable(getattr(part, "parse", None)):
         return ParserStep(part)
     if callable(part):
         return FunctionStep(part, None, blocking=True)
     raise ChainTypeError(
         f"{type(part).__name__} cannot be a pipeline step: pipe prompts, models, output "
-        "parsers, chains, tools, functions, or a dict of them"
+        "parsers, chains, tools, retrievers, functions, or a dict of them"
     )
 
 
