@@ -175,6 +175,7 @@ PINNED_EXPORTS = {
         "Filter",
         "Hit",
         "InMemoryIndex",
+        "SourceRecords",
         "VectorIndex",
         "VectorIndexError",
         "errors",
