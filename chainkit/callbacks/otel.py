@@ -11,12 +11,13 @@ import json
 import os
 import threading
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 import chainkit
 from chainkit._redact import mask_secret_fields, redact
+from chainkit.callbacks._found import found_ids, found_scores
 from chainkit.callbacks._otel_messages import input_messages, output_message
 from chainkit.callbacks._plain import plain
 from chainkit.callbacks.errors import HandlerDependencyError, StreamClosed
@@ -58,7 +59,9 @@ class OpenTelemetryHandler(EventHandler):
 
     Span names: `invoke_agent {name}` for an agent executor, `chat {model}` for a model call
     (kind CLIENT), `execute_tool {tool}` for a tool call, `chain {name}` for any other chain,
-    `retrieve {retriever}` for a tool retrieval. Attributes follow the GenAI conventions
+    `retrieve {retriever}` for a retrieval (of documents, or of an agent's tools), with the
+    ids of what it found (`chainkit.retriever.document.ids`, a tool's name for a tool) and
+    their scores (`chainkit.retriever.document.scores`). Attributes follow the GenAI conventions
     (gen_ai.operation.name, gen_ai.provider.name, gen_ai.request.model and the request
     parameters in effect, gen_ai.response.model and .id, server.address and .port, token
     usage, finish reasons, tool name and call id); a failed run's span has status ERROR,
@@ -71,8 +74,9 @@ class OpenTelemetryHandler(EventHandler):
     span is that span's child in turn.
 
     Messages (as the conventions' `gen_ai.input.messages` and `gen_ai.output.messages`), tool
-    arguments and results, chain inputs and outputs, retrieval queries and exception messages
-    are recorded only with `capture_content=True` or the environment variable
+    arguments and results, chain inputs and outputs, retrieval queries and the documents found
+    (`chainkit.retriever.documents`: JSON of each one's text, metadata, id and score) and
+    exception messages are recorded only with `capture_content=True` or the environment variable
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, with API keys masked; without it
     no span name, attribute or event holds what a user or a model wrote.
 
@@ -223,6 +227,8 @@ class OpenTelemetryHandler(EventHandler):
                 span.add_event("exception", exception, timestamp=int(event.time * 1e9))
         elif event.kind == "llm_end":
             _describe_reply(span, data["message"], self.capture_content)
+        elif event.kind == "retriever_end":
+            _describe_found(span, data["documents"], self.capture_content)
         elif self.capture_content:
             if event.kind == "tool_end":
                 span.set_attribute("gen_ai.tool.call.result", redact(str(data["output"])))
@@ -332,6 +338,17 @@ def _describe_reply(span: Span, message: Message, capture_content: bool) -> None
             span.set_attribute("gen_ai.response.id", meta.id)
     if capture_content:
         span.set_attribute("gen_ai.output.messages", _json([output_message(message)]))
+
+
+def _describe_found(span: Span, found: Sequence[Any], capture_content: bool) -> None:
+    """A retrieval's documents by id, with their scores; their texts only with content
+    captured, as a prompt's."""
+    span.set_attribute("chainkit.retriever.document.ids", found_ids(found))
+    scores = found_scores(found)
+    if scores is not None:
+        span.set_attribute("chainkit.retriever.document.scores", scores)
+    if capture_content:
+        span.set_attribute("chainkit.retriever.documents", _json(found))
 
 
 def _json(value: Any) -> str:
