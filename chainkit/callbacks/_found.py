@@ -5,7 +5,6 @@ they are read by their attributes."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,7 +25,10 @@ def found_ids(found: Sequence[Any]) -> list[str]:
 
 def found_scores(found: Sequence[Any]) -> list[float] | None:
     """Each item's score; None when any has none (a tool)."""
-    scores = [getattr(item, "score", None) for item in found]
-    if not all(isinstance(score, int | float) and not isinstance(score, bool) for score in scores):
-        return None
-    return [float(score) if math.isfinite(score) else 0.0 for score in scores]
+    scores = []
+    for item in found:
+        score = getattr(item, "score", None)
+        if isinstance(score, bool) or not isinstance(score, int | float):
+            return None
+        scores.append(float(score))
+    return scores

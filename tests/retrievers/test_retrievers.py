@@ -230,25 +230,25 @@ def test_wrong_settings_are_named_when_the_retriever_is_built(
 ) -> None:
     cases: list[tuple[object, type, str]] = [
         (lambda: retrievers.Lexical(embedded_index, k=0), RetrieverConfigError, "k must be at"),
-        (lambda: retrievers.Dense(embedded_index, k="3"), RetrieverTypeError, "k must be a who"),
+        (lambda: retrievers.Dense(embedded_index, k="3"), RetrieverTypeError, "k must be a who"),  # type: ignore[arg-type]
         (lambda: retrievers.Dense(embedded_index, k=True), RetrieverTypeError, "got bool"),
         (lambda: retrievers.MMR(embedded_index, fetch_k=0), RetrieverConfigError, "fetch_k"),
         (lambda: retrievers.MMR(embedded_index, diversity=2), RetrieverConfigError, "0 to 1"),
-        (lambda: retrievers.Dense(embedded_index, where="pet"), RetrieverTypeError, "where"),
+        (lambda: retrievers.Dense(embedded_index, where="pet"), RetrieverTypeError, "where"),  # type: ignore[arg-type]
         (
             lambda: retrievers.Dense(embedded_index, min_score=float("nan")),
             RetrieverConfigError,
             "min_score must be a finite",
         ),
-        (lambda: retrievers.Lexical(object()), RetrieverTypeError, "no keyword_search"),
-        (lambda: retrievers.Dense("index"), RetrieverTypeError, "has no search"),
+        (lambda: retrievers.Lexical(object()), RetrieverTypeError, "no keyword_search"),  # type: ignore[arg-type]
+        (lambda: retrievers.Dense("index"), RetrieverTypeError, "has no search"),  # type: ignore[arg-type]
         (
             lambda: retrievers.Hybrid(retrievers.Dense(embedded_index)),
             RetrieverConfigError,
             "two retrievers or more, got 1",
         ),
         (
-            lambda: retrievers.Hybrid(retrievers.Dense(embedded_index), "lexical"),
+            lambda: retrievers.Hybrid(retrievers.Dense(embedded_index), "lexical"),  # type: ignore[arg-type]
             RetrieverTypeError,
             "got str",
         ),
