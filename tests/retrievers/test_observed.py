@@ -13,6 +13,7 @@ import pytest
 
 from chainkit import callbacks, chains, retrievers
 from chainkit.callbacks import LogHandler, OpenTelemetryHandler, TraceFile
+from chainkit.callbacks.trace_html import render_html
 from chainkit.callbacks.trace_view import read_trace, walk
 from chainkit.documents import Document
 from chainkit.indexes import InMemoryIndex
@@ -48,6 +49,8 @@ def test_the_trace_file_holds_the_retrieval_inside_the_pipeline(
     assert ids_of(hybrid.outputs) == ["t", "l"]
     assert all(isinstance(hit["score"], float) for hit in hybrid.outputs)
     assert hybrid.outputs[0]["document"]["text"].startswith("The tortoise sleeps")
+    page = render_html([root])
+    assert page.count('"kind": "retriever"') == 3 and f'"inputs": "{QUERY}"' in page
 
 
 def test_the_log_names_the_query_and_the_documents_found_with_their_scores(
