@@ -10,7 +10,8 @@ from chainkit.retrievers.errors import QueryError, RetrieverError
 from chainkit.retrievers.hybrid import Hybrid
 from chainkit.retrievers.index import MMR, Dense, Lexical
 
-__all__ = [
+# In plain sorted order, as tests/test_imports.py pins every package's names.
+__all__ = [  # noqa: RUF022
     "Dense",
     "Hybrid",
     "Lexical",

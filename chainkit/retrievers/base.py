@@ -9,7 +9,6 @@ OpenTelemetry show its query and what it found."""
 from __future__ import annotations
 
 import abc
-from typing import TYPE_CHECKING
 
 from chainkit._pipe import Pipeable
 from chainkit._text import described
@@ -17,10 +16,9 @@ from chainkit._threads import in_thread
 from chainkit.callbacks.run import retrieval
 from chainkit.documents import Document
 from chainkit.indexes import Hit
+from chainkit.retrievers._tool import RetrieverTool
 from chainkit.retrievers.errors import QueryError, RetrieverTypeError
-
-if TYPE_CHECKING:
-    from chainkit.tools import Tool
+from chainkit.tools import Tool
 
 __all__ = ["MAX_QUERY_CHARS", "Retriever"]
 
@@ -81,8 +79,6 @@ class Retriever(Pipeable, abc.ABC):
         `max_chars` characters in all. `description` tells the model when to call it (by
         default: to search the documents). A query it cannot search for (an empty one) is
         the observation's error, for the model to try again."""
-        from chainkit.retrievers._tool import RetrieverTool
-
         return RetrieverTool(self.search, self.asearch, name, description, max_chars)
 
 
