@@ -17,8 +17,10 @@ from chainkit.callbacks.trace_html import render_html
 from chainkit.callbacks.trace_view import read_trace, walk
 from chainkit.documents import Document
 from chainkit.indexes import InMemoryIndex
+from chainkit.llms.errors import ModelError
 from chainkit.retrievers import QueryError
 from tests.support.modes import Mode
+from tests.support.openai_server import Fault, OpenAIServer
 from tests.support.otel import exporter_and_provider
 
 QUERY = "tortoise winter"
@@ -116,3 +118,25 @@ def test_a_search_outside_any_run_reports_to_no_one(embedded_index: InMemoryInde
         "l",
     ]
     assert chains.run(retrievers.Lexical(embedded_index, k=1) | joined, QUERY) == "t"
+
+
+def test_an_embedder_failing_is_the_retrieval_runs_error(
+    tmp_path: Path, mode: Mode, embedded_index: InMemoryIndex, openai_server: OpenAIServer
+) -> None:
+    exporter, provider = exporter_and_provider()
+    from opentelemetry.trace import StatusCode
+
+    path = tmp_path / "trace.jsonl"
+    openai_server.fail(Fault.http(400, "the embeddings model is gone"))
+    pipeline = retrievers.Hybrid.from_index(embedded_index) | joined
+    with TraceFile(path) as trace, pytest.raises(ModelError, match="the embeddings model is gone"):
+        mode.run(pipeline, QUERY, callbacks=[trace, OpenTelemetryHandler(provider)])
+    [root] = read_trace(path)
+    failed = {run.name: run.error for run, _ in walk([root]) if run.kind == "retriever"}
+    assert (
+        failed["Dense"] is not None and "the embeddings model is gone" in failed["Dense"]["message"]
+    )
+    assert failed["Hybrid"] is not None
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    assert spans["retrieve Dense"].status.status_code is StatusCode.ERROR
+    assert spans["retrieve Hybrid"].status.status_code is StatusCode.ERROR
