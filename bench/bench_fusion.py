@@ -228,16 +228,21 @@ def main() -> None:
         "retrievers.Hybrid (RRF c=60)": {},
         "Hybrid.from_index (each's top 20)": {},
     }
+    timings: dict[str, list[float]] = {}
     for query_id, text in queries.items():
         for name, retriever in (("lexical", lexical), ("dense", dense)):
+            start = time.perf_counter()
             found[name][query_id] = [(h.document.id, h.score) for h in retriever.search(text)]
+            timings.setdefault(retriever.name, []).append(time.perf_counter() - start)
         rankings["BM25 (retrievers.Lexical)"][query_id] = [d for d, _ in found["lexical"][query_id]]
         rankings["e5-small (retrievers.Dense)"][query_id] = [d for d, _ in found["dense"][query_id]]
         for name, fusing in (
             ("retrievers.Hybrid (RRF c=60)", hybrid),
             ("Hybrid.from_index (each's top 20)", hybrid_default),
         ):
+            start = time.perf_counter()
             rankings[name][query_id] = [hit.document.id for hit in fusing.search(text)]
+            timings.setdefault(name, []).append(time.perf_counter() - start)
     for name, fuse in CANDIDATES.items():
         rankings[name] = {q: fuse(found["lexical"][q], found["dense"][q])[:DEPTH] for q in queries}
     dense_ranked = rankings["e5-small (retrievers.Dense)"]
@@ -252,6 +257,9 @@ def main() -> None:
             f"| {name:40} | {ndcg:.3f}   | {shown_recall:10} | "
             f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]{' ' * 8} |"
         )
+    print("\nMedian time a query (the query's vector from the cache; pure-Python scan):")
+    for name, seconds in timings.items():
+        print(f"- {name}: {statistics.median(seconds) * 1000:.1f} ms")
     print("\nA lexical weight chosen on one half of the queries, measured on the other:")
     for label, prefix in (
         ("RRF c=60", "RRF c=60, lexical weight "),

@@ -33,6 +33,13 @@ def test_lexical_finds_chinese_by_its_terms(embedded_index: InMemoryIndex, mode:
     assert ids(search(retrievers.Lexical(embedded_index), "熊猫吃什么", mode)) == ["p"]
 
 
+def test_a_query_in_several_scripts_finds_by_each(
+    embedded_index: InMemoryIndex, mode: Mode
+) -> None:
+    found = ids(search(retrievers.Lexical(embedded_index, k=5), "🐢 tortoise 熊猫\u200b", mode))
+    assert sorted(found) == ["l", "p", "t"]
+
+
 def test_lexical_from_documents_needs_no_embedder(mode: Mode) -> None:
     retriever = retrievers.Lexical.from_documents(CORPUS, k=1)
     assert ids(search(retriever, "yeast and sugar", mode)) == ["b"]
@@ -197,6 +204,7 @@ def test_a_failing_member_fails_the_hybrid_and_stops_the_others() -> None:
 HOSTILE_QUERIES = [
     ("", QueryError, "empty"),
     ("  \n\t", QueryError, "only spaces"),
+    ("\u3000\u3000", QueryError, "only spaces"),  # ideographic spaces
     ("x" * (MAX_QUERY_CHARS + 1), QueryError, f"{MAX_QUERY_CHARS + 1:,} characters"),
     ("tea\0time", QueryError, "NUL character at position 3"),
     ("caf\ud800", QueryError, "lone surrogate at position 3"),
