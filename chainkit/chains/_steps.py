@@ -10,6 +10,7 @@ show every step of a pipeline under it with what it took and gave.
 from __future__ import annotations
 
 import inspect
+import sys
 import typing
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -35,13 +36,15 @@ from chainkit.chains._shapes import (
 )
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import ChainTypeError, InputsTypeError, MissingInputKeysError
-from chainkit.documents import Document
 from chainkit.llms import Model, agenerate_object, generate_object
 from chainkit.llms.structured import agenerate_parsed, generate_parsed
 from chainkit.parsers import TypedParser
 from chainkit.prompts import BasePromptTemplate
-from chainkit.retrievers import Retriever
 from chainkit.schema import Message
+
+if typing.TYPE_CHECKING:
+    from chainkit.documents import Document
+    from chainkit.retrievers import Retriever
 
 Run = Callable[[Any, dict[str, Any]], Any]
 ARun = Callable[[Any, dict[str, Any]], Awaitable[Any]]
@@ -371,6 +374,13 @@ def _streamed_into(parser: Any, options: dict[str, Any]) -> dict[str, Any]:
     return {**options, "streaming_func": both}
 
 
+def retriever_type() -> type[Retriever] | None:
+    """The class of retrievers once anything has imported them, else None: no part made
+    before can be one, so a pipeline of no retriever loads none of retrieval's modules."""
+    module = sys.modules.get("chainkit.retrievers.base")
+    return None if module is None else typing.cast("type[Retriever]", module.Retriever)
+
+
 class RetrieverStep(Step):
     """A retriever: takes the query (a str, or a model's reply Message: its text), gives the
     documents found, best first (`list[Document]`), as the retriever's own "retriever" run."""
@@ -388,6 +398,8 @@ class RetrieverStep(Step):
 
         async def arun(value: Any, options: dict[str, Any]) -> list[Document]:
             return await retriever.aretrieve(value)
+
+        from chainkit.documents import Document  # loaded with the retriever's module
 
         return adapted(adapt, run, arun, Value(list[Document]))
 

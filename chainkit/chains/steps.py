@@ -36,6 +36,7 @@ from chainkit.chains._steps import (
     checked_inputs,
     in_run,
     plain_run,
+    retriever_type,
 )
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import AllStepsFailedError, ChainTypeError, ChainWiringError
@@ -43,7 +44,6 @@ from chainkit.llms import Model
 from chainkit.llms.fallbacks import FallBackOn, Turns, fall_back_rule, falls_back_by_default
 from chainkit.llms.retry import Backoff, RetryPolicy
 from chainkit.prompts import BasePromptTemplate
-from chainkit.retrievers import Retriever
 from chainkit.tools import Tool
 
 __all__ = ["as_step", "assign", "branch", "fallbacks", "pick", "retry", "step"]
@@ -139,7 +139,8 @@ def as_step(part: object) -> Step:
         return ModelStep(part)
     if isinstance(part, Tool):
         return _ToolStep(part)
-    if isinstance(part, Retriever):
+    retriever = retriever_type()
+    if retriever is not None and isinstance(part, retriever):
         return RetrieverStep(part)
     if callable(getattr(part, "parse", None)):
         return ParserStep(part)

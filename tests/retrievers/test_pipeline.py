@@ -4,6 +4,9 @@ the pipeline is built. Run against the loopback OpenAI-compatible server, sync a
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from chainkit import chains, parsers, prompts, retrievers
@@ -90,3 +93,17 @@ def test_a_query_the_retriever_cannot_search_for_fails_the_run_with_its_name(
     pipeline = retrievers.Lexical(embedded_index) | numbered
     with pytest.raises(QueryError, match="the query is only spaces"):
         mode.run(pipeline, "   ")
+
+
+def test_a_pipeline_of_no_retriever_loads_none_of_retrieval() -> None:
+    code = (
+        "import sys\n"
+        "from chainkit import chains, prompts\n"
+        "pipeline = prompts.PromptTemplate.from_template('{q}') | (lambda m: m) | str\n"
+        "assert chains.run(chains.pipe(str.upper, str.strip), ' a ') == 'A'\n"
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    loaded = set(result.stdout.split())
+    assert not {"chainkit.retrievers", "chainkit.documents", "chainkit.indexes"} & loaded
