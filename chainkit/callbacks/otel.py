@@ -60,8 +60,8 @@ class OpenTelemetryHandler(EventHandler):
     Span names: `invoke_agent {name}` for an agent executor, `chat {model}` for a model call
     (kind CLIENT), `execute_tool {tool}` for a tool call, `chain {name}` for any other chain,
     `retrieve {retriever}` for a retrieval (of documents, or of an agent's tools), with the
-    ids of what it found (`chainkit.retriever.document.ids`, a tool's name for a tool) and
-    their scores (`chainkit.retriever.document.scores`). Attributes follow the GenAI conventions
+    ids of what it found and their scores (`gen_ai.retrieval.documents`; a tool's name for a
+    tool). Attributes follow the GenAI conventions
     (gen_ai.operation.name, gen_ai.provider.name, gen_ai.request.model and the request
     parameters in effect, gen_ai.response.model and .id, server.address and .port, token
     usage, finish reasons, tool name and call id); a failed run's span has status ERROR,
@@ -74,8 +74,9 @@ class OpenTelemetryHandler(EventHandler):
     span is that span's child in turn.
 
     Messages (as the conventions' `gen_ai.input.messages` and `gen_ai.output.messages`), tool
-    arguments and results, chain inputs and outputs, retrieval queries and the documents found
-    (`chainkit.retriever.documents`: JSON of each one's text, metadata, id and score) and
+    arguments and results, chain inputs and outputs, retrieval queries
+    (`gen_ai.retrieval.query.text`) and the documents found (`chainkit.retriever.documents`:
+    JSON of each one's text, metadata, id and score) and
     exception messages are recorded only with `capture_content=True` or the environment variable
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, with API keys masked; without it
     no span name, attribute or event holds what a user or a model wrote.
@@ -181,9 +182,12 @@ class OpenTelemetryHandler(EventHandler):
                 attributes["chainkit.chain.inputs"] = _json(data["inputs"])
         else:
             name = f"retrieve {event.name}"
-            attributes = {"chainkit.retriever.name": event.name}
+            attributes = {"gen_ai.operation.name": "retrieval"}
+            attributes["chainkit.retriever.name"] = event.name
             if self.capture_content:
-                attributes["chainkit.retriever.query"] = redact(str(data["query"]))
+                query = redact(str(data["query"]))
+                attributes["gen_ai.retrieval.query.text"] = query
+                attributes["chainkit.retriever.query"] = query
         attributes["chainkit.run.id"] = event.run_id
         span = self._tracer.start_span(
             name,
@@ -341,12 +345,15 @@ def _describe_reply(span: Span, message: Message, capture_content: bool) -> None
 
 
 def _describe_found(span: Span, found: Sequence[Any], capture_content: bool) -> None:
-    """A retrieval's documents by id, with their scores; their texts only with content
-    captured, as a prompt's."""
-    span.set_attribute("chainkit.retriever.document.ids", found_ids(found))
-    scores = found_scores(found)
-    if scores is not None:
-        span.set_attribute("chainkit.retriever.document.scores", scores)
+    """A retrieval's documents by id with their scores, as the GenAI conventions'
+    `gen_ai.retrieval.documents` (JSON: a span attribute holds no list of objects); their
+    texts and metadata only with content captured, as a prompt's."""
+    ids, scores = found_ids(found), found_scores(found)
+    if scores is None:
+        documents: list[dict[str, Any]] = [{"id": id_} for id_ in ids]
+    else:
+        documents = [{"id": id_, "score": score} for id_, score in zip(ids, scores, strict=True)]
+    span.set_attribute("gen_ai.retrieval.documents", json.dumps(documents, ensure_ascii=False))
     if capture_content:
         span.set_attribute("chainkit.retriever.documents", _json(found))
 

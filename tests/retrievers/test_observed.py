@@ -95,17 +95,24 @@ def test_opentelemetry_shows_ids_and_scores_and_the_text_only_when_captured(
         parent = spans[member].parent
         assert parent is not None and parent.span_id == hybrid.context.span_id
     attributes = dict(hybrid.attributes or {})
-    assert attributes["chainkit.retriever.document.ids"] == ("t", "l")
-    assert attributes["chainkit.retriever.document.scores"] == pytest.approx(
+    assert attributes["gen_ai.operation.name"] == "retrieval"
+    found = json.loads(str(attributes["gen_ai.retrieval.documents"]))
+    assert [document["id"] for document in found] == ["t", "l"]
+    assert [document["score"] for document in found] == pytest.approx(
         [hit.score for hit in expected]
     )
-    captured = {"chainkit.retriever.query", "chainkit.retriever.documents"}
+    captured = {
+        "chainkit.retriever.query",
+        "chainkit.retriever.documents",
+        "gen_ai.retrieval.query.text",
+    }
     every_value = json.dumps([dict(span.attributes or {}) for span in spans.values()])
     if not capture:
         assert not captured & set(attributes)
         assert "straw" not in every_value and QUERY not in every_value
     else:
         assert attributes["chainkit.retriever.query"] == QUERY
+        assert attributes["gen_ai.retrieval.query.text"] == QUERY
         documents = json.loads(str(attributes["chainkit.retriever.documents"]))
         assert ids_of(documents) == ["t", "l"]
         assert "box of straw" in documents[0]["document"]["text"]
