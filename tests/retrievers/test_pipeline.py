@@ -4,6 +4,7 @@ the pipeline is built. Run against the loopback OpenAI-compatible server, sync a
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
@@ -107,3 +108,17 @@ def test_a_pipeline_of_no_retriever_loads_none_of_retrieval() -> None:
     assert result.returncode == 0, result.stderr
     loaded = set(result.stdout.split())
     assert not {"chainkit.retrievers", "chainkit.documents", "chainkit.indexes"} & loaded
+
+
+def test_one_retriever_serves_a_batch_side_by_side(
+    mode: Mode, embedded_index: InMemoryIndex
+) -> None:
+    pipeline = retrievers.Hybrid.from_index(embedded_index, k=1) | numbered
+    queries = ["tortoise winter", "熊猫", "yeast", "forcast"] * 5
+    inputs = [{"input": query} for query in queries]
+    if mode.is_async:
+        outputs = asyncio.run(chains.abatch(pipeline, inputs, max_workers=8))
+    else:
+        outputs = chains.batch(pipeline, inputs, max_workers=8)
+    firsts = [output["output"].split("]")[0] for output in outputs]
+    assert firsts == ["[t", "[p", "[b", "[f"] * 5
