@@ -86,11 +86,14 @@ def searches(index: SQLIndex, documents: list[Document], vectors: list[list[floa
     load = time.perf_counter() - started
     taken = resident_mb() - before
     each = iter(queries * 2)
-    lexical = median_ms(lambda: index.keyword_search(next(each), k=10), len(queries))
+    fresh = median_ms(lambda: index.keyword_search(next(each), k=10), len(queries))
+    again = median_ms(lambda: index.keyword_search(next(each), k=10), len(queries))
     print(
-        f"  keyword query {lexical:.2f} ms median (k=10); first search loads the terms in "
-        f"{load:.2f} s, +{taken:.0f} MB resident"
+        f"  keyword query {fresh:.2f} ms median (k=10; {again:.2f} ms asked again, its terms "
+        f"scored already); first search loads the terms in {load:.2f} s, +{taken:.0f} MB "
+        "resident"
     )
+    each = iter(queries)
     filtered = median_ms(lambda: index.keyword_search(next(each), k=10, where={"part": 1}), 20)
     print(f"  keyword query with a filter (a quarter of the chunks): {filtered:.1f} ms median")
     started = time.perf_counter()

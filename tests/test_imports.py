@@ -187,7 +187,17 @@ PINNED_EXPORTS = {
         "errors",
         "index_documents",
     ],
-    "chainkit.retrievers": ["Retriever"],
+    "chainkit.retrievers": [
+        "Dense",
+        "Hybrid",
+        "Lexical",
+        "MAX_QUERY_CHARS",
+        "MMR",
+        "QueryError",
+        "Retriever",
+        "RetrieverError",
+        "errors",
+    ],
     "chainkit.memory": [
         "ChatHistory",
         "ConversationBuffer",

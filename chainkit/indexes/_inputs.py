@@ -104,7 +104,7 @@ def unit_vector(vector: object) -> list[float]:
     if isinstance(vector, str | bytes) or not isinstance(vector, Sequence) or not vector:
         raise IndexTypeError(f"a vector is a non-empty list of numbers, not {described(vector)}")
     try:
-        numbers = [float(x) for x in vector]
+        numbers = list(map(float, vector))
     except (TypeError, ValueError):
         raise IndexTypeError("a vector holds numbers only") from None
     scaled = scaled_to_unit(numbers)

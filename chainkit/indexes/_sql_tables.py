@@ -25,6 +25,9 @@ __all__ = ["IDS_PER_READ", "Statements", "checked_table", "pushed_filter"]
 
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,40}")
 _INT64 = 2**63
+_MOST_PUSHED = 200
+"""Values of one key compared in SQL at most: a longer list is left to `matches` (SQLite
+takes a bounded number of parameters)."""
 IDS_PER_READ = 50
 """Ids read in one SELECT: a search's hits, or more at once."""
 
@@ -132,7 +135,7 @@ def pushed_filter(dialect: str, where: Filter) -> tuple[str, list[Any]]:
     parameters: list[Any] = []
     for key, wanted in where.items():
         encodings = _json_encodings(wanted)
-        if encodings is None or '"' in key or "\\" in key:
+        if encodings is None or len(encodings) > _MOST_PUSHED or '"' in key or "\\" in key:
             continue
         listed = isinstance(wanted, list | tuple | set | frozenset)
         if dialect == "postgresql":

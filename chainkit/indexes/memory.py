@@ -3,33 +3,25 @@ by their terms."""
 
 from __future__ import annotations
 
-import functools
 import heapq
 import threading
 from collections.abc import Iterable, Sequence
 
 from chainkit._search.vectors import dot
 from chainkit._text import counted
-from chainkit._threads import in_thread
 from chainkit.documents import Document
 from chainkit.indexes._inputs import (
-    aembedded,
-    aquery_vector,
     check_dimensions,
     check_sources,
     checked_documents,
     checked_embedder,
     checked_ids,
-    needed,
     unit_vector,
 )
-from chainkit.indexes._keywords import Keywords, checked_text
+from chainkit.indexes._keywords import Keywords
+from chainkit.indexes._methods import IndexMethods
 from chainkit.indexes._selection import (
-    checked_count,
-    checked_diversity,
-    checked_filter,
     matches,
-    most_relevant_and_diverse,
 )
 from chainkit.indexes.base import Filter, Hit
 from chainkit.indexes.errors import IndexConfigError
@@ -38,7 +30,7 @@ from chainkit.schema.embedder import Embedder
 __all__ = ["InMemoryIndex"]
 
 
-class InMemoryIndex:
+class InMemoryIndex(IndexMethods):
     """Documents by id with their vectors, in this process (see `VectorIndex` and
     `SourceRecords`). `embedder` embeds the documents given without vectors and the queries
     given as text; with no embedder, documents given without vectors are kept for
@@ -69,8 +61,7 @@ class InMemoryIndex:
         self, documents: Iterable[Document], vectors: Sequence[Sequence[float]] | None = None
     ) -> None:
         batch = checked_documents(documents)
-        if vectors is None and self.embedder is not None:
-            vectors = self.embedder.embed_documents([document.text for document in batch])
+        vectors = self._embedded(batch, vectors)
         with self._lock:
             self._keep(batch, vectors)
 
@@ -92,8 +83,7 @@ class InMemoryIndex:
     ) -> None:
         batch = checked_documents(documents)
         check_sources(batch, source)
-        if vectors is None and self.embedder is not None:
-            vectors = self.embedder.embed_documents([document.text for document in batch])
+        vectors = self._embedded(batch, vectors)
         with self._lock:
             units = self._units(batch, vectors)  # checked before anything changes
             self._drop(list(self._by_source.get(source, ())))
@@ -116,109 +106,27 @@ class InMemoryIndex:
             rows = self._rows
             return [rows[id_][0] for id_ in wanted if id_ in rows]
 
-    def search(
-        self, query: str | Sequence[float], *, k: int = 4, where: Filter | None = None
-    ) -> list[Hit]:
-        k = checked_count("k", k)
-        scored = self._scored(query, where, k)
-        return [Hit(document, score) for score, document, _ in scored]
-
     def keyword_search(self, text: str, *, k: int = 4, where: Filter | None = None) -> list[Hit]:
         return self._keywords.search(text, k, where, self._documents_of)
 
-    def mmr(
-        self,
-        query: str | Sequence[float],
-        *,
-        k: int = 4,
-        fetch_k: int = 20,
-        diversity: float = 0.5,
-        where: Filter | None = None,
-    ) -> list[Hit]:
-        k = checked_count("k", k)
-        fetch_k = max(k, checked_count("fetch_k", fetch_k))
-        diversity = checked_diversity(diversity)
-        scored = self._scored(query, where, fetch_k)
-        order = most_relevant_and_diverse([(s, unit) for s, _, unit in scored], k, diversity)
-        return [Hit(scored[i][1], scored[i][0]) for i in order]
-
-    async def aupsert(
-        self, documents: Iterable[Document], vectors: Sequence[Sequence[float]] | None = None
-    ) -> None:
-        """`upsert` for async code: the embedder's `aembed_documents` is awaited when it has
-        one (else `embed_documents` runs in a worker thread), and the vectors are kept in a
-        worker thread."""
-        batch = checked_documents(documents)
-        if vectors is None and self.embedder is not None:
-            vectors = await aembedded(self.embedder, batch)
-        await in_thread(self.upsert, batch, vectors)
-
-    async def asearch(
-        self, query: str | Sequence[float], *, k: int = 4, where: Filter | None = None
-    ) -> list[Hit]:
-        """`search` for async code: a text query embedded as `aupsert` embeds, the scan in a
-        worker thread."""
-        vector = await self._aquery_vector(query)
-        return await in_thread(functools.partial(self.search, vector, k=k, where=where))
-
-    async def akeyword_search(
-        self, text: str, *, k: int = 4, where: Filter | None = None
-    ) -> list[Hit]:
-        """`keyword_search` for async code, in a worker thread."""
-        checked_text(text)
-        found = functools.partial(self.keyword_search, text, k=k, where=where)
-        return await in_thread(found)
-
-    async def ammr(
-        self,
-        query: str | Sequence[float],
-        *,
-        k: int = 4,
-        fetch_k: int = 20,
-        diversity: float = 0.5,
-        where: Filter | None = None,
-    ) -> list[Hit]:
-        """`mmr` for async code, as `asearch`."""
-        vector = await self._aquery_vector(query)
-        chosen = functools.partial(
-            self.mmr, vector, k=k, fetch_k=fetch_k, diversity=diversity, where=where
-        )
-        return await in_thread(chosen)
-
-    async def _aquery_vector(self, query: str | Sequence[float]) -> Sequence[float]:
-        if not isinstance(query, str):
-            return query
-        return await aquery_vector(self._needed_embedder("search by text"), query)
-
-    def _scored(
-        self, query: str | Sequence[float], where: object, depth: int
+    def _nearest(
+        self, unit: list[float], where: Filter, depth: int
     ) -> list[tuple[float, Document, list[float]]]:
-        """The `depth` documents matching `where` most similar to `query`, with their
-        similarity and vector, most similar first (ties in the order they were added)."""
-        wanted = checked_filter(where)
-        unit = self._query_unit(query)
         with self._lock:
             if self._without_vectors:
                 raise IndexConfigError(
                     f"{counted(self._without_vectors, 'document')} of this index came without "
                     "vectors (it had no embedder): find them with keyword_search"
                 )
+            check_dimensions(len(unit), self._dimensions)
             rows = [(document, vector) for document, vector in self._rows.values() if vector]
         found = (
             (dot(unit, vector), -position, document, vector)
             for position, (document, vector) in enumerate(rows)
-            if not wanted or matches(document.metadata, wanted)
+            if not where or matches(document.metadata, where)
         )
         best = heapq.nlargest(depth, found, key=lambda row: (row[0], row[1]))
         return [(score, document, vector) for score, _, document, vector in best]
-
-    def _query_unit(self, query: str | Sequence[float]) -> list[float]:
-        if isinstance(query, str):
-            vector: Sequence[float] = self._needed_embedder("search by text").embed_query(query)
-        else:
-            vector = query
-        with self._lock:
-            return self._unit(vector)
 
     def _documents_of(self, ids: Sequence[str]) -> dict[str, Document]:
         with self._lock:
@@ -281,9 +189,6 @@ class InMemoryIndex:
             if not members:
                 del self._by_source[source]
         self._keywords.remove((id_,))
-
-    def _needed_embedder(self, doing: str) -> Embedder:
-        return needed(self.embedder, "InMemoryIndex", doing)
 
     def _unit(self, vector: object) -> list[float]:
         """`vector` scaled to length 1, checked against the index's dimensions (the first

@@ -4,7 +4,6 @@ layer (`chainkit._store`)."""
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -16,28 +15,21 @@ from typing import Any, TypeVar
 from chainkit._search.terms import terms
 from chainkit._store import Caller, Cursor, Database, json_text, open_database
 from chainkit._text import counted, described
-from chainkit._threads import in_thread
 from chainkit.documents import Document
 from chainkit.indexes._inputs import (
-    aembedded,
-    aquery_vector,
     check_dimensions,
     check_sources,
     checked_documents,
     checked_embedder,
     checked_ids,
-    needed,
     unit_vector,
     vectors_for,
 )
 from chainkit.indexes._keywords import Keywords, checked_text
 from chainkit.indexes._matrix import VectorMatrix, packed
+from chainkit.indexes._methods import IndexMethods
 from chainkit.indexes._selection import (
-    checked_count,
-    checked_diversity,
-    checked_filter,
     matches,
-    most_relevant_and_diverse,
 )
 from chainkit.indexes._sql_tables import IDS_PER_READ, Statements, checked_table, pushed_filter
 from chainkit.indexes.base import Filter, Hit, SourceReplacement
@@ -68,7 +60,7 @@ class _Row:
         return (self.id, self.source, self.text, self.metadata, self.terms, self.vector)
 
 
-class SQLIndex:
+class SQLIndex(IndexMethods):
     """An index (see `VectorIndex` and `SourceRecords`) in the database `where`: a SQLite
     file's path (made if missing), a `postgresql://` DSN (needs the postgres extra and the
     pgvector extension, made if missing when the user may), or a database already open that
@@ -113,8 +105,13 @@ class SQLIndex:
         self._keywords: Keywords | None = None
         self._seen = {"matrix": -1, "keywords": -1}  # the revision each copy reflects
         try:
+            if self._postgres:
+                self._read("look for pgvector", _check_pgvector)
             create = {self._db.dialect: self._sql.create}
             self._db.ensure_table(f"index:{table}", VERSION, create, by=self._caller)
+            self._iterative_scan = self._postgres and self._read(
+                "read pgvector's version", _has_iterative_scan
+            )
         except BaseException:
             if self._owned:
                 self._db.close()
@@ -143,16 +140,6 @@ class SQLIndex:
         rows = self._rows(batch, self._embedded(batch, vectors))
         if rows:
             self._write("add documents", lambda cursor: ([], self._insert(cursor, rows)))
-
-    async def aupsert(
-        self, documents: Iterable[Document], vectors: Sequence[Sequence[float]] | None = None
-    ) -> None:
-        """`upsert` for async code: the embedder's `aembed_documents` awaited when it has one
-        (else `embed_documents` in a worker thread), the rows written in a worker thread."""
-        batch = checked_documents(documents)
-        if vectors is None and self.embedder is not None:
-            vectors = await aembedded(self.embedder, batch)
-        await in_thread(self.upsert, batch, vectors)
 
     def delete(self, ids: Iterable[str]) -> int:
         wanted = list(dict.fromkeys(checked_ids(ids, "delete")))
@@ -243,73 +230,11 @@ class SQLIndex:
 
     # -- searching
 
-    def search(
-        self, query: str | Sequence[float], *, k: int = 4, where: Filter | None = None
-    ) -> list[Hit]:
-        k = checked_count("k", k)
-        scored = self._scored(self._query_unit(query), checked_filter(where), k)
-        return [Hit(document, score) for score, document, _ in scored]
-
-    def mmr(
-        self,
-        query: str | Sequence[float],
-        *,
-        k: int = 4,
-        fetch_k: int = 20,
-        diversity: float = 0.5,
-        where: Filter | None = None,
-    ) -> list[Hit]:
-        k = checked_count("k", k)
-        fetch_k = max(k, checked_count("fetch_k", fetch_k))
-        diversity = checked_diversity(diversity)
-        scored = self._scored(self._query_unit(query), checked_filter(where), fetch_k)
-        order = most_relevant_and_diverse([(s, unit) for s, _, unit in scored], k, diversity)
-        return [Hit(scored[i][1], scored[i][0]) for i in order]
-
     def keyword_search(self, text: str, *, k: int = 4, where: Filter | None = None) -> list[Hit]:
         checked_text(text)
         return self._fresh_keywords().search(text, k, where, self._documents_of)
 
-    async def asearch(
-        self, query: str | Sequence[float], *, k: int = 4, where: Filter | None = None
-    ) -> list[Hit]:
-        """`search` for async code: a text query embedded as `aupsert` embeds, the search in
-        a worker thread."""
-        vector = await self._aquery_vector(query)
-        return await in_thread(functools.partial(self.search, vector, k=k, where=where))
-
-    async def ammr(
-        self,
-        query: str | Sequence[float],
-        *,
-        k: int = 4,
-        fetch_k: int = 20,
-        diversity: float = 0.5,
-        where: Filter | None = None,
-    ) -> list[Hit]:
-        """`mmr` for async code, as `asearch`."""
-        vector = await self._aquery_vector(query)
-        chosen = functools.partial(
-            self.mmr, vector, k=k, fetch_k=fetch_k, diversity=diversity, where=where
-        )
-        return await in_thread(chosen)
-
-    async def akeyword_search(
-        self, text: str, *, k: int = 4, where: Filter | None = None
-    ) -> list[Hit]:
-        """`keyword_search` for async code, in a worker thread."""
-        checked_text(text)
-        return await in_thread(functools.partial(self.keyword_search, text, k=k, where=where))
-
     # -- rows
-
-    def _embedded(
-        self, batch: list[Document], vectors: Sequence[Sequence[float]] | None
-    ) -> Sequence[Sequence[float]] | None:
-        """`vectors`, or, when None, the embedder's for `batch` (None with no embedder)."""
-        if vectors is None and self.embedder is not None:
-            return self.embedder.embed_documents([document.text for document in batch])
-        return vectors
 
     def _rows(self, batch: list[Document], vectors: Sequence[Sequence[float]] | None) -> list[_Row]:
         """`batch` as rows, each with its vector scaled to length 1 (or none, when `vectors`
@@ -335,7 +260,7 @@ class SQLIndex:
             ) from None
         vector: Any = None
         if unit is not None:
-            vector = f"[{','.join(map(repr, unit))}]" if self._postgres else packed(unit)
+            vector = pgvector_text(unit) if self._postgres else packed(unit)
         return _Row(
             document.id,
             source if isinstance(source, str) else None,
@@ -376,6 +301,9 @@ class SQLIndex:
         that bumps the revision; the in-memory copies follow. Returns the ids removed."""
 
         def work(cursor: Cursor) -> tuple[int, list[str], list[_Row]]:
+            # The state row first, in every write: on PostgreSQL its lock orders the writers
+            # of the index, so that two never wait on each other's rows.
+            cursor.execute(self._sql.state).fetchone()
             removed, written = change(cursor)
             (revision,) = cursor.execute(self._sql.bump).fetchone()
             return int(revision), removed, written
@@ -466,22 +394,9 @@ class SQLIndex:
             )
         return dimensions is not None
 
-    def _query_unit(self, query: str | Sequence[float]) -> list[float]:
-        if isinstance(query, str):
-            embedder = needed(self.embedder, "SQLIndex", "search by text")
-            return unit_vector(embedder.embed_query(query))
-        return unit_vector(query)
-
-    async def _aquery_vector(self, query: str | Sequence[float]) -> Sequence[float]:
-        if not isinstance(query, str):
-            return query
-        return await aquery_vector(needed(self.embedder, "SQLIndex", "search by text"), query)
-
-    def _scored(
+    def _nearest(
         self, unit: list[float], where: Filter, depth: int
     ) -> list[tuple[float, Document, list[float]]]:
-        """The `depth` documents matching `where` most similar to `unit`, with their
-        similarity and unit vector, most similar first (ties in the order they were added)."""
         if self._postgres:
             return self._scored_by_pgvector(unit, where, depth)
         matrix = self._fresh_matrix()
@@ -498,12 +413,12 @@ class SQLIndex:
     def _scored_by_pgvector(
         self, unit: list[float], where: Filter, depth: int
     ) -> list[tuple[float, Document, list[float]]]:
-        """`_scored` by pgvector: the nearest rows meeting the filter pushed into SQL, read in
+        """`_nearest` by pgvector: the nearest rows meeting the filter pushed into SQL, read in
         HNSW's relaxed order, asked for again four times as many while `matches` drops some
         and too few are left."""
         condition, parameters = pushed_filter("postgresql", where)
         query = self._sql.nearest(condition)
-        vector = f"[{','.join(map(repr, unit))}]"
+        vector = pgvector_text(unit)
         limit = depth
         while True:
 
@@ -513,7 +428,8 @@ class SQLIndex:
                     return state, []
                 check_dimensions(len(unit), state[1])
                 cursor.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(40, limit))}")
-                cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                if self._iterative_scan:  # a filter then finds as many as there are
+                    cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
                 rows = cursor.execute(query, (vector, *parameters, vector, limit)).fetchall()
                 return state, rows
 
@@ -563,6 +479,32 @@ class SQLIndex:
     def _read(self, doing: str, work: Callable[[Cursor], T]) -> T:
         """`work` in a transaction that only reads (on SQLite, taking no write lock)."""
         return self._db.run(doing, work, by=self._caller, write=False)
+
+
+def pgvector_text(unit: Sequence[float]) -> str:
+    """`unit` as pgvector reads a vector: 9 significant digits, as many as a float32 holds
+    (formatted with %, a third of repr's time)."""
+    return "[" + ",".join(["%.9g"] * len(unit)) % tuple(unit) + "]"
+
+
+def _check_pgvector(cursor: Cursor) -> None:
+    """Checks that the server can make the pgvector extension (`vector`) a PostgreSQL index
+    keeps its vectors in."""
+    found = "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+    if cursor.execute(found).fetchone() is None:
+        raise IndexConfigError(
+            "this PostgreSQL server has no pgvector extension, which SQLIndex keeps vectors "
+            "in: install it on the server (a package such as postgresql-15-pgvector, or from "
+            "source), then CREATE EXTENSION vector in the database as a superuser"
+        )
+
+
+def _has_iterative_scan(cursor: Cursor) -> bool:
+    """Whether pgvector is 0.8 or later: the first to scan an HNSW index on for more rows
+    while a filter drops those it found (else a filtered search finds fewer)."""
+    row = cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    numbers = [int(part) for part in str(row[0]).split(".")[:2] if part.isdigit()]
+    return numbers >= [0, 8]
 
 
 def _similarity(distance: float) -> float:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
+import random
 import sqlite3
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -24,7 +26,7 @@ from chainkit.indexes import Hit, InMemoryIndex, SourceRecords, SQLIndex, Vector
 from chainkit.indexes.errors import IndexConfigError, IndexTypeError
 from chainkit.llms import OpenAIEmbeddings
 from tests.support.openai_server import TEST_API_KEY, OpenAIServer, embedding_of
-from tests.support.postgres import postgres_dsn
+from tests.support.pgvector import pgvector_dsn
 
 Index = InMemoryIndex | SQLIndex
 Open = Callable[..., Any]
@@ -69,7 +71,7 @@ class Lengths:
 
 
 def _where(kind: str, tmp_path: Path) -> str:
-    return str(tmp_path / "index.db") if kind == "sqlite" else postgres_dsn()
+    return str(tmp_path / "index.db") if kind == "sqlite" else pgvector_dsn()
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
@@ -355,6 +357,8 @@ def test_wrong_input_is_named(open_index: Open):
         index.get("a")
     with pytest.raises(IndexTypeError, match="takes a str"):
         index.keyword_search(["a"])
+    with pytest.raises(IndexTypeError, match="embed_documents"):
+        open_index(object())
     assert len(index) == 1  # a refused upsert kept nothing
 
 
@@ -366,8 +370,6 @@ def test_a_persistent_index_refuses_what_it_cannot_store(open_sql: Open, tmp_pat
         index.upsert([doc("a"), doc("b")], [[1.0, 0.0], [1.0, 0.0, 0.0]])
     with pytest.raises(IndexConfigError, match="table must be a name"):
         SQLIndex(tmp_path / "other.db", table="x; DROP TABLE y")
-    with pytest.raises(IndexTypeError, match="embed_documents"):
-        SQLIndex(tmp_path / "other.db", object())  # type: ignore[arg-type]
     assert len(index) == 0
 
 
@@ -382,6 +384,8 @@ def test_the_async_twins(open_index: Open, arun):
     assert ids(arun(Nothing(), index.asearch("y" * 79, k=1))) == ["b"]
     assert ids(arun(Nothing(), index.ammr("y" * 79, k=1, where={"n": 1}))) == ["b"]
     assert ids(arun(Nothing(), index.akeyword_search("text"))) == ["a"]
+    with pytest.raises(IndexTypeError, match="takes a str"):
+        arun(Nothing(), index.akeyword_search(["text"]))
 
 
 def test_a_reopened_index_holds_everything(open_sql: Open):
@@ -489,7 +493,7 @@ def test_tables_of_a_newer_chainkit_are_refused(tmp_path: Path):
 
 
 def test_postgres_keeps_vectors_in_pgvector_with_an_hnsw_index():
-    dsn = postgres_dsn()
+    dsn = pgvector_dsn()
     table = f"t_{uuid.uuid4().hex[:12]}"
     index = SQLIndex(dsn, table=table)
     index.upsert([doc("a")], [[1.0, 0.0, 0.0]])
@@ -514,3 +518,55 @@ def test_postgres_keeps_vectors_in_pgvector_with_an_hnsw_index():
     assert "password" not in repr(index) and "ck:ck" not in repr(index)
     database.close()
     index.close()
+
+
+def test_threads_writing_and_searching_one_index_lose_nothing(open_sql: Open):
+    index, other = open_sql(), open_sql()
+    failures: list[BaseException] = []
+
+    def work(start: int) -> None:
+        try:
+            for i in range(start, start + 40):
+                writer = index if i % 2 else other
+                writer.upsert([Document(f"note {i} words", id=str(i))], [angle(i % 90)])
+                index.keyword_search("words", k=3)
+                index.search(angle(0), k=3)
+        except BaseException as error:
+            failures.append(error)
+
+    threads = [threading.Thread(target=work, args=(n * 40,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=100)
+
+    assert failures == []
+    assert len(index) == 160
+    assert len(index.keyword_search("words", k=500)) == 160
+    assert len(index.search(angle(0), k=500)) == 160
+
+
+def test_hostile_values_are_refused_by_name_and_change_nothing(open_sql: Open):
+    index = open_sql()
+    index.upsert([doc("kept", n=1)], [angle(0)])
+
+    with pytest.raises(StoreError, match="not valid Unicode"):
+        index.upsert([Document("half a pair \ud800", id="bad")], [angle(1)])
+    assert ids(index.search(angle(0), k=10**9, where={"n": list(range(100_000))})) == ["kept"]
+    assert ids(index.keyword_search("text", k=10**9, where={"n": [1] * 5_000})) == ["kept"]
+    assert len(index) == 1
+
+
+def test_a_filtered_search_finds_as_many_as_match_and_the_nearest_of_them(open_sql: Open):
+    rng = random.Random(11)
+    vectors = [[rng.gauss(0, 1) for _ in range(8)] for _ in range(600)]
+    documents = [doc(str(i), group=i % 50) for i in range(600)]
+    index, memory = open_sql(), InMemoryIndex()
+    for store in (index, memory):
+        store.upsert(documents, vectors)
+
+    for group in (0, 7, 49):
+        found = index.search(vectors[group + 1], k=10, where={"group": group})
+        expected = memory.search(vectors[group + 1], k=10, where={"group": group})
+        assert ids(found) == ids(expected)
+        assert [hit.score for hit in found] == pytest.approx([h.score for h in expected], 1e-5)
