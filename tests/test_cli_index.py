@@ -145,7 +145,8 @@ def test_embedded_through_a_server_once_and_searched_by_meaning(
     indexed(capsys, str(folder), "--db", db, *url)
     write(folder, {"harbour.txt": "Fishing boats return to the harbour before the storm!"})
     out, _ = indexed(capsys, str(folder), "--db", db, *url)
-    assert main(["search", "boats in the harbour", "--db", db, "--json", "-k", "1", *url]) == 0
+    query = ["search", "boats in the harbour", "--db", db, "--json", "-k", "1", *url]
+    assert main([*query, "--by", "meaning"]) == 0
 
     inputs = [request.body["input"] for request in openai_server.requests]
     assert [len(batch) for batch in inputs[:2]] == [3, 1]
@@ -154,6 +155,10 @@ def test_embedded_through_a_server_once_and_searched_by_meaning(
     assert out.startswith("0 added, 1 updated")
     found = json.loads(capsys.readouterr().out)
     assert Path(found["source"]).name == "harbour.txt" and 0 < found["score"] <= 1
+
+    assert main(query) == 0  # by terms and meaning, fused
+    fused = json.loads(capsys.readouterr().out)
+    assert Path(fused["source"]).name == "harbour.txt" and fused["score"] == 2 / 61
 
 
 def test_what_the_commands_cannot_do_is_one_error_line(
@@ -192,6 +197,7 @@ def test_what_the_commands_cannot_do_is_one_error_line(
         (["search", "x", "--db", "x.db", "--where", "nokey"], "is not KEY=VALUE"),
         (["search", "  ", "--db", "x.db"], "QUERY is empty"),
         (["search", "x", "--db", "x.db", "-k", "0"], "-k"),
+        (["search", "x", "--db", "x.db", "--by", "both"], "needs the index's embedder"),
     ],
 )
 def test_usage_errors(
@@ -298,7 +304,22 @@ def test_the_local_embedder_indexes_and_searches_by_meaning_with_no_server(
 
     first, _ = indexed(capsys, str(folder), "--db", db, "--local-embedder")
     again, _ = indexed(capsys, str(folder), "--db", db, "--local-embedder")
-    assert main(["search", "bad weather at sea", "--db", db, "--local-embedder", "-k", "1"]) == 0
+    assert (
+        main(
+            [
+                "search",
+                "bad weather at sea",
+                "--db",
+                db,
+                "--local-embedder",
+                "-k",
+                "1",
+                "--by",
+                "meaning",
+            ]
+        )
+        == 0
+    )
 
     assert first.startswith("3 added") and again.startswith(
         "0 added, 0 updated, 0 deleted, 3 skipped"

@@ -14,7 +14,7 @@ from chainkit._cli.databases import check_existing
 from chainkit._text import visible, visible_json
 
 if TYPE_CHECKING:
-    from chainkit.indexes import Hit
+    from chainkit.indexes import Hit, SQLIndex
 
 COMMAND = "search"
 
@@ -33,8 +33,8 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
             "Searches the index chainkit index made in WHERE (a SQLite file or a postgresql:// "
             "URL) and shows the best chunks, best first: their score, source and text. By "
             "their terms (BM25, offline) unless --embeddings-url names the server that "
-            "embedded the index (or --local-embedder, the local model that did), then by "
-            "meaning (cosine similarity)."
+            "embedded the index (or --local-embedder, the local model that did): then by "
+            "terms and meaning fused, or as --by says."
         ),
     )
     command.add_argument("query", metavar="QUERY", help="what to look for, in quotes")
@@ -60,6 +60,14 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     command.add_argument(
         "--json", action="store_true", help="one JSON object a line, with the whole text"
     )
+    command.add_argument(
+        "--by",
+        choices=("terms", "meaning", "both"),
+        help=(
+            "rank by terms (BM25; the default with no embedder), by meaning (cosine), or both "
+            "fused by reciprocal rank (the default with an embedder)"
+        ),
+    )
     index.add_embedder_options(command)
 
 
@@ -70,6 +78,10 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     index.check_embedder_options(args, parser)
     if not args.query.strip():
         parser.error("QUERY is empty: give the words to look for")
+    embedded = args.embeddings_url is not None or args.local_embedder
+    by = args.by or ("both" if embedded else "terms")
+    if by != "terms" and not embedded:
+        parser.error(f"--by {by} needs the index's embedder: --embeddings-url or --local-embedder")
     try:
         check_existing(args.db, index.INDEX_TABLE, "an index", "chainkit index")
         found, database = index.open_index(args, parser)
@@ -78,10 +90,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         return exit_status.FAILED
     where = _filter(args.where)
     try:
-        if found.embedder is None:
-            hits = found.keyword_search(args.query, k=args.k, where=where)
-        else:
-            hits = found.search(args.query, k=args.k, where=where)
+        hits = _ranked(found, by, args.query, args.k, where)
     except ChainkitError as failed:  # the database, or the embeddings server
         stderr.error(COMMAND, str(failed))
         return exit_status.FAILED
@@ -93,6 +102,18 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     for rank, hit in enumerate(hits, 1):
         print(_json(hit) if args.json else _shown(rank, hit))
     return exit_status.SUCCESS
+
+
+def _ranked(
+    found: SQLIndex, by: str, query: str, k: int, where: dict[str, Any] | None
+) -> list[Hit]:
+    if by == "terms":
+        return found.keyword_search(query, k=k, where=where)
+    if by == "meaning":
+        return found.search(query, k=k, where=where)
+    from chainkit.retrievers import Hybrid
+
+    return Hybrid.from_index(found, k=k, fetch_k=max(20, k), where=where).search(query)
 
 
 def _condition(text: str) -> tuple[str, Any]:
