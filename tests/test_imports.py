@@ -182,7 +182,17 @@ PINNED_EXPORTS = {
         "VectorIndexError",
         "errors",
     ],
-    "chainkit.retrievers": ["Retriever"],
+    "chainkit.retrievers": [
+        "Dense",
+        "Hybrid",
+        "Lexical",
+        "MAX_QUERY_CHARS",
+        "MMR",
+        "QueryError",
+        "Retriever",
+        "RetrieverError",
+        "errors",
+    ],
     "chainkit.memory": [
         "ChatHistory",
         "ConversationBuffer",
