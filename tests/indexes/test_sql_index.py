@@ -570,3 +570,15 @@ def test_a_filtered_search_finds_as_many_as_match_and_the_nearest_of_them(open_s
         expected = memory.search(vectors[group + 1], k=10, where={"group": group})
         assert ids(found) == ids(expected)
         assert [hit.score for hit in found] == pytest.approx([h.score for h in expected], 1e-5)
+
+
+def test_a_table_of_another_store_is_never_taken_for_an_index(tmp_path: Path):
+    path = tmp_path / "shared.db"
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE notes (id TEXT PRIMARY KEY, body TEXT)")
+    connection.close()
+
+    with pytest.raises(IndexConfigError, match=r"table 'notes' .* is not an index's"):
+        SQLIndex(path, table="notes")
+    with pytest.raises(IndexConfigError, match="holds the database's schema versions"):
+        SQLIndex(path, table="chainkit_schema")
