@@ -5,6 +5,7 @@ do not fit, an option of the wrong type): they are in `chainkit.chains.errors`.
 """
 
 from chainkit.chains import errors as errors
+from chainkit.chains.answer import AnswerChain, answer_chain
 from chainkit.chains.api import (
     abatch,
     acall,
@@ -18,7 +19,12 @@ from chainkit.chains.api import (
     run,
 )
 from chainkit.chains.chain import Chain
-from chainkit.chains.errors import AllStepsFailedError
+from chainkit.chains.errors import (
+    AllStepsFailedError,
+    CitationError,
+    InventedCitationError,
+    UncitedAnswerError,
+)
 from chainkit.chains.history import SessionChain, WithHistory, with_history
 from chainkit.chains.llm import LLMChain
 from chainkit.chains.pipeline import Pipeline, pipe
@@ -28,17 +34,22 @@ from chainkit.chains.stream import AsyncEventStream, EventStream, astream, strea
 
 __all__ = [
     "AllStepsFailedError",
+    "AnswerChain",
     "AsyncEventStream",
     "Chain",
+    "CitationError",
     "EventStream",
+    "InventedCitationError",
     "LLMChain",
     "Pipeline",
     "SequentialChain",
     "SessionChain",
     "SimpleSequentialChain",
+    "UncitedAnswerError",
     "WithHistory",
     "abatch",
     "acall",
+    "answer_chain",
     "apredict",
     "aresume",
     "arun",

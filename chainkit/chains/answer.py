@@ -1,0 +1,533 @@
+"""Answer chains: a question in, an answer out that cites the retrieved chunks it rests on,
+each citation checked (LangChain's create_retrieval_chain and create_stuff_documents_chain,
+langchaingo's RetrievalQA, StuffDocuments and MapReduceDocuments).
+
+The chain retrieves the chunks for the question, shows them to the model under their ids
+(`documents.as_context`), asks for an answer that cites them as `[id]`, and reads the
+citations back: a cited id that names no chunk the model was shown is reported as invented
+(in the outputs, to the callbacks as a `citations` event, and as InventedCitationError with
+`strict=True`), and so is an answer that cites nothing (UncitedAnswerError).
+
+- "stuff": the chunks that fit `token_budget`, best first (a chunk too big for what is left
+  is passed over for the smaller ones after it), in one prompt.
+- "map_reduce": the chunks in groups that each fit `token_budget`; each group is read into
+  notes that keep their citations (at most `max_concurrency` groups at a time), and the
+  notes into the answer.
+
+Given a chat history (the `history` input, which `chains.with_history` fills), the question
+is first rewritten into one that stands alone, and that is what is retrieved and answered;
+an empty history costs no rewrite.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from typing import Any, Literal, TypeVar
+
+from chainkit._threads import submit
+from chainkit._tokens import text_tokens
+from chainkit.callbacks import Handlers
+from chainkit.callbacks.run import active_handler
+from chainkit.chains import api
+from chainkit.chains._citations import Citations, read_citations
+from chainkit.chains._steps import ain_run, in_run
+from chainkit.chains.chain import Chain
+from chainkit.chains.errors import (
+    ChainTypeError,
+    ChainWiringError,
+    InputValueError,
+    InventedCitationError,
+    OptionsError,
+    UncitedAnswerError,
+)
+from chainkit.documents import Document
+from chainkit.documents.context import SEPARATOR, as_context, context_block
+from chainkit.llms import Model
+from chainkit.prompts import BasePromptTemplate, ChatPromptTemplate, MessagesPlaceholder
+from chainkit.retrievers import Retriever
+from chainkit.schema import Message
+
+__all__ = ["AnswerChain", "answer_chain"]
+
+Mode = Literal["stuff", "map_reduce"]
+TokenCounter = Callable[[str], int]
+
+NOT_FOUND = "I could not find the answer in the documents."
+"""What the chain answers when no document was found, and what the model is asked to answer
+when the documents do not say: such an answer needs no citation."""
+NOTHING_RELEVANT = "NONE"
+"""A map step's note when its documents hold nothing for the question: left out."""
+
+ANSWER_PROMPT = ChatPromptTemplate(
+    [
+        (
+            "system",
+            "Answer the question from the documents below and nothing else. After each "
+            "statement, cite the documents it comes from by their ids in square brackets, "
+            "exactly as the documents show them, such as [notes.md@0]; cite several as "
+            "[a.md@0][b.md@40]. Cite no other source. If the documents do not answer the "
+            "question, reply exactly: {not_found}",
+        ),
+        ("user", "Documents:\n\n{context}\n\nQuestion: {question}"),
+    ]
+)
+MAP_PROMPT = ChatPromptTemplate(
+    [
+        (
+            "system",
+            "Write down, briefly, what the documents below say that helps answer the "
+            "question. After each point, cite the documents it comes from by their ids in "
+            "square brackets, exactly as the documents show them, such as [notes.md@0]. If "
+            f"nothing in them helps, reply exactly: {NOTHING_RELEVANT}",
+        ),
+        ("user", "Documents:\n\n{context}\n\nQuestion: {question}"),
+    ]
+)
+REWRITE_PROMPT = ChatPromptTemplate(
+    [
+        (
+            "system",
+            "Rewrite the user's last question so that it can be understood without the "
+            "conversation before it: name what its pronouns and short forms refer to. Reply "
+            "with the question alone; do not answer it.",
+        ),
+        MessagesPlaceholder("history"),
+        ("user", "{question}"),
+    ]
+)
+
+
+_ANSWER_READS = ({"context", "question"}, {"not_found"})
+_MAP_READS = ({"context", "question"}, set[str]())
+_REWRITE_READS = ({"question", "history"}, set[str]())
+"""What each prompt must read, and what else it may."""
+
+
+def answer_chain(
+    retriever: Retriever,
+    model: Model,
+    *,
+    mode: Mode = "stuff",
+    token_budget: int = 3000,
+    prompt: BasePromptTemplate | None = None,
+    map_prompt: BasePromptTemplate | None = None,
+    rewrite_prompt: BasePromptTemplate | None = None,
+    count_tokens: TokenCounter | None = None,
+    strict: bool = False,
+    max_concurrency: int = 4,
+    input_key: str = "input",
+    history_key: str = "history",
+    not_found: str = NOT_FOUND,
+    callbacks: Handlers = None,
+) -> AnswerChain:
+    """A chain that answers its `input` from what `retriever` finds, citing it (see the
+    module); `chains.run(chain, question)` gives the answer's text, `chains.call` every
+    output:
+
+    - `answer`: the model's answer, its citations as written;
+    - `question`: the question answered (the rewritten one, given a history);
+    - `documents`: the chunks the model was shown, best first;
+    - `citations`: the ids the answer cites that name one of them;
+    - `invented_citations`: the ids it cites that name none;
+    - `left_out`: how many chunks found did not fit `token_budget`.
+
+    `token_budget` bounds, in tokens, the documents shown in one prompt (counted by
+    `count_tokens`, a model's tokenizer's count of a text; by default the project's estimate:
+    a quarter of the characters). `prompt` replaces the answer's prompt (it reads `context`,
+    `question` and may read `not_found`), `map_prompt` the prompt of map_reduce's notes,
+    `rewrite_prompt` the question's rewrite (it reads `question` and `history`). With
+    `strict=True` an answer that cites an invented id raises InventedCitationError, one that
+    cites nothing UncitedAnswerError. When nothing is found, or nothing found fits the
+    budget, the answer is `not_found` and no model is called.
+    """
+    return AnswerChain(
+        retriever,
+        model,
+        mode=mode,
+        token_budget=token_budget,
+        prompt=prompt,
+        map_prompt=map_prompt,
+        rewrite_prompt=rewrite_prompt,
+        count_tokens=count_tokens,
+        strict=strict,
+        max_concurrency=max_concurrency,
+        input_key=input_key,
+        history_key=history_key,
+        not_found=not_found,
+        callbacks=callbacks,
+    )
+
+
+class AnswerChain(Chain):
+    """An answer chain: see `answer_chain`."""
+
+    answer_key = "answer"
+
+    def __init__(
+        self,
+        retriever: Retriever,
+        model: Model,
+        *,
+        mode: Mode,
+        token_budget: int,
+        prompt: BasePromptTemplate | None,
+        map_prompt: BasePromptTemplate | None,
+        rewrite_prompt: BasePromptTemplate | None,
+        count_tokens: TokenCounter | None,
+        strict: bool,
+        max_concurrency: int,
+        input_key: str,
+        history_key: str,
+        not_found: str,
+        callbacks: Handlers,
+    ) -> None:
+        _require(retriever, Retriever, "retriever", "a retrievers.Retriever")
+        _require(model, Model, "model", "a model (llms.Model)")
+        if mode not in ("stuff", "map_reduce"):
+            raise OptionsError(f"answer_chain mode must be 'stuff' or 'map_reduce', got {mode!r}")
+        self.token_budget = _least("token_budget", token_budget, 1)
+        self.max_concurrency = _least("max_concurrency", max_concurrency, 1)
+        for name, value in (
+            ("input_key", input_key),
+            ("history_key", history_key),
+            ("not_found", not_found),
+        ):
+            if not isinstance(value, str) or not value.strip():
+                raise ChainTypeError(f"answer_chain {name} must be a non-empty str, got {value!r}")
+        if input_key == history_key:
+            raise ChainWiringError(f"answer_chain input_key and history_key are both {input_key!r}")
+        if count_tokens is not None and not callable(count_tokens):
+            raise ChainTypeError(
+                "answer_chain count_tokens must be a function of a text that returns its "
+                f"token count, got {type(count_tokens).__name__}"
+            )
+        self.retriever = retriever
+        self.model = model
+        self.mode: Mode = mode
+        self.prompt = _checked_prompt("prompt", prompt, ANSWER_PROMPT, _ANSWER_READS)
+        self.map_prompt = _checked_prompt("map_prompt", map_prompt, MAP_PROMPT, _MAP_READS)
+        self.rewrite_prompt = _checked_prompt(
+            "rewrite_prompt", rewrite_prompt, REWRITE_PROMPT, _REWRITE_READS
+        )
+        self.count_tokens = count_tokens or text_tokens
+        self.strict = strict
+        self.input_key = input_key
+        self.history_key = history_key
+        self.not_found = not_found
+        self.callbacks = callbacks
+
+    def __repr__(self) -> str:
+        return f"AnswerChain({self.retriever!r}, {self.model!r}, mode={self.mode!r})"
+
+    @property
+    def input_keys(self) -> list[str]:
+        return [self.input_key]
+
+    @property
+    def optional_input_keys(self) -> list[str]:
+        """The chat history, read when given (with_history gives it)."""
+        return [self.history_key]
+
+    @property
+    def output_keys(self) -> list[str]:
+        return ["answer", "question", "documents", "citations", "invented_citations", "left_out"]
+
+    def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+        question = self._question(inputs)
+        history = _history(inputs.get(self.history_key), self.history_key)
+        if history:
+            question = in_run(
+                "RewriteQuestion", question, lambda q: self._rewritten(q, history, options)
+            )
+        found = self.retriever.retrieve(question)
+        if self.mode == "stuff":
+            shown, left_out = self._fitting(found)
+            return self._answered(question, shown, left_out, as_context(shown), options)
+        groups, left_out = self._groups(found)
+        notes = _side_by_side(
+            [partial(self._note, question, group, options) for group in groups],
+            self.max_concurrency,
+        )
+        shown = [document for group in groups for document in group]
+        return self._answered(question, shown, left_out, _joined(notes), options)
+
+    async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+        question = self._question(inputs)
+        history = _history(inputs.get(self.history_key), self.history_key)
+        if history:
+
+            async def rewrite(given: str) -> str:
+                return await self._arewritten(given, history, options)
+
+            question = await ain_run("RewriteQuestion", question, rewrite)
+        found = await self.retriever.aretrieve(question)
+        if self.mode == "stuff":
+            shown, left_out = self._fitting(found)
+            return await self._aanswered(question, shown, left_out, as_context(shown), options)
+        groups, left_out = self._groups(found)
+        notes = await _aside_by_side(
+            [partial(self._anote, question, group, options) for group in groups],
+            self.max_concurrency,
+        )
+        shown = [document for group in groups for document in group]
+        return await self._aanswered(question, shown, left_out, _joined(notes), options)
+
+    def _question(self, inputs: dict[str, Any]) -> str:
+        question = inputs[self.input_key]
+        if not isinstance(question, str):
+            raise ChainTypeError(
+                f"{self.name} input {self.input_key!r} must be the question as a str, got "
+                f"{type(question).__name__}"
+            )
+        if not question.strip():
+            raise InputValueError(f"{self.name} got an empty question under {self.input_key!r}")
+        return question
+
+    # The question rewritten from the history.
+
+    def _rewritten(self, question: str, history: list[Message], options: Any) -> str:
+        messages = self.rewrite_prompt.format_messages(question=question, history=history)
+        return _standalone(self.model.generate(messages, **options).content, question)
+
+    async def _arewritten(self, question: str, history: list[Message], options: Any) -> str:
+        messages = self.rewrite_prompt.format_messages(question=question, history=history)
+        return _standalone((await self.model.agenerate(messages, **options)).content, question)
+
+    # What the model is shown.
+
+    def _tokens(self, document: Document) -> int:
+        count = self.count_tokens(context_block(document))
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ChainTypeError(
+                f"{self.name}'s count_tokens must return a count (an int >= 0), got {count!r:.80}"
+            )
+        return count
+
+    def _fitting(self, found: Sequence[Document]) -> tuple[list[Document], int]:
+        """The documents that fit the budget, best first, and how many did not."""
+        shown: list[Document] = []
+        left = self.token_budget
+        for document in found:
+            tokens = self._tokens(document)
+            if tokens <= left:
+                shown.append(document)
+                left -= tokens
+        return shown, len(found) - len(shown)
+
+    def _groups(self, found: Sequence[Document]) -> tuple[list[list[Document]], int]:
+        """The documents in groups that each fit the budget, in order, and how many fit
+        none."""
+        groups: list[list[Document]] = []
+        left = 0
+        left_out = 0
+        for document in found:
+            tokens = self._tokens(document)
+            if tokens > self.token_budget:
+                left_out += 1
+                continue
+            if not groups or tokens > left:
+                groups.append([])
+                left = self.token_budget
+            groups[-1].append(document)
+            left -= tokens
+        return groups, left_out
+
+    # The map step.
+
+    def _note(self, question: str, group: list[Document], options: Any) -> str:
+        def work(_: object) -> str:
+            messages = self.map_prompt.format_messages(context=as_context(group), question=question)
+            return self.model.generate(messages, **options).content
+
+        note: str = in_run("MapDocuments", {"question": question, "documents": group}, work)
+        return note
+
+    async def _anote(self, question: str, group: list[Document], options: Any) -> str:
+        async def work(_: object) -> str:
+            messages = self.map_prompt.format_messages(context=as_context(group), question=question)
+            return (await self.model.agenerate(messages, **options)).content
+
+        note: str = await ain_run("MapDocuments", {"question": question, "documents": group}, work)
+        return note
+
+    # The answer.
+
+    def _answered(
+        self,
+        question: str,
+        shown: list[Document],
+        left_out: int,
+        context: str,
+        options: Any,
+    ) -> dict[str, Any]:
+        if not context:
+            return self._outputs(question, self.not_found, [], left_out, None)
+        answer = self.model.generate(self._messages(context, question), **options).content
+        return self._checked(question, answer, shown, left_out)
+
+    async def _aanswered(
+        self,
+        question: str,
+        shown: list[Document],
+        left_out: int,
+        context: str,
+        options: Any,
+    ) -> dict[str, Any]:
+        if not context:
+            return self._outputs(question, self.not_found, [], left_out, None)
+        reply = await self.model.agenerate(self._messages(context, question), **options)
+        return self._checked(question, reply.content, shown, left_out)
+
+    def _messages(self, context: str, question: str) -> list[Message]:
+        values = {"context": context, "question": question, "not_found": self.not_found}
+        return self.prompt.format_messages(
+            **{name: values[name] for name in self.prompt.input_variables}
+        )
+
+    def _checked(
+        self, question: str, answer: str, shown: list[Document], left_out: int
+    ) -> dict[str, Any]:
+        """The outputs of `answer`, its citations read, reported and, when strict, held to."""
+        if answer.strip() == self.not_found.strip():
+            return self._outputs(question, answer, shown, left_out, None)
+        citations = read_citations(answer, {document.id for document in shown})
+        handler = active_handler()
+        if handler is not None:
+            handler.handle_citations(list(citations.cited), list(citations.invented))
+        if self.strict and citations.invented:
+            raise InventedCitationError(answer, citations.cited, citations.invented)
+        if self.strict and not citations.cited:
+            raise UncitedAnswerError(answer)
+        return self._outputs(question, answer, shown, left_out, citations)
+
+    def _outputs(
+        self,
+        question: str,
+        answer: str,
+        shown: list[Document],
+        left_out: int,
+        citations: Citations | None,
+    ) -> dict[str, Any]:
+        return {
+            "answer": answer,
+            "question": question,
+            "documents": shown,
+            "citations": list(citations.cited) if citations else [],
+            "invented_citations": list(citations.invented) if citations else [],
+            "left_out": left_out,
+        }
+
+
+def _joined(notes: Sequence[str]) -> str:
+    """The notes the map step kept, one block each; empty when none holds anything."""
+    kept = [note.strip() for note in notes if note.strip().rstrip(".") != NOTHING_RELEVANT]
+    return SEPARATOR.join(kept)
+
+
+def _standalone(rewritten: str, question: str) -> str:
+    """The rewritten question; the question as asked when the model gave back nothing."""
+    return rewritten.strip() or question
+
+
+def _history(value: object, key: str) -> list[Message]:
+    """The chat history given under `key`: messages, or a text (a history `with_history`
+    gives as text), as messages; an empty list when none was given."""
+    if value is None or value == "" or value == []:
+        return []
+    if isinstance(value, str):
+        return [Message("user", f"The conversation so far:\n{value}")]
+    if isinstance(value, list | tuple) and all(isinstance(each, Message) for each in value):
+        return list(value)
+    raise ChainTypeError(
+        f"answer chain input {key!r} must be the chat history (a list of messages, or a "
+        f"text), got {type(value).__name__}"
+    )
+
+
+T = TypeVar("T")
+
+
+def _side_by_side(works: Sequence[Callable[[], T]], limit: int) -> list[T]:
+    """Each of `works` called, at most `limit` at once (worker threads carrying this
+    context, so each call's run is the current run's child), their results in order; the
+    first failure stops the calls not yet started and is raised."""
+    results: list[Any] = [None] * len(works)
+    pending = iter(range(len(works)))
+    lock = threading.Lock()
+    failed = threading.Event()
+
+    def worker() -> None:
+        while not failed.is_set():
+            with lock:
+                index = next(pending, None)
+            if index is None:
+                return
+            try:
+                results[index] = works[index]()
+            except BaseException:
+                failed.set()
+                raise
+
+    helpers = [submit(worker) for _ in range(min(limit, len(works)) - 1)]
+    try:
+        worker()
+    finally:
+        errors = [helper.exception() for helper in helpers]
+    for error in errors:
+        if error is not None:
+            raise error
+    return results
+
+
+async def _aside_by_side(works: Sequence[Callable[[], Awaitable[T]]], limit: int) -> list[T]:
+    """Async twin of `_side_by_side`: tasks, at most `limit` running at once."""
+    import asyncio  # loaded already by the running event loop, not at import
+
+    gate = asyncio.Semaphore(limit)
+
+    async def one(work: Callable[[], Awaitable[T]]) -> T:
+        async with gate:
+            return await work()
+
+    tasks = [asyncio.ensure_future(one(work)) for work in works]
+    return await api._gathered(tasks, return_exceptions=False)
+
+
+def _require(value: object, kind: type, argument: str, expected: str) -> None:
+    if not isinstance(value, kind):
+        raise ChainTypeError(
+            f"answer_chain {argument} must be {expected}, got {type(value).__name__}"
+        )
+
+
+def _least(name: str, value: object, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ChainTypeError(f"answer_chain {name} must be an int, got {value!r:.80}")
+    if value < least:
+        raise OptionsError(f"answer_chain {name} must be at least {least}, got {value}")
+    return value
+
+
+def _checked_prompt(
+    name: str,
+    prompt: BasePromptTemplate | None,
+    default: BasePromptTemplate,
+    reads: tuple[set[str], set[str]],
+) -> BasePromptTemplate:
+    if prompt is None:
+        return default
+    if not isinstance(prompt, BasePromptTemplate):
+        raise ChainTypeError(
+            f"answer_chain {name} must be a prompt template, got {type(prompt).__name__}"
+        )
+    needed, optional = reads
+    variables = set(prompt.input_variables)
+    if not needed <= variables <= needed | optional:
+        raise ChainWiringError(
+            f"answer_chain {name} must read {sorted(needed)}"
+            f"{f' (and may read {sorted(optional)})' if optional else ''}; its variables are "
+            f"{sorted(variables)}"
+        )
+    return prompt

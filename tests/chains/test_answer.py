@@ -1,0 +1,420 @@
+"""Answer chains over the loopback server: the chunks shown under their ids, the answer's
+citations read back and checked (invented ids and uncited answers reported, or raised when
+strict), the token budget, map-reduce side by side, the question rewritten from a history,
+async twins and streaming."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from chainkit import callbacks, chains, documents, llms, memory
+from chainkit.chains.errors import ChainTypeError, ChainWiringError, InputValueError, OptionsError
+from chainkit.documents import Document
+from chainkit.indexes import Hit
+from chainkit.llms import OpenAI
+from chainkit.retrievers import Retriever
+from chainkit.schema import Message
+from tests.support.event_recorder import EventRecorder
+from tests.support.openai_server import Fault, OpenAIServer, Reply
+
+NOTES = Document("Paris is the capital of France.", {"source": "notes.md"}, "notes.md@0")
+FAQ = Document("The Seine flows through Paris.", {"source": "faq.md"}, "faq.md@120")
+OLD = Document("Lutetia was the Roman town.", {"source": "history.md"}, "history.md@7")
+
+
+class ListRetriever(Retriever):
+    """Finds its documents, in order, for any query; remembers the queries it was asked."""
+
+    def __init__(self, found: Sequence[Document]) -> None:
+        self.found = list(found)
+        self.queries: list[str] = []
+
+    def search(self, query: str) -> list[Hit]:
+        self.queries.append(query)
+        return [Hit(document, 1.0 - index / 100) for index, document in enumerate(self.found)]
+
+
+def chat_texts(server: OpenAIServer) -> list[str]:
+    """Each chat request's messages' contents, joined."""
+    return [
+        "\n".join(str(message["content"]) for message in request.body["messages"])
+        for request in server.chat_requests()
+    ]
+
+
+def test_an_answer_citing_the_chunks_shown_reports_them_and_nothing_invented(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push("Paris [notes.md@0], on the Seine [faq.md@120][notes.md@0].")
+    chain = chains.answer_chain(ListRetriever([NOTES, FAQ]), openai_llm)
+    outputs = chains.call(chain, {"input": "What is the capital of France?"})
+    assert outputs["answer"] == "Paris [notes.md@0], on the Seine [faq.md@120][notes.md@0]."
+    assert outputs["citations"] == ["notes.md@0", "faq.md@120"]
+    assert outputs["invented_citations"] == []
+    assert outputs["documents"] == [NOTES, FAQ]
+    assert outputs["left_out"] == 0
+    assert outputs["question"] == "What is the capital of France?"
+    [prompt] = chat_texts(openai_server)
+    assert "[notes.md@0]\nParis is the capital of France." in prompt
+    assert "[faq.md@120]\nThe Seine flows through Paris." in prompt
+    assert "Question: What is the capital of France?" in prompt
+
+
+def test_run_gives_the_answer_text_and_batch_answers_each(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push("Paris [notes.md@0].", "Paris [notes.md@0].", "The Seine [faq.md@120].")
+    chain = chains.answer_chain(ListRetriever([NOTES, FAQ]), openai_llm)
+    assert chains.run(chain, "capital?") == "Paris [notes.md@0]."
+    answers = chains.batch(chain, [{"input": "a"}, {"input": "b"}], max_workers=2)
+    assert sorted(each["answer"] for each in answers) == [
+        "Paris [notes.md@0].",
+        "The Seine [faq.md@120].",
+    ]
+
+
+def test_an_invented_citation_is_in_the_outputs_the_log_and_the_events(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push("Paris [notes.md@0], founded in 52 BC [ghost.md@9] [3].")
+    log = io.StringIO()
+    recorder = EventRecorder()
+    chain = chains.answer_chain(ListRetriever([NOTES, FAQ]), openai_llm)
+    outputs = chains.call(
+        chain, {"input": "capital?"}, callbacks=[callbacks.LogHandler(log), recorder]
+    )
+    assert outputs["citations"] == ["notes.md@0"]
+    assert outputs["invented_citations"] == ["ghost.md@9", "3"]
+    assert recorder.heard("citations") == [("citations", ["notes.md@0"], ["ghost.md@9", "3"])]
+    [(_, run)] = recorder.runs("citations")
+    assert run is not None and run.name == "AnswerChain"
+    [line] = [line for line in log.getvalue().splitlines() if "citations:" in line]
+    assert "INVENTED" in line and "'ghost.md@9', '3'" in line
+
+
+def test_strict_raises_for_an_invented_citation_naming_it(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push("Paris [notes.md@0] [ghost.md@9].")
+    chain = chains.answer_chain(ListRetriever([NOTES]), openai_llm, strict=True)
+    with pytest.raises(chains.InventedCitationError, match=r"'ghost\.md@9'") as raised:
+        chains.call(chain, {"input": "capital?"})
+    assert raised.value.invented == ["ghost.md@9"]
+    assert raised.value.cited == ["notes.md@0"]
+    assert raised.value.answer == "Paris [notes.md@0] [ghost.md@9]."
+
+
+def test_an_answer_citing_nothing_is_reported_and_strict_raises(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push("Paris.", "Paris.")
+    recorder = EventRecorder()
+    chain = chains.answer_chain(ListRetriever([NOTES]), openai_llm)
+    outputs = chains.call(chain, {"input": "capital?"}, callbacks=recorder)
+    assert outputs["citations"] == [] and outputs["invented_citations"] == []
+    assert recorder.heard("citations") == [("citations", [], [])]
+    strict = chains.answer_chain(ListRetriever([NOTES]), openai_llm, strict=True)
+    with pytest.raises(chains.UncitedAnswerError):
+        chains.call(strict, {"input": "capital?"})
+
+
+def test_the_not_found_answer_needs_no_citation(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push(chains.answer.NOT_FOUND)
+    recorder = EventRecorder()
+    chain = chains.answer_chain(ListRetriever([OLD]), openai_llm, strict=True)
+    outputs = chains.call(chain, {"input": "capital?"}, callbacks=recorder)
+    assert outputs["answer"] == chains.answer.NOT_FOUND
+    assert recorder.heard("citations") == []
+    assert chains.answer.NOT_FOUND in chat_texts(openai_server)[0]  # the prompt says it
+
+
+def test_nothing_found_answers_not_found_without_calling_the_model(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    chain = chains.answer_chain(ListRetriever([]), openai_llm, not_found="No idea.")
+    outputs = chains.call(chain, {"input": "capital?"})
+    assert outputs["answer"] == "No idea."
+    assert outputs["documents"] == [] and outputs["left_out"] == 0
+    assert openai_server.chat_requests() == []
+
+
+def test_the_budget_leaves_out_chunks_that_do_not_fit_best_first(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    big = Document("word " * 200, {"source": "big.md"}, "big.md@0")
+    openai_server.push("Paris [notes.md@0].")
+    words = lambda text: len(text.split())  # noqa: E731 - a tokenizer's count, by words
+    chain = chains.answer_chain(
+        ListRetriever([NOTES, big, FAQ, OLD]), openai_llm, token_budget=14, count_tokens=words
+    )
+    outputs = chains.call(chain, {"input": "capital?"})
+    # notes (7 words with its label) fits, big (201) does not, faq (7) fits, old (7) not.
+    assert outputs["documents"] == [NOTES, FAQ]
+    assert outputs["left_out"] == 2
+    [prompt] = chat_texts(openai_server)
+    assert "big.md@0" not in prompt and "history.md@7" not in prompt
+
+
+def test_the_default_budget_counts_the_projects_estimate(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    # "[c0]\n" and 395 characters: 400 characters, 100 tokens each.
+    chunks = [Document("x" * 395, {}, f"c{index}") for index in range(5)]
+    openai_server.push("x [c0].")
+    chain = chains.answer_chain(ListRetriever(chunks), openai_llm, token_budget=300)
+    outputs = chains.call(chain, {"input": "x?"})
+    assert [each.id for each in outputs["documents"]] == ["c0", "c1", "c2"]
+    assert outputs["left_out"] == 2
+
+
+def test_nothing_fitting_the_budget_answers_not_found_without_the_model(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    chain = chains.answer_chain(ListRetriever([NOTES]), openai_llm, token_budget=1)
+    outputs = chains.call(chain, {"input": "capital?"})
+    assert outputs["answer"] == chains.answer.NOT_FOUND and outputs["left_out"] == 1
+    assert openai_server.chat_requests() == []
+
+
+def many_chunks(count: int) -> list[Document]:
+    return [
+        Document(f"Fact number {index}.", {}, f"facts.md@{index * 20}") for index in range(count)
+    ]
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_map_reduce_maps_each_group_to_notes_then_reduces_them_with_their_citations(
+    is_async: bool, openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    chunks = many_chunks(12)
+    # Each chunk's block is 7 or 8 tokens by the project's estimate: two fit a budget of 16.
+    notes = [f"Note {index} [facts.md@{index * 40}]" for index in range(5)] + ["NONE"]
+    openai_server.push(*notes, "All facts [facts.md@0][facts.md@200][facts.md@999].")
+    chain = chains.answer_chain(
+        ListRetriever(chunks), openai_llm, mode="map_reduce", token_budget=16, max_concurrency=3
+    )
+    if is_async:
+        outputs = asyncio.run(chains.acall(chain, {"input": "facts?"}))
+    else:
+        outputs = chains.call(chain, {"input": "facts?"})
+    texts = chat_texts(openai_server)
+    assert len(texts) == 7
+    maps, reduce = texts[:6], texts[6]
+    shown = sorted(text.split("Documents:\n\n")[1].split("\n\nQuestion")[0] for text in maps)
+    assert shown == sorted(documents.as_context(chunks[i : i + 2]) for i in range(0, 12, 2))
+    for note in notes[:5]:
+        assert note in reduce
+    assert "NONE" not in reduce.split("Documents:")[1]
+    assert outputs["documents"] == chunks
+    assert outputs["citations"] == ["facts.md@0", "facts.md@200"]
+    assert outputs["invented_citations"] == ["facts.md@999"]
+
+
+class InFlight:
+    """A model that counts the map calls in progress at once, and holds each until `meet`
+    of them are in progress together (or fails the test): the calls run side by side."""
+
+    def __init__(self, inner: OpenAI, meet: int) -> None:
+        self.inner = inner
+        self.now = self.most = 0
+        self.lock = threading.Lock()
+        self.barrier = threading.Barrier(meet, timeout=30)
+
+    def generate(self, messages: Sequence[Message], **options: Any) -> Message:
+        if not messages[0].content.startswith("Write down"):  # the reduce call
+            return self.inner.generate(messages, **options)
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        try:
+            self.barrier.wait()
+            return self.inner.generate(messages, **options)
+        finally:
+            with self.lock:
+                self.now -= 1
+
+    async def agenerate(self, messages: Sequence[Message], **options: Any) -> Message:
+        return await asyncio.to_thread(self.generate, messages, **options)
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_map_reduce_runs_at_most_max_concurrency_groups_side_by_side(
+    is_async: bool, openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push(*(f"n [facts.md@{index * 40}]" for index in range(6)), "all [facts.md@0]")
+    model = InFlight(openai_llm, meet=2)
+    chain = chains.answer_chain(
+        ListRetriever(many_chunks(12)), model, mode="map_reduce", token_budget=16, max_concurrency=2
+    )
+    if is_async:
+        outputs = asyncio.run(chains.acall(chain, {"input": "facts?"}))
+    else:
+        outputs = chains.call(chain, {"input": "facts?"})
+    assert outputs["answer"] == "all [facts.md@0]"
+    assert model.most == 2  # six map calls, met two by two, never three at once
+
+
+def test_a_failing_map_call_fails_the_chain_and_starts_no_more_groups(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.fail(Fault.http(400))
+    chain = chains.answer_chain(
+        ListRetriever(many_chunks(10)),
+        openai_llm,
+        mode="map_reduce",
+        token_budget=16,
+        max_concurrency=1,
+    )
+    with pytest.raises(llms.ModelStatusError):
+        chains.call(chain, {"input": "facts?"})
+    assert len(openai_server.chat_requests()) == 1
+
+
+def test_a_history_rewrites_the_question_before_retrieving(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push("What river flows through Paris?", "The Seine [faq.md@120].")
+    retriever = ListRetriever([FAQ])
+    chain = chains.answer_chain(retriever, openai_llm)
+    history = [Message("user", "Tell me about Paris."), Message("assistant", "A city.")]
+    outputs = chains.call(chain, {"input": "Which river flows there?", "history": history})
+    assert retriever.queries == ["What river flows through Paris?"]
+    assert outputs["question"] == "What river flows through Paris?"
+    assert outputs["citations"] == ["faq.md@120"]
+    rewrite, _ = openai_server.chat_requests()
+    said = [message["content"] for message in rewrite.body["messages"]]
+    assert said[1:] == ["Tell me about Paris.", "A city.", "Which river flows there?"]
+    assert "Question: What river flows through Paris?" in chat_texts(openai_server)[1]
+    assert "Tell me about Paris." not in chat_texts(openai_server)[1]
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_with_history_rewrites_from_the_second_question_on_and_keeps_the_answers(
+    is_async: bool, openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push(
+        "Paris [notes.md@0].", "Which river flows through Paris?", "The Seine [faq.md@120]."
+    )
+    retriever = ListRetriever([NOTES, FAQ])
+    history = memory.InMemoryHistory()
+    session = chains.with_history(chains.answer_chain(retriever, openai_llm), history).session("u")
+    questions = ["What is the capital of France?", "Which river flows there?"]
+    if is_async:
+
+        async def both() -> list[str]:
+            return [await chains.arun(session, question) for question in questions]
+
+        answers = asyncio.run(both())
+    else:
+        answers = [chains.run(session, question) for question in questions]
+    assert answers == ["Paris [notes.md@0].", "The Seine [faq.md@120]."]
+    assert retriever.queries == [questions[0], "Which river flows through Paris?"]
+    assert len(openai_server.chat_requests()) == 3  # no rewrite for the first question
+    kept = [(message.role, message.content) for message in history.messages("u")]
+    assert kept == [
+        ("user", questions[0]),
+        ("assistant", answers[0]),
+        ("user", questions[1]),
+        ("assistant", answers[1]),
+    ]
+
+
+def test_a_history_as_text_is_read_too(openai_server: OpenAIServer, openai_llm: OpenAI) -> None:
+    openai_server.push("Which river flows through Paris?", "The Seine [faq.md@120].")
+    chain = chains.answer_chain(ListRetriever([FAQ]), openai_llm)
+    chains.call(chain, {"input": "And its river?", "history": "Human: Paris?\nAI: A city."})
+    assert "Human: Paris?\nAI: A city." in chat_texts(openai_server)[0]
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_streaming_yields_the_answers_tokens_then_the_outputs(
+    is_async: bool, openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push(Reply("Paris [notes.md@0].", chunk_size=3))
+    chain = chains.answer_chain(ListRetriever([NOTES]), openai_llm)
+    if is_async:
+
+        async def read() -> list[callbacks.Event]:
+            return [event async for event in chains.astream(chain, "capital?")]
+
+        events = asyncio.run(read())
+    else:
+        events = list(chains.stream(chain, "capital?"))
+    tokens = [event.data["text"] for event in events if event.kind == "token"]
+    assert len(tokens) > 1 and "".join(tokens) == "Paris [notes.md@0]."
+    assert [event.kind for event in events if event.kind != "token"][-2:] == [
+        "citations",
+        "chain_end",
+    ]
+    assert events[-1].data["outputs"]["citations"] == ["notes.md@0"]
+
+
+def test_streaming_map_reduce_tells_the_notes_tokens_from_the_answers(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push(
+        Reply("n0 [facts.md@0]", chunk_size=2), Reply("all [facts.md@0]", chunk_size=2)
+    )
+    chain = chains.answer_chain(
+        ListRetriever(many_chunks(2)), openai_llm, mode="map_reduce", token_budget=16
+    )
+    events = list(chains.stream(chain, "facts?"))
+    runs = {event.run_id: event for event in events if event.kind in ("chain_start", "llm_start")}
+    by_parent: dict[str, list[str]] = {}
+    for event in events:
+        if event.kind == "token":
+            parent = runs[event.run_id].parent_id
+            assert parent is not None
+            by_parent.setdefault(runs[parent].name, []).append(event.data["text"])
+    assert "".join(by_parent["MapDocuments"]) == "n0 [facts.md@0]"
+    assert "".join(by_parent["AnswerChain"]) == "all [facts.md@0]"
+
+
+def test_hostile_questions_are_refused_before_any_work(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    retriever = ListRetriever([NOTES])
+    chain = chains.answer_chain(retriever, openai_llm)
+    with pytest.raises(InputValueError, match="empty question"):
+        chains.run(chain, " \n\t")
+    with pytest.raises(ChainTypeError, match="question as a str, got int"):
+        chains.call(chain, {"input": 42})
+    with pytest.raises(ChainTypeError, match="chat history"):
+        chains.call(chain, {"input": "q", "history": 3})
+    assert retriever.queries == [] and openai_server.chat_requests() == []
+
+
+def test_settings_that_cannot_work_are_refused_when_built(openai_llm: OpenAI) -> None:
+    retriever = ListRetriever([NOTES])
+    with pytest.raises(OptionsError, match="token_budget must be at least 1"):
+        chains.answer_chain(retriever, openai_llm, token_budget=0)
+    with pytest.raises(OptionsError, match="mode must be 'stuff' or 'map_reduce'"):
+        chains.answer_chain(retriever, openai_llm, mode="refine")  # type: ignore[arg-type]
+    with pytest.raises(ChainTypeError, match=r"retriever must be a retrievers\.Retriever"):
+        chains.answer_chain([NOTES], openai_llm)  # type: ignore[arg-type]
+    with pytest.raises(ChainWiringError, match=r"must read \['context', 'question'\]"):
+        chains.answer_chain(
+            retriever, openai_llm, prompt=chains.answer.MAP_PROMPT.partial(context="x")
+        )
+    with pytest.raises(ChainTypeError, match="count_tokens must be a function"):
+        chains.answer_chain(retriever, openai_llm, count_tokens=4)  # type: ignore[arg-type]
+
+
+def test_a_token_counter_returning_no_count_is_named(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    chain = chains.answer_chain(
+        ListRetriever([NOTES]),
+        openai_llm,
+        count_tokens=lambda text: "many",  # type: ignore[arg-type,return-value]
+    )
+    with pytest.raises(ChainTypeError, match="count_tokens must return a count"):
+        chains.call(chain, {"input": "q"})
