@@ -12,7 +12,8 @@ citations back: a cited id that names no chunk the model was shown is reported a
   is passed over for the smaller ones after it), in one prompt.
 - "map_reduce": the chunks in groups that each fit `token_budget`; each group is read into
   notes that keep their citations (at most `max_concurrency` groups at a time), and the
-  notes into the answer.
+  notes into the answer. Chunks that all fit one group are answered from at once, as
+  "stuff" would.
 
 Given a chat history (the `history` input, which `chains.with_history` fills), the question
 is first rewritten into one that stands alone, and that is what is retrieved and answered;
@@ -242,10 +243,10 @@ class AnswerChain(Chain):
                 "RewriteQuestion", question, lambda q: self._rewritten(q, history, options)
             )
         found = self.retriever.retrieve(question)
-        if self.mode == "stuff":
-            shown, left_out = self._fitting(found)
+        groups, left_out = self._grouped(found)
+        if len(groups) < 2:
+            shown = groups[0] if groups else []
             return self._answered(question, shown, left_out, as_context(shown), options)
-        groups, left_out = self._groups(found)
         notes = _side_by_side(
             [partial(self._note, question, group, options) for group in groups],
             self.max_concurrency,
@@ -263,10 +264,10 @@ class AnswerChain(Chain):
 
             question = await ain_run("RewriteQuestion", question, rewrite)
         found = await self.retriever.aretrieve(question)
-        if self.mode == "stuff":
-            shown, left_out = self._fitting(found)
+        groups, left_out = self._grouped(found)
+        if len(groups) < 2:
+            shown = groups[0] if groups else []
             return await self._aanswered(question, shown, left_out, as_context(shown), options)
-        groups, left_out = self._groups(found)
         notes = await _aside_by_side(
             [partial(self._anote, question, group, options) for group in groups],
             self.max_concurrency,
@@ -304,6 +305,15 @@ class AnswerChain(Chain):
                 f"{self.name}'s count_tokens must return a count (an int >= 0), got {count!r:.80}"
             )
         return count
+
+    def _grouped(self, found: Sequence[Document]) -> tuple[list[list[Document]], int]:
+        """The documents the model is shown, in the groups it reads at once (one for
+        "stuff"), and how many were left out; a map step only for two groups or more (all
+        that fits one prompt is answered from at once)."""
+        if self.mode == "map_reduce":
+            return self._groups(found)
+        shown, left_out = self._fitting(found)
+        return [shown] if shown else [], left_out
 
     def _fitting(self, found: Sequence[Document]) -> tuple[list[Document], int]:
         """The documents that fit the budget, best first, and how many did not."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from chainkit import callbacks, chains, documents, llms, memory
+from chainkit.callbacks.trace_view import format_tree, read_trace
 from chainkit.chains.errors import ChainTypeError, ChainWiringError, InputValueError, OptionsError
 from chainkit.documents import Document
 from chainkit.indexes import Hit
@@ -262,6 +264,19 @@ def test_map_reduce_runs_at_most_max_concurrency_groups_side_by_side(
     assert model.most == 2  # six map calls, met two by two, never three at once
 
 
+def test_map_reduce_answers_chunks_that_fit_one_group_at_once(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push("both [facts.md@0][facts.md@20]")
+    chain = chains.answer_chain(
+        ListRetriever(many_chunks(2)), openai_llm, mode="map_reduce", token_budget=16
+    )
+    outputs = chains.call(chain, {"input": "facts?"})
+    assert outputs["citations"] == ["facts.md@0", "facts.md@20"]
+    [prompt] = chat_texts(openai_server)
+    assert "[facts.md@0]\nFact number 0." in prompt  # the chunks themselves, no notes
+
+
 def test_a_failing_map_call_fails_the_chain_and_starts_no_more_groups(
     openai_server: OpenAIServer, openai_llm: OpenAI
 ) -> None:
@@ -361,10 +376,16 @@ def test_streaming_map_reduce_tells_the_notes_tokens_from_the_answers(
     openai_server: OpenAIServer, openai_llm: OpenAI
 ) -> None:
     openai_server.push(
-        Reply("n0 [facts.md@0]", chunk_size=2), Reply("all [facts.md@0]", chunk_size=2)
+        Reply("n0 [facts.md@0]", chunk_size=2),
+        Reply("n1 [facts.md@40]", chunk_size=2),
+        Reply("all [facts.md@0]", chunk_size=2),
     )
     chain = chains.answer_chain(
-        ListRetriever(many_chunks(2)), openai_llm, mode="map_reduce", token_budget=16
+        ListRetriever(many_chunks(4)),
+        openai_llm,
+        mode="map_reduce",
+        token_budget=16,
+        max_concurrency=1,
     )
     events = list(chains.stream(chain, "facts?"))
     runs = {event.run_id: event for event in events if event.kind in ("chain_start", "llm_start")}
@@ -374,7 +395,7 @@ def test_streaming_map_reduce_tells_the_notes_tokens_from_the_answers(
             parent = runs[event.run_id].parent_id
             assert parent is not None
             by_parent.setdefault(runs[parent].name, []).append(event.data["text"])
-    assert "".join(by_parent["MapDocuments"]) == "n0 [facts.md@0]"
+    assert "".join(by_parent["MapDocuments"]) == "n0 [facts.md@0]n1 [facts.md@40]"
     assert "".join(by_parent["AnswerChain"]) == "all [facts.md@0]"
 
 
@@ -418,3 +439,56 @@ def test_a_token_counter_returning_no_count_is_named(
     )
     with pytest.raises(ChainTypeError, match="count_tokens must return a count"):
         chains.call(chain, {"input": "q"})
+
+
+@pytest.mark.parametrize("capture_content", [False, True])
+def test_opentelemetry_shows_the_citations_on_the_chains_span(
+    capture_content: bool, openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    from tests.support.otel import exporter_and_provider
+
+    exporter, provider = exporter_and_provider()
+    openai_server.push("Paris [notes.md@0] [ghost.md@9].")
+    chain = chains.answer_chain(ListRetriever([NOTES]), openai_llm)
+    handler = callbacks.OpenTelemetryHandler(provider, capture_content=capture_content)
+    chains.call(chain, {"input": "capital?"}, callbacks=handler)
+    [span] = [span for span in exporter.get_finished_spans() if "AnswerChain" in span.name]
+    [event] = [event for event in span.events if event.name == "citations"]
+    attributes = dict(event.attributes or {})
+    assert attributes["chainkit.citations.cited"] == ("notes.md@0",)
+    assert attributes["chainkit.citations.cited_count"] == 1
+    assert attributes["chainkit.citations.invented_count"] == 1
+    # The invented ids are the model's words: content, shown only when it is captured.
+    assert attributes.get("chainkit.citations.invented") == (
+        ("ghost.md@9",) if capture_content else None
+    )
+
+
+def test_a_trace_file_keeps_the_citations_and_the_log_names_an_uncited_answer(
+    openai_server: OpenAIServer, openai_llm: OpenAI, tmp_path: Any
+) -> None:
+    openai_server.push("Paris.")
+    log = io.StringIO()
+    path = tmp_path / "trace.jsonl"
+    chain = chains.answer_chain(ListRetriever([NOTES]), openai_llm)
+    with callbacks.TraceFile(path) as trace:
+        chains.call(chain, {"input": "capital?"}, callbacks=[trace, callbacks.LogHandler(log)])
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    [citations] = [line for line in lines if line["kind"] == "citations"]
+    assert citations["name"] == "AnswerChain"
+    assert citations["data"] == {"cited": [], "invented": []}
+    assert "citations: NONE: the answer cites no document" in log.getvalue()
+    shown = format_tree(read_trace(path))
+    assert "\n  CITATIONS NONE: the answer cites no document" in shown
+
+
+def test_the_trace_tree_marks_invented_citations(
+    openai_server: OpenAIServer, openai_llm: OpenAI, tmp_path: Any
+) -> None:
+    openai_server.push("Paris [notes.md@0] [ghost.md@9].")
+    path = tmp_path / "trace.jsonl"
+    chain = chains.answer_chain(ListRetriever([NOTES]), openai_llm)
+    with callbacks.TraceFile(path) as trace:
+        chains.call(chain, {"input": "capital?"}, callbacks=trace)
+    shown = format_tree(read_trace(path))
+    assert "\n  CITATIONS notes.md@0  INVENTED: ghost.md@9" in shown
