@@ -4,9 +4,10 @@
 One pass over the text, no regex: brackets are matched with a stack (an id may hold balanced
 brackets of its own, as `draft [v2].md@0` does), and code (between backticks) is passed over.
 A bracket that names a chunk shown is a citation wherever it stands; one that names none is
-an invented citation only where a citation could stand: not right after a letter or digit
-(`items[0]`), not before `(` (a Markdown link), not empty, on one line and at most
-`MAX_ID_CHARS` long.
+an invented citation only where a citation could stand: not right after an ASCII letter,
+digit or underscore (`items[0]`; Chinese text cites with no space before), not before `(` (a
+Markdown link), not empty, on one line and at most `MAX_ID_CHARS` long. An id with an
+unmatched bracket or a line break cannot be cited.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def _may_cite(text: str, start: int, end: int, content: str) -> bool:
         return False
     before = text[start - 1] if start else " "
     after = text[end + 1] if end + 1 < len(text) else " "
-    return not (before.isalnum() or before == "_") and after != "("
+    indexing = before.isascii() and (before.isalnum() or before == "_")
+    return not indexing and after != "("
 
 
 def _parts(content: str) -> Iterator[str]:

@@ -22,16 +22,14 @@ an empty history costs no rewrite.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
-from chainkit._threads import submit
 from chainkit._tokens import text_tokens
 from chainkit.callbacks import Handlers
 from chainkit.callbacks.run import active_handler
-from chainkit.chains import api
+from chainkit.chains._bounded import aside_by_side, side_by_side
 from chainkit.chains._citations import Citations, read_citations
 from chainkit.chains._steps import ain_run, in_run
 from chainkit.chains.chain import Chain
@@ -242,12 +240,11 @@ class AnswerChain(Chain):
             question = in_run(
                 "RewriteQuestion", question, lambda q: self._rewritten(q, history, options)
             )
-        found = self.retriever.retrieve(question)
-        groups, left_out = self._grouped(found)
+        groups, left_out = self._grouped(_unique(self.retriever.retrieve(question)))
         if len(groups) < 2:
             shown = groups[0] if groups else []
             return self._answered(question, shown, left_out, as_context(shown), options)
-        notes = _side_by_side(
+        notes = side_by_side(
             [partial(self._note, question, group, options) for group in groups],
             self.max_concurrency,
         )
@@ -263,12 +260,11 @@ class AnswerChain(Chain):
                 return await self._arewritten(given, history, options)
 
             question = await ain_run("RewriteQuestion", question, rewrite)
-        found = await self.retriever.aretrieve(question)
-        groups, left_out = self._grouped(found)
+        groups, left_out = self._grouped(_unique(await self.retriever.aretrieve(question)))
         if len(groups) < 2:
             shown = groups[0] if groups else []
             return await self._aanswered(question, shown, left_out, as_context(shown), options)
-        notes = await _aside_by_side(
+        notes = await aside_by_side(
             [partial(self._anote, question, group, options) for group in groups],
             self.max_concurrency,
         )
@@ -373,7 +369,7 @@ class AnswerChain(Chain):
         options: Any,
     ) -> dict[str, Any]:
         if not context:
-            return self._outputs(question, self.not_found, [], left_out, None)
+            return self._outputs(question, self.not_found, shown, left_out, None)
         answer = self.model.generate(self._messages(context, question), **options).content
         return self._checked(question, answer, shown, left_out)
 
@@ -386,7 +382,7 @@ class AnswerChain(Chain):
         options: Any,
     ) -> dict[str, Any]:
         if not context:
-            return self._outputs(question, self.not_found, [], left_out, None)
+            return self._outputs(question, self.not_found, shown, left_out, None)
         reply = await self.model.agenerate(self._messages(context, question), **options)
         return self._checked(question, reply.content, shown, left_out)
 
@@ -430,6 +426,19 @@ class AnswerChain(Chain):
         }
 
 
+def _unique(found: Sequence[Document]) -> list[Document]:
+    """The documents found, each id once, where it ranks best: a chunk shown twice would
+    cost its tokens twice and tell the model nothing new."""
+    first: dict[str, Document] = {}
+    for document in found:
+        if not isinstance(document, Document):
+            raise ChainTypeError(
+                f"the retriever found a {type(document).__name__}, not a documents.Document"
+            )
+        first.setdefault(document.id, document)
+    return list(first.values())
+
+
 def _joined(notes: Sequence[str]) -> str:
     """The notes the map step kept, one block each; empty when none holds anything."""
     kept = [note.strip() for note in notes if note.strip().rstrip(".") != NOTHING_RELEVANT]
@@ -454,55 +463,6 @@ def _history(value: object, key: str) -> list[Message]:
         f"answer chain input {key!r} must be the chat history (a list of messages, or a "
         f"text), got {type(value).__name__}"
     )
-
-
-T = TypeVar("T")
-
-
-def _side_by_side(works: Sequence[Callable[[], T]], limit: int) -> list[T]:
-    """Each of `works` called, at most `limit` at once (worker threads carrying this
-    context, so each call's run is the current run's child), their results in order; the
-    first failure stops the calls not yet started and is raised."""
-    results: list[Any] = [None] * len(works)
-    pending = iter(range(len(works)))
-    lock = threading.Lock()
-    failed = threading.Event()
-
-    def worker() -> None:
-        while not failed.is_set():
-            with lock:
-                index = next(pending, None)
-            if index is None:
-                return
-            try:
-                results[index] = works[index]()
-            except BaseException:
-                failed.set()
-                raise
-
-    helpers = [submit(worker) for _ in range(min(limit, len(works)) - 1)]
-    try:
-        worker()
-    finally:
-        errors = [helper.exception() for helper in helpers]
-    for error in errors:
-        if error is not None:
-            raise error
-    return results
-
-
-async def _aside_by_side(works: Sequence[Callable[[], Awaitable[T]]], limit: int) -> list[T]:
-    """Async twin of `_side_by_side`: tasks, at most `limit` running at once."""
-    import asyncio  # loaded already by the running event loop, not at import
-
-    gate = asyncio.Semaphore(limit)
-
-    async def one(work: Callable[[], Awaitable[T]]) -> T:
-        async with gate:
-            return await work()
-
-    tasks = [asyncio.ensure_future(one(work)) for work in works]
-    return await api._gathered(tasks, return_exceptions=False)
 
 
 def _require(value: object, kind: type, argument: str, expected: str) -> None:

@@ -277,6 +277,29 @@ def test_map_reduce_answers_chunks_that_fit_one_group_at_once(
     assert "[facts.md@0]\nFact number 0." in prompt  # the chunks themselves, no notes
 
 
+def test_notes_that_all_find_nothing_answer_not_found_without_a_reduce_call(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push("NONE", " NONE.\n")
+    chain = chains.answer_chain(
+        ListRetriever(many_chunks(4)), openai_llm, mode="map_reduce", token_budget=16
+    )
+    outputs = chains.call(chain, {"input": "facts?"})
+    assert outputs["answer"] == chains.answer.NOT_FOUND
+    assert outputs["documents"] == many_chunks(4)  # read, though they held nothing
+    assert len(openai_server.chat_requests()) == 2
+
+
+def test_a_chunk_found_twice_is_shown_once_where_it_ranks_best(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push("Paris [notes.md@0].")
+    chain = chains.answer_chain(ListRetriever([NOTES, FAQ, NOTES, OLD, FAQ]), openai_llm)
+    outputs = chains.call(chain, {"input": "capital?"})
+    assert outputs["documents"] == [NOTES, FAQ, OLD]
+    assert chat_texts(openai_server)[0].count("[notes.md@0]\nParis") == 1
+
+
 def test_a_failing_map_call_fails_the_chain_and_starts_no_more_groups(
     openai_server: OpenAIServer, openai_llm: OpenAI
 ) -> None:
@@ -427,6 +450,19 @@ def test_settings_that_cannot_work_are_refused_when_built(openai_llm: OpenAI) ->
         )
     with pytest.raises(ChainTypeError, match="count_tokens must be a function"):
         chains.answer_chain(retriever, openai_llm, count_tokens=4)  # type: ignore[arg-type]
+
+
+def test_a_retriever_finding_no_documents_is_named(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    class Broken(Retriever):
+        def search(self, query: str) -> list[Hit]:
+            return [Hit("text", 1.0)]  # type: ignore[arg-type]
+
+    chain = chains.answer_chain(Broken(), openai_llm)
+    with pytest.raises(ChainTypeError, match=r"retriever found a str, not a documents\.Document"):
+        chains.call(chain, {"input": "q"})
+    assert openai_server.chat_requests() == []
 
 
 def test_a_token_counter_returning_no_count_is_named(

@@ -31,6 +31,8 @@ KNOWN = {"notes.md@0", "faq.csv#row=12", "draft [v2].md@40", "my notes.md@3"}
         ("an unclosed [ bracket is text [faq.csv#row=12]", ["faq.csv#row=12"], []),
         ("an unclosed ` backtick keeps the text [notes.md@0]", ["notes.md@0"], []),
         ("", [], []),
+        ("巴黎是首都[notes.md@0]，塞纳河[ghost.md@9]。", ["notes.md@0"], ["ghost.md@9"]),
+        ("café[ghost.md@9] is prose after a letter that is no identifier's", [], ["ghost.md@9"]),
     ],
 )
 def test_citations_read_from_an_answer(answer: str, cited: list[str], invented: list[str]) -> None:
