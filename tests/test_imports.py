@@ -5,6 +5,7 @@ import importlib
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -181,10 +182,12 @@ PINNED_EXPORTS = {
         "Filter",
         "Hit",
         "InMemoryIndex",
+        "SourceRecords",
         "VectorIndex",
         "VectorIndexError",
         "errors",
     ],
+    "chainkit.retrievers": ["Retriever"],
     "chainkit.memory": [
         "ChatHistory",
         "ConversationBuffer",
@@ -406,6 +409,16 @@ def test_memory_loads_the_store_layer_only_for_a_sql_history():
     loaded = loaded_after("from chainkit import memory\nmemory.ConversationBuffer()")
     assert not {"chainkit._store", "sqlite3", "concurrent.futures"} & loaded
     assert "chainkit._store" in loaded_after("from chainkit import memory\nmemory.SQLHistory")
+
+
+def test_documents_load_their_extras_only_for_a_file_that_needs_them():
+    loaded = loaded_after("from chainkit import documents\ndocuments.DirectoryLoader('.')")
+    assert not {"trafilatura", "pypdf", "lxml", "openai", "jinja2"} & loaded
+    pytest.importorskip("pypdf")
+    pdf = Path(__file__).parent / "documents" / "data" / "harbour.pdf"
+    assert "pypdf" in loaded_after(
+        f"from chainkit import documents\ndocuments.load_pdf({str(pdf)!r})"
+    )
 
 
 def test_the_store_layer_loads_neither_sqlite3_nor_psycopg_until_a_database_is_opened():

@@ -10,6 +10,8 @@ from typing import Any, Literal
 from chainkit.agents._deadline import Deadline
 from chainkit.agents._journal import Journal
 from chainkit.agents.approval import Denial, PendingApproval
+from chainkit.agents.error_handler import ParserErrorHandler
+from chainkit.agents.errors import PARSE_ERROR_TOOL, OutputParserError
 from chainkit.callbacks.combining import CombiningHandler
 from chainkit.callbacks.pacing import Pacer
 from chainkit.schema import AgentAction, AgentStep
@@ -86,6 +88,27 @@ class OneRun:
                 if tool is not None and tool.return_direct and type(observation) is not Denial:
                     direct = observation
         return direct
+
+    def send_back(
+        self, error: OutputParserError, handler: ParserErrorHandler | None, always: bool
+    ) -> None:
+        """Records an unparsable reply as a step whose observation (`handler`'s) tells the
+        model what to fix; re-raises `error` without a handler, unless it is to go back
+        `always`."""
+        if handler is None and not always:
+            raise error
+        observation = (handler or _AS_IT_IS).observation(error)
+        if self.callbacks is not None:
+            self.callbacks.handle_text(f"unparsable reply, sent back to the model: {observation}")
+        log = None if error.reply is None else [error.reply]
+        action = AgentAction(
+            PARSE_ERROR_TOOL, error.observation, error.llm_output, error.tool_call_id, log
+        )
+        self.steps.append(AgentStep(action, observation))
+
+
+_AS_IT_IS = ParserErrorHandler()
+"""Sends a reply back with the parse error's own observation (no handler was given)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,7 +56,6 @@ from chainkit.agents.approval import (
 )
 from chainkit.agents.error_handler import ParserErrorHandler
 from chainkit.agents.errors import (
-    PARSE_ERROR_TOOL,
     NoReturnError,
     NotFinishedError,
     OutputParserError,
@@ -69,10 +68,9 @@ from chainkit.chains import Chain
 from chainkit.chains.chain import Resumption
 from chainkit.checkpoints import Checkpointer, RunState
 from chainkit.checkpoints.state import checked_key
-from chainkit.schema import AgentAction, AgentFinish, AgentStep, Memory
+from chainkit.schema import AgentAction, AgentFinish, Memory
 
 INTERMEDIATE_STEPS_KEY = "intermediate_steps"
-_AS_IT_IS = ParserErrorHandler()
 
 
 class Executor(Chain):
@@ -329,7 +327,7 @@ class Executor(Chain):
                 try:
                     decision = yield PLAN
                 except OutputParserError as error:
-                    self._send_back(error, run, always=error.typed_answer)
+                    run.send_back(error, self.error_handler, error.typed_answer)
                     continue
                 if isinstance(decision, AgentFinish):
                     return self._finish(decision, run)
@@ -365,21 +363,6 @@ class Executor(Chain):
             raise NotFinishedError(stopped.reason, run.steps, limit=stopped.limit)
         final = yield PLAN_FINAL
         return self._finish(final, run)
-
-    def _send_back(self, error: OutputParserError, run: OneRun, *, always: bool = False) -> None:
-        """Records an unparsable reply as a step whose observation tells the model what to
-        fix; re-raises `error` without an error handler, unless it is to go back `always`."""
-        if self.error_handler is None and not always:
-            raise error
-        handler = self.error_handler or _AS_IT_IS
-        observation = handler.observation(error)
-        if run.callbacks is not None:
-            run.callbacks.handle_text(f"unparsable reply, sent back to the model: {observation}")
-        log = None if error.reply is None else [error.reply]
-        action = AgentAction(
-            PARSE_ERROR_TOOL, error.observation, error.llm_output, error.tool_call_id, log
-        )
-        run.steps.append(AgentStep(action, observation))
 
     def _no_decision(self) -> NoReturnError:
         return NoReturnError(

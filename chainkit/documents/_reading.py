@@ -8,6 +8,7 @@ from __future__ import annotations
 import codecs
 import io
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,15 +54,18 @@ def check_encoding(encoding: str | None) -> None:
 
 def read_text(path: Path, encoding: str | None, max_bytes: int) -> str:
     """The whole text of `path`, refused unread when larger than `max_bytes`."""
-    size = _size(path)
+    size = regular_file_size(path)
     if size > max_bytes:
         raise FileTooLargeError(
             path, f"{size:,} bytes is more than max_bytes={max_bytes:,}; it is not read"
         )
     try:
-        data = path.read_bytes()
+        with path.open("rb") as file:
+            data = file.read(max_bytes + 1)  # a file may grow after its size was read
     except OSError as error:
         raise LoadError(path, f"cannot be read: {error.strerror or error}") from error
+    if len(data) > max_bytes:
+        raise FileTooLargeError(path, f"grew past max_bytes={max_bytes:,} as it was read")
     chosen, marked = encoding_of(data[:_SNIFF_BYTES], encoding)
     if not marked and b"\0" in data[:_SNIFF_BYTES]:
         raise BinaryFileError(path, "holds binary data (a NUL byte), not text")
@@ -73,16 +77,17 @@ def read_text(path: Path, encoding: str | None, max_bytes: int) -> str:
 
 def lines(path: Path, encoding: str | None, max_line_bytes: int) -> Iterator[tuple[int, str]]:
     """(number, text) of each line of `path`, read one at a time."""
+    regular_file_size(path)
     try:
         stream = path.open("rb")
     except OSError as error:
         raise LoadError(path, f"cannot be read: {error.strerror or error}") from error
     with stream:
-        chosen, _ = encoding_of(stream.peek(_SNIFF_BYTES)[:_SNIFF_BYTES], encoding)
+        chosen, marked = encoding_of(stream.peek(_SNIFF_BYTES)[:_SNIFF_BYTES], encoding)
         if codecs.lookup(chosen).name.startswith(("utf-16", "utf-32")):
             yield from _wide_lines(path, stream, chosen, max_line_bytes)
             return
-        if chosen == "utf-8-sig":
+        if marked and chosen == "utf-8-sig":
             stream.read(len(codecs.BOM_UTF8))
             chosen = "utf-8"
         number = 0
@@ -125,11 +130,17 @@ def _wide_lines(
         text.detach()
 
 
-def _size(path: Path) -> int:
+def regular_file_size(path: Path) -> int:
+    """The size of the file at `path`; LoadError when it cannot be read, or is no regular
+    file: reading a pipe waits for a writer, and a device such as /dev/zero never ends."""
     try:
-        return os.stat(path).st_size
+        status = os.stat(path)
     except OSError as error:
         raise LoadError(path, f"cannot be read: {error.strerror or error}") from error
+    if not stat.S_ISREG(status.st_mode):
+        kind = "a folder" if stat.S_ISDIR(status.st_mode) else "a pipe, device or socket"
+        raise LoadError(path, f"is not a regular file but {kind}; it is not read")
+    return status.st_size
 
 
 def _undecodable(path: Path, data: bytes, error: UnicodeDecodeError, encoding: str) -> LoadError:

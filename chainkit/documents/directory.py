@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -44,14 +45,15 @@ class Skipped:
 class DirectoryLoader:
     """The documents of the files under `path` whose path relative to it matches `glob`
     (`*` within a name, `**/` any depth of folders: `"**/*.md"`), read as they are iterated,
-    in sorted order. Each file goes to the loader `loaders` names for its suffix (by default
-    Markdown, HTML, PDF and text); a file of any other suffix is read as text.
+    in a stable order (a folder's files by name, then its folders by name). Each file goes
+    to the loader `loaders` names for its suffix (by default Markdown, HTML, PDF and text); a
+    file of any other suffix is read as text.
 
-    Files that are empty, hold binary data, are larger than `max_bytes`, or need an extra
-    that is not installed (a PDF without pypdf) are passed by and listed in `skipped` (and
-    logged), as are
-    folders reached again through a link (a loop) and links to nothing. A file that cannot be
-    decoded raises its LoadError, or with `on_error="skip"` is passed by and listed too."""
+    Files that are empty, hold binary data, are pipes or devices, are larger than
+    `max_bytes`, or need an extra that is not installed (a PDF without pypdf) are passed by
+    and listed in `skipped` (and logged), as are folders reached again through a link (a
+    loop) and links to nothing. A file that cannot be decoded raises its LoadError, or with
+    `on_error="skip"` is passed by and listed too."""
 
     def __init__(
         self,
@@ -100,10 +102,15 @@ class DirectoryLoader:
             self._skip(Path(error.filename or self.path), f"cannot be listed: {error.strerror}")
 
         for folder, folders, files in os.walk(self.path, onerror=unreadable, followlinks=True):
-            here = os.stat(folder)
+            try:
+                here = os.stat(folder)
+            except OSError as error:  # gone since its parent was listed
+                folders.clear()
+                self._skip(Path(folder), f"cannot be listed: {error.strerror}")
+                continue
             if (here.st_dev, here.st_ino) in seen_folders:
                 folders.clear()
-                self._skip(Path(folder), "a link back to a folder already read (a loop)")
+                self._skip(Path(folder), "a link to a folder already read (a loop, or a copy)")
                 continue
             seen_folders.add((here.st_dev, here.st_ino))
             if self._top_level_only:
@@ -118,6 +125,9 @@ class DirectoryLoader:
                     status = file.stat()
                 except OSError as error:
                     self._skip(file, f"cannot be read: {error.strerror or 'a link to nothing'}")
+                    continue
+                if not stat.S_ISREG(status.st_mode):
+                    self._skip(file, "not a regular file (a pipe, device or socket)")
                     continue
                 if status.st_size == 0:
                     self._skip(file, "empty")

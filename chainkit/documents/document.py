@@ -48,6 +48,16 @@ class Document:
         """The SHA-256 of the text, in hex: equal texts, equal hashes."""
         return hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()
 
+    def place(self) -> tuple[str, int]:
+        """(the id of the document this one was cut from, this one's offset in its text): its
+        `parent` and `start` when a splitter made it, else its own id and 0 (a `start` or
+        `parent` of another type, say a CSV column of that name, is not a place)."""
+        parent = self.metadata.get("parent")
+        start = self.metadata.get("start")
+        if isinstance(parent, str) and isinstance(start, int) and not isinstance(start, bool):
+            return parent, start
+        return self.id, 0
+
     def __hash__(self) -> int:
         return hash((self.id, self.text))
 

@@ -9,7 +9,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from chainkit.documents._html_text import main_text
-from chainkit.documents._reading import DEFAULT_MAX_BYTES, check_encoding, read_text
+from chainkit.documents._reading import (
+    DEFAULT_MAX_BYTES,
+    check_encoding,
+    read_text,
+    regular_file_size,
+)
 from chainkit.documents.document import Document
 from chainkit.documents.errors import DocumentValueError, ExtraMissingError
 
@@ -52,6 +57,7 @@ def load_html(
 def _load(
     path: Path, extractor: Extractor, encoding: str | None, max_bytes: int
 ) -> Iterator[Document]:
+    regular_file_size(path)  # before the charset is looked for: a pipe would wait
     html = read_text(path, encoding or _declared_charset(path), max_bytes)
     title, text = main_text(html)
     used = "builtin"

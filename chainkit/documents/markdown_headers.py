@@ -33,8 +33,7 @@ class MarkdownHeaderSplitter:
 
     def _sections(self, document: Document) -> Iterator[Document]:
         text = document.text
-        offset = document.metadata.get("start", 0)
-        parent = document.metadata.get("parent", document.id)
+        parent, offset = document.place()
         headings: dict[str, str] = {}
         section_start, section_headings = 0, dict(headings)
         for start, depth, title in self._headings(text):

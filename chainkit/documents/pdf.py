@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from chainkit.documents._reading import regular_file_size
 from chainkit.documents.document import Document
 from chainkit.documents.errors import ExtraMissingError, LoadError
 
@@ -22,6 +23,7 @@ def load_pdf(path: str | Path, *, password: str | None = None) -> Iterator[Docum
 def _pages(path: Path, pypdf: Any, password: str | None) -> Iterator[Document]:
     from pypdf.errors import PyPdfError
 
+    regular_file_size(path)
     try:
         reader = pypdf.PdfReader(path)
         if reader.is_encrypted and not reader.decrypt(password or ""):

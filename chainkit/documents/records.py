@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from chainkit._text import counted
 from chainkit.documents._reading import (
     DEFAULT_MAX_LINE_BYTES,
     check_encoding,
@@ -90,7 +91,7 @@ def _csv(
             if len(row) != len(header):
                 raise LoadError(
                     path,
-                    f"has {len(row)} fields where the header has {len(header)}",
+                    f"has {counted(len(row), 'field')} where the header has {len(header)}",
                     line=line_of[0],
                 )
             fields = dict(zip(header, row, strict=True))

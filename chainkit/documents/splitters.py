@@ -209,8 +209,7 @@ def _stripped(text: str, start: int, end: int) -> tuple[int, str] | None:
 
 
 def _chunk_documents(document: Document, chunks: Iterable[tuple[int, str]]) -> Iterator[Document]:
-    offset = document.metadata.get("start", 0)
-    parent = document.metadata.get("parent", document.id)
+    parent, offset = document.place()
     for start, chunk in chunks:
         at = offset + start
         metadata = {**document.metadata, "start": at, "parent": parent}

@@ -3,6 +3,7 @@ what it was doing and the cause in words an operator acts on, never sqlite3's ba
 
 from __future__ import annotations
 
+import importlib
 import os
 import resource
 import shutil
@@ -118,6 +119,9 @@ def test_text_that_is_not_unicode_is_kept_or_named(tmp_path: Path) -> None:
 
 
 def _read_only_save(path: str) -> str:
+    # Loaded while the process may still read the checkout, which may be its owner's alone
+    # (a clone in a mktemp -d folder): nobody could not import it.
+    importlib.import_module("chainkit._store.sqlite")
     if os.geteuid() == 0:  # root writes to any file: take the rights of nobody for the save
         os.setegid(65534)
         os.seteuid(65534)

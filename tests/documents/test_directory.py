@@ -31,6 +31,8 @@ def folder(tmp_path: Path) -> Path:
         file.truncate(1 << 30)  # sparse: a gigabyte that takes no time to make
     (root / "nested" / "loop").symlink_to(root, target_is_directory=True)
     (root / "nested" / "gone.txt").symlink_to(root / "nowhere.txt")
+    os.mkfifo(root / "nested" / "pipe.txt")
+    (root / "nested" / "zeros.txt").symlink_to("/dev/zero")
     return root
 
 
@@ -53,9 +55,24 @@ def test_every_text_file_is_loaded_in_order_and_the_rest_reported(folder, caplog
     assert reasons["nested/empty.txt"] == "empty"
     assert reasons["nested/image.png"].startswith("holds binary data")
     assert reasons["nested/huge.log"].startswith("1,073,741,824 bytes is more than max_bytes")
-    assert reasons["nested/loop"] == "a link back to a folder already read (a loop)"
+    assert reasons["nested/loop"] == "a link to a folder already read (a loop, or a copy)"
     assert reasons["nested/gone.txt"].startswith("cannot be read")
+    assert reasons["nested/pipe.txt"] == "not a regular file (a pipe, device or socket)"
+    assert reasons["nested/zeros.txt"] == reasons["nested/pipe.txt"]
     assert len(caplog.records) == len(loader.skipped)
+
+
+def test_two_links_to_one_folder_give_its_files_once(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "note.txt").write_text("once", encoding="utf-8")
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a").symlink_to(shared, target_is_directory=True)
+    (root / "b").symlink_to(shared, target_is_directory=True)
+    loader = DirectoryLoader(root)
+    assert [document.text for document in loader] == ["once"]
+    assert [Path(skip.path).name for skip in loader.skipped] == ["b"]
 
 
 def test_a_glob_chooses_files_at_any_depth(folder):

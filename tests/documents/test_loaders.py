@@ -71,6 +71,14 @@ def test_a_named_encoding_reads_what_utf8_cannot():
     assert document.text.startswith("Café au lait")
 
 
+def test_a_streamed_file_keeps_its_first_bytes_when_no_mark_is_there(tmp_path):
+    path = tmp_path / "plain.jsonl"
+    path.write_text('{"t": "abc"}\n', encoding="utf-8")
+    assert next(load_jsonl(path, "t", encoding="utf-8-sig")).text == "abc"
+    path.write_bytes(b'\xef\xbb\xbf{"t": "marked"}\n')
+    assert next(load_jsonl(path, "t")).text == "marked"
+
+
 def test_a_byte_order_mark_names_the_encoding(tmp_path):
     wide = tmp_path / "wide.txt"
     wide.write_bytes("Größe\nzweite Zeile\n".encode("utf-16"))
@@ -98,12 +106,46 @@ def test_an_empty_file_is_an_empty_document(tmp_path):
     assert [document.text for document in load_text(tmp_path / "empty.txt")] == [""]
 
 
+@pytest.mark.parametrize(
+    "loader",
+    [
+        load_text,
+        load_markdown,
+        load_html,
+        lambda path: load_jsonl(path, "text"),
+        lambda path: load_csv(path, "text"),
+        "pdf",
+    ],
+)
+def test_a_pipe_or_a_device_is_refused_not_waited_on(tmp_path, loader):
+    if loader == "pdf":
+        needs("pypdf")
+        loader = load_pdf
+    pipe = tmp_path / "pipe.txt"
+    os.mkfifo(pipe)  # reading would wait for a writer that never comes
+    with pytest.raises(LoadError, match="is not a regular file but a pipe, device or socket"):
+        list(loader(pipe))
+    endless = tmp_path / "endless.txt"
+    endless.symlink_to("/dev/zero")  # reading would never end
+    with pytest.raises(LoadError, match="is not a regular file"):
+        list(loader(endless))
+    with pytest.raises(LoadError, match="is not a regular file but a folder"):
+        list(loader(tmp_path))
+
+
 def test_a_file_larger_than_the_limit_is_refused_unread(tmp_path):
     huge = tmp_path / "huge.txt"
     with huge.open("wb") as file:
         file.truncate(1 << 30)  # a sparse gigabyte: no time or disk to make
     with pytest.raises(FileTooLargeError, match="1,073,741,824 bytes is more than max_bytes"):
         list(load_text(huge))
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs Linux's /proc")
+def test_a_file_longer_than_its_size_said_is_still_bounded():
+    # Files of /proc say they are empty and are not; a file may also grow while it is read.
+    with pytest.raises(FileTooLargeError, match="grew past max_bytes=10 as it was read"):
+        list(load_text("/proc/self/status", max_bytes=10))
 
 
 def test_html_gives_the_main_text_without_navigation_scripts_or_footer():

@@ -151,6 +151,13 @@ def test_documents_split_into_chunks_that_keep_source_start_and_parent():
     assert chunks[1].metadata == {"source": "a.txt", "start": 18, "parent": "a.txt"}
 
 
+def test_a_records_own_start_column_is_not_taken_for_an_offset():
+    row = Document("Boats leave at six.", {"start": "6:00", "source": "t.csv"}, id="t.csv#row=1")
+    [chunk] = RecursiveSplitter(100).split(row)
+    assert chunk.id == "t.csv#row=1@0"
+    assert chunk.metadata["start"] == 0 and chunk.metadata["parent"] == "t.csv#row=1"
+
+
 def test_markdown_sections_carry_their_headings_and_place():
     [guide] = load_markdown(DATA / "guide.md")
     sections = list(MarkdownHeaderSplitter().split(guide))

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import pytest
 
 from chainkit.documents import Document
-from chainkit.indexes import Hit, InMemoryIndex, VectorIndex
+from chainkit.indexes import Hit, InMemoryIndex, SourceRecords, VectorIndex
 from chainkit.indexes.errors import IndexConfigError, IndexTypeError
 from chainkit.llms import CachedEmbeddings, OpenAIEmbeddings
 from tests.support.openai_server import TEST_API_KEY, OpenAIServer, embedding_of
@@ -154,8 +154,8 @@ def test_wrong_input_is_named():
     index = InMemoryIndex()
     with pytest.raises(IndexConfigError, match="no embedder to search by text"):
         index.search("words")
-    with pytest.raises(IndexConfigError, match="no embedder to add documents"):
-        index.upsert([doc("a")])
+    with pytest.raises(IndexTypeError, match="not one: give \\[document\\]"):
+        index.upsert(doc("a"))  # type: ignore[arg-type]
     with pytest.raises(IndexTypeError, match=r"documents\[1\] must be a documents.Document"):
         index.upsert([doc("a"), "b"], [[1.0], [2.0]])  # type: ignore[list-item]
     with pytest.raises(IndexConfigError, match="2 documents came with 1 vectors"):
@@ -222,3 +222,102 @@ def test_the_async_twins_run_a_sync_embedder_in_a_thread(arun):
     assert ids(arun(Nothing(), index.asearch("y" * 79, k=1))) == ["b"]
     with pytest.raises(IndexConfigError, match="no embedder"):
         arun(Nothing(), InMemoryIndex().asearch("words"))
+
+
+def test_a_search_by_terms_ranks_by_bm25_within_a_filter_and_needs_no_embedder():
+    index = InMemoryIndex()
+    index.upsert(
+        [
+            Document("the cat sat on the mat", {"lang": "en"}, id="cat"),
+            Document("cats and dogs, cats and more cats", {"lang": "en"}, id="cats"),
+            Document("a dog in the fog", {"lang": "en"}, id="dog"),
+            Document("le chat sur le tapis, cat", {"lang": "fr"}, id="chat"),
+            Document("北京是中国的首都", {"lang": "zh"}, id="beijing"),
+        ]
+    )
+
+    hits = index.keyword_search("cats", k=3)
+    assert ids(hits) == ["cats", "cat", "chat"]  # stemmed; the most mentions first
+    assert hits[0].score > hits[1].score > 0
+    assert ids(index.keyword_search("cat", k=3, where={"lang": "fr"})) == ["chat"]
+    assert ids(index.keyword_search("中国首都在哪里", k=1)) == ["beijing"]
+    assert index.keyword_search("zebra") == []
+    assert index.keyword_search("") == []
+    with pytest.raises(IndexConfigError, match="5 documents of this index came without vectors"):
+        index.search([1.0, 0.0])
+
+
+def test_a_filter_few_documents_match_still_finds_k_of_them():
+    index = InMemoryIndex()
+    index.upsert(
+        Document("apple " * (1 + i % 7), {"rare": i % 97 == 0}, id=str(i)) for i in range(2000)
+    )
+
+    found = index.keyword_search("apple", k=5, where={"rare": True})
+
+    assert len(found) == 5
+    assert all(int(hit.document.id) % 97 == 0 for hit in found)
+
+
+def test_a_search_by_terms_forgets_replaced_and_deleted_text():
+    index = InMemoryIndex()
+    index.upsert([Document("old words", id="a"), Document("other words", id="b")])
+    index.upsert([Document("new text", id="a")])
+    index.delete(["b"])
+
+    assert index.keyword_search("old") == []
+    assert index.keyword_search("words") == []
+    assert ids(index.keyword_search("new")) == ["a"]
+
+
+def source_doc(source: str, n: int, text: str = "") -> Document:
+    return Document(text or f"{source} part {n}", {"source": source}, id=f"{source}@{n}")
+
+
+def test_replace_source_swaps_a_sources_documents_and_its_record():
+    index = InMemoryIndex()
+    index.replace_source("a.md", "h1", [source_doc("a.md", 0), source_doc("a.md", 1)])
+    index.replace_source("b.md", "h2", [source_doc("b.md", 0)])
+    index.replace_source("a.md", "h3", [source_doc("a.md", 0, "edited")])
+
+    assert index.source_hashes() == {"a.md": "h3", "b.md": "h2"}
+    assert sorted(document.id for document in index.get(["a.md@0", "a.md@1", "b.md@0"])) == [
+        "a.md@0",
+        "b.md@0",
+    ]
+    assert ids(index.keyword_search("edited")) == ["a.md@0"]
+    assert index.delete_sources(["a.md", "gone.md"]) == 1
+    assert index.source_hashes() == {"b.md": "h2"}
+    assert len(index) == 1
+
+
+def test_a_refused_replace_source_changes_nothing():
+    index = InMemoryIndex()
+    index.replace_source("a.md", "h1", [source_doc("a.md", 0)], [[1.0, 0.0]])
+
+    with pytest.raises(IndexConfigError, match=r"source 'b\.md', not 'a\.md'"):
+        index.replace_source("a.md", "h2", [source_doc("b.md", 0)], [[1.0, 0.0]])
+    with pytest.raises(IndexConfigError, match="3 dimensions"):
+        index.replace_source("a.md", "h2", [source_doc("a.md", 1)], [[1.0, 0.0, 0.0]])
+    with pytest.raises(IndexTypeError, match="not one str"):
+        index.delete_sources("a.md")
+
+    assert index.source_hashes() == {"a.md": "h1"}
+    assert [document.id for document in index.get(["a.md@0", "a.md@1"])] == ["a.md@0"]
+
+
+def test_the_in_memory_index_keeps_source_records():
+    assert isinstance(InMemoryIndex(), SourceRecords)
+
+
+def test_the_async_search_by_terms(arun):
+    class Nothing:
+        async def aclose(self) -> None:
+            pass
+
+    index = InMemoryIndex()
+    index.upsert([Document("alpha beta", id="a"), Document("gamma", id="g")])
+
+    assert ids(arun(Nothing(), index.akeyword_search("gamma"))) == ["g"]
+    with pytest.raises(IndexTypeError, match="takes a str"):
+        arun(Nothing(), index.akeyword_search(["gamma"]))  # type: ignore[arg-type]

@@ -309,3 +309,39 @@ def test_the_schema_asked_for_is_no_part_of_the_question_a_tool_is_chosen_by():
     assert [step.action.tool for step in outputs["intermediate_steps"]] == ["current_time"]
     stamp = outputs["intermediate_steps"][0].observation.split()[0]  # 2026-01-01T10:00:00+00:00
     assert outputs["output"].text.startswith(stamp)
+
+
+DOCUMENTS = """Documents:
+
+[notes/cats.md@0]
+Cats sleep for most of the day. A cat purrs when it is content.
+
+[notes/tea.md@120] (source: notes/tea.md)
+Green tea is steeped at 80 degrees.
+Black tea wants boiling water!
+
+[notes/城市.md@0]
+北京是中国的首都。上海是最大的城市。
+
+Question: """
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("How hot should the water be for black tea?", "Black tea wants boiling water! "),
+        ("Why does a cat purr?", "A cat purrs when it is content. [notes/cats.md@0]"),
+        ("中国的首都是哪里?", "北京是中国的首都。 [notes/城市.md@0]"),
+    ],
+)
+def test_offline_model_answers_from_labelled_documents_citing_them(question, answer):
+    reply = llms.call(OfflineModel(), DOCUMENTS + question)
+
+    assert reply.startswith(answer)
+    assert reply.endswith("]")
+
+
+def test_offline_model_answers_no_document_request_from_documents():
+    # No match in the documents, or no Question line: the usual replies.
+    assert "[" not in llms.call(OfflineModel(), DOCUMENTS + "zebra migration routes")
+    assert "[" not in llms.call(OfflineModel(), "[a]\nCats sleep.\n\nWhy do cats sleep?")

@@ -28,6 +28,7 @@ from chainkit._search.bm25 import LexicalIndex
 from chainkit._search.terms import terms, tokens
 from chainkit.llms._streaming import stream_text
 from chainkit.llms.model import BaseModel, ModelRequest
+from chainkit.llms.offline._extract import answer_from_documents
 from chainkit.llms.offline._question import (
     EXPRESSION_TERM,
     EXPRESSION_WEIGHT,
@@ -51,10 +52,11 @@ _UNITS = frozenset("年月日天号点个岁次元")
 
 
 class OfflineModel(BaseModel):
-    """Answers MRKL prompts and native tool calls by lexical tool matching, and a request for
-    a typed result (`llms.generate_object`, its schema in `response_format` or in the
-    prompted strategy's instructions) by filling the schema from the question as it fills a
-    tool's arguments."""
+    """Answers MRKL prompts and native tool calls by lexical tool matching, a question over
+    labelled documents (an answer chain's) with the sentence that best matches it and its
+    citation, and a request for a typed result (`llms.generate_object`, its schema in
+    `response_format` or in the prompted strategy's instructions) by filling the schema from
+    the question as it fills a tool's arguments."""
 
     output_strategies: tuple[StrategyName, ...] = ("json_schema", "prompted")
 
@@ -68,6 +70,8 @@ class OfflineModel(BaseModel):
             reply = _native_reply(messages, tools)
         elif schema is not None and not _prompt_tools(_last_user_text(messages)):
             reply = _object_reply(messages, schema)
+        elif schema is None and (answer := answer_from_documents(_last_user_text(messages))):
+            reply = Message.assistant(answer)
         else:
             reply = Message.assistant(_mrkl_reply(messages, schema))
         if request.streaming_func is not None:
