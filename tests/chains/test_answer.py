@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from chainkit import callbacks, chains, documents, llms, memory
+from chainkit import callbacks, chains, documents, indexes, llms, memory
 from chainkit.callbacks.trace_view import format_tree, read_trace
 from chainkit.chains.errors import ChainTypeError, ChainWiringError, InputValueError, OptionsError
 from chainkit.documents import Document
@@ -528,3 +528,33 @@ def test_the_trace_tree_marks_invented_citations(
         chains.call(chain, {"input": "capital?"}, callbacks=trace)
     shown = format_tree(read_trace(path))
     assert "\n  CITATIONS notes.md@0  INVENTED: ghost.md@9" in shown
+
+
+class KeywordRetriever(Retriever):
+    """Searches an in-memory index by its terms (BM25)."""
+
+    def __init__(self, chunks: Sequence[Document]) -> None:
+        self.index = indexes.InMemoryIndex()
+        self.index.upsert(chunks)
+
+    def search(self, query: str) -> list[Hit]:
+        return self.index.keyword_search(query, k=8)
+
+
+@pytest.mark.parametrize("mode", ["stuff", "map_reduce"])
+def test_the_offline_model_answers_citing_the_chunk_it_took_the_answer_from(mode: str) -> None:
+    grains = ["rye", "spelt", "barley", "oat", "wheat", "millet"]
+    chunks = [
+        Document(f"A {grain} loaf rises because yeast turns sugar into gas.", {}, f"{grain}.md@0")
+        for grain in grains
+    ] + [Document("The tortoise sleeps through the winter in straw.", {}, "pets.md@0")]
+    chain = chains.answer_chain(
+        KeywordRetriever(chunks),
+        llms.OfflineModel(),
+        mode=mode,  # type: ignore[arg-type]
+        token_budget=40,  # two chunks a group: map_reduce reduces the notes of three
+        strict=True,
+    )
+    outputs = chains.call(chain, {"input": "Why does an oat loaf rise?"})
+    assert outputs["answer"] == "A oat loaf rises because yeast turns sugar into gas. [oat.md@0]"
+    assert outputs["citations"] == ["oat.md@0"]
