@@ -195,6 +195,8 @@ class AnswerChain(Chain):
         ):
             if not isinstance(value, str) or not value.strip():
                 raise ChainTypeError(f"answer_chain {name} must be a non-empty str, got {value!r}")
+        if not isinstance(strict, bool):
+            raise ChainTypeError(f"answer_chain strict must be True or False, got {strict!r:.80}")
         if input_key == history_key:
             raise ChainWiringError(f"answer_chain input_key and history_key are both {input_key!r}")
         if count_tokens is not None and not callable(count_tokens):

@@ -81,6 +81,16 @@ def test_run_gives_the_answer_text_and_batch_answers_each(
     ]
 
 
+def test_the_question_may_come_under_another_key_and_predict_gives_the_answer(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push("Paris [notes.md@0].")
+    chain = chains.answer_chain(ListRetriever([NOTES]), openai_llm, input_key="question")
+    assert chain.input_keys == ["question"]
+    assert chains.predict(chain, {"question": "capital?"}) == "Paris [notes.md@0]."
+    assert "Question: capital?" in chat_texts(openai_server)[0]
+
+
 def test_an_invented_citation_is_in_the_outputs_the_log_and_the_events(
     openai_server: OpenAIServer, openai_llm: OpenAI
 ) -> None:
@@ -448,6 +458,10 @@ def test_settings_that_cannot_work_are_refused_when_built(openai_llm: OpenAI) ->
         chains.answer_chain(
             retriever, openai_llm, prompt=chains.answer.MAP_PROMPT.partial(context="x")
         )
+    with pytest.raises(ChainTypeError, match="strict must be True or False, got 'yes'"):
+        chains.answer_chain(retriever, openai_llm, strict="yes")  # type: ignore[arg-type]
+    with pytest.raises(ChainWiringError, match="input_key and history_key are both 'q'"):
+        chains.answer_chain(retriever, openai_llm, input_key="q", history_key="q")
     with pytest.raises(ChainTypeError, match="count_tokens must be a function"):
         chains.answer_chain(retriever, openai_llm, count_tokens=4)  # type: ignore[arg-type]
 
