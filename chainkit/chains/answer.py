@@ -23,6 +23,7 @@ an empty history costs no rewrite.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
@@ -244,14 +245,14 @@ class AnswerChain(Chain):
             )
         groups, left_out = self._grouped(_unique(self.retriever.retrieve(question)))
         if len(groups) < 2:
-            shown = groups[0] if groups else []
-            return self._answered(question, shown, left_out, as_context(shown), options)
+            shown = _Shown(question, groups[0] if groups else [], left_out)
+            return self._answered(shown, as_context(shown.documents), options)
         notes = side_by_side(
             [partial(self._note, question, group, options) for group in groups],
             self.max_concurrency,
         )
-        shown = [document for group in groups for document in group]
-        return self._answered(question, shown, left_out, _joined(notes), options)
+        shown = _Shown(question, [document for group in groups for document in group], left_out)
+        return self._answered(shown, _joined(notes), options)
 
     async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
         question = self._question(inputs)
@@ -264,14 +265,14 @@ class AnswerChain(Chain):
             question = await ain_run("RewriteQuestion", question, rewrite)
         groups, left_out = self._grouped(_unique(await self.retriever.aretrieve(question)))
         if len(groups) < 2:
-            shown = groups[0] if groups else []
-            return await self._aanswered(question, shown, left_out, as_context(shown), options)
+            shown = _Shown(question, groups[0] if groups else [], left_out)
+            return await self._aanswered(shown, as_context(shown.documents), options)
         notes = await aside_by_side(
             [partial(self._anote, question, group, options) for group in groups],
             self.max_concurrency,
         )
-        shown = [document for group in groups for document in group]
-        return await self._aanswered(question, shown, left_out, _joined(notes), options)
+        shown = _Shown(question, [document for group in groups for document in group], left_out)
+        return await self._aanswered(shown, _joined(notes), options)
 
     def _question(self, inputs: dict[str, Any]) -> str:
         question = inputs[self.input_key]
@@ -362,31 +363,20 @@ class AnswerChain(Chain):
 
     # The answer.
 
-    def _answered(
-        self,
-        question: str,
-        shown: list[Document],
-        left_out: int,
-        context: str,
-        options: Any,
-    ) -> dict[str, Any]:
+    def _answered(self, shown: _Shown, context: str, options: Any) -> dict[str, Any]:
+        """The outputs of the answer from `context` (the documents, or the notes on them);
+        with no context, the not-found answer, no model called."""
         if not context:
-            return self._outputs(question, self.not_found, shown, left_out, None)
-        answer = self.model.generate(self._messages(context, question), **options).content
-        return self._checked(question, answer, shown, left_out)
+            return self._outputs(shown, self.not_found, None)
+        reply = self.model.generate(self._messages(context, shown.question), **options)
+        return self._checked(shown, reply.content)
 
-    async def _aanswered(
-        self,
-        question: str,
-        shown: list[Document],
-        left_out: int,
-        context: str,
-        options: Any,
-    ) -> dict[str, Any]:
+    async def _aanswered(self, shown: _Shown, context: str, options: Any) -> dict[str, Any]:
+        """Async twin of `_answered`."""
         if not context:
-            return self._outputs(question, self.not_found, shown, left_out, None)
-        reply = await self.model.agenerate(self._messages(context, question), **options)
-        return self._checked(question, reply.content, shown, left_out)
+            return self._outputs(shown, self.not_found, None)
+        reply = await self.model.agenerate(self._messages(context, shown.question), **options)
+        return self._checked(shown, reply.content)
 
     def _messages(self, context: str, question: str) -> list[Message]:
         values = {"context": context, "question": question, "not_found": self.not_found}
@@ -394,13 +384,11 @@ class AnswerChain(Chain):
             **{name: values[name] for name in self.prompt.input_variables}
         )
 
-    def _checked(
-        self, question: str, answer: str, shown: list[Document], left_out: int
-    ) -> dict[str, Any]:
+    def _checked(self, shown: _Shown, answer: str) -> dict[str, Any]:
         """The outputs of `answer`, its citations read, reported and, when strict, held to."""
         if answer.strip() == self.not_found.strip():
-            return self._outputs(question, answer, shown, left_out, None)
-        citations = read_citations(answer, {document.id for document in shown})
+            return self._outputs(shown, answer, None)
+        citations = read_citations(answer, {document.id for document in shown.documents})
         handler = active_handler()
         if handler is not None:
             handler.handle_citations(list(citations.cited), list(citations.invented))
@@ -408,24 +396,27 @@ class AnswerChain(Chain):
             raise InventedCitationError(answer, citations.cited, citations.invented)
         if self.strict and not citations.cited:
             raise UncitedAnswerError(answer)
-        return self._outputs(question, answer, shown, left_out, citations)
+        return self._outputs(shown, answer, citations)
 
-    def _outputs(
-        self,
-        question: str,
-        answer: str,
-        shown: list[Document],
-        left_out: int,
-        citations: Citations | None,
-    ) -> dict[str, Any]:
+    def _outputs(self, shown: _Shown, answer: str, citations: Citations | None) -> dict[str, Any]:
         return {
             "answer": answer,
-            "question": question,
-            "documents": shown,
+            "question": shown.question,
+            "documents": shown.documents,
             "citations": list(citations.cited) if citations else [],
             "invented_citations": list(citations.invented) if citations else [],
-            "left_out": left_out,
+            "left_out": shown.left_out,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class _Shown:
+    """What the model is shown for a question: the question (rewritten, given a history),
+    the documents, and how many documents found were left out."""
+
+    question: str
+    documents: list[Document]
+    left_out: int
 
 
 def _unique(found: Sequence[Document]) -> list[Document]:
