@@ -12,8 +12,9 @@ citations back: a cited id that names no chunk the model was shown is reported a
   is passed over for the smaller ones after it), in one prompt.
 - "map_reduce": the chunks in groups that each fit `token_budget`; each group is read into
   notes that keep their citations (at most `max_concurrency` groups at a time), and the
-  notes into the answer. Chunks that all fit one group are answered from at once, as
-  "stuff" would.
+  notes into the answer. Notes that together do not fit the budget are first read, group by
+  group, into fewer notes (LangChain's collapse), until they fit or no two fit together.
+  Chunks that all fit one group are answered from at once, as "stuff" would.
 
 Given a chat history (the `history` input, which `chains.with_history` fills), the question
 is first rewritten into one that stands alone, and that is what is retrieved and answered;
@@ -103,6 +104,9 @@ _ANSWER_READS = ({"context", "question"}, {"not_found"})
 _MAP_READS = ({"context", "question"}, set[str]())
 _REWRITE_READS = ({"question", "history"}, set[str]())
 """What each prompt must read, and what else it may."""
+_MAP_RUN = "MapDocuments"
+_COLLAPSE_RUN = "CollapseNotes"
+"""The runs of the notes on a group of documents, and on a group of notes."""
 
 
 def answer_chain(
@@ -247,10 +251,10 @@ class AnswerChain(Chain):
         if len(groups) < 2:
             shown = _Shown(question, groups[0] if groups else [], left_out)
             return self._answered(shown, as_context(shown.documents), options)
-        notes = side_by_side(
-            [partial(self._note, question, group, options) for group in groups],
-            self.max_concurrency,
-        )
+        contexts = [as_context(group) for group in groups]
+        notes = self._notes(_MAP_RUN, question, contexts, options)
+        while (collapsing := self._collapsing(notes)) is not None:
+            notes = self._notes(_COLLAPSE_RUN, question, collapsing, options)
         shown = _Shown(question, [document for group in groups for document in group], left_out)
         return self._answered(shown, _joined(notes), options)
 
@@ -267,10 +271,10 @@ class AnswerChain(Chain):
         if len(groups) < 2:
             shown = _Shown(question, groups[0] if groups else [], left_out)
             return await self._aanswered(shown, as_context(shown.documents), options)
-        notes = await aside_by_side(
-            [partial(self._anote, question, group, options) for group in groups],
-            self.max_concurrency,
-        )
+        contexts = [as_context(group) for group in groups]
+        notes = await self._anotes(_MAP_RUN, question, contexts, options)
+        while (collapsing := self._collapsing(notes)) is not None:
+            notes = await self._anotes(_COLLAPSE_RUN, question, collapsing, options)
         shown = _Shown(question, [document for group in groups for document in group], left_out)
         return await self._aanswered(shown, _joined(notes), options)
 
@@ -297,8 +301,8 @@ class AnswerChain(Chain):
 
     # What the model is shown.
 
-    def _tokens(self, document: Document) -> int:
-        count = self.count_tokens(context_block(document))
+    def _tokens(self, text: str) -> int:
+        count = self.count_tokens(text)
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ChainTypeError(
                 f"{self.name}'s count_tokens must return a count (an int >= 0), got {count!r:.80}"
@@ -319,7 +323,7 @@ class AnswerChain(Chain):
         shown: list[Document] = []
         left = self.token_budget
         for document in found:
-            tokens = self._tokens(document)
+            tokens = self._tokens(context_block(document))
             if tokens <= left:
                 shown.append(document)
                 left -= tokens
@@ -328,38 +332,54 @@ class AnswerChain(Chain):
     def _groups(self, found: Sequence[Document]) -> tuple[list[list[Document]], int]:
         """The documents in groups that each fit the budget, in order, and how many fit
         none."""
-        groups: list[list[Document]] = []
-        left = 0
-        left_out = 0
-        for document in found:
-            tokens = self._tokens(document)
-            if tokens > self.token_budget:
-                left_out += 1
-                continue
-            if not groups or tokens > left:
-                groups.append([])
-                left = self.token_budget
-            groups[-1].append(document)
-            left -= tokens
-        return groups, left_out
+        sizes = [self._tokens(context_block(document)) for document in found]
+        fitting = [i for i, size in enumerate(sizes) if size <= self.token_budget]
+        groups = _packed([sizes[i] for i in fitting], self.token_budget)
+        return [[found[fitting[i]] for i in group] for group in groups], len(found) - len(fitting)
 
-    # The map step.
+    # The map step: notes on each group of documents, and on groups of notes, side by side.
 
-    def _note(self, question: str, group: list[Document], options: Any) -> str:
+    def _notes(self, run: str, question: str, contexts: list[str], options: Any) -> list[str]:
+        """The notes on each of `contexts`, each a run named `run`."""
+        return side_by_side(
+            [partial(self._note, run, question, context, options) for context in contexts],
+            self.max_concurrency,
+        )
+
+    async def _anotes(
+        self, run: str, question: str, contexts: list[str], options: Any
+    ) -> list[str]:
+        """Async twin of `_notes`."""
+        return await aside_by_side(
+            [partial(self._anote, run, question, context, options) for context in contexts],
+            self.max_concurrency,
+        )
+
+    def _note(self, run: str, question: str, context: str, options: Any) -> str:
         def work(_: object) -> str:
-            messages = self.map_prompt.format_messages(context=as_context(group), question=question)
+            messages = self.map_prompt.format_messages(context=context, question=question)
             return self.model.generate(messages, **options).content
 
-        note: str = in_run("MapDocuments", {"question": question, "documents": group}, work)
+        note: str = in_run(run, {"question": question, "context": context}, work)
         return note
 
-    async def _anote(self, question: str, group: list[Document], options: Any) -> str:
+    async def _anote(self, run: str, question: str, context: str, options: Any) -> str:
         async def work(_: object) -> str:
-            messages = self.map_prompt.format_messages(context=as_context(group), question=question)
+            messages = self.map_prompt.format_messages(context=context, question=question)
             return (await self.model.agenerate(messages, **options)).content
 
-        note: str = await ain_run("MapDocuments", {"question": question, "documents": group}, work)
+        note: str = await ain_run(run, {"question": question, "context": context}, work)
         return note
+
+    def _collapsing(self, notes: Sequence[str]) -> list[str] | None:
+        """The notes that hold something, joined in groups to be read into fewer notes,
+        when together they do not fit the budget; None when they do, or when no two fit
+        together (they are then reduced as they are)."""
+        kept = _kept(notes)
+        groups = _packed([self._tokens(note) for note in kept], self.token_budget)
+        if len(groups) < 2 or len(groups) == len(kept):
+            return None
+        return [SEPARATOR.join(kept[i] for i in group) for group in groups]
 
     # The answer.
 
@@ -432,10 +452,28 @@ def _unique(found: Sequence[Document]) -> list[Document]:
     return list(first.values())
 
 
+def _kept(notes: Sequence[str]) -> list[str]:
+    """The notes that hold something for the question."""
+    return [note.strip() for note in notes if note.strip().rstrip(".") != NOTHING_RELEVANT]
+
+
 def _joined(notes: Sequence[str]) -> str:
-    """The notes the map step kept, one block each; empty when none holds anything."""
-    kept = [note.strip() for note in notes if note.strip().rstrip(".") != NOTHING_RELEVANT]
-    return SEPARATOR.join(kept)
+    """The notes that hold something, one block each; empty when none does."""
+    return SEPARATOR.join(_kept(notes))
+
+
+def _packed(sizes: Sequence[int], budget: int) -> list[list[int]]:
+    """The positions of items of `sizes`, in order, in groups whose sizes add up to at most
+    `budget` (an item over it alone in its group)."""
+    groups: list[list[int]] = []
+    left = 0
+    for index, size in enumerate(sizes):
+        if not groups or size > left:
+            groups.append([])
+            left = budget
+        groups[-1].append(index)
+        left -= size
+    return groups
 
 
 def _standalone(rewritten: str, question: str) -> str:

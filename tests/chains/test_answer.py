@@ -122,6 +122,20 @@ def test_strict_raises_for_an_invented_citation_naming_it(
     assert raised.value.answer == "Paris [notes.md@0] [ghost.md@9]."
 
 
+def test_the_chains_own_callbacks_hear_its_citations_and_async_strict_raises(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    openai_server.push("Paris [notes.md@0].", "Paris [rome.md@3].")
+    log = io.StringIO()
+    chain = chains.answer_chain(
+        ListRetriever([NOTES]), openai_llm, strict=True, callbacks=callbacks.LogHandler(log)
+    )
+    assert asyncio.run(chains.arun(chain, "capital?")) == "Paris [notes.md@0]."
+    assert "citations: cites 'notes.md@0'" in log.getvalue()
+    with pytest.raises(chains.InventedCitationError):
+        asyncio.run(chains.arun(chain, "capital?"))
+
+
 def test_an_answer_citing_nothing_is_reported_and_strict_raises(
     openai_server: OpenAIServer, openai_llm: OpenAI
 ) -> None:
@@ -208,7 +222,8 @@ def test_map_reduce_maps_each_group_to_notes_then_reduces_them_with_their_citati
 ) -> None:
     chunks = many_chunks(12)
     # Each chunk's block is 7 or 8 tokens by the project's estimate: two fit a budget of 16.
-    notes = [f"Note {index} [facts.md@{index * 40}]" for index in range(5)] + ["NONE"]
+    # Two notes hold something (9 tokens together: no collapsing), four nothing.
+    notes = ["Note 0 [facts.md@0]", "N [facts.md@200]"] + ["NONE"] * 4
     openai_server.push(*notes, "All facts [facts.md@0][facts.md@200][facts.md@999].")
     chain = chains.answer_chain(
         ListRetriever(chunks), openai_llm, mode="map_reduce", token_budget=16, max_concurrency=3
@@ -222,12 +237,39 @@ def test_map_reduce_maps_each_group_to_notes_then_reduces_them_with_their_citati
     maps, reduce = texts[:6], texts[6]
     shown = sorted(text.split("Documents:\n\n")[1].split("\n\nQuestion")[0] for text in maps)
     assert shown == sorted(documents.as_context(chunks[i : i + 2]) for i in range(0, 12, 2))
-    for note in notes[:5]:
+    for note in notes[:2]:
         assert note in reduce
     assert "NONE" not in reduce.split("Documents:")[1]
     assert outputs["documents"] == chunks
     assert outputs["citations"] == ["facts.md@0", "facts.md@200"]
     assert outputs["invented_citations"] == ["facts.md@999"]
+
+
+def test_notes_that_do_not_fit_the_budget_are_collapsed_into_fewer_first(
+    openai_server: OpenAIServer, openai_llm: OpenAI
+) -> None:
+    # Six notes of 5 or 6 tokens: 31 do not fit 16; packed 15 + 16, they are read into two
+    # notes (4 + 5 tokens), which the answer is made from.
+    notes = [f"Note {index} [facts.md@{index * 20}]" for index in range(6)]
+    collapsed = ["C1 [facts.md@0]", "C2 [facts.md@100]"]
+    openai_server.push(*notes, *collapsed, "All [facts.md@0][facts.md@100].")
+    chain = chains.answer_chain(
+        ListRetriever(many_chunks(12)),
+        openai_llm,
+        mode="map_reduce",
+        token_budget=16,
+        max_concurrency=1,
+    )
+    events = EventRecorder()
+    outputs = chains.call(chain, {"input": "facts?"}, callbacks=events)
+    contexts = [
+        text.split("Documents:\n\n")[1].split("\n\nQuestion")[0]
+        for text in chat_texts(openai_server)
+    ]
+    assert contexts[6:] == ["\n\n".join(notes[:3]), "\n\n".join(notes[3:]), "\n\n".join(collapsed)]
+    assert outputs["citations"] == ["facts.md@0", "facts.md@100"]
+    runs = [name for _, name, _ in events.heard("chain_start")]
+    assert runs.count("MapDocuments") == 6 and runs.count("CollapseNotes") == 2
 
 
 class InFlight:
@@ -261,7 +303,7 @@ class InFlight:
 def test_map_reduce_runs_at_most_max_concurrency_groups_side_by_side(
     is_async: bool, openai_server: OpenAIServer, openai_llm: OpenAI
 ) -> None:
-    openai_server.push(*(f"n [facts.md@{index * 40}]" for index in range(6)), "all [facts.md@0]")
+    openai_server.push("n [facts.md@0]", *["NONE"] * 5, "all [facts.md@0]")
     model = InFlight(openai_llm, meet=2)
     chain = chains.answer_chain(
         ListRetriever(many_chunks(12)), model, mode="map_reduce", token_budget=16, max_concurrency=2
