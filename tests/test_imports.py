@@ -319,6 +319,13 @@ def test_jinja2_loaded_only_for_jinja2_templates():
     assert "jinja2" in loaded
 
 
+def test_chains_loads_documents_and_retrievers_only_for_an_answer_chain():
+    loaded = loaded_after("import chainkit.chains as c\nassert 'answer_chain' in dir(c)")
+    assert not {"chainkit.documents", "chainkit.retrievers"} & loaded
+    loaded = loaded_after("from chainkit.chains import answer_chain")
+    assert {"chainkit.documents", "chainkit.retrievers"} <= loaded
+
+
 def test_llms_lists_its_lazy_names():
     loaded = loaded_after(
         "import chainkit.llms as l\nassert {'OpenAI', 'OfflineModel', 'model'} <= set(dir(l))"

@@ -4,8 +4,10 @@ The errors of this package all report a mistake in the caller's code or settings
 do not fit, an option of the wrong type): they are in `chainkit.chains.errors`.
 """
 
+import typing
+
+from chainkit._lazy import lazy_exports as _lazy_exports
 from chainkit.chains import errors as errors
-from chainkit.chains.answer import AnswerChain, answer_chain
 from chainkit.chains.api import (
     abatch,
     acall,
@@ -31,6 +33,17 @@ from chainkit.chains.pipeline import Pipeline, pipe
 from chainkit.chains.sequential import SequentialChain, SimpleSequentialChain
 from chainkit.chains.steps import assign, branch, fallbacks, pick, retry, step
 from chainkit.chains.stream import AsyncEventStream, EventStream, astream, stream
+
+if typing.TYPE_CHECKING:
+    from chainkit.chains.answer import AnswerChain, answer_chain
+
+# Loaded on first use: a chain that answers from no documents pays nothing for documents,
+# indexes and retrievers.
+__getattr__, __dir__ = _lazy_exports(
+    "chainkit.chains",
+    dict.fromkeys(("AnswerChain", "answer_chain"), "chainkit.chains.answer"),
+    globals(),
+)
 
 __all__ = [
     "AllStepsFailedError",

@@ -16,6 +16,7 @@ import pytest
 
 from chainkit import callbacks, chains, documents, indexes, llms, memory
 from chainkit.callbacks.trace_view import format_tree, read_trace
+from chainkit.chains.answer import MAP_PROMPT, NOT_FOUND
 from chainkit.chains.errors import ChainTypeError, ChainWiringError, InputValueError, OptionsError
 from chainkit.documents import Document
 from chainkit.indexes import Hit
@@ -153,13 +154,13 @@ def test_an_answer_citing_nothing_is_reported_and_strict_raises(
 def test_the_not_found_answer_needs_no_citation(
     openai_server: OpenAIServer, openai_llm: OpenAI
 ) -> None:
-    openai_server.push(chains.answer.NOT_FOUND)
+    openai_server.push(NOT_FOUND)
     recorder = EventRecorder()
     chain = chains.answer_chain(ListRetriever([OLD]), openai_llm, strict=True)
     outputs = chains.call(chain, {"input": "capital?"}, callbacks=recorder)
-    assert outputs["answer"] == chains.answer.NOT_FOUND
+    assert outputs["answer"] == NOT_FOUND
     assert recorder.heard("citations") == []
-    assert chains.answer.NOT_FOUND in chat_texts(openai_server)[0]  # the prompt says it
+    assert NOT_FOUND in chat_texts(openai_server)[0]  # the prompt says it
 
 
 def test_nothing_found_answers_not_found_without_calling_the_model(
@@ -206,7 +207,7 @@ def test_nothing_fitting_the_budget_answers_not_found_without_the_model(
 ) -> None:
     chain = chains.answer_chain(ListRetriever([NOTES]), openai_llm, token_budget=1)
     outputs = chains.call(chain, {"input": "capital?"})
-    assert outputs["answer"] == chains.answer.NOT_FOUND and outputs["left_out"] == 1
+    assert outputs["answer"] == NOT_FOUND and outputs["left_out"] == 1
     assert openai_server.chat_requests() == []
 
 
@@ -337,7 +338,7 @@ def test_notes_that_all_find_nothing_answer_not_found_without_a_reduce_call(
         ListRetriever(many_chunks(4)), openai_llm, mode="map_reduce", token_budget=16
     )
     outputs = chains.call(chain, {"input": "facts?"})
-    assert outputs["answer"] == chains.answer.NOT_FOUND
+    assert outputs["answer"] == NOT_FOUND
     assert outputs["documents"] == many_chunks(4)  # read, though they held nothing
     assert len(openai_server.chat_requests()) == 2
 
@@ -497,9 +498,7 @@ def test_settings_that_cannot_work_are_refused_when_built(openai_llm: OpenAI) ->
     with pytest.raises(ChainTypeError, match=r"retriever must be a retrievers\.Retriever"):
         chains.answer_chain([NOTES], openai_llm)  # type: ignore[arg-type]
     with pytest.raises(ChainWiringError, match=r"must read \['context', 'question'\]"):
-        chains.answer_chain(
-            retriever, openai_llm, prompt=chains.answer.MAP_PROMPT.partial(context="x")
-        )
+        chains.answer_chain(retriever, openai_llm, prompt=MAP_PROMPT.partial(context="x"))
     with pytest.raises(ChainTypeError, match="strict must be True or False, got 'yes'"):
         chains.answer_chain(retriever, openai_llm, strict="yes")  # type: ignore[arg-type]
     with pytest.raises(ChainWiringError, match="input_key and history_key are both 'q'"):
