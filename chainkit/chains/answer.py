@@ -104,9 +104,11 @@ _ANSWER_READS = ({"context", "question"}, {"not_found"})
 _MAP_READS = ({"context", "question"}, set[str]())
 _REWRITE_READS = ({"question", "history"}, set[str]())
 """What each prompt must read, and what else it may."""
+_REWRITE_RUN = "RewriteQuestion"
 _MAP_RUN = "MapDocuments"
 _COLLAPSE_RUN = "CollapseNotes"
-"""The runs of the notes on a group of documents, and on a group of notes."""
+"""The runs of the question's rewrite, and of the notes on a group of documents and on a
+group of notes (each holds its model call: a streamed token tells whose it is)."""
 
 
 def answer_chain(
@@ -245,7 +247,7 @@ class AnswerChain(Chain):
         history = _history(inputs.get(self.history_key), self.history_key)
         if history:
             question = in_run(
-                "RewriteQuestion", question, lambda q: self._rewritten(q, history, options)
+                _REWRITE_RUN, question, lambda q: self._rewritten(q, history, options)
             )
         groups, left_out = self._grouped(_unique(self.retriever.retrieve(question)))
         if len(groups) < 2:
@@ -266,7 +268,7 @@ class AnswerChain(Chain):
             async def rewrite(given: str) -> str:
                 return await self._arewritten(given, history, options)
 
-            question = await ain_run("RewriteQuestion", question, rewrite)
+            question = await ain_run(_REWRITE_RUN, question, rewrite)
         groups, left_out = self._grouped(_unique(await self.retriever.aretrieve(question)))
         if len(groups) < 2:
             shown = _Shown(question, groups[0] if groups else [], left_out)

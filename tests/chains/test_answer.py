@@ -376,7 +376,14 @@ def test_a_history_rewrites_the_question_before_retrieving(
     retriever = ListRetriever([FAQ])
     chain = chains.answer_chain(retriever, openai_llm)
     history = [Message("user", "Tell me about Paris."), Message("assistant", "A city.")]
-    outputs = chains.call(chain, {"input": "Which river flows there?", "history": history})
+    events = EventRecorder()
+    outputs = chains.call(
+        chain, {"input": "Which river flows there?", "history": history}, callbacks=events
+    )
+    assert [name for _, name, _ in events.heard("chain_start")] == [
+        "AnswerChain",
+        "RewriteQuestion",
+    ]
     assert retriever.queries == ["What river flows through Paris?"]
     assert outputs["question"] == "What river flows through Paris?"
     assert outputs["citations"] == ["faq.md@120"]
