@@ -86,6 +86,7 @@ MAP_PROMPT = ChatPromptTemplate(
         ("user", "Documents:\n\n{context}\n\nQuestion: {question}"),
     ]
 )
+# llms.OfflineModel knows this prompt by its first words, and gives the question back.
 REWRITE_PROMPT = ChatPromptTemplate(
     [
         (

@@ -620,3 +620,20 @@ def test_the_offline_model_answers_citing_the_chunk_it_took_the_answer_from(mode
     outputs = chains.call(chain, {"input": "Why does an oat loaf rise?"})
     assert outputs["answer"] == "A oat loaf rises because yeast turns sugar into gas. [oat.md@0]"
     assert outputs["citations"] == ["oat.md@0"]
+
+
+def test_the_offline_model_answers_a_conversation_from_the_question_as_asked() -> None:
+    retriever = KeywordRetriever(
+        [
+            Document("The tortoise sleeps through the winter in straw.", {}, "pets.md@0"),
+            Document("Yeast turns sugar into gas.", {}, "bread.md@0"),
+        ]
+    )
+    chain = chains.answer_chain(retriever, llms.OfflineModel(), strict=True)
+    session = chains.with_history(chain, memory.InMemoryHistory()).session("s")
+    assert chains.run(session, "What turns sugar into gas?") == (
+        "Yeast turns sugar into gas. [bread.md@0]"
+    )
+    outputs = chains.call(session, {"input": "Where does the tortoise sleep?"})
+    assert outputs["question"] == "Where does the tortoise sleep?"  # asked again, unchanged
+    assert outputs["citations"] == ["pets.md@0"]
