@@ -31,6 +31,16 @@ from typing import Any, Literal
 from chainkit._tokens import text_tokens
 from chainkit.callbacks import Handlers
 from chainkit.callbacks.run import active_handler
+from chainkit.chains._answer_prompts import (
+    ANSWER_PROMPT,
+    ANSWER_READS,
+    MAP_PROMPT,
+    MAP_READS,
+    NOTHING_RELEVANT,
+    REWRITE_PROMPT,
+    REWRITE_READS,
+    checked_prompt,
+)
 from chainkit.chains._bounded import aside_by_side, side_by_side
 from chainkit.chains._citations import Citations, read_citations
 from chainkit.chains._steps import ain_run, in_run
@@ -46,7 +56,7 @@ from chainkit.chains.errors import (
 from chainkit.documents import Document
 from chainkit.documents.context import SEPARATOR, as_context, context_block
 from chainkit.llms import Model
-from chainkit.prompts import BasePromptTemplate, ChatPromptTemplate, MessagesPlaceholder
+from chainkit.prompts import BasePromptTemplate
 from chainkit.retrievers import Retriever
 from chainkit.schema import Message
 
@@ -58,53 +68,6 @@ TokenCounter = Callable[[str], int]
 NOT_FOUND = "I could not find the answer in the documents."
 """What the chain answers when no document was found, and what the model is asked to answer
 when the documents do not say: such an answer needs no citation."""
-NOTHING_RELEVANT = "NONE"
-"""A map step's note when its documents hold nothing for the question: left out."""
-
-ANSWER_PROMPT = ChatPromptTemplate(
-    [
-        (
-            "system",
-            "Answer the question from the documents below and nothing else. After each "
-            "statement, cite the documents it comes from by their ids in square brackets, "
-            "exactly as the documents show them, such as [notes.md@0]; cite several as "
-            "[a.md@0][b.md@40]. Cite no other source. If the documents do not answer the "
-            "question, reply exactly: {not_found}",
-        ),
-        ("user", "Documents:\n\n{context}\n\nQuestion: {question}"),
-    ]
-)
-MAP_PROMPT = ChatPromptTemplate(
-    [
-        (
-            "system",
-            "Write down, briefly, what the documents below say that helps answer the "
-            "question. After each point, cite the documents it comes from by their ids in "
-            "square brackets, exactly as the documents show them, such as [notes.md@0]. If "
-            f"nothing in them helps, reply exactly: {NOTHING_RELEVANT}",
-        ),
-        ("user", "Documents:\n\n{context}\n\nQuestion: {question}"),
-    ]
-)
-# llms.OfflineModel knows this prompt by its first words, and gives the question back.
-REWRITE_PROMPT = ChatPromptTemplate(
-    [
-        (
-            "system",
-            "Rewrite the user's last question so that it can be understood without the "
-            "conversation before it: name what its pronouns and short forms refer to. Reply "
-            "with the question alone; do not answer it.",
-        ),
-        MessagesPlaceholder("history"),
-        ("user", "{question}"),
-    ]
-)
-
-
-_ANSWER_READS = ({"context", "question"}, {"not_found"})
-_MAP_READS = ({"context", "question"}, set[str]())
-_REWRITE_READS = ({"question", "history"}, set[str]())
-"""What each prompt must read, and what else it may."""
 _REWRITE_RUN = "RewriteQuestion"
 _MAP_RUN = "MapDocuments"
 _COLLAPSE_RUN = "CollapseNotes"
@@ -215,10 +178,10 @@ class AnswerChain(Chain):
         self.retriever = retriever
         self.model = model
         self.mode: Mode = mode
-        self.prompt = _checked_prompt("prompt", prompt, ANSWER_PROMPT, _ANSWER_READS)
-        self.map_prompt = _checked_prompt("map_prompt", map_prompt, MAP_PROMPT, _MAP_READS)
-        self.rewrite_prompt = _checked_prompt(
-            "rewrite_prompt", rewrite_prompt, REWRITE_PROMPT, _REWRITE_READS
+        self.prompt = checked_prompt("prompt", prompt, ANSWER_PROMPT, ANSWER_READS)
+        self.map_prompt = checked_prompt("map_prompt", map_prompt, MAP_PROMPT, MAP_READS)
+        self.rewrite_prompt = checked_prompt(
+            "rewrite_prompt", rewrite_prompt, REWRITE_PROMPT, REWRITE_READS
         )
         self.count_tokens = count_tokens or text_tokens
         self.strict = strict
@@ -512,26 +475,3 @@ def _least(name: str, value: object, least: int) -> int:
     if value < least:
         raise OptionsError(f"answer_chain {name} must be at least {least}, got {value}")
     return value
-
-
-def _checked_prompt(
-    name: str,
-    prompt: BasePromptTemplate | None,
-    default: BasePromptTemplate,
-    reads: tuple[set[str], set[str]],
-) -> BasePromptTemplate:
-    if prompt is None:
-        return default
-    if not isinstance(prompt, BasePromptTemplate):
-        raise ChainTypeError(
-            f"answer_chain {name} must be a prompt template, got {type(prompt).__name__}"
-        )
-    needed, optional = reads
-    variables = set(prompt.input_variables)
-    if not needed <= variables <= needed | optional:
-        raise ChainWiringError(
-            f"answer_chain {name} must read {sorted(needed)}"
-            f"{f' (and may read {sorted(optional)})' if optional else ''}; its variables are "
-            f"{sorted(variables)}"
-        )
-    return prompt

@@ -16,7 +16,8 @@ import pytest
 
 from chainkit import callbacks, chains, documents, indexes, llms, memory
 from chainkit.callbacks.trace_view import format_tree, read_trace
-from chainkit.chains.answer import MAP_PROMPT, NOT_FOUND
+from chainkit.chains._answer_prompts import MAP_PROMPT
+from chainkit.chains.answer import NOT_FOUND
 from chainkit.chains.errors import ChainTypeError, ChainWiringError, InputValueError, OptionsError
 from chainkit.documents import Document
 from chainkit.indexes import Hit
