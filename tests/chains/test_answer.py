@@ -17,7 +17,7 @@ import pytest
 from chainkit import callbacks, chains, documents, indexes, llms, memory
 from chainkit.callbacks.trace_view import format_tree, read_trace
 from chainkit.chains._answer_prompts import MAP_PROMPT
-from chainkit.chains.answer import NOT_FOUND
+from chainkit.chains.answer import NOT_FOUND, AnswerChain
 from chainkit.chains.errors import ChainTypeError, ChainWiringError, InputValueError, OptionsError
 from chainkit.documents import Document
 from chainkit.indexes import Hit
@@ -42,6 +42,13 @@ class ListRetriever(Retriever):
     def search(self, query: str) -> list[Hit]:
         self.queries.append(query)
         return [Hit(document, 1.0 - index / 100) for index, document in enumerate(self.found)]
+
+
+def called(chain: chains.Chain, inputs: dict[str, Any], is_async: bool) -> dict[str, Any]:
+    """`chains.call`, or `chains.acall` in an event loop of its own."""
+    if is_async:
+        return asyncio.run(chains.acall(chain, inputs))
+    return chains.call(chain, inputs)
 
 
 def chat_texts(server: OpenAIServer) -> list[str]:
@@ -218,6 +225,14 @@ def many_chunks(count: int) -> list[Document]:
     ]
 
 
+def map_reduce(found: Sequence[Document], model: Any, **settings: Any) -> AnswerChain:
+    """A map_reduce answer chain over `found`, with a budget that holds two of
+    `many_chunks`'s chunks to a group."""
+    return chains.answer_chain(
+        ListRetriever(found), model, mode="map_reduce", token_budget=16, **settings
+    )
+
+
 @pytest.mark.parametrize("is_async", [False, True])
 def test_map_reduce_maps_each_group_to_notes_then_reduces_them_with_their_citations(
     is_async: bool, openai_server: OpenAIServer, openai_llm: OpenAI
@@ -227,13 +242,8 @@ def test_map_reduce_maps_each_group_to_notes_then_reduces_them_with_their_citati
     # Two notes hold something (9 tokens together: no collapsing), four nothing.
     notes = ["Note 0 [facts.md@0]", "N [facts.md@200]"] + ["NONE"] * 4
     openai_server.push(*notes, "All facts [facts.md@0][facts.md@200][facts.md@999].")
-    chain = chains.answer_chain(
-        ListRetriever(chunks), openai_llm, mode="map_reduce", token_budget=16, max_concurrency=3
-    )
-    if is_async:
-        outputs = asyncio.run(chains.acall(chain, {"input": "facts?"}))
-    else:
-        outputs = chains.call(chain, {"input": "facts?"})
+    chain = map_reduce(chunks, openai_llm, max_concurrency=3)
+    outputs = called(chain, {"input": "facts?"}, is_async)
     texts = chat_texts(openai_server)
     assert len(texts) == 7
     maps, reduce = texts[:6], texts[6]
@@ -255,13 +265,7 @@ def test_notes_that_do_not_fit_the_budget_are_collapsed_into_fewer_first(
     notes = [f"Note {index} [facts.md@{index * 20}]" for index in range(6)]
     collapsed = ["C1 [facts.md@0]", "C2 [facts.md@100]"]
     openai_server.push(*notes, *collapsed, "All [facts.md@0][facts.md@100].")
-    chain = chains.answer_chain(
-        ListRetriever(many_chunks(12)),
-        openai_llm,
-        mode="map_reduce",
-        token_budget=16,
-        max_concurrency=1,
-    )
+    chain = map_reduce(many_chunks(12), openai_llm, max_concurrency=1)
     events = EventRecorder()
     outputs = chains.call(chain, {"input": "facts?"}, callbacks=events)
     contexts = [
@@ -307,13 +311,8 @@ def test_map_reduce_runs_at_most_max_concurrency_groups_side_by_side(
 ) -> None:
     openai_server.push("n [facts.md@0]", *["NONE"] * 5, "all [facts.md@0]")
     model = InFlight(openai_llm, meet=2)
-    chain = chains.answer_chain(
-        ListRetriever(many_chunks(12)), model, mode="map_reduce", token_budget=16, max_concurrency=2
-    )
-    if is_async:
-        outputs = asyncio.run(chains.acall(chain, {"input": "facts?"}))
-    else:
-        outputs = chains.call(chain, {"input": "facts?"})
+    chain = map_reduce(many_chunks(12), model, max_concurrency=2)
+    outputs = called(chain, {"input": "facts?"}, is_async)
     assert outputs["answer"] == "all [facts.md@0]"
     assert model.most == 2  # six map calls, met two by two, never three at once
 
@@ -322,9 +321,7 @@ def test_map_reduce_answers_chunks_that_fit_one_group_at_once(
     openai_server: OpenAIServer, openai_llm: OpenAI
 ) -> None:
     openai_server.push("both [facts.md@0][facts.md@20]")
-    chain = chains.answer_chain(
-        ListRetriever(many_chunks(2)), openai_llm, mode="map_reduce", token_budget=16
-    )
+    chain = map_reduce(many_chunks(2), openai_llm)
     outputs = chains.call(chain, {"input": "facts?"})
     assert outputs["citations"] == ["facts.md@0", "facts.md@20"]
     [prompt] = chat_texts(openai_server)
@@ -335,9 +332,7 @@ def test_notes_that_all_find_nothing_answer_not_found_without_a_reduce_call(
     openai_server: OpenAIServer, openai_llm: OpenAI
 ) -> None:
     openai_server.push("NONE", " NONE.\n")
-    chain = chains.answer_chain(
-        ListRetriever(many_chunks(4)), openai_llm, mode="map_reduce", token_budget=16
-    )
+    chain = map_reduce(many_chunks(4), openai_llm)
     outputs = chains.call(chain, {"input": "facts?"})
     assert outputs["answer"] == NOT_FOUND
     assert outputs["documents"] == many_chunks(4)  # read, though they held nothing
@@ -358,13 +353,7 @@ def test_a_failing_map_call_fails_the_chain_and_starts_no_more_groups(
     openai_server: OpenAIServer, openai_llm: OpenAI
 ) -> None:
     openai_server.fail(Fault.http(400))
-    chain = chains.answer_chain(
-        ListRetriever(many_chunks(10)),
-        openai_llm,
-        mode="map_reduce",
-        token_budget=16,
-        max_concurrency=1,
-    )
+    chain = map_reduce(many_chunks(10), openai_llm, max_concurrency=1)
     with pytest.raises(llms.ModelStatusError):
         chains.call(chain, {"input": "facts?"})
     assert len(openai_server.chat_requests()) == 1
@@ -464,13 +453,7 @@ def test_streaming_map_reduce_tells_the_notes_tokens_from_the_answers(
         Reply("n1 [facts.md@40]", chunk_size=2),
         Reply("all [facts.md@0]", chunk_size=2),
     )
-    chain = chains.answer_chain(
-        ListRetriever(many_chunks(4)),
-        openai_llm,
-        mode="map_reduce",
-        token_budget=16,
-        max_concurrency=1,
-    )
+    chain = map_reduce(many_chunks(4), openai_llm, max_concurrency=1)
     events = list(chains.stream(chain, "facts?"))
     runs = {event.run_id: event for event in events if event.kind in ("chain_start", "llm_start")}
     by_parent: dict[str, list[str]] = {}
