@@ -42,8 +42,8 @@ class TraceRun:
     approval: dict[str, Any] | None = None
     """A tool run's approval: the data of its approval_decided event, or of its
     approval_required one while no decision came (no `decision` key then)."""
-    citations: dict[str, Any] | None = None
-    """An answer chain's run: the data of its citations event (`cited`, `invented`)."""
+    citations: dict[str, list[str]] | None = None
+    """An answer chain's run: the ids of its citations event, `cited` and `invented`."""
     children: list[TraceRun] = field(default_factory=list)
 
     @property
@@ -202,7 +202,7 @@ def _apply(runs: dict[str, TraceRun], event: dict[str, Any]) -> None:
     elif kind == "approval_decided" or (kind == "approval_required" and run.approval is None):
         run.approval = data
     elif kind == "citations":
-        run.citations = data
+        run.citations = {key: _ids(data.get(key)) for key in ("cited", "invented")}
     elif kind in _OUTPUT:
         run.end = float(event["time"])
         run.outputs = data.get(_OUTPUT[kind])
@@ -348,24 +348,25 @@ def _approval_line(approval: dict[str, Any], depth: int, width: int) -> str:
     return line
 
 
-def _citations_line(citations: dict[str, Any], depth: int, width: int) -> str:
+def _citations_line(citations: dict[str, list[str]], depth: int, width: int) -> str:
     """The marker of an answer's citations: the ids it cites, and those it INVENTED (no
     document shown has them); NONE for an answer that cites nothing."""
-    cited, invented = _ids(citations.get("cited")), _ids(citations.get("invented"))
+    cited, invented = citations["cited"], citations["invented"]
     line = f"{'  ' * depth}CITATIONS "
     if not cited and not invented:
         return line + "NONE: the answer cites no document"
-    line += one_line(cited, width) if cited else "no document shown"
+    line += one_line(", ".join(cited), width) if cited else "no document shown"
     if invented:
-        line += f"  INVENTED: {one_line(invented, width)}"
+        line += f"  INVENTED: {one_line(', '.join(invented), width)}"
     return line
 
 
-def _ids(value: Any) -> str:
-    """A list of ids as a trace file holds it, joined; any other value as its text."""
+def _ids(value: Any) -> list[str]:
+    """The ids of a citations event as a trace file holds them (a list), each as text; a
+    value of another kind (a file written by hand) as one id."""
     if isinstance(value, list):
-        return ", ".join(map(str, value))
-    return "" if value is None else str(value)
+        return [str(each) for each in value]
+    return [] if value is None else [str(value)]
 
 
 def _seconds(duration: float | None) -> str:

@@ -621,3 +621,45 @@ def test_the_offline_model_answers_a_conversation_from_the_question_as_asked() -
     outputs = chains.call(session, {"input": "Where does the tortoise sleep?"})
     assert outputs["question"] == "Where does the tortoise sleep?"  # asked again, unchanged
     assert outputs["citations"] == ["pets.md@0"]
+
+
+CITATIONS_SHOWN = r"""(() => {
+  const details = document.getElementById("details");
+  const citations = [...details.querySelectorAll("section")].find(
+    (section) => section.querySelector("h3").textContent === "Citations");
+  return {
+    marks: [...document.querySelectorAll(".label .citations")].map(
+      (mark) => [mark.className, mark.textContent]),
+    facts: Object.fromEntries([...citations.querySelectorAll("table.facts tr")].map(
+      (row) => [row.cells[0].textContent, row.cells[1].textContent])),
+  };
+})()"""
+
+
+@pytest.mark.timeout(240, method="thread")
+def test_the_trace_page_flags_invented_citations_on_the_answer_chains_run(
+    openai_server: OpenAIServer, openai_llm: OpenAI, tmp_path: Any
+) -> None:
+    from chainkit._cli.entry_point import main
+    from tests.support.chromium import Chromium
+
+    openai_server.push("Paris [notes.md@0] [ghost.md@9].", "Paris [notes.md@0].")
+    path = tmp_path / "run.jsonl"
+    chain = chains.answer_chain(ListRetriever([NOTES]), openai_llm)
+    with callbacks.TraceFile(path) as trace:
+        chains.batch(
+            chain, [{"input": "capital?"}, {"input": "capital?"}], max_workers=1, callbacks=trace
+        )
+    page = tmp_path / "run.html"
+    assert main(["trace", str(path), "--html", str(page)]) == 0
+    [flagged] = [
+        root.id for root in read_trace(path) if root.citations and root.citations["invented"]
+    ]
+    with Chromium(tmp_path / "profile") as browser:
+        browser.open(f"{page.as_uri()}#{flagged}")
+        shown = browser.evaluate(CITATIONS_SHOWN)
+    assert sorted(shown["marks"]) == [
+        ["citations checked", " ✓ 1 citation"],
+        ["citations flagged", " ⚠ 1 invented citation"],
+    ]
+    assert shown["facts"] == {"cited": "notes.md@0", "invented": "ghost.md@9"}
