@@ -74,6 +74,10 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
     "indexes": {
         "VectorIndexError": Exception,
     },
+    "retrievers": {
+        "QueryError": ValueError,
+        "RetrieverError": Exception,
+    },
     "agents": {
         "ConstraintRefusedError": ValueError,
         "DeadlineExceededError": TimeoutError,
@@ -176,6 +180,10 @@ UNEXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
     "indexes": {
         "IndexConfigError": ValueError,
         "IndexTypeError": TypeError,
+    },
+    "retrievers": {
+        "RetrieverConfigError": ValueError,
+        "RetrieverTypeError": TypeError,
     },
     "parsers": {
         "ParserAttributeError": AttributeError,
