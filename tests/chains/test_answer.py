@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from chainkit import callbacks, chains, documents, indexes, llms, memory
+from chainkit import callbacks, chains, documents, llms, memory, retrievers
 from chainkit.callbacks.trace_view import format_tree, read_trace
 from chainkit.chains._answer_prompts import MAP_PROMPT
 from chainkit.chains.answer import NOT_FOUND, AnswerChain
@@ -39,7 +39,7 @@ class ListRetriever(Retriever):
         self.found = list(found)
         self.queries: list[str] = []
 
-    def search(self, query: str) -> list[Hit]:
+    def _search(self, query: str) -> list[Hit]:
         self.queries.append(query)
         return [Hit(document, 1.0 - index / 100) for index, document in enumerate(self.found)]
 
@@ -115,6 +115,8 @@ def test_an_invented_citation_is_in_the_outputs_the_log_and_the_events(
     assert recorder.heard("citations") == [("citations", ["notes.md@0"], ["ghost.md@9", "3"])]
     [(_, run)] = recorder.runs("citations")
     assert run is not None and run.name == "AnswerChain"
+    [(_, retrieval)] = recorder.runs("retriever_start")  # the search, a run inside the chain's
+    assert retrieval is not None and retrieval.parent == run
     [line] = [line for line in log.getvalue().splitlines() if "citations:" in line]
     assert "INVENTED" in line and "'ghost.md@9', '3'" in line
 
@@ -502,7 +504,7 @@ def test_a_retriever_finding_no_documents_is_named(
     openai_server: OpenAIServer, openai_llm: OpenAI
 ) -> None:
     class Broken(Retriever):
-        def search(self, query: str) -> list[Hit]:
+        def _search(self, query: str) -> list[Hit]:
             return [Hit("text", 1.0)]  # type: ignore[arg-type]
 
     chain = chains.answer_chain(Broken(), openai_llm)
@@ -576,17 +578,6 @@ def test_the_trace_tree_marks_invented_citations(
     assert "\n  CITATIONS notes.md@0  INVENTED: ghost.md@9" in shown
 
 
-class KeywordRetriever(Retriever):
-    """Searches an in-memory index by its terms (BM25)."""
-
-    def __init__(self, chunks: Sequence[Document]) -> None:
-        self.index = indexes.InMemoryIndex()
-        self.index.upsert(chunks)
-
-    def search(self, query: str) -> list[Hit]:
-        return self.index.keyword_search(query, k=8)
-
-
 @pytest.mark.parametrize("mode", ["stuff", "map_reduce"])
 def test_the_offline_model_answers_citing_the_chunk_it_took_the_answer_from(mode: str) -> None:
     grains = ["rye", "spelt", "barley", "oat", "wheat", "millet"]
@@ -595,7 +586,7 @@ def test_the_offline_model_answers_citing_the_chunk_it_took_the_answer_from(mode
         for grain in grains
     ] + [Document("The tortoise sleeps through the winter in straw.", {}, "pets.md@0")]
     chain = chains.answer_chain(
-        KeywordRetriever(chunks),
+        retrievers.Lexical.from_documents(chunks, k=8),
         llms.OfflineModel(),
         mode=mode,  # type: ignore[arg-type]
         token_budget=40,  # two chunks a group: map_reduce reduces the notes of three
@@ -607,7 +598,7 @@ def test_the_offline_model_answers_citing_the_chunk_it_took_the_answer_from(mode
 
 
 def test_the_offline_model_answers_a_conversation_from_the_question_as_asked() -> None:
-    retriever = KeywordRetriever(
+    retriever = retrievers.Lexical.from_documents(
         [
             Document("The tortoise sleeps through the winter in straw.", {}, "pets.md@0"),
             Document("Yeast turns sugar into gas.", {}, "bread.md@0"),

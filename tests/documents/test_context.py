@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from chainkit import chains, documents
+from chainkit import chains, documents, retrievers
 from chainkit.documents import Document
 from chainkit.documents.errors import DocumentTypeError
 
@@ -34,6 +34,11 @@ def test_what_is_no_list_of_documents_is_refused() -> None:
         documents.as_context(["x"])  # type: ignore[list-item]
 
 
-def test_it_is_a_pipeline_step() -> None:
+def test_it_is_a_pipeline_step_after_a_retriever() -> None:
     pipeline = chains.pipe(documents.as_context)
     assert chains.run(pipeline, [Document("x", {}, "a@0")]) == "[a@0]\nx"
+    retriever = retrievers.Lexical.from_documents(
+        [Document("Paris is the capital.", {}, "notes.md@0"), Document("Bread.", {}, "b@0")]
+    )
+    found = chains.run(retriever | documents.as_context, "capital of France")
+    assert found == "[notes.md@0]\nParis is the capital."
