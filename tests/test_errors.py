@@ -136,6 +136,7 @@ UNEXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
         "FakeLLMExhaustedError": RuntimeError,
         "ModelAttributeError": AttributeError,
         "ModelConfigError": ValueError,
+        "ModelDependencyError": ModuleNotFoundError,
         "ModelReplyShapeError": Exception,
         "ModelRequestError": Exception,
         "ModelTypeError": TypeError,

