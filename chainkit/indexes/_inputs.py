@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from chainkit._search.vectors import scaled_to_unit
-from chainkit._text import described
+from chainkit._text import counted, described
 from chainkit._threads import in_thread
 from chainkit.documents import Document
 from chainkit.indexes.errors import IndexConfigError, IndexTypeError
@@ -74,7 +74,8 @@ def vectors_for(
         raise IndexTypeError(f"vectors must be a list of vectors, got {described(vectors)}")
     if len(vectors) != len(batch):
         raise IndexConfigError(
-            f"{len(batch)} documents came with {len(vectors)} vectors: give one each"
+            f"{counted(len(batch), 'document')} came with {counted(len(vectors), 'vector')}: give "
+            "one each"
         )
     return vectors
 

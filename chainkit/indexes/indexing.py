@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Literal, Protocol, runtime_checkable
 
-from chainkit._text import described
+from chainkit._text import counted, described
 from chainkit._threads import in_thread
 from chainkit.documents import DirectoryLoader, Document, Skipped
 from chainkit.indexes.base import SourceRecords, SourceReplacement
@@ -229,7 +229,8 @@ class _Writer:
             vectors += self._embedder.embed_documents(texts[start : start + self._batch_size])
         if len(vectors) != len(texts):
             raise IndexConfigError(
-                f"the embedder gave {len(vectors)} vectors for {len(texts)} chunks"
+                f"the embedder gave {counted(len(vectors), 'vector')} for "
+                f"{counted(len(texts), 'chunk')}"
             )
         return vectors
 

@@ -17,6 +17,7 @@ from chainkit.indexes._inputs import (
     checked_embedder,
     checked_ids,
     unit_vector,
+    vectors_for,
 )
 from chainkit.indexes._keywords import Keywords
 from chainkit.indexes._methods import IndexMethods
@@ -52,7 +53,7 @@ class InMemoryIndex(IndexMethods):
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"InMemoryIndex({len(self._rows)} documents)"
+        return f"InMemoryIndex({counted(len(self._rows), 'document')})"
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -140,11 +141,7 @@ class InMemoryIndex(IndexMethods):
         without. Called under the lock."""
         if vectors is None:
             return None
-        if len(vectors) != len(batch):
-            raise IndexConfigError(
-                f"{len(batch)} documents came with {len(vectors)} vectors: give one each"
-            )
-        return [self._unit(vector) for vector in vectors]
+        return [self._unit(vector) for vector in vectors_for(batch, vectors)]
 
     def _keep(
         self,

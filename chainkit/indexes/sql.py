@@ -217,7 +217,7 @@ class SQLIndex(IndexMethods):
             return removed, written
 
         if prepared:
-            self._write(f"replace {len(prepared)} sources", replace)
+            self._write(f"replace {counted(len(prepared), 'source')}", replace)
 
     def delete_sources(self, sources: Iterable[str]) -> int:
         wanted = list(dict.fromkeys(checked_ids(sources, "delete_sources", "source")))

@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from chainkit._text import described
+from chainkit._text import counted, described
 from chainkit._threads import in_thread
 from chainkit.callbacks import Handler
 from chainkit.llms._embedder_input import checked_text, checked_texts
@@ -144,7 +144,8 @@ class CachedEmbeddings:
     ) -> None:
         if len(vectors) != len(batch):
             raise ModelReplyShapeError(
-                f"{self.namespace} gave {len(vectors)} vectors for {len(batch)} texts"
+                f"{self.namespace} gave {counted(len(vectors), 'vector')} for "
+                f"{counted(len(batch), 'text')}"
             )
         checked = [_checked_vector(vector, self.namespace) for vector in vectors]
         pairs = [(key, vector) for (key, _), vector in zip(batch, checked, strict=True)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import abc
 
 from chainkit._pipe import Pipeable
-from chainkit._text import described
+from chainkit._text import counted, described
 from chainkit._threads import in_thread
 from chainkit.callbacks.run import retrieval
 from chainkit.documents import Document
@@ -90,7 +90,7 @@ def checked_query(query: object) -> str:
         raise QueryError(f"the query is {'empty' if not query else 'only spaces'}: give words")
     if len(query) > MAX_QUERY_CHARS:
         raise QueryError(
-            f"the query is {len(query):,} characters long, over the {MAX_QUERY_CHARS:,} a "
+            f"the query is {counted(len(query), 'character')} long, over the {MAX_QUERY_CHARS:,} a "
             "retriever takes: search with the question, not a document"
         )
     if "\0" in query:

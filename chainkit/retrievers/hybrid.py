@@ -18,6 +18,7 @@ import heapq
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from chainkit._text import counted
 from chainkit._threads import submit
 from chainkit.documents import Document
 from chainkit.indexes import Hit, VectorIndex
@@ -120,7 +121,8 @@ def _checked_weights(weights: Sequence[float] | None, count: int) -> tuple[float
         raise RetrieverTypeError(f"weights must be a list of numbers, got {weights!r:.80}")
     if len(weights) != count:
         raise RetrieverConfigError(
-            f"weights gives {len(weights)} weights for {count} retrievers: give one each"
+            f"weights gives {counted(len(weights), 'weight')} for {counted(count, 'retriever')}: "
+            "give one each"
         )
     checked = tuple(checked_number("a weight", weight) for weight in weights)
     if any(weight < 0 for weight in checked) or not any(checked):

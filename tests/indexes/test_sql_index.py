@@ -330,7 +330,7 @@ def test_wrong_input_is_named(open_index: Open):
         index.upsert(doc("a"))
     with pytest.raises(IndexTypeError, match=r"documents\[1\] must be a documents.Document"):
         index.upsert([doc("a"), "b"], [[1.0], [2.0]])
-    with pytest.raises(IndexConfigError, match="2 documents came with 1 vectors"):
+    with pytest.raises(IndexConfigError, match="2 documents came with 1 vector:"):
         index.upsert([doc("a"), doc("b")], [[1.0, 0.0]])
     index.upsert([doc("a")], [[1.0, 0.0]])
     with pytest.raises(IndexConfigError, match="3 dimensions, where this index's have 2"):

@@ -260,7 +260,7 @@ def test_settings_of_the_wrong_type_are_named():
 @pytest.mark.parametrize(
     ("vectors", "match"),
     [
-        ([[1.0]], "gave 1 vectors for 2 texts"),
+        ([[1.0]], "gave 1 vector for 2 texts"),
         ([[1.0], [float("nan")]], "not a non-empty list of finite numbers"),
         ([[1.0], []], "not a non-empty list of finite numbers"),
         ([[1.0], ["x"]], "not a non-empty list of finite numbers"),

@@ -263,7 +263,7 @@ def test_wrong_settings_are_named_when_the_retriever_is_built(
         (
             lambda: retrievers.Hybrid(Ranked([]), Ranked([]), weights=[1]),
             RetrieverConfigError,
-            "1 weights for 2 retrievers",
+            "1 weight for 2 retrievers",
         ),
         (
             lambda: retrievers.Hybrid(Ranked([]), Ranked([]), weights=[0, 0]),
