@@ -71,6 +71,10 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
     "indexes": {
         "VectorIndexError": Exception,
     },
+    "retrievers": {
+        "QueryError": ValueError,
+        "RetrieverError": Exception,
+    },
     "agents": {
         "ConstraintRefusedError": ValueError,
         "DeadlineExceededError": TimeoutError,
@@ -173,6 +177,10 @@ UNEXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
     "indexes": {
         "IndexConfigError": ValueError,
         "IndexTypeError": TypeError,
+    },
+    "retrievers": {
+        "RetrieverConfigError": ValueError,
+        "RetrieverTypeError": TypeError,
     },
     "parsers": {
         "ParserAttributeError": AttributeError,

@@ -73,10 +73,10 @@ ALLOWED: dict[str, set[str]] = {
     "chains": BASE
     | {"callbacks", "prompts", "tools", "parsers", "memory", "llms"}
     | {"documents", "indexes", "retrievers"},
-    "agents": BASE | PARTS | {"llms", "chains"},
-    "_batch": BASE | PARTS | {"llms", "chains", "agents"},
-    "distributed": BASE | PARTS | {"llms", "chains", "agents", "_batch"},
-    "_cli": BASE | PARTS | {"llms", "chains", "agents", "_batch", "distributed"},
+    "agents": BASE | PARTS | {"llms", "retrievers", "chains"},
+    "_batch": BASE | PARTS | {"llms", "retrievers", "chains", "agents"},
+    "distributed": BASE | PARTS | {"llms", "retrievers", "chains", "agents", "_batch"},
+    "_cli": BASE | PARTS | {"llms", "retrievers", "chains", "agents", "_batch", "distributed"},
     "__main__": {"_cli"},
 }
 # The root package holds the exports only: it may import any unit.

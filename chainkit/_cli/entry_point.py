@@ -10,7 +10,19 @@ from collections.abc import Sequence
 from contextlib import suppress
 from typing import Protocol
 
-from chainkit._cli import batch, cache, exit_status, history, mcp_serve, run, runs, stderr, trace
+from chainkit._cli import (
+    batch,
+    cache,
+    exit_status,
+    history,
+    index,
+    mcp_serve,
+    run,
+    runs,
+    search,
+    stderr,
+    trace,
+)
 
 
 class _Command(Protocol):
@@ -27,7 +39,8 @@ class _Command(Protocol):
 
 # In the order `chainkit -h` lists them.
 _COMMANDS: dict[str, _Command] = {
-    command.COMMAND: command for command in (run, mcp_serve, batch, runs, history, cache, trace)
+    command.COMMAND: command
+    for command in (run, mcp_serve, batch, runs, history, cache, index, search, trace)
 }
 
 

@@ -128,10 +128,12 @@ def _starts_word(text: str, index: int) -> bool:
     return before.isupper() and index + 1 < len(text) and text[index + 1].islower()
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=65536)
 def _name_terms(word: str) -> tuple[str, ...]:
     """The terms of a word, split where a camelCase name starts a new word. Cached: the words
-    of questions and tool texts recur, and stemming is the slow part of reading them."""
+    of questions, tool texts and documents recur, and stemming is the slow part of reading
+    them. The cache holds a document collection's vocabulary (SciFact's abstracts read 1.8
+    times as fast as with 8,192 words; a few MB)."""
     if word.islower() or word.isdigit():  # most words of questions: nothing to split
         return tuple(_word_terms(word))
     start = 0

@@ -17,8 +17,9 @@ dot: Callable[[Sequence[float], Sequence[float]], float] = getattr(
 
 def scaled_to_unit(numbers: list[float]) -> list[float] | None:
     """`numbers` scaled to length 1 (all zeros left as they are); None when their length is
-    not finite (an infinity or NaN among them)."""
-    length = math.sqrt(math.fsum(x * x for x in numbers))
+    not finite (an infinity or NaN among them). The length is `math.hypot`'s: in C, exact to
+    rounding, and never overflowing."""
+    length = math.hypot(*numbers)
     if not math.isfinite(length):
         return None
     return [x / length for x in numbers] if length else numbers

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from chainkit._text import shorten
 from chainkit.agents.errors import AgentConfigError, AgentTypeError
 from chainkit.callbacks.combining import CombiningHandler
-from chainkit.callbacks.run import current_run, enter
+from chainkit.callbacks.run import current_run, retrieval
 from chainkit.schema import AgentAction, AgentFinish, AgentStep
 from chainkit.tools import Tool, ToolRetriever, Toolset
 
@@ -110,8 +110,8 @@ class ToolOffer:
     def _reporting(
         self, own: CombiningHandler | None, query: str
     ) -> AbstractContextManager[list[Tool]]:
-        """`_reporting_retrieval` for this offer's retriever."""
-        return _reporting_retrieval(own, type(self.retriever).__name__, query)
+        """The "retriever" run of this offer's retriever selecting tools for `query`."""
+        return retrieval(type(self.retriever).__name__, query, own)
 
     def _query(self, inputs: Mapping[str, Any]) -> str:
         """The text tools are selected for: the input under `query_key`."""
@@ -162,35 +162,6 @@ def _checked(retriever: ToolRetriever, toolset: Toolset) -> ToolRetriever:
             f"{'; '.join(problems)}. Build it with tools.ToolRetriever(tools) on the same list"
         )
     return retriever
-
-
-@contextmanager
-def _reporting_retrieval(
-    own: CombiningHandler | None, retriever: str, query: str
-) -> Iterator[list[Tool]]:
-    """A "retriever" run of the retriever named `retriever` selecting tools for `query`: its
-    start, then, once the block has put the tools selected in the list it is given, its end
-    with them (or its error). The one place the agents report retrievals; `own` is the
-    agent's handler.
-
-    The run is named after the retriever, never the query: a run's name becomes a span name,
-    a trace's label and a log's, where the user's words must not go. So the events, which
-    carry the query, are reported here rather than by the run."""
-    with enter("retriever", retriever, own) as run:
-        handler = run.handler
-        try:
-            if handler is not None:
-                handler.handle_retriever_start(query)
-            found: list[Tool] = []
-            yield found
-        except BaseException as error:
-            run.ended = True
-            if handler is not None:
-                handler.handle_retriever_error(query, error)
-            raise
-        run.ended = True
-        if handler is not None:
-            handler.handle_retriever_end(query, list(found))
 
 
 class _RunOffers:

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from chainkit._redact import mask_secret_fields, redact
 from chainkit._text import counted, one_line
+from chainkit.callbacks._found import found_ids, found_scores
 from chainkit.callbacks.errors import HandlerConfigError, HandlerTypeError
 from chainkit.callbacks.handler import Handler
 from chainkit.callbacks.run import RunInfo, current_run
@@ -20,6 +21,8 @@ from chainkit.schema import AgentAction, AgentFinish, AgentStep, Message
 
 _NOT_SHOWN = frozenset(("streaming_func", "callbacks"))
 _RECENT_PROMPTS = 8
+_FOUND_SHOWN = 5
+"""How many of a retrieval's documents a line names, best first."""
 """Prompts kept to show only what a later prompt adds: one per run going on at once."""
 
 
@@ -48,6 +51,15 @@ def _describe(message: Message) -> str:
     if message.tool_call_id is not None:
         text = f"(for {message.tool_call_id}) {text}"
     return f"{message.role}: {text}"
+
+
+def _ids_and_scores(found: Sequence[Any]) -> str:
+    """The first documents found, by id, each with its score when it has one."""
+    ids = [one_line(name, 120) for name in found_ids(found[:_FOUND_SHOWN])]
+    scores = found_scores(found[:_FOUND_SHOWN])
+    shown = ids if scores is None else [f"{i} ({s:.3g})" for i, s in zip(ids, scores, strict=True)]
+    more = ", …" if len(found) > _FOUND_SHOWN else ""
+    return ", ".join(shown) + more
 
 
 def _for(tool_call_id: str | None) -> str:
@@ -203,7 +215,10 @@ class LogHandler(Handler):
         self._write("retriever start", repr(query))
 
     def handle_retriever_end(self, query: str, documents: Sequence[Any]) -> None:
-        self._write("retriever end", f"{query!r}: {counted(len(documents), 'document')}")
+        found = counted(len(documents), "document")
+        if documents:
+            found += f": {_ids_and_scores(documents)}"
+        self._write("retriever end", f"{query!r}: {found}")
 
     def handle_retriever_error(self, query: str, error: BaseException) -> None:
         self._write("retriever error", f"{query!r} {type(error).__name__}: {error}")

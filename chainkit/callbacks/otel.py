@@ -11,12 +11,13 @@ import json
 import os
 import threading
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 import chainkit
 from chainkit._redact import mask_secret_fields, redact
+from chainkit.callbacks._found import found_ids, found_scores
 from chainkit.callbacks._otel_messages import input_messages, output_message
 from chainkit.callbacks._plain import plain
 from chainkit.callbacks.errors import HandlerDependencyError, StreamClosed
@@ -58,7 +59,9 @@ class OpenTelemetryHandler(EventHandler):
 
     Span names: `invoke_agent {name}` for an agent executor, `chat {model}` for a model call
     (kind CLIENT), `execute_tool {tool}` for a tool call, `chain {name}` for any other chain,
-    `retrieve {retriever}` for a tool retrieval. Attributes follow the GenAI conventions
+    `retrieve {retriever}` for a retrieval (of documents, or of an agent's tools), with the
+    ids of what it found and their scores (`gen_ai.retrieval.documents`; a tool's name for a
+    tool). Attributes follow the GenAI conventions
     (gen_ai.operation.name, gen_ai.provider.name, gen_ai.request.model and the request
     parameters in effect, gen_ai.response.model and .id, server.address and .port, token
     usage, finish reasons, tool name and call id); a failed run's span has status ERROR,
@@ -71,8 +74,10 @@ class OpenTelemetryHandler(EventHandler):
     span is that span's child in turn.
 
     Messages (as the conventions' `gen_ai.input.messages` and `gen_ai.output.messages`), tool
-    arguments and results, chain inputs and outputs, retrieval queries and exception messages
-    are recorded only with `capture_content=True` or the environment variable
+    arguments and results, chain inputs and outputs, retrieval queries
+    (`gen_ai.retrieval.query.text`) and the documents found (`chainkit.retriever.documents`:
+    JSON of each one's text, metadata, id and score) and
+    exception messages are recorded only with `capture_content=True` or the environment variable
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, with API keys masked; without it
     no span name, attribute or event holds what a user or a model wrote.
 
@@ -177,9 +182,12 @@ class OpenTelemetryHandler(EventHandler):
                 attributes["chainkit.chain.inputs"] = _json(data["inputs"])
         else:
             name = f"retrieve {event.name}"
-            attributes = {"chainkit.retriever.name": event.name}
+            attributes = {"gen_ai.operation.name": "retrieval"}
+            attributes["chainkit.retriever.name"] = event.name
             if self.capture_content:
-                attributes["chainkit.retriever.query"] = redact(str(data["query"]))
+                query = redact(str(data["query"]))
+                attributes["gen_ai.retrieval.query.text"] = query
+                attributes["chainkit.retriever.query"] = query
         attributes["chainkit.run.id"] = event.run_id
         span = self._tracer.start_span(
             name,
@@ -223,6 +231,8 @@ class OpenTelemetryHandler(EventHandler):
                 span.add_event("exception", exception, timestamp=int(event.time * 1e9))
         elif event.kind == "llm_end":
             _describe_reply(span, data["message"], self.capture_content)
+        elif event.kind == "retriever_end":
+            _describe_found(span, data["documents"], self.capture_content)
         elif self.capture_content:
             if event.kind == "tool_end":
                 span.set_attribute("gen_ai.tool.call.result", redact(str(data["output"])))
@@ -332,6 +342,20 @@ def _describe_reply(span: Span, message: Message, capture_content: bool) -> None
             span.set_attribute("gen_ai.response.id", meta.id)
     if capture_content:
         span.set_attribute("gen_ai.output.messages", _json([output_message(message)]))
+
+
+def _describe_found(span: Span, found: Sequence[Any], capture_content: bool) -> None:
+    """A retrieval's documents by id with their scores, as the GenAI conventions'
+    `gen_ai.retrieval.documents` (JSON: a span attribute holds no list of objects); their
+    texts and metadata only with content captured, as a prompt's."""
+    ids, scores = found_ids(found), found_scores(found)
+    if scores is None:
+        documents: list[dict[str, Any]] = [{"id": id_} for id_ in ids]
+    else:
+        documents = [{"id": id_, "score": score} for id_, score in zip(ids, scores, strict=True)]
+    span.set_attribute("gen_ai.retrieval.documents", json.dumps(documents, ensure_ascii=False))
+    if capture_content:
+        span.set_attribute("chainkit.retriever.documents", _json(found))
 
 
 def _json(value: Any) -> str:

@@ -224,6 +224,34 @@ so that beginning a run, which every model and tool call does, costs one call.""
 
 
 @contextmanager
+def retrieval(name: str, query: str, own: CombiningHandler | None = None) -> Iterator[list[Any]]:
+    """A "retriever" run of the retriever named `name` looking for `query`: its start, then,
+    once the block has put what it found (documents with their scores, or tools) in the list
+    it is given, its end with them, or its error. The one place retrievals are reported, a
+    tool retriever's and a document retriever's; `own` is the handler of the component it
+    runs for (an agent's), joined with the active one.
+
+    The run is named after the retriever, never the query: a run's name becomes a span name,
+    a trace's label and a log's, where the user's words must not go. So the events, which
+    carry the query, are reported here rather than by the run."""
+    with enter("retriever", name, own) as run:
+        handler = run.handler
+        try:
+            if handler is not None:
+                handler.handle_retriever_start(query)
+            found: list[Any] = []
+            yield found
+        except BaseException as error:
+            run.ended = True
+            if handler is not None:
+                handler.handle_retriever_error(query, error)
+            raise
+        run.ended = True
+        if handler is not None:
+            handler.handle_retriever_end(query, list(found))
+
+
+@contextmanager
 def handled_by(handler: CombiningHandler | None) -> Iterator[None]:
     """Makes `handler` the active one for what starts inside, in place of the current one
     (which it must hold): for a wrapper that filters a step's events, such as the executor's

@@ -10,6 +10,7 @@ show every step of a pipeline under it with what it took and gave.
 from __future__ import annotations
 
 import inspect
+import sys
 import typing
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -40,6 +41,10 @@ from chainkit.llms.structured import agenerate_parsed, generate_parsed
 from chainkit.parsers import TypedParser
 from chainkit.prompts import BasePromptTemplate
 from chainkit.schema import Message
+
+if typing.TYPE_CHECKING:
+    from chainkit.documents import Document
+    from chainkit.retrievers import Retriever
 
 Run = Callable[[Any, dict[str, Any]], Any]
 ARun = Callable[[Any, dict[str, Any]], Awaitable[Any]]
@@ -367,6 +372,36 @@ def _streamed_into(parser: Any, options: dict[str, Any]) -> dict[str, Any]:
         reader_feed(chunk)
 
     return {**options, "streaming_func": both}
+
+
+def retriever_type() -> type[Retriever] | None:
+    """The class of retrievers once anything has imported them, else None: no part made
+    before can be one, so a pipeline of no retriever loads none of retrieval's modules."""
+    module = sys.modules.get("chainkit.retrievers.base")
+    return None if module is None else typing.cast("type[Retriever]", module.Retriever)
+
+
+class RetrieverStep(Step):
+    """A retriever: takes the query (a str, or a model's reply Message: its text), gives the
+    documents found, best first (`list[Document]`), as the retriever's own "retriever" run."""
+
+    def __init__(self, retriever: Retriever) -> None:
+        self.retriever = retriever
+        self.name = retriever.name
+
+    def fit(self, given: Shape, before: str, wiring: Wiring) -> Fitted:
+        adapt = into_value(given, str, before, self.name)
+        retriever = self.retriever
+
+        def run(value: Any, options: dict[str, Any]) -> list[Document]:
+            return retriever.retrieve(value)
+
+        async def arun(value: Any, options: dict[str, Any]) -> list[Document]:
+            return await retriever.aretrieve(value)
+
+        from chainkit.documents import Document  # loaded with the retriever's module
+
+        return adapted(adapt, run, arun, Value(list[Document]))
 
 
 class ChainStep(Step):

@@ -29,12 +29,14 @@ from chainkit.chains._steps import (
     ModelStep,
     ParserStep,
     PromptStep,
+    RetrieverStep,
     Step,
     adapted,
     ain_run,
     checked_inputs,
     in_run,
     plain_run,
+    retriever_type,
 )
 from chainkit.chains.chain import Chain
 from chainkit.chains.errors import AllStepsFailedError, ChainTypeError, ChainWiringError
@@ -137,13 +139,16 @@ def as_step(part: object) -> Step:
         return ModelStep(part)
     if isinstance(part, Tool):
         return _ToolStep(part)
+    retriever = retriever_type()
+    if retriever is not None and isinstance(part, retriever):
+        return RetrieverStep(part)
     if callable(getattr(part, "parse", None)):
         return ParserStep(part)
     if callable(part):
         return FunctionStep(part, None, blocking=True)
     raise ChainTypeError(
         f"{type(part).__name__} cannot be a pipeline step: pipe prompts, models, output "
-        "parsers, chains, tools, functions, or a dict of them"
+        "parsers, chains, tools, retrievers, functions, or a dict of them"
     )
 
 

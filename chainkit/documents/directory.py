@@ -82,7 +82,7 @@ class DirectoryLoader:
         self.skipped = []
         if not self.path.is_dir():
             raise LoadError(self.path, "is not a folder")
-        for file in self._files():
+        for file in self._files(self._skip):
             loader = self._loaders.get(file.suffix.lower(), self._fallback)
             try:
                 yield from loader(file)
@@ -94,23 +94,40 @@ class DirectoryLoader:
                     raise
                 self._skip(file, _within_file(error))
 
-    def _files(self) -> Iterator[Path]:
+    def files(self) -> Iterator[Path]:
+        """The files an iteration would hand to a loader, in its order, listed without being
+        read (a count ahead of a long load, for a progress bar); `skipped` is left as it is.
+        Files that turn out to hold no text when read are among them."""
+        if not self.path.is_dir():
+            raise LoadError(self.path, "is not a folder")
+        return self._files(lambda path, reason: None)
+
+    def covers(self, path: str | Path) -> bool:
+        """Whether `path` names a file this loader would read: one within its folder that its
+        glob matches, whatever the file holds (incremental indexing deletes no other)."""
+        try:
+            relative = Path(path).relative_to(self.path)
+        except ValueError:
+            return False
+        return self._pattern.fullmatch(relative.as_posix()) is not None
+
+    def _files(self, skip: Callable[[Path, str], None]) -> Iterator[Path]:
         seen_folders: set[tuple[int, int]] = set()
         seen_files: set[tuple[int, int]] = set()
 
         def unreadable(error: OSError) -> None:
-            self._skip(Path(error.filename or self.path), f"cannot be listed: {error.strerror}")
+            skip(Path(error.filename or self.path), f"cannot be listed: {error.strerror}")
 
         for folder, folders, files in os.walk(self.path, onerror=unreadable, followlinks=True):
             try:
                 here = os.stat(folder)
             except OSError as error:  # gone since its parent was listed
                 folders.clear()
-                self._skip(Path(folder), f"cannot be listed: {error.strerror}")
+                skip(Path(folder), f"cannot be listed: {error.strerror}")
                 continue
             if (here.st_dev, here.st_ino) in seen_folders:
                 folders.clear()
-                self._skip(Path(folder), "a link to a folder already read (a loop, or a copy)")
+                skip(Path(folder), "a link to a folder already read (a loop, or a copy)")
                 continue
             seen_folders.add((here.st_dev, here.st_ino))
             if self._top_level_only:
@@ -124,16 +141,16 @@ class DirectoryLoader:
                 try:
                     status = file.stat()
                 except OSError as error:
-                    self._skip(file, f"cannot be read: {error.strerror or 'a link to nothing'}")
+                    skip(file, f"cannot be read: {error.strerror or 'a link to nothing'}")
                     continue
                 if not stat.S_ISREG(status.st_mode):
-                    self._skip(file, "not a regular file (a pipe, device or socket)")
+                    skip(file, "not a regular file (a pipe, device or socket)")
                     continue
                 if status.st_size == 0:
-                    self._skip(file, "empty")
+                    skip(file, "empty")
                     continue
                 if (status.st_dev, status.st_ino) in seen_files:
-                    self._skip(file, "a link to a file already read")
+                    skip(file, "a link to a file already read")
                     continue
                 seen_files.add((status.st_dev, status.st_ino))
                 yield file

@@ -24,6 +24,9 @@ class MarkdownHeaderSplitter:
             raise DocumentValueError(f"depth must be from 1 to 6, not {depth}")
         self.depth = depth
 
+    def __repr__(self) -> str:
+        return f"MarkdownHeaderSplitter(depth={self.depth})"
+
     def split(self, documents: Document | Iterable[Document]) -> Iterator[Document]:
         """The sections of each document, lazily, as the class says."""
         for document in [documents] if isinstance(documents, Document) else documents:

@@ -106,10 +106,20 @@ class RecursiveSplitter:
             )
         self.chunk_size = chunk_size
         self.overlap = overlap
+        self._length_name = _name_of(length) if callable(length) else length
         self._levels = [re.compile(level) for level in levels]
         self._measure = measure
         self._capacity = chunk_size * scale
         self._overlap = overlap * scale
+
+    def __repr__(self) -> str:
+        """Every setting that changes the chunks (incremental indexing hashes it, so that a
+        folder indexed again with other settings is split again)."""
+        cuts = [level.pattern for level in self._levels]
+        return (
+            f"RecursiveSplitter(chunk_size={self.chunk_size}, overlap={self.overlap}, "
+            f"length={self._length_name!r}, cuts={cuts!r})"
+        )
 
     def split_text(self, text: str) -> Iterator[tuple[int, str]]:
         """(start, chunk) of each chunk of `text`, in order."""
@@ -214,3 +224,9 @@ def _chunk_documents(document: Document, chunks: Iterable[tuple[int, str]]) -> I
         at = offset + start
         metadata = {**document.metadata, "start": at, "parent": parent}
         yield Document(chunk, metadata, id=f"{parent}@{at}")
+
+
+def _name_of(function: Callable[[str], int]) -> str:
+    """A length function by its module and name (its repr would hold its address)."""
+    name = getattr(function, "__qualname__", type(function).__qualname__)
+    return f"{getattr(function, '__module__', None) or '?'}.{name}"

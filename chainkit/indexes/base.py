@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from chainkit.documents import Document
 
-__all__ = ["Filter", "Hit", "SourceRecords", "VectorIndex"]
+__all__ = ["Filter", "Hit", "SourceRecords", "SourceReplacement", "VectorIndex"]
 
 Filter = Mapping[str, Any]
 """Metadata a document must have to be found: each key's value equal to the one given, or one
@@ -96,6 +96,17 @@ class VectorIndex(Protocol):
         """`mmr` for async code, never blocking the event loop."""
 
     def __len__(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SourceReplacement:
+    """A source's new documents (with their vectors, or None to embed them) and the content
+    hash to record for it: one item of `SQLIndex.replace_sources`."""
+
+    source: str
+    content_hash: str
+    documents: Sequence[Document]
+    vectors: Sequence[Sequence[float]] | None = None
 
 
 @runtime_checkable

@@ -41,6 +41,8 @@ CONTENT = {
     "chainkit.chain.inputs",
     "chainkit.chain.outputs",
     "chainkit.retriever.query",
+    "gen_ai.retrieval.query.text",
+    "chainkit.retriever.documents",
 }
 
 

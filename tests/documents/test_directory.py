@@ -91,6 +91,35 @@ def test_the_folder_is_read_as_documents_are_asked_for(folder):
     assert next(loader, None) is None  # removed before the walk reached it
 
 
+def test_files_lists_what_an_iteration_reads_without_reading_it(folder):
+    loader = DirectoryLoader(folder)
+    listed = [path.relative_to(folder).as_posix() for path in loader.files()]
+    (folder / "nested" / "image.png").unlink()  # listed already; never read
+    assert listed == [
+        "article.html",
+        "guide.md",
+        "harbour.pdf",
+        "lighthouse.txt",
+        "nested/huge.log",
+        "nested/image.png",
+        "nested/deeper/notes.md",
+    ]
+    assert loader.skipped == []
+    with pytest.raises(LoadError, match="is not a folder"):
+        DirectoryLoader(folder / "absent").files()
+
+
+def test_covers_tells_the_paths_within_the_folder_that_the_glob_matches(folder):
+    loader = DirectoryLoader(folder, "**/*.md")
+    assert loader.covers(folder / "guide.md")
+    assert loader.covers(str(folder / "nested" / "gone" / "old.md"))  # need not exist
+    assert not loader.covers(folder / "lighthouse.txt")
+    assert not loader.covers(folder.parent / "guide.md")
+    assert not loader.covers("guide.md")  # relative: not within the folder named absolutely
+    top = DirectoryLoader(folder, "*.md")
+    assert top.covers(folder / "guide.md") and not top.covers(folder / "nested" / "notes.md")
+
+
 def test_a_file_that_does_not_decode_raises_or_is_skipped(folder):
     shutil.copy(DATA / "invalid_utf8.txt", folder / "zz.txt")
     with pytest.raises(LoadError, match=r"zz\.txt, line 2"):

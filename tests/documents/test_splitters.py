@@ -222,6 +222,29 @@ def test_settings_a_splitter_cannot_take_are_named(arguments, error, message):
         RecursiveSplitter(**arguments)
 
 
+def test_a_splitter_s_repr_shows_every_setting_that_changes_its_chunks():
+    def words(text: str) -> int:
+        return len(text.split())
+
+    shown = {
+        repr(splitter)
+        for splitter in (
+            RecursiveSplitter(),
+            RecursiveSplitter(500),
+            RecursiveSplitter(1000, 100),
+            RecursiveSplitter(length="tokens"),
+            RecursiveSplitter(length=words),
+            RecursiveSplitter(separators=["\n"]),
+            RecursiveSplitter.markdown(),
+            RecursiveSplitter.python(),
+        )
+    }
+    assert len(shown) == 8
+    assert repr(RecursiveSplitter(length=words)) == repr(RecursiveSplitter(length=words))
+    assert "0x" not in repr(RecursiveSplitter(length=words))
+    assert repr(MarkdownHeaderSplitter(2)) == "MarkdownHeaderSplitter(depth=2)"
+
+
 def test_a_splitter_refuses_what_is_not_text():
     with pytest.raises(DocumentTypeError, match="takes a string"):
         list(RecursiveSplitter().split_text(b"bytes"))  # type: ignore[arg-type]
