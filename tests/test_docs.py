@@ -3,7 +3,8 @@ page shows it printing. docs/testing-docs.md gives the rules a page follows; in 
 
 - The blocks of one page run in order, in one fresh directory of their own (which is also on
   PYTHONPATH): a ```python block as a script, a ```sh block with bash. A block whose info
-  string has `title="some/file.py"` is written to that file instead, for later blocks to use.
+  string has `title="some/file.py"` (of any language: `notes/tea.md`) is written to that file
+  instead, for later blocks to use.
 - A ```text title="Output"``` block right after a block is what that block prints, whole;
   `...` in it stands for any text within a line.
 - A block using http://127.0.0.1:8000/v1 talks to the loopback OpenAI-compatible server
@@ -114,12 +115,13 @@ def test_every_block_of_the_page_runs(page: Path, openai_server: OpenAIServer, t
         for block in page_blocks(page):
             if _SETUP.search(block.before):
                 continue
-            assert block.language in RUN_LANGUAGES, (
-                f"{block.where()}: a ```{block.language} block that is neither run nor an Output"
-            )
             if block.title is not None:
                 write_file(tmp_path / block.title, block.body)
                 continue
+            assert block.language in RUN_LANGUAGES, (
+                f"{block.where()}: a ```{block.language} block that is neither run, a file nor "
+                "an Output"
+            )
             code = block.body
             if SERVER_URL in code:
                 assert "needs a server" in block.before, (

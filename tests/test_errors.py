@@ -60,6 +60,9 @@ EXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
     },
     "chains": {
         "AllStepsFailedError": RuntimeError,
+        "CitationError": ValueError,
+        "InventedCitationError": ValueError,
+        "UncitedAnswerError": ValueError,
     },
     "memory": {},
     "parsers": {
@@ -144,6 +147,7 @@ UNEXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
         "ChainKeyError": ValueError,
         "ChainTypeError": TypeError,
         "ChainWiringError": ValueError,
+        "InputValueError": ValueError,
         "InputsTypeError": TypeError,
         "MissingInputKeysError": ValueError,
         "MissingOutputKeysError": ValueError,

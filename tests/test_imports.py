@@ -69,17 +69,22 @@ PINNED_EXPORTS = {
     ],
     "chainkit.chains": [
         "AllStepsFailedError",
+        "AnswerChain",
         "AsyncEventStream",
         "Chain",
+        "CitationError",
         "EventStream",
+        "InventedCitationError",
         "LLMChain",
         "Pipeline",
         "SequentialChain",
         "SessionChain",
         "SimpleSequentialChain",
+        "UncitedAnswerError",
         "WithHistory",
         "abatch",
         "acall",
+        "answer_chain",
         "apredict",
         "aresume",
         "arun",
@@ -165,6 +170,7 @@ PINNED_EXPORTS = {
         "MarkdownHeaderSplitter",
         "RecursiveSplitter",
         "Skipped",
+        "as_context",
         "errors",
         "load_csv",
         "load_html",
@@ -331,6 +337,13 @@ def test_jinja2_loaded_only_for_jinja2_templates():
         "PromptTemplate.from_template('{{ x }}', template_format='jinja2').format(x=1)"
     )
     assert "jinja2" in loaded
+
+
+def test_chains_loads_documents_and_retrievers_only_for_an_answer_chain():
+    loaded = loaded_after("import chainkit.chains as c\nassert 'answer_chain' in dir(c)")
+    assert not {"chainkit.documents", "chainkit.retrievers"} & loaded
+    loaded = loaded_after("from chainkit.chains import answer_chain")
+    assert {"chainkit.documents", "chainkit.retrievers"} <= loaded
 
 
 def test_llms_lists_its_lazy_names():

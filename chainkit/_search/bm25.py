@@ -22,7 +22,7 @@ from __future__ import annotations
 import heapq
 import math
 import threading
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, Generic, TypeVar
@@ -47,7 +47,9 @@ class LexicalIndex(Generic[K]):
         self._lengths: dict[int, int] = {}  # slot -> how many terms its document has
         self._terms: dict[int, tuple[str, ...]] = {}  # slot -> its document's distinct terms
         self._total_length = 0
-        self._postings: dict[str, dict[int, int]] = {}  # term -> slot -> the term's count
+        # term -> slot -> the term's count (a defaultdict: adding a document's counts is the
+        # bulk of loading many, and its C-level miss halves that loop's time)
+        self._postings: defaultdict[str, dict[int, int]] = defaultdict(dict)
         # term -> its scored posting (slot -> the term's score in the document for a weight
         # of 1: idf, and tf saturated and length-normalized) and the highest score in it,
         # for the documents as they are now: emptied when they change.
@@ -84,11 +86,7 @@ class LexicalIndex(Generic[K]):
             self._total_length += length
             postings = self._postings
             for term, count in counts.items():
-                posting = postings.get(term)
-                if posting is None:
-                    postings[term] = {slot: count}
-                else:
-                    posting[slot] = count
+                postings[term][slot] = count
             self._scored.clear()
 
     def remove(self, key: K) -> bool:

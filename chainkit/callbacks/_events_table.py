@@ -36,6 +36,7 @@ EventKind = Literal[
     "partial_object",
     "approval_required",
     "approval_decided",
+    "citations",
 ]
 """The kinds of `Event` record; each is the `kind` of one row of `EVENTS`."""
 
@@ -236,6 +237,14 @@ EVENTS: tuple[CallbackEvent, ...] = (
             "arguments": "arguments",
             "tool_call_id": "tool_call_id",
         },
+    ),
+    CallbackEvent(
+        "handle_citations",
+        "chain",
+        "other",
+        ("cited", "invented"),
+        kind="citations",
+        data={"cited": "cited", "invented": "invented"},
     ),
 )
 

@@ -110,6 +110,9 @@ class CombiningHandler(Handler):
     ) -> None:
         self._dispatch("handle_retry", attempt, error, wait_seconds, discarded)
 
+    def handle_citations(self, cited: Sequence[str], invented: Sequence[str]) -> None:
+        self._dispatch("handle_citations", cited, invented)
+
     def handle_approval_required(self, tool: str, arguments: str, tool_call_id: str | None) -> None:
         self._dispatch("handle_approval_required", tool, arguments, tool_call_id)
 

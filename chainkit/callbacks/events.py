@@ -78,6 +78,9 @@ class Event:
       decision (`arguments`: its input as the model wrote it); approval_decided `{"tool",
       "decision", "reason", "arguments", "tool_call_id"}`: "approve", "deny" with its `reason`
       or "edit" with the new `arguments`. Both belong to the tool's run
+    - citations `{"cited", "invented"}`: the ids an answer chain's answer cites that name a
+      document the model was shown, and those that name none (invented); both empty for an
+      answer that cites nothing. It belongs to the answer chain's run
     """
 
     kind: EventKind

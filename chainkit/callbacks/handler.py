@@ -129,6 +129,11 @@ class Handler:
         heard it): it is no part of the reply, which the next attempt streams from its start.
         """
 
+    def handle_citations(self, cited: Sequence[str], invented: Sequence[str]) -> None:
+        """An answer chain read its answer's citations: `cited` the ids that name a document
+        the model was shown, `invented` those that name none; both empty for an answer that
+        cites nothing. Heard in the answer chain's run."""
+
     def handle_approval_required(self, tool: str, arguments: str, tool_call_id: str | None) -> None:
         """The call of `tool` with `arguments` (its input as the model wrote it) waits for a
         person's decision; heard in the tool's run, after its start."""

@@ -235,6 +235,17 @@ class LogHandler(Handler):
             f"retrying in {wait_seconds:.2f}s",
         )
 
+    def handle_citations(self, cited: Sequence[str], invented: Sequence[str]) -> None:
+        if not cited and not invented:
+            self._write("citations", "NONE: the answer cites no document")
+            return
+        detail = f"cites {', '.join(map(repr, cited))}" if cited else "cites no document shown"
+        if invented:
+            detail += (
+                f"; INVENTED (no document shown has these ids): {', '.join(map(repr, invented))}"
+            )
+        self._write("citations", detail)
+
     def handle_approval_required(self, tool: str, arguments: str, tool_call_id: str | None) -> None:
         self._write("approval required", f"{tool}{_for(tool_call_id)} input={arguments!r}")
 

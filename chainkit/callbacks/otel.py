@@ -87,6 +87,10 @@ class OpenTelemetryHandler(EventHandler):
     A tool call a person decided on adds an `approval_decided` event to the tool's span:
     `chainkit.approval.decision` ("approve", "deny" or "edit") and `gen_ai.tool.call.id`;
     with content captured, `chainkit.approval.reason` and `chainkit.approval.arguments`.
+    An answer chain's answer adds a `citations` event to the chain's span:
+    `chainkit.citations.cited` (the ids of the documents it cites) with
+    `chainkit.citations.cited_count` and `chainkit.citations.invented_count`; with content
+    captured, `chainkit.citations.invented` (the ids the model wrote that name no document).
 
     `tracer_provider` defaults to OpenTelemetry's global one.
     """
@@ -134,7 +138,7 @@ class OpenTelemetryHandler(EventHandler):
                 run = self._spans.get(event.run_id)
             if run is not None:
                 _mark_agent(run.span, event.name)
-        elif kind == "retry" or kind == "approval_decided":
+        elif kind == "retry" or kind == "approval_decided" or kind == "citations":
             with self._lock:
                 run = self._spans.get(event.run_id)
             if run is not None:
@@ -276,7 +280,26 @@ def _approval_attributes(event: Event, capture_content: bool) -> dict[str, Any]:
     return attributes
 
 
-_SPAN_EVENTS = {"retry": _retry_attributes, "approval_decided": _approval_attributes}
+def _citations_attributes(event: Event, capture_content: bool) -> dict[str, Any]:
+    """How many ids an answer cites and how many of them it invented, and the ids of the
+    documents it cites; the invented ids, which the model wrote, only when content is
+    captured."""
+    cited, invented = event.data["cited"], event.data["invented"]
+    attributes: dict[str, Any] = {
+        "chainkit.citations.cited_count": len(cited),
+        "chainkit.citations.invented_count": len(invented),
+        "chainkit.citations.cited": list(cited),
+    }
+    if capture_content:
+        attributes["chainkit.citations.invented"] = [redact(each) for each in invented]
+    return attributes
+
+
+_SPAN_EVENTS = {
+    "retry": _retry_attributes,
+    "approval_decided": _approval_attributes,
+    "citations": _citations_attributes,
+}
 """The events that become a span event of their run's span, and its attributes."""
 
 

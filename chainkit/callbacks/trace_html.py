@@ -77,6 +77,7 @@ def _row(
         "error": run.error,
         "retries": run.retries,
         "approval": run.approval,
+        "citations": run.citations,
         "prompt_shared": None if diff is None else [diff.shared_messages, diff.shared_chars],
     }
 

@@ -42,6 +42,8 @@ class TraceRun:
     approval: dict[str, Any] | None = None
     """A tool run's approval: the data of its approval_decided event, or of its
     approval_required one while no decision came (no `decision` key then)."""
+    citations: dict[str, list[str]] | None = None
+    """An answer chain's run: the ids of its citations event, `cited` and `invented`."""
     children: list[TraceRun] = field(default_factory=list)
 
     @property
@@ -199,6 +201,8 @@ def _apply(runs: dict[str, TraceRun], event: dict[str, Any]) -> None:
         run.retries.append(data)
     elif kind == "approval_decided" or (kind == "approval_required" and run.approval is None):
         run.approval = data
+    elif kind == "citations":
+        run.citations = {key: _ids(data.get(key)) for key in ("cited", "invented")}
     elif kind in _OUTPUT:
         run.end = float(event["time"])
         run.outputs = data.get(_OUTPUT[kind])
@@ -306,6 +310,8 @@ def format_tree(roots: list[TraceRun], width: int = 80) -> str:
         lines.extend(_retry_line(retry, depth + 1, width) for retry in run.retries)
         if run.approval is not None:
             lines.append(_approval_line(run.approval, depth + 1, width))
+        if run.citations is not None:
+            lines.append(_citations_line(run.citations, depth + 1, width))
     return "\n".join(lines)
 
 
@@ -340,6 +346,27 @@ def _approval_line(approval: dict[str, Any], depth: int, width: int) -> str:
     if approval.get("arguments") is not None:
         line += f"  to: {first_line(approval['arguments'], width)}"
     return line
+
+
+def _citations_line(citations: dict[str, list[str]], depth: int, width: int) -> str:
+    """The marker of an answer's citations: the ids it cites, and those it INVENTED (no
+    document shown has them); NONE for an answer that cites nothing."""
+    cited, invented = citations["cited"], citations["invented"]
+    line = f"{'  ' * depth}CITATIONS "
+    if not cited and not invented:
+        return line + "NONE: the answer cites no document"
+    line += one_line(", ".join(cited), width) if cited else "no document shown"
+    if invented:
+        line += f"  INVENTED: {one_line(', '.join(invented), width)}"
+    return line
+
+
+def _ids(value: Any) -> list[str]:
+    """The ids of a citations event as a trace file holds them (a list), each as text; a
+    value of another kind (a file written by hand) as one id."""
+    if isinstance(value, list):
+        return [str(each) for each in value]
+    return [] if value is None else [str(value)]
 
 
 def _seconds(duration: float | None) -> str:

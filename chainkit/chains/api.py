@@ -215,7 +215,7 @@ def _finish(
         missing = [key for key in keys if key not in outputs]
         raise MissingOutputKeysError(chain.name, missing, list(outputs))
     if string_for is not None:
-        key = keys[0]
+        key = keys[0] if len(keys) == 1 else str(chain.answer_key)
         if not isinstance(outputs[key], str):
             raise OutputNotStringError(string_for, chain.name, key, outputs[key])
     if save and chain.memory is not None:
@@ -375,15 +375,16 @@ def _single_input(chain: Chain, value: Any) -> dict[str, Any]:
 
 
 def _output_key(function: str, chain: Chain) -> str:
-    """The one output key `run` and `predict` return, which must hold text; checked before
-    the chain runs."""
+    """The one output key `run` and `predict` return (the chain's `answer_key` among
+    several), which must hold text; checked before the chain runs."""
     keys = chain.output_keys
-    if len(keys) != 1:
+    key = keys[0] if len(keys) == 1 else chain.answer_key
+    if key is None:
         raise SingleKeyError(function, chain.name, "output", keys)
     known = chain.output_not_text
     if known is not None:
-        raise OutputNotStringError(function, chain.name, keys[0], None, known=known)
-    return keys[0]
+        raise OutputNotStringError(function, chain.name, key, None, known=known)
+    return key
 
 
 def run(chain: Chain, input: Any = _NO_INPUT, **options: Unpack[CallOptions]) -> str:

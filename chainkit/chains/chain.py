@@ -36,6 +36,10 @@ class Chain(Pipeable, Observed, ABC):
     """
 
     memory: Memory | None = None
+    answer_key: str | None = None
+    """The output that answers, for a chain that gives several (an answer chain's answer
+    beside its documents): what `chains.run` and `predict` return and `with_history` keeps.
+    None: a chain of one output gives it, one of several must be read with `chains.call`."""
 
     @property
     def output_not_text(self) -> str | None:

@@ -105,3 +105,37 @@ class AllStepsFailedError(ChainkitError, RuntimeError):
         tried = "; ".join(f"{name}: {type(error).__name__}: {error}" for name, error in errors)
         super().__init__(f"every step failed ({len(errors)} tried): {tried}")
         self.errors: tuple[tuple[str, Exception], ...] = tuple(errors)
+
+
+class InputValueError(ChainkitError, ValueError):
+    """An input a chain cannot work with, such as an empty question for an answer chain."""
+
+
+class CitationError(ChainkitError, ValueError):
+    """An answer chain with `strict=True` got an answer whose citations do not hold: the
+    base of InventedCitationError and UncitedAnswerError. `answer` is the model's answer and
+    `cited` the ids it cites that name a chunk it was shown."""
+
+    def __init__(self, message: str, answer: str, cited: Sequence[str]) -> None:
+        super().__init__(message)
+        self.answer = answer
+        self.cited = list(cited)
+
+
+class InventedCitationError(CitationError):
+    """The answer cites ids that name no chunk the model was shown (`invented`)."""
+
+    def __init__(self, answer: str, cited: Sequence[str], invented: Sequence[str]) -> None:
+        shown = ", ".join(repr(each) for each in invented[:5])
+        more = f" and {len(invented) - 5} more" if len(invented) > 5 else ""
+        super().__init__(
+            f"the answer cites {shown}{more}, which name no document it was given", answer, cited
+        )
+        self.invented = list(invented)
+
+
+class UncitedAnswerError(CitationError):
+    """The answer cites no document at all (and is not the chain's not-found answer)."""
+
+    def __init__(self, answer: str) -> None:
+        super().__init__("the answer cites none of the documents it was given", answer, [])

@@ -5,9 +5,10 @@ every `chains.*` function runs.
 Before each call the session's messages are loaded into the chain's inputs under
 `history_key`; after a call that succeeded its exchange is appended, in one `append`: the
 input under `input_key` (by default the one input besides `history_key`) as the user's
-message, the output under `output_key` (by default the one output, or "output" among
-several) as the reply. A Message (a model's reply, with its tool calls) or a list of content
-parts is kept as it is; other values as text. A call that fails appends nothing.
+message, the output under `output_key` (by default the one output, the chain's
+`answer_key`, or "output" among several) as the reply. A Message (a model's reply, with its
+tool calls) or a list of content parts is kept as it is; other values as text. A call that
+fails appends nothing.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ class WithHistory:
         self._settings: dict[str, Any] = {
             "memory_key": history_key,
             "input_key": input_key,
-            "output_key": output_key,
+            "output_key": chain.answer_key if output_key is None else output_key,
             "return_messages": not takes_text(prompt)
             if return_messages is None
             else return_messages,
@@ -151,6 +152,7 @@ class SessionChain(Chain):
         self.chain = chain
         self.memory = memory
         self.session_id = session_id
+        self.answer_key = chain.answer_key
 
     def __repr__(self) -> str:
         return f"SessionChain({self.chain.name}, session_id={self.session_id!r})"

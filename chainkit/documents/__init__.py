@@ -7,6 +7,7 @@ HTML's best extractor (trafilatura) comes with `pip install 'chainkit[html]'`, P
 """
 
 from chainkit.documents import errors
+from chainkit.documents.context import as_context
 from chainkit.documents.directory import DirectoryLoader, Skipped
 from chainkit.documents.document import Document
 from chainkit.documents.errors import LoadError
@@ -24,6 +25,7 @@ __all__ = [
     "MarkdownHeaderSplitter",
     "RecursiveSplitter",
     "Skipped",
+    "as_context",
     "errors",
     "load_csv",
     "load_html",

@@ -1,13 +1,14 @@
 """VectorMatrix: the unit vectors of an index's documents in one float32 buffer in this
 process, scanned exactly for the ones nearest a query; numpy does the scan when installed.
 
-Chosen by measurement (bench/bench_sql_index.py, 384 dimensions, 2-core machine, Python
-3.11): an exact scan of vectors held in memory takes, at 5,000 and 100,000 vectors, about
-210 ms and 4 s in pure Python, 1.5 ms and 30 ms with numpy; reading the vectors from SQLite
-for each query alone costs 17 ms and 350 ms, so they are read once and kept. sqlite-vec
-cannot serve here: it is a loadable extension, and the stdlib sqlite3 of many Pythons
-(this one's) is built without `enable_load_extension`; where it loads, its brute-force
-`vec0` search is no faster than numpy over the same buffer."""
+Chosen by measurement (bench/bench_sql_index.py and a side script, 384 dimensions, Python
+3.11, a 2-core machine shared with other work), a query's scan at 5,000 and 100,000 vectors:
+pure Python over vectors held in memory 184 ms and 2.5 s; numpy (einsum, one thread) 1.1 ms
+and 14 ms; merely reading the vectors from SQLite for each query 17 ms and 344 ms, so they
+are read once and kept (2 s at 100,000, 150 MB); sqlite-vec's `vec0` KNN 7 ms and 69 ms,
+through pysqlite3, as it is a loadable extension and this Python's stdlib sqlite3 (as many
+are) is built without `enable_load_extension`. So: numpy when installed (an optional
+accelerator, never a dependency), else pure Python; no sqlite-vec."""
 
 from __future__ import annotations
 

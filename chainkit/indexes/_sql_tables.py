@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from chainkit._store.database import SCHEMA_TABLE
 from chainkit.indexes.base import Filter
 from chainkit.indexes.errors import IndexConfigError
 
@@ -37,6 +38,10 @@ def checked_table(table: object) -> str:
         raise IndexConfigError(
             "table must be a name of lower-case letters, digits and underscores (up to 41, "
             f"not starting with a digit), got {table!r}"
+        )
+    if table == SCHEMA_TABLE:
+        raise IndexConfigError(
+            f"table {table!r} holds the database's schema versions: name another"
         )
     return table
 

@@ -40,6 +40,7 @@ __all__ = ["SQLIndex"]
 
 T = TypeVar("T")
 
+_COLUMNS = frozenset({"id", "source", "text", "metadata", "terms", "vector"})
 VERSION = 1
 """The schema version of an index's tables, recorded under "index:<table>"."""
 
@@ -73,7 +74,8 @@ class SQLIndex(IndexMethods):
 
     Every write (`upsert`, `delete`, `replace_source`, `delete_sources`) is one transaction,
     all of it or nothing. A search by terms uses chainkit's one BM25 engine, kept in this
-    process: built from the rows' stored terms on the first keyword search, kept current by
+    process: built from the rows' stored terms on the first keyword search (stored, as
+    reading 100,000 chunks' terms again would add about 7 s to that load), kept current by
     this object's writes, built again when another object, process or machine wrote the
     index (each write bumps a revision the search reads first). A search by meaning on
     SQLite scans the vectors exactly, kept in memory in the same way (numpy does the scan
@@ -107,6 +109,7 @@ class SQLIndex(IndexMethods):
         try:
             if self._postgres:
                 self._read("look for pgvector", _check_pgvector)
+            self._check_columns(table)
             create = {self._db.dialect: self._sql.create}
             self._db.ensure_table(f"index:{table}", VERSION, create, by=self._caller)
             self._iterative_scan = self._postgres and self._read(
@@ -119,6 +122,17 @@ class SQLIndex(IndexMethods):
 
     def __repr__(self) -> str:
         return self._name  # the database's masked name: never a password
+
+    def _check_columns(self, table: str) -> None:
+        """Checks that `table`, when it exists, is an index's: a table of that name made by
+        something else (`chainkit_history`, say) is never written."""
+        found = self._read("read the table's columns", lambda c: self._db.columns(c, table))
+        missing = sorted(_COLUMNS - found)
+        if found and missing:
+            raise IndexConfigError(
+                f"table {table!r} of {self._db.where} is not an index's (it has no column "
+                f"{', '.join(missing)}): give SQLIndex another table name"
+            )
 
     def __len__(self) -> int:
         (count,) = self._read(

@@ -570,3 +570,36 @@ def test_a_filtered_search_finds_as_many_as_match_and_the_nearest_of_them(open_s
         expected = memory.search(vectors[group + 1], k=10, where={"group": group})
         assert ids(found) == ids(expected)
         assert [hit.score for hit in found] == pytest.approx([h.score for h in expected], 1e-5)
+
+
+def test_a_table_of_another_store_is_never_taken_for_an_index(tmp_path: Path):
+    path = tmp_path / "shared.db"
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE notes (id TEXT PRIMARY KEY, body TEXT)")
+    connection.close()
+
+    with pytest.raises(IndexConfigError, match=r"table 'notes' .* is not an index's"):
+        SQLIndex(path, table="notes")
+    with pytest.raises(IndexConfigError, match="holds the database's schema versions"):
+        SQLIndex(path, table="chainkit_schema")
+
+
+def test_postgres_filtered_search_through_the_hnsw_index_finds_k():
+    """With the planner made to take the HNSW index (no sequential scans), a filter that 1 row
+    in 50 meets still yields k rows, where a plain HNSW scan hands back its ef_search (40)
+    nearest, about one of which matches: pgvector scans the graph on (0.8's iterative scan),
+    and the index asks again for more while too few match."""
+    dsn = pgvector_dsn()
+    options = "options=-c%20enable_seqscan%3Doff"
+    forced = f"{dsn}{'&' if '?' in dsn else '?'}{options}"
+    rng = random.Random(5)
+    vectors = [[rng.gauss(0, 1) for _ in range(8)] for _ in range(1000)]
+    index = SQLIndex(forced, table=f"t_{uuid.uuid4().hex[:12]}")
+    index.upsert([doc(str(i), group=i % 50) for i in range(1000)], vectors)
+
+    found = index.search(vectors[0], k=10, where={"group": 7})
+
+    assert len(found) == 10
+    assert all(hit.document.metadata["group"] == 7 for hit in found)
+    assert [hit.score for hit in found] == sorted((hit.score for hit in found), reverse=True)
+    index.close()

@@ -345,3 +345,13 @@ def test_offline_model_answers_no_document_request_from_documents():
     # No match in the documents, or no Question line: the usual replies.
     assert "[" not in llms.call(OfflineModel(), DOCUMENTS + "zebra migration routes")
     assert "[" not in llms.call(OfflineModel(), "[a]\nCats sleep.\n\nWhy do cats sleep?")
+
+
+def test_offline_model_answers_from_notes_that_end_with_their_citation():
+    # What a map-reduce answer chain reduces: notes, each line citing its document.
+    notes = (
+        "Documents:\n\nYeast turns sugar into gas. [bread.md@0]\n\n"
+        "The tortoise sleeps in straw. [pets.md@40]\nno citation here\n\n"
+    )
+    reply = llms.call(OfflineModel(), notes + "Question: Where does the tortoise sleep?")
+    assert reply == "The tortoise sleeps in straw. [pets.md@40]"

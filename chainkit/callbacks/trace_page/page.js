@@ -88,6 +88,10 @@ function label(run) {
     node.append(element("span", "approval " + approvalClass(run.approval),
       " " + approvalMark(run.approval)));
   }
+  if (run.citations !== null) {
+    node.append(element("span", "citations " + citationsClass(run.citations),
+      " " + citationsMark(run.citations)));
+  }
   node.title = escaped(run.kind + " " + run.name + " (" + ms(run.duration_ms) + retried + ")");
   return node;
 }
@@ -299,6 +303,27 @@ function approvalSection(approval) {
   return section("Approval", ...parts);
 }
 
+// An answer chain's citations: a mark on the run's label (flagged when the answer cites an
+// id no document shown has, or none at all) and a section of its details.
+function citationsMark(citations) {
+  if (citations.invented.length) {
+    return "⚠ " + plural(citations.invented.length, "invented citation");
+  }
+  if (!citations.cited.length) return "⚠ no citation";
+  return "✓ " + plural(citations.cited.length, "citation");
+}
+
+function citationsClass(citations) {
+  return citations.invented.length || !citations.cited.length ? "flagged" : "checked";
+}
+
+function citationsSection(citations) {
+  return section("Citations", facts([
+    ["cited", citations.cited.length ? citations.cited.join(", ") : "none"],
+    ["invented", citations.invented.length ? citations.invented.join(", ") : null],
+  ]));
+}
+
 function describe(run) {
   const parts = [element("h2", "", run.kind + " " + run.name), facts([
     ["id", run.id], ["parent", run.parent_id], ["model", run.model],
@@ -311,6 +336,7 @@ function describe(run) {
   }
   if (run.retries.length) parts.push(section("Retries", ...run.retries.map(retry)));
   if (run.approval !== null) parts.push(approvalSection(run.approval));
+  if (run.citations !== null) parts.push(citationsSection(run.citations));
   if (run.options !== null && Object.keys(run.options).length) {
     parts.push(section("Options", facts(Object.entries(run.options).map(
       ([name, value]) => [name, typeof value === "string" ? value : JSON.stringify(value)]))));

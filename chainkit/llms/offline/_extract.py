@@ -3,8 +3,9 @@ the question (by BM25, the engine it picks tools with), cited by its document's 
 answer chain asks (`chains.answer_chain`, `documents.as_context`).
 
 The documents are the blocks of the last user message that each start with a label line,
-`[id]` or `[id] (source: …)`; the question is what follows its last `Question:`. A message
-without both is no such request."""
+`[id]` or `[id] (source: …)`, or else, under `Documents:`, its lines that end with a
+citation (the notes a map-reduce answer chain reduces); the question is what follows its last
+`Question:`. A message without both is no such request."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ __all__ = ["answer_from_documents"]
 
 _QUESTION = "Question:"
 _SOURCE = " (source: "
+_NOTES_HEADING = "Documents:"
+"""What an answer chain's prompt shows its documents, or its notes, under."""
 _SENTENCE_ENDS = frozenset(".!?")
 _CJK_SENTENCE_ENDS = frozenset("。！？")  # end a sentence wherever they stand
 
@@ -29,7 +32,10 @@ def answer_from_documents(message: str) -> str | None:
         return None
     index = LexicalIndex[int]()
     found: list[tuple[str, str]] = []  # (sentence, label)
-    for label, text in _blocks(documents):
+    blocks = list(_blocks(documents))
+    if not blocks and documents.lstrip().startswith(_NOTES_HEADING):
+        blocks = list(_cited_lines(documents))
+    for label, text in blocks:
         for sentence in _sentences(text):
             index.add(len(found), terms(sentence))
             found.append((sentence, label))
@@ -54,6 +60,16 @@ def _blocks(text: str) -> Iterator[tuple[str, str]]:
             lines.append(line)
     if label is not None:
         yield label, "\n".join(lines)
+
+
+def _cited_lines(text: str) -> Iterator[tuple[str, str]]:
+    """Each line of `text` that ends with a citation, `… [id]`, as its id and its text: the
+    notes a map-reduce answer chain reduces (a map step's replies, as this model writes
+    them), when no labelled block is shown."""
+    for line in text.splitlines():
+        said, opened, cited = line.strip().removesuffix("]").rpartition(" [")
+        if opened and said and cited and line.rstrip().endswith("]"):
+            yield cited, said
 
 
 def _label(line: str) -> str | None:

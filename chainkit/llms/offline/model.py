@@ -54,7 +54,8 @@ _UNITS = frozenset("年月日天号点个岁次元")
 class OfflineModel(BaseModel):
     """Answers MRKL prompts and native tool calls by lexical tool matching, a question over
     labelled documents (an answer chain's) with the sentence that best matches it and its
-    citation, and a request for a typed result (`llms.generate_object`, its schema in
+    citation (and an answer chain's request to rewrite its question with the question as
+    asked), and a request for a typed result (`llms.generate_object`, its schema in
     `response_format` or in the prompted strategy's instructions) by filling the schema from
     the question as it fills a tool's arguments."""
 
@@ -70,6 +71,8 @@ class OfflineModel(BaseModel):
             reply = _native_reply(messages, tools)
         elif schema is not None and not _prompt_tools(_last_user_text(messages)):
             reply = _object_reply(messages, schema)
+        elif schema is None and _asks_rewrite(messages):
+            reply = Message.assistant(_last_user_text(messages))
         elif schema is None and (answer := answer_from_documents(_last_user_text(messages))):
             reply = Message.assistant(answer)
         else:
@@ -107,6 +110,21 @@ def _filled(text: str, schema: dict[str, Any], expression: str | None = None) ->
     `expression` instead, when the question asks for a calculation)."""
     named = _Choice(str(schema.get("title") or "result"), {}, expression)
     return json.dumps(_arguments(text, named, schema), ensure_ascii=False)
+
+
+_REWRITE_REQUEST = "Rewrite the user's last question"
+"""How an answer chain's system message asks for its question rewritten to stand alone from
+the conversation before it (`chains.answer_chain` given a history)."""
+
+
+def _asks_rewrite(messages: Sequence[Message]) -> bool:
+    """Whether `messages` ask for a question rewritten from a conversation: this model, which
+    cannot rewrite, then gives the question back as it was asked."""
+    return (
+        bool(messages)
+        and messages[0].role == "system"
+        and (messages[0].content.startswith(_REWRITE_REQUEST))
+    )
 
 
 def _last_user_text(messages: Sequence[Message]) -> str:
