@@ -44,8 +44,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from chainkit.agents.mrkl import create_mrkl_prompt
+from chainkit.schema.embedder import Embedder
 from chainkit.tools import Tool, ToolRetriever
-from chainkit.tools.retriever import Embedder
 from tests.support.tool_catalog import Question, QuestionKind, build, wording
 
 SEED = 2024

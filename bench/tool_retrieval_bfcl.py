@@ -52,8 +52,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.shared_data import shared_benchmark
+from chainkit.schema.embedder import Embedder
 from chainkit.tools import Tool, ToolRetriever
-from chainkit.tools.retriever import Embedder
 
 DATA = "bfcl_pooled/bfcl_tools.jsonl.gz"
 """The pooled BFCL extract, under ../shared/benchmarks/."""
