@@ -64,7 +64,7 @@ class InMemoryIndex(IndexMethods):
         batch = checked_documents(documents)
         vectors = self._embedded(batch, vectors)
         with self._lock:
-            self._keep(batch, vectors)
+            self._keep(batch, self._units(batch, vectors))
 
     def delete(self, ids: Iterable[str]) -> int:
         wanted = checked_ids(ids, "delete")
@@ -88,7 +88,7 @@ class InMemoryIndex(IndexMethods):
         with self._lock:
             units = self._units(batch, vectors)  # checked before anything changes
             self._drop(list(self._by_source.get(source, ())))
-            self._keep(batch, units, scaled=True)
+            self._keep(batch, units)
             self._hashes[source] = content_hash
 
     def delete_sources(self, sources: Iterable[str]) -> int:
@@ -143,21 +143,14 @@ class InMemoryIndex(IndexMethods):
             return None
         return [self._unit(vector) for vector in vectors_for(batch, vectors)]
 
-    def _keep(
-        self,
-        batch: list[Document],
-        vectors: Sequence[Sequence[float]] | None,
-        *,
-        scaled: bool = False,
-    ) -> None:
-        """Keeps `batch` with its vectors (already units when `scaled`), replacing the
-        documents of the same ids. Called under the lock."""
-        units = vectors if scaled else self._units(batch, vectors)
+    def _keep(self, batch: list[Document], units: list[list[float]] | None) -> None:
+        """Keeps `batch` with its unit vectors (`_units`), replacing the documents of the
+        same ids. Called under the lock."""
         for position, document in enumerate(batch):
             old = self._rows.get(document.id)
             if old is not None:  # replaced in its place: ties keep the order ids came in
                 self._forget(document.id, old)
-            unit = None if units is None else list(units[position])
+            unit = None if units is None else units[position]
             self._rows[document.id] = (document, unit)
             self._without_vectors += unit is None
             source = document.metadata.get("source")
