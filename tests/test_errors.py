@@ -171,6 +171,9 @@ UNEXPORTED_ERRORS: dict[str, dict[str, type[Exception]]] = {
     "checkpoints": {
         "CheckpointConfigError": ValueError,
     },
+    "serving": {
+        "ServeConfigError": ValueError,
+    },
     "documents": {
         "BinaryFileError": ValueError,
         "DocumentTypeError": TypeError,

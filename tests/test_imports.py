@@ -263,6 +263,7 @@ PINNED_EXPORTS = {
         "from_agentic",
         "to_agentic",
     ],
+    "chainkit.serving": ["ServerSettings", "create_app", "errors"],
     "chainkit.tools": [
         "ArgumentProblem",
         "Calculator",

@@ -37,6 +37,7 @@ BASE = {
     "_pipe",
     "_store",
     "_tokens",
+    "_plain",
 }
 PARTS = {
     "callbacks",
@@ -66,6 +67,7 @@ ALLOWED: dict[str, set[str]] = {
     "_pipe": set(),
     "_store": {"_errors", "_redact"},
     "_tokens": {"schema"},
+    "_plain": {"_redact", "_text"},
     **{part: BASE for part in PARTS},
     "indexes": BASE | {"documents"},
     "llms": BASE | {"callbacks"},
@@ -76,7 +78,10 @@ ALLOWED: dict[str, set[str]] = {
     "agents": BASE | PARTS | {"llms", "retrievers", "chains"},
     "_batch": BASE | PARTS | {"llms", "retrievers", "chains", "agents"},
     "distributed": BASE | PARTS | {"llms", "retrievers", "chains", "agents", "_batch"},
-    "_cli": BASE | PARTS | {"llms", "retrievers", "chains", "agents", "_batch", "distributed"},
+    "serving": BASE | PARTS | {"llms", "retrievers", "chains", "agents"},
+    "_cli": BASE
+    | PARTS
+    | {"llms", "retrievers", "chains", "agents", "_batch", "distributed", "serving"},
     "__main__": {"_cli"},
 }
 # The root package holds the exports only: it may import any unit.

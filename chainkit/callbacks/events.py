@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from chainkit._plain import plain
 from chainkit._redact import mask_secret_fields
 from chainkit.callbacks._events_table import (
     EVENTS,
@@ -22,7 +23,6 @@ from chainkit.callbacks._events_table import (
     event_kinds,
     handler_methods,
 )
-from chainkit.callbacks._plain import plain
 from chainkit.callbacks.handler import Handler
 from chainkit.callbacks.run import current_run
 from chainkit.schema import Message

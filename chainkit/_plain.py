@@ -1,5 +1,5 @@
-"""Any value an event holds, as plain JSON data: what `Event.to_dict` (and so a trace file
-line) and OpenTelemetry's captured content are made of.
+"""Any value as plain JSON data: what `Event.to_dict` (and so a trace file line),
+OpenTelemetry's captured content and a served chain's outputs are made of.
 
 Plain data is dicts with str keys, lists, str, int, finite float, bool and None, so that
 `json.dumps` takes it with no `default=` and with `allow_nan=False`. Key-shaped text is

@@ -1,0 +1,25 @@
+"""Health (the process answers) and readiness (it takes runs: not shutting down)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from chainkit.serving._problems import Problem
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+
+async def health(request: Request) -> Response:
+    from starlette.responses import JSONResponse
+
+    return JSONResponse({"status": "ok"})
+
+
+async def ready(request: Request) -> Response:
+    from starlette.responses import JSONResponse
+
+    if request.app.state.server.closing:
+        raise Problem(503, "shutting_down", "the server is shutting down")
+    return JSONResponse({"status": "ready"})

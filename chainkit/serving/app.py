@@ -1,0 +1,100 @@
+"""`create_app(chain, settings)`: the ASGI application that serves a chain or agent."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from chainkit._errors import ChainkitError
+from chainkit.chains.api import check_chain
+from chainkit.serving._problems import Problem
+from chainkit.serving._server import Server, log
+from chainkit.serving.errors import ServeConfigError
+from chainkit.serving.settings import ServerSettings
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from chainkit.chains import Chain
+
+Endpoint = Callable[["Request"], Awaitable["Response"]]
+
+
+def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
+    """An ASGI app (Starlette) serving `chain` (any chain, pipeline or agents.Executor) with
+    `settings`; run it with uvicorn, or mount it in an app of your own."""
+    try:
+        check_chain("serve", chain)
+    except ChainkitError as refused:
+        raise ServeConfigError(str(refused)) from None
+    if not isinstance(settings, ServerSettings):
+        raise ServeConfigError(
+            f"settings must be a serving.ServerSettings, got {type(settings).__name__}"
+        )
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.routing import Route
+
+    from chainkit.serving import _invoke, _status
+    from chainkit.serving._auth import BearerAuth
+
+    server = Server(chain, settings)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        if not await server.drained():
+            log.warning("runs still in flight after %ss of grace", settings.grace_seconds)
+
+    middleware = []
+    if settings.token is not None:
+        middleware.append(Middleware(BearerAuth, token=settings.token))
+    routes = [
+        Route("/health", answered(_status.health), methods=["GET"]),
+        Route("/ready", answered(_status.ready), methods=["GET"]),
+        Route("/invoke", answered(_invoke.invoke), methods=["POST"]),
+        Route("/stream", answered(_invoke.stream), methods=["POST"]),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        lifespan=lifespan,
+        exception_handlers={404: _not_found, 405: _not_allowed},
+    )
+    app.state.server = server
+    return app
+
+
+def answered(endpoint: Endpoint) -> Endpoint:
+    """`endpoint` with a Problem it raises answered as its JSON, and any other exception
+    logged and answered 500 with no detail (no traceback, no exception text)."""
+
+    async def route(request: Request) -> Response:
+        try:
+            return await endpoint(request)
+        except Problem as problem:
+            return problem_response(problem)
+        except Exception:
+            log.exception("%s %s failed", request.method, request.url.path)
+            return problem_response(Problem(500, "internal", "internal error; see the server log"))
+
+    return route
+
+
+def problem_response(problem: Problem) -> Response:
+    from starlette.responses import JSONResponse
+
+    return JSONResponse(problem.body(), status_code=problem.status, headers=problem.headers)
+
+
+async def _not_found(request: Request, error: Any) -> Response:
+    return problem_response(Problem(404, "not_found", "no such route"))
+
+
+async def _not_allowed(request: Request, error: Any) -> Response:
+    return problem_response(
+        Problem(405, "method_not_allowed", f"{request.url.path} does not take {request.method}")
+    )

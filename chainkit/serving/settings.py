@@ -1,0 +1,50 @@
+"""What a server is set to: who may call it, how much a caller may send and run, and how long
+runs in flight get at shutdown. Checked when made, so a server never starts misconfigured."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from chainkit.serving.errors import ServeConfigError
+
+MEBIBYTE = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """A server's settings (`chainkit serve` makes them from its options).
+
+    - `token`: the bearer token every request must carry (`Authorization: Bearer …`),
+      compared in constant time and never logged or shown; None only with `no_auth`.
+    - `no_auth`: serve without a token (the command line allows it on a loopback host only).
+    - `max_body_bytes`: a request body over it is answered 413 before it is read whole.
+    - `max_runs_per_client`: runs one client (its token, else its address) may have in
+      flight; one more is answered 429 with Retry-After.
+    - `cors_origins`: origins a browser may call from (none by default: CORS off).
+    - `grace_seconds`: at shutdown, how long runs in flight get to finish.
+    """
+
+    token: str | None = field(default=None, repr=False)
+    no_auth: bool = False
+    max_body_bytes: int = MEBIBYTE
+    max_runs_per_client: int = 16
+    cors_origins: tuple[str, ...] = ()
+    grace_seconds: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.token is None and not self.no_auth:
+            raise ServeConfigError(
+                "a server needs a token (token=..., or CHAINKIT_SERVE_TOKEN for chainkit "
+                "serve); to serve without one, say so with no_auth=True"
+            )
+        if self.token is not None and (not isinstance(self.token, str) or not self.token):
+            raise ServeConfigError("token must be a non-empty str")
+        _check_positive("max_body_bytes", self.max_body_bytes)
+        _check_positive("max_runs_per_client", self.max_runs_per_client)
+        if not isinstance(self.grace_seconds, int | float) or not self.grace_seconds >= 0:
+            raise ServeConfigError(f"grace_seconds must be 0 or more, got {self.grace_seconds!r}")
+
+
+def _check_positive(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ServeConfigError(f"{name} must be a positive int, got {value!r}")
