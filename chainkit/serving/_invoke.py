@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from chainkit import chains
 from chainkit._errors import ChainkitError
-from chainkit._plain import plain
 from chainkit.checkpoints import named_run
 from chainkit.serving._body import checked_fields, json_object
+from chainkit.serving._ids import checked_id
+from chainkit.serving._outputs import served_outputs
 from chainkit.serving._problems import Problem
 from chainkit.serving._server import Server, log
 
@@ -43,7 +44,7 @@ async def invoke(request: Request) -> Response:
                 raise Problem(422, "invalid_inputs", str(refused), run_id=run_id) from None
             except Exception as failed:
                 raise failure(failed, run_id) from None
-    return JSONResponse({"run_id": run_id, "outputs": plain(outputs)})
+    return JSONResponse({"run_id": run_id, "outputs": served_outputs(outputs)})
 
 
 async def stream(request: Request) -> Response:
@@ -82,7 +83,10 @@ def sse(name: str, data: Mapping[str, Any]) -> bytes:
 async def _request(request: Request, server: Server) -> tuple[dict[str, Any], str]:
     body = await json_object(request, server.settings.max_body_bytes)
     checked_fields(body, {}, _FIELDS)
-    return _inputs(server, body), body.get("run_id") or uuid.uuid4().hex
+    run_id = body.get("run_id")
+    return _inputs(server, body), uuid.uuid4().hex if run_id is None else checked_id(
+        "run_id", run_id
+    )
 
 
 def _inputs(server: Server, body: Mapping[str, Any]) -> dict[str, Any]:

@@ -73,3 +73,10 @@ def test_a_server_without_a_token_must_say_so() -> None:
         ServerSettings()
     with pytest.raises(ServeConfigError, match="runs a chain"):
         create_app(llms.OfflineModel(), ServerSettings(no_auth=True))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("run_id", ["", "../etc/passwd", "a\r\nX-Evil: 1", "x" * 129, "a/b", "ü"])
+def test_a_run_id_of_unsafe_characters_is_refused(base_url: str, run_id: str) -> None:
+    answer = call(base_url, "POST", "/invoke", {"input": "hi", "run_id": run_id}, AUTH)
+    assert answer.status == 422
+    assert answer.json()["error"]["code"] == "invalid_id"
