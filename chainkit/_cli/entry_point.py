@@ -20,6 +20,7 @@ from chainkit._cli import (
     run,
     runs,
     search,
+    serve,
     stderr,
     trace,
 )
@@ -40,7 +41,7 @@ class _Command(Protocol):
 # In the order `chainkit -h` lists them.
 _COMMANDS: dict[str, _Command] = {
     command.COMMAND: command
-    for command in (run, mcp_serve, batch, runs, history, cache, index, search, trace)
+    for command in (run, serve, mcp_serve, batch, runs, history, cache, index, search, trace)
 }
 
 
