@@ -198,6 +198,7 @@ COMMAND_ERRORS = [
     (["batch", "in.jsonl", "-o", "out.jsonl", "--agent", "no_such_module:make"], 2),
     (["trace", "no-such-trace.jsonl"], 1),
     (["mcp-serve", "no_such_module:make"], 2),
+    (["serve", "no_such_module:make"], 2),
 ]
 COMMAND_NAMES = [args[0] for args, _ in COMMAND_ERRORS]
 

@@ -170,7 +170,7 @@ def _plan(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, Any
     process reads it from its environment); _Refused naming what cannot be."""
     token = environ.get(TOKEN_VARIABLE)
     if args.no_auth:
-        if token is not None:
+        if token:  # set empty, as `CHAINKIT_SERVE_TOKEN= chainkit serve` does, it says none
             raise _Refused(f"--no-auth and {TOKEN_VARIABLE} are both given: unset one")
         if not is_loopback(args.host):
             raise _Refused(
@@ -229,9 +229,14 @@ def is_loopback(host: str) -> bool:
 
 
 def _serve_extra_installed() -> bool:
-    import importlib.util
-
-    return all(importlib.util.find_spec(name) is not None for name in ("starlette", "uvicorn"))
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ModuleNotFoundError as error:
+        if (error.name or "").partition(".")[0] not in ("starlette", "uvicorn"):
+            raise
+        return False
+    return True
 
 
 def _checked_app(plan: Mapping[str, Any], keep: bool) -> tuple[int, Starlette | None]:
@@ -246,7 +251,7 @@ def _checked_app(plan: Mapping[str, Any], keep: bool) -> tuple[int, Starlette | 
     try:
         store = None if db is None else open_store(db)
     except Exception as failed:
-        stderr.error(COMMAND, f"--db {db}: {failed}")
+        stderr.error(COMMAND, f"--db: {failed}")  # the store names it, without a password
         return exit_status.FAILED, None
     try:
         chain = chain_to_serve(factory, store)
@@ -305,7 +310,7 @@ def settings_of(chosen: Mapping[str, Any], environ: Mapping[str, str]) -> Server
     from chainkit.serving import ServerSettings
 
     return ServerSettings(
-        token=environ.get(TOKEN_VARIABLE),
+        token=environ.get(TOKEN_VARIABLE) or None,
         **{**chosen, "cors_origins": tuple(chosen["cors_origins"])},
     )
 

@@ -1,0 +1,72 @@
+"""Factories for `chainkit serve tests.support.serve_factories:…` in a process of its own.
+
+The held chains answer only once the test lets them: each run writes `started-<pid>-<n>` in
+the folder CHAINKIT_TEST_HELD_DIR names, then waits for the file `release` there, and answers
+with the process's id. `held_awaiting` waits as a well-behaved step does, its event loop free;
+`held_blocking` holds its process's event loop, so that the process accepts no other
+connection meanwhile (the next one must go to another worker)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+from chainkit import agents, chains, checkpoints
+from chainkit._cli.agent import builtin_agent
+
+HELD_DIR = "CHAINKIT_TEST_HELD_DIR"
+HOLD_SECONDS = 60.0
+
+
+def _held_dir() -> Path:
+    return Path(os.environ[HELD_DIR])
+
+
+def _mark_started(text: str) -> Path:
+    folder = _held_dir()
+    (folder / f"started-{os.getpid()}-{len(list(folder.glob('started-*')))}").write_text(text)
+    return folder / "release"
+
+
+def _answer(text: str) -> str:
+    return f"{text} from {os.getpid()}"
+
+
+async def _wait_awaiting(text: str) -> str:
+    release = _mark_started(text)
+    deadline = time.monotonic() + HOLD_SECONDS
+    while not release.exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    return _answer(text)
+
+
+async def _wait_blocking(text: str) -> str:
+    release = _mark_started(text)
+    deadline = time.monotonic() + HOLD_SECONDS
+    while not release.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the event loop waits too: on purpose
+    return _answer(text)
+
+
+def held_awaiting() -> chains.Chain:
+    return chains.pipe(_wait_awaiting)
+
+
+def held_blocking() -> chains.Chain:
+    return chains.pipe(_wait_blocking)
+
+
+def make_number() -> int:
+    return 7
+
+
+def broken() -> chains.Chain:
+    raise RuntimeError("no model configured")
+
+
+def checkpointed_agent() -> agents.Executor:
+    executor = builtin_agent()
+    executor.checkpointer = checkpoints.SQLiteStore("runs-of-the-factory.db")
+    return executor
