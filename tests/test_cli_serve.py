@@ -135,13 +135,13 @@ def started_runs(folder: Path) -> list[str]:
     return sorted(path.name for path in folder.glob("started-*"))
 
 
-def refuses_connections(url: str) -> bool:
-    host, port = url.removeprefix("http://").rsplit(":", 1)
+def shutting_down(url: str) -> bool:
+    """Whether the server has begun to stop: it refuses connections, or says it is no longer
+    ready (it drains its runs while it still listens)."""
     try:
-        socket.create_connection((host, int(port)), timeout=5).close()
+        return call(url, "GET", "/ready", headers=AUTH, timeout=5).status == 503
     except ConnectionRefusedError:
         return True
-    return False
 
 
 # Served for real.
@@ -169,8 +169,8 @@ def test_sigterm_lets_the_request_in_flight_finish_then_exits_0(tmp_path: Path) 
         )
         wait_until(lambda: bool(started_runs(tmp_path)), "the run to start")
         served.process.send_signal(signal.SIGTERM)
-        # It stops taking connections, and waits for the run.
-        wait_until(lambda: refuses_connections(served.url), "the server to stop listening")
+        # It stops taking runs, and waits for the one in flight.
+        wait_until(lambda: shutting_down(served.url), "the server to begin its shutdown")
         assert served.process.poll() is None
         (tmp_path / "release").touch()
         finished = answer()
