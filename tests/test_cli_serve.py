@@ -195,6 +195,27 @@ def test_two_workers_serve_two_requests_at_once(tmp_path: Path) -> None:
     assert "with 2 workers" in served.stderr()
 
 
+def test_workers_that_cannot_build_the_app_stop_the_command() -> None:
+    # uvicorn would start a worker that crashed again and again; one that cannot start, not.
+    need_extra("uvicorn", "serve")
+    command = [sys.executable, "-m", "chainkit", "serve", f"{FACTORIES}:fails_in_workers"]
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "CHAINKIT_SERVE_TOKEN": TOKEN}
+    stopped = subprocess.run(
+        [*command, "--workers", "2", "--port", "0"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=START_SECONDS,
+    )
+    assert stopped.returncode == 1
+    assert (
+        "chainkit serve: error: a worker could not build the app: ConnectionError: the database "
+        "went away"
+    ) in stopped.stderr
+    assert "chainkit serve: error: the server did not start" in stopped.stderr
+
+
 def test_db_is_the_checkpointer_of_the_served_agent(tmp_path: Path) -> None:
     from chainkit.checkpoints import SQLiteStore
 

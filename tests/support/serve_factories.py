@@ -66,6 +66,13 @@ def broken() -> chains.Chain:
     raise RuntimeError("no model configured")
 
 
+def fails_in_workers() -> agents.Executor:
+    """Builds the agent in `chainkit serve`'s own process, and fails in its workers."""
+    if "CHAINKIT_SERVE_WORKER" in os.environ:
+        raise ConnectionError("the database went away")
+    return builtin_agent()
+
+
 def checkpointed_agent() -> agents.Executor:
     executor = builtin_agent()
     executor.checkpointer = checkpoints.SQLiteStore("runs-of-the-factory.db")
