@@ -57,7 +57,12 @@ def serving(*args: str, env: dict[str, str] | None = None) -> Iterator[Served]:
     environment.update(env or {})
     command = [sys.executable, "-m", "chainkit", "serve", *args, "--port", "0"]
     process = subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,  # uvicorn's access log
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
     )
     try:
         served = Served(process, "")
