@@ -40,6 +40,7 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
 
     from chainkit.serving import _invoke, _status
     from chainkit.serving._auth import BearerAuth
+    from chainkit.serving._page import chat_page, page_asset
 
     server = Server(chain, settings)
 
@@ -57,6 +58,8 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
         Route("/ready", answered(_status.ready), methods=["GET"]),
         Route("/invoke", answered(_invoke.invoke), methods=["POST"]),
         Route("/stream", answered(_invoke.stream), methods=["POST"]),
+        Route("/", answered(chat_page), methods=["GET"]),
+        Route("/page/{name}", answered(page_asset), methods=["GET"]),
     ]
     app = Starlette(
         routes=routes,

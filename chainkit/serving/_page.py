@@ -1,0 +1,53 @@
+"""The chat page: `GET /` and its script and style under `/page/`, package data
+(`chainkit/serving/page/`: no build step, nothing fetched from elsewhere). The page talks to
+the server's own routes: it streams a run from `POST /stream`, posts the decisions on a paused
+run's waiting calls to `/runs/{id}/resume`, and links a finished run's `/runs/{id}/trace`.
+
+Its Content-Security-Policy lets it load its own script and style and call its own origin,
+nothing else, and no other site may frame it (no click on an approve button through a frame).
+The script shows every text with `textContent`, never parsed as HTML."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING
+
+from chainkit.serving._problems import Problem
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+ASSETS = {"page.js": "text/javascript", "page.css": "text/css"}
+"""The files served under /page/, by name: nothing else of the package is reachable."""
+_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+_HEADERS = {
+    "Content-Security-Policy": _POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+
+async def chat_page(request: Request) -> Response:
+    from starlette.responses import Response
+
+    return Response(_read("index.html"), media_type="text/html", headers=_HEADERS)
+
+
+async def page_asset(request: Request) -> Response:
+    from starlette.responses import Response
+
+    name = request.path_params["name"]
+    if name not in ASSETS:
+        raise Problem(404, "not_found", "no such file of the page")
+    return Response(_read(name), media_type=ASSETS[name], headers=_HEADERS)
+
+
+@cache
+def _read(name: str) -> bytes:
+    return (resources.files(__package__) / "page" / name).read_bytes()

@@ -1,0 +1,335 @@
+// The chat page of `chainkit serve`. A message runs the agent through POST /stream, read
+// with fetch() (EventSource can neither POST nor send headers) and parsed as Server-Sent
+// Events as they arrive; each event of the run shows as a step, the root's chain_end as the
+// answer. A run paused for approval shows its waiting calls with buttons that post the
+// decisions to /runs/{id}/resume. Every text is set with textContent, never parsed as HTML:
+// what a model or a tool wrote stays text.
+"use strict";
+
+(() => {
+  const chat = document.getElementById("chat");
+  const form = document.getElementById("ask");
+  const message = document.getElementById("message");
+  const sendButton = document.getElementById("send");
+  const statusLine = document.getElementById("status");
+  // The page's own header: the server takes the session cookie for a POST only with it,
+  // which no other site's form or script can send.
+  const HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "text/event-stream, application/json",
+    "X-Chainkit-Page": "1",
+  };
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function shown(value) {
+    return typeof value === "string" ? value : JSON.stringify(value, null, 2);
+  }
+
+  function post(path, body) {
+    return fetch(path, {
+      method: "POST", headers: HEADERS, body: JSON.stringify(body),
+      credentials: "same-origin", cache: "no-store",
+    });
+  }
+
+  function scrolled(update) {
+    const atBottom = chat.scrollHeight - chat.scrollTop - chat.clientHeight < 40;
+    update();
+    if (atBottom) chat.scrollTop = chat.scrollHeight;
+  }
+
+  // One event of a Server-Sent Events stream: its name and its data (JSON).
+  function parseFrame(frame) {
+    let name = "message";
+    const data = [];
+    for (const line of frame.split(/\r?\n/)) {
+      if (line === "" || line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? "" : line.slice(colon + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (field === "event") name = value;
+      else if (field === "data") data.push(value);
+    }
+    return data.length ? {name, data: JSON.parse(data.join("\n"))} : null;
+  }
+
+  async function* serverSentEvents(response) {
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    const end = /\r?\n\r?\n/;
+    let buffer = "";
+    for (;;) {
+      const {value, done} = await reader.read();
+      if (done) break;
+      buffer += value;
+      let match;
+      while ((match = end.exec(buffer)) !== null) {
+        const event = parseFrame(buffer.slice(0, match.index));
+        buffer = buffer.slice(match.index + match[0].length);
+        if (event !== null) yield event;
+      }
+    }
+  }
+
+  class Turn {
+    constructor(text) {
+      this.root = el("section", "turn");
+      this.root.append(el("div", "user text", text));
+      const agent = el("div", "agent");
+      this.details = el("details");
+      this.details.open = true;
+      this.summary = el("summary", null, "Steps");
+      this.steps = el("ol", "steps");
+      this.details.append(this.summary, this.steps);
+      this.answer = el("div", "answer text");
+      this.waitingList = el("div", "waiting-list");
+      this.meta = el("div", "meta");
+      agent.append(this.details, this.answer, this.waitingList, this.meta);
+      this.root.append(agent);
+      this.byRun = new Map();
+      this.runId = null;
+      this.ended = false;
+      chat.append(this.root);
+    }
+
+    step(kind, what, text) {
+      const item = el("li", "step " + kind);
+      item.append(el("span", "what", what));
+      const body = el("pre", null, text);
+      item.append(body);
+      this.steps.append(item);
+      this.summary.textContent = `Steps (${this.steps.children.length})`;
+      return body;
+    }
+
+    // A run's response: the events of a stream, or the JSON of a run that waited.
+    async read(response) {
+      const runId = response.headers.get("X-Run-Id");
+      if (runId && !this.runId) {
+        this.runId = runId;
+        this.meta.append(el("span", "run-id", `run ${runId}`));
+      }
+      if (!response.ok) return this.refused(response);
+      const type = response.headers.get("Content-Type") || "";
+      if (!type.startsWith("text/event-stream")) {
+        const body = await response.json();
+        return this.finish(body.outputs === undefined ? body : body.outputs);
+      }
+      this.ended = false;
+      for await (const {name, data} of serverSentEvents(response)) {
+        scrolled(() => this.onEvent(name, data));
+      }
+      if (!this.ended) this.fail("the stream ended before the run did");
+    }
+
+    async refused(response) {
+      if (response.status === 401) {
+        return this.fail("Signed out: reload the page to sign in again.");
+      }
+      let text = `${response.status} ${response.statusText}`;
+      try {
+        const body = await response.json();
+        if (body && body.error && body.error.message) text = body.error.message;
+      } catch (notJson) {
+        // the status says it
+      }
+      this.fail(text);
+    }
+
+    onEvent(name, event) {
+      if (name === "error") return this.fail(event.error ? event.error.message : "the run failed");
+      const data = event.data || {};
+      const root = event.parent_id === null || event.parent_id === undefined;
+      switch (event.kind) {
+        case "llm_start":
+          this.byRun.set(event.run_id, this.step("llm", `${event.name} writes`, ""));
+          break;
+        case "token":
+          this.modelText(event).append(String(data.text));
+          break;
+        case "llm_end":
+          this.modelEnded(event, data.message || {});
+          break;
+        case "agent_action":
+          this.step("action", `calls ${data.action.tool}`, shown(data.action.tool_input));
+          break;
+        case "tool_start":
+          this.byRun.set(event.run_id, this.step("tool", event.name, shown(data.input)));
+          break;
+        case "tool_end":
+          this.toolEnded(event, `→ ${shown(data.output)}`);
+          break;
+        case "tool_error":
+          this.toolEnded(event, `failed: ${data.error ? data.error.message : ""}`);
+          break;
+        case "approval_required":
+          this.step("approval", `${data.tool} waits for approval`, shown(data.arguments));
+          break;
+        case "approval_decided":
+          this.step("approval", `${data.tool}: ${data.decision}`,
+            data.reason || (data.arguments === null ? "" : shown(data.arguments)));
+          break;
+        case "retry":
+          this.step("error", "retry", `attempt ${data.attempt} failed; trying again`);
+          break;
+        case "llm_error":
+          this.step("error", `${event.name} failed`, data.error ? data.error.message : "");
+          break;
+        case "chain_error":
+          if (root) this.fail(data.error ? data.error.message : "the run failed");
+          break;
+        case "chain_end":
+          if (root) this.finish(data.outputs);
+          break;
+        default:
+          break;
+      }
+    }
+
+    modelText(event) {
+      let text = this.byRun.get(event.run_id);
+      if (text === undefined) {
+        text = this.step("llm", `${event.name} writes`, "");
+        this.byRun.set(event.run_id, text);
+      }
+      return text;
+    }
+
+    modelEnded(event, reply) {
+      const text = this.modelText(event);
+      if (text.textContent === "" && typeof reply.content === "string") {
+        text.textContent = reply.content;
+      }
+      for (const call of reply.tool_calls || []) {
+        const fn = call.function || {};
+        text.append(`${text.textContent ? "\n" : ""}calls ${fn.name}(${fn.arguments})`);
+      }
+    }
+
+    toolEnded(event, text) {
+      const step = this.byRun.get(event.run_id);
+      if (step === undefined) this.step("tool", event.name, text);
+      else step.append(`\n${text}`);
+    }
+
+    finish(outputs) {
+      this.ended = true;
+      if (outputs && outputs.status === "paused" && Array.isArray(outputs.waiting)) {
+        return this.showWaiting(outputs.waiting);
+      }
+      const answer = outputs && typeof outputs.output === "string" ? outputs.output : shown(outputs);
+      this.answer.textContent = answer;
+      this.linkTrace();
+    }
+
+    fail(text) {
+      this.ended = true;
+      this.meta.append(el("span", "failed", text));
+    }
+
+    // The trace of the finished run, when the server keeps runs.
+    async linkTrace() {
+      if (!this.runId) return;
+      const path = `runs/${encodeURIComponent(this.runId)}`;
+      const response = await fetch(path, {headers: {"Accept": "application/json"}});
+      if (!response.ok) return;
+      const link = el("a", "trace-link", "trace");
+      link.href = `${path}/trace`;
+      link.target = "_blank";
+      link.rel = "noopener";
+      this.meta.append(link);
+    }
+
+    showWaiting(waiting) {
+      this.waitingList.replaceChildren();
+      const decisions = {};
+      const cards = [];
+      const ready = () => cards.every((card) => decisions[card.key] !== undefined);
+      for (const call of waiting) {
+        const card = this.waitingCard(call, (decision) => {
+          decisions[call.key] = decision;
+          if (ready()) this.resume(decisions);
+        });
+        cards.push(card);
+        this.waitingList.append(card.node);
+      }
+    }
+
+    waitingCard(call, decide) {
+      const node = el("div", "waiting");
+      node.append(el("span", "tool", `${call.tool} waits for your decision`));
+      node.append(el("pre", null, shown(call.input)));
+      const row = el("div", "decide");
+      const approve = el("button", "approve", "Approve");
+      const deny = el("button", "deny", "Deny");
+      const reason = el("input", "reason");
+      reason.placeholder = "why (sent to the agent when you deny)";
+      reason.setAttribute("aria-label", "reason");
+      approve.type = deny.type = "button";
+      const chosen = (decision, text) => {
+        for (const control of [approve, deny, reason]) control.disabled = true;
+        row.append(el("span", "decision", text));
+        decide(decision);
+      };
+      approve.addEventListener("click", () => chosen({kind: "approve"}, "approved"));
+      deny.addEventListener("click", () => chosen(
+        {kind: "deny", reason: reason.value || "denied by the user"}, "denied"));
+      row.append(approve, deny, reason);
+      node.append(row);
+      return {key: call.key, node};
+    }
+
+    async resume(decisions) {
+      statusLine.textContent = "running…";
+      try {
+        const response = await post(`runs/${encodeURIComponent(this.runId)}/resume`, {decisions});
+        await this.read(response);
+      } catch (error) {
+        this.fail(`the connection failed: ${error.message}`);
+      } finally {
+        statusLine.textContent = "";
+      }
+    }
+  }
+
+  async function ask(text) {
+    const turn = new Turn(text);
+    chat.scrollTop = chat.scrollHeight;
+    try {
+      await turn.read(await post("stream", {input: text}));
+    } catch (error) {
+      turn.fail(`the connection failed: ${error.message}`);
+    }
+  }
+
+  form.addEventListener("submit", async (submitted) => {
+    submitted.preventDefault();
+    const text = message.value;
+    if (!text.trim() || sendButton.disabled) return;
+    message.value = "";
+    sendButton.disabled = true;
+    statusLine.textContent = "running…";
+    const hello = document.getElementById("hello");
+    if (hello) hello.remove();
+    try {
+      await ask(text);
+    } finally {
+      sendButton.disabled = false;
+      statusLine.textContent = "";
+      message.focus();
+    }
+  });
+
+  message.addEventListener("keydown", (pressed) => {
+    if (pressed.key === "Enter" && !pressed.shiftKey && !pressed.isComposing) {
+      pressed.preventDefault();
+      form.requestSubmit();
+    }
+  });
+})();

@@ -1,0 +1,200 @@
+"""The chat page over real HTTP: served only behind the token; a browser signs in with a form
+for an HttpOnly, SameSite=Strict session cookie (Secure over https) that never holds the token;
+the cookie changes state only with the page's own header, from the page's own origin."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from urllib.parse import urlencode
+
+import pytest
+
+from chainkit._cli.agent import builtin_agent
+from chainkit.serving import ServerSettings, create_app
+from tests.support.serving import Answer, call, served, sse_events
+
+TOKEN = "t0ken-for-the-page"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+BROWSER = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+PAGE = {"X-Chainkit-Page": "1"}
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
+@pytest.fixture
+def base_url() -> Iterator[str]:
+    with served(create_app(builtin_agent(), ServerSettings(token=TOKEN))) as url:
+        yield url
+
+
+def sign_in(base_url: str, token: str = TOKEN, **fields: str) -> Answer:
+    body = urlencode({"token": token, **fields}).encode()
+    return call(base_url, "POST", "/login", body, {**FORM, **BROWSER})
+
+
+def session(base_url: str, token: str = TOKEN) -> dict[str, str]:
+    """The Cookie header of a browser signed in."""
+    answer = sign_in(base_url, token)
+    assert answer.status == 303, answer.text
+    return {"Cookie": answer.headers["set-cookie"].split(";", 1)[0]}
+
+
+def test_the_page_and_its_assets_are_served_with_the_token(base_url: str) -> None:
+    page = call(base_url, "GET", "/", headers=AUTH)
+    assert page.status == 200
+    assert page.headers["content-type"].startswith("text/html")
+    policy = page.headers["content-security-policy"]
+    assert "default-src 'none'" in policy and "frame-ancestors 'none'" in policy
+    assert "connect-src 'self'" in policy and "script-src 'self'" in policy
+    for name, kind in (("page.js", "text/javascript"), ("page.css", "text/css")):
+        assert f'"page/{name}"' in page.text
+        asset = call(base_url, "GET", f"/page/{name}", headers=AUTH)
+        assert asset.status == 200 and asset.headers["content-type"].startswith(kind)
+        assert asset.headers["x-content-type-options"] == "nosniff"
+
+
+@pytest.mark.parametrize(
+    "path", ["/page/index.html", "/page/signin.html", "/page/..%2F_page.py", "/page/", "/page/x"]
+)
+def test_nothing_else_of_the_package_is_served(base_url: str, path: str) -> None:
+    answer = call(base_url, "GET", path, headers=AUTH)
+    assert answer.status == 404
+    assert answer.json()["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize("path", ["/", "/page/page.js", "/health", "/runs/r1/trace"])
+def test_a_browser_without_the_token_gets_the_sign_in_form_and_no_app_data(
+    base_url: str, path: str
+) -> None:
+    answer = call(base_url, "GET", path, headers=BROWSER)
+    assert answer.status == 401
+    assert answer.headers["content-type"].startswith("text/html")
+    assert answer.headers["www-authenticate"] == "Bearer"
+    assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
+    assert 'action="/login"' in answer.text and 'name="token"' in answer.text
+    assert f'name="next" value="{path}"' in answer.text
+    assert "<script" not in answer.text and "Ask the agent" not in answer.text
+    # A client that is no browser still gets the JSON refusal.
+    assert call(base_url, "GET", path).json()["error"]["code"] == "unauthorized"
+
+
+def test_signing_in_sets_a_session_cookie_that_holds_no_token(base_url: str) -> None:
+    answer = sign_in(base_url, next="/runs/r1/trace")
+    assert answer.status == 303
+    assert answer.headers["location"] == "/runs/r1/trace"
+    cookie = answer.headers["set-cookie"]
+    attributes = {part.strip().split("=")[0].lower() for part in cookie.split(";")[1:]}
+    assert {"httponly", "samesite", "path", "max-age"} <= attributes
+    assert "SameSite=Strict" in cookie and "Secure" not in cookie  # plain http here
+    assert TOKEN not in cookie and TOKEN not in answer.headers["location"]
+    page = call(base_url, "GET", "/", headers={**BROWSER, **session(base_url)})
+    assert page.status == 200 and "page/page.js" in page.text
+
+
+@pytest.mark.parametrize("token", ["", "wrong", TOKEN + "x", TOKEN[:-1], TOKEN.upper()])
+def test_a_wrong_token_gets_the_form_again_and_no_cookie(base_url: str, token: str) -> None:
+    answer = sign_in(base_url, token)
+    assert answer.status == 401
+    assert "set-cookie" not in answer.headers
+    assert "not the server" in answer.text
+    assert TOKEN not in answer.text
+
+
+def test_the_token_is_never_taken_from_a_url(base_url: str) -> None:
+    query = urlencode({"token": TOKEN})
+    for method, path in (("GET", f"/login?{query}"), ("GET", f"/?{query}")):
+        answer = call(base_url, method, path, headers=BROWSER)
+        assert answer.status == 401 and "set-cookie" not in answer.headers
+    answer = call(base_url, "POST", f"/login?{query}", b"", {**FORM, **BROWSER})
+    assert answer.status == 401 and "set-cookie" not in answer.headers
+
+
+@pytest.mark.parametrize(
+    "back", ["//evil.example/x", "https://evil.example/", "/\\evil.example", "/a b", "x", "/ü"]
+)
+def test_signing_in_goes_back_only_to_a_path_of_this_server(base_url: str, back: str) -> None:
+    answer = sign_in(base_url, next=back)
+    assert answer.status == 303
+    assert answer.headers["location"] == "/"
+
+
+def test_a_sign_in_body_over_the_limit_is_refused_unread(base_url: str) -> None:
+    body = b"token=" + b"x" * (64 * 1024)
+    answer = call(base_url, "POST", "/login", body, {**FORM, **BROWSER})
+    assert answer.status == 413 and "set-cookie" not in answer.headers
+
+
+def test_the_cookie_is_secure_when_the_request_came_over_https() -> None:
+    app = create_app(builtin_agent(), ServerSettings(token=TOKEN))
+    # uvicorn takes the scheme from the proxy in front that terminated TLS.
+    with served(app, proxy_headers=True, forwarded_allow_ips="127.0.0.1") as url:
+        body = urlencode({"token": TOKEN}).encode()
+        answer = call(url, "POST", "/login", body, {**FORM, "X-Forwarded-Proto": "https"})
+    assert answer.status == 303
+    assert re.search(r";\s*Secure(;|$)", answer.headers["set-cookie"])
+
+
+def test_the_cookie_runs_the_agent_with_the_pages_header(base_url: str) -> None:
+    cookie = session(base_url)
+    answer = call(base_url, "POST", "/stream", {"input": "what is 6 * 7?"}, {**cookie, **PAGE})
+    assert answer.status == 200, answer.text
+    _, last = sse_events(answer.body)[-1]
+    assert "42" in last["data"]["outputs"]["output"]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},  # a form of another site cannot send the page's header
+        {**PAGE, "Sec-Fetch-Site": "cross-site"},
+        {**PAGE, "Sec-Fetch-Site": "same-site"},  # another port or subdomain of this host
+    ],
+)
+def test_the_cookie_changes_nothing_from_another_site(
+    base_url: str, headers: dict[str, str]
+) -> None:
+    cookie = session(base_url)
+    for path in ("/invoke", "/stream"):
+        answer = call(base_url, "POST", path, {"input": "what is 6 * 7?"}, {**cookie, **headers})
+        assert answer.status == 403
+        assert answer.json()["error"]["code"] == "cross_site"
+
+
+def test_signing_in_from_another_site_is_refused(base_url: str) -> None:
+    body = urlencode({"token": TOKEN}).encode()
+    headers = {**FORM, **BROWSER, "Sec-Fetch-Site": "cross-site"}
+    answer = call(base_url, "POST", "/login", body, headers)
+    assert answer.status == 403 and "set-cookie" not in answer.headers
+
+
+@pytest.mark.parametrize(
+    "cookie",
+    [
+        "chainkit_session=",
+        "chainkit_session=1.abc",  # long expired
+        "chainkit_session=99999999999.0000",  # far off, but not signed with the token
+        f"chainkit_session={TOKEN}",
+        "chainkit_session=" + "9" * 400,
+    ],
+)
+def test_a_forged_or_expired_cookie_is_refused(base_url: str, cookie: str) -> None:
+    answer = call(base_url, "GET", "/health", headers={"Cookie": cookie})
+    assert answer.status == 401
+
+
+def test_a_cookie_of_another_token_is_refused(base_url: str) -> None:
+    other = create_app(builtin_agent(), ServerSettings(token="another-token"))
+    with served(other) as other_url:
+        cookie = session(other_url, "another-token")
+    assert call(base_url, "GET", "/health", headers=cookie).status == 401
+
+
+def test_bearer_clients_need_no_page_header(base_url: str) -> None:
+    answer = call(base_url, "POST", "/invoke", {"input": "what is 6 * 7?"}, AUTH)
+    assert answer.status == 200
+
+
+def test_without_auth_the_page_is_served_as_it_is() -> None:
+    with served(create_app(builtin_agent(), ServerSettings(no_auth=True))) as url:
+        answer = call(url, "GET", "/", headers=BROWSER)
+    assert answer.status == 200 and "page/page.js" in answer.text
