@@ -4,14 +4,20 @@ the cookie changes state only with the page's own header, from the page's own or
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 import pytest
 
+from chainkit import agents, llms, tools
 from chainkit._cli.agent import builtin_agent
 from chainkit.serving import ServerSettings, create_app
+from tests.support.chromium import CHROMIUM, Chromium
 from tests.support.serving import Answer, call, served, sse_events
 
 TOKEN = "t0ken-for-the-page"
@@ -198,3 +204,89 @@ def test_without_auth_the_page_is_served_as_it_is() -> None:
     with served(create_app(builtin_agent(), ServerSettings(no_auth=True))) as url:
         answer = call(url, "GET", "/", headers=BROWSER)
     assert answer.status == 200 and "page/page.js" in answer.text
+
+
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None and not os.environ.get("CI"),
+    reason="chromium is not installed (CI installs it: .ci/run)",
+)
+HOSTILE = '<img src=x onerror="window.pwned = 1"><script>window.pwned = 2</script> & 42'
+TURN = """(() => {
+  const turn = document.querySelector(".turn:last-of-type");
+  return {
+    user: turn.querySelector(".user").textContent,
+    steps: [...turn.querySelectorAll(".step")].map(
+      (step) => [step.querySelector(".what").textContent, step.querySelector("pre").textContent]),
+    answer: turn.querySelector(".answer").textContent,
+    meta: turn.querySelector(".meta").textContent,
+    images: document.querySelectorAll("main img").length,
+    scripts: document.querySelectorAll("script").length,
+    pwned: window.pwned ?? null,
+  };
+})()"""
+
+
+def signed_in(browser: Chromium, base_url: str) -> None:
+    """Opens the page, which answers with the sign-in form, and signs in with it."""
+    browser.open(f"{base_url}/")
+    assert browser.evaluate("document.title") == "Sign in · chainkit"
+    browser.navigate_by(
+        f"document.getElementById('token').value = {json.dumps(TOKEN)};"
+        "document.forms[0].requestSubmit()"
+    )
+    assert browser.evaluate("document.getElementById('message') !== null")
+
+
+def asked(browser: Chromium, text: str) -> dict[str, Any]:
+    """Sends `text` and waits for the turn's answer (or its failure)."""
+    turns = browser.evaluate("document.querySelectorAll('.turn').length")
+    browser.evaluate(
+        f"document.getElementById('message').value = {json.dumps(text)};"
+        "document.getElementById('ask').requestSubmit()"
+    )
+    browser.wait_for(
+        f"document.querySelectorAll('.turn').length > {turns} && "
+        "(document.querySelector('.turn:last-of-type .answer').textContent"
+        " || document.querySelector('.turn:last-of-type .failed'))"
+    )
+    seen: dict[str, Any] = browser.evaluate(TURN)
+    return seen
+
+
+@needs_chromium
+@pytest.mark.timeout(240, method="thread")
+def test_the_page_signs_in_and_streams_the_agents_steps_and_answer(
+    base_url: str, tmp_path: Path
+) -> None:
+    with Chromium(tmp_path / "profile") as browser:
+        signed_in(browser, base_url)
+        seen = asked(browser, "what is 6 * 7?")
+        browser.screenshot(tmp_path / "answer.png")
+    assert seen["user"] == "what is 6 * 7?"
+    assert seen["answer"] == "42"
+    steps = [what for what, _ in seen["steps"]]
+    assert steps == [
+        "OfflineModel writes",
+        "calls calculator",
+        "calculator",
+        "OfflineModel writes",
+    ], seen["steps"]
+    assert seen["steps"][0][1].startswith(" I should use calculator.")  # streamed tokens
+    assert seen["steps"][2][1] == "6 * 7\n→ 42"  # the tool's input, then its observation
+
+
+def hostile_agent() -> agents.Executor:
+    model = llms.FakeLLM(["Action: calculator\nAction Input: 6 * 7", f"Final Answer: {HOSTILE}"])
+    return agents.Executor(agents.OneShotAgent(model, [tools.Calculator()]))
+
+
+@needs_chromium
+@pytest.mark.timeout(240, method="thread")
+def test_a_reply_of_markup_is_shown_as_text(tmp_path: Path) -> None:
+    app = create_app(hostile_agent(), ServerSettings(token=TOKEN))
+    with served(app) as url, Chromium(tmp_path / "profile") as browser:
+        signed_in(browser, url)
+        seen = asked(browser, HOSTILE)
+    assert seen["user"] == HOSTILE and seen["answer"] == HOSTILE
+    assert seen["steps"][-1][1] == f"Final Answer: {HOSTILE}"
+    assert seen["images"] == 0 and seen["scripts"] == 1 and seen["pwned"] is None
