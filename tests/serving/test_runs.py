@@ -1,0 +1,219 @@
+"""The runs routes over real HTTP: a run paused for approval shown with its waiting calls,
+resumed by posting decisions (approve, deny, edit, a tool's question answered), the named
+refusals, and the trace page of a run the server served."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chainkit import agents, checkpoints, llms, tools
+from chainkit._cli.agent import builtin_agent
+from chainkit.serving import ServerSettings, create_app
+from tests.support.approvals import Payments, tool_calling
+from tests.support.serving import call, served, sse_events
+
+TOKEN = "t0ken-for-runs"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+PAY = ("pay", {"to": "ada", "amount": 5})
+
+
+class Served:
+    """A served payments agent keeping its runs in a SQLite file."""
+
+    def __init__(self, url: str, payments: Payments) -> None:
+        self.url = url
+        self.payments = payments
+
+    def call(self, method: str, path: str, body: Any = None) -> Any:
+        return call(self.url, method, path, body, AUTH)
+
+    def paused_run(self, *calls: tuple[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+        answer = self.call("POST", "/invoke", {"input": "pay ada"})
+        assert answer.status == 200, answer.text
+        body = answer.json()
+        return body["run_id"], body["outputs"]
+
+
+@pytest.fixture
+def payments_agent(tmp_path: Path) -> Iterator[Served]:
+    payments = Payments()
+    store = checkpoints.SQLiteStore(tmp_path / "runs.db")
+    executor = agents.Executor(tool_calling(payments, PAY), checkpointer=store)
+    with served(create_app(executor, ServerSettings(token=TOKEN))) as url:
+        yield Served(url, payments)
+    store.close()
+
+
+def test_a_paused_run_is_shown_with_its_waiting_call_and_resumed_by_approving_it(
+    payments_agent: Served,
+) -> None:
+    run_id, outputs = payments_agent.paused_run()
+    waiting = [
+        {
+            "key": "call-0",
+            "kind": "approval",
+            "tool": "pay",
+            "tool_call_id": "call-0",
+            "input": '{"to": "ada", "amount": 5}',
+            "arguments": {"to": "ada", "amount": 5},
+        }
+    ]
+    assert outputs == {
+        "output": None,
+        "pending": {"status": "paused", "run_id": run_id, "waiting": waiting},
+    }
+    listed = payments_agent.call("GET", "/runs").json()["runs"]
+    assert [(run["run_id"], run["status"]) for run in listed] == [(run_id, "paused")]
+    shown = payments_agent.call("GET", f"/runs/{run_id}").json()
+    assert shown["status"] == "paused" and shown["waiting"] == waiting
+    assert shown["inputs"] == {"input": "pay ada"}
+    assert "tag" not in shown and "saved" not in shown
+
+    decisions = {"call-0": {"kind": "approve"}}
+    answer = payments_agent.call("POST", f"/runs/{run_id}/resume", {"decisions": decisions})
+    assert answer.status == 200, answer.text
+    assert answer.json() == {"run_id": run_id, "outputs": {"output": "paid 5 to ada"}}
+    assert payments_agent.payments.paid == [("ada", 5)]
+    shown = payments_agent.call("GET", f"/runs/{run_id}").json()
+    assert shown["status"] == "finished" and shown["waiting"] == []
+    assert shown["outputs"] == {"output": "paid 5 to ada"}
+    assert [step["observation"] for step in shown["steps"]] == ["paid 5 to ada"]
+
+    again = payments_agent.call("POST", f"/runs/{run_id}/resume", {"decisions": decisions})
+    assert (again.status, again.json()["error"]["code"]) == (409, "run_finished")
+    assert payments_agent.payments.paid == [("ada", 5)]
+
+
+def test_a_denied_call_never_runs_and_the_model_is_told(payments_agent: Served) -> None:
+    run_id, _ = payments_agent.paused_run()
+    decisions = [{"kind": "deny", "reason": "not today"}]
+    answer = payments_agent.call("POST", f"/runs/{run_id}/resume", {"decisions": decisions})
+    assert answer.status == 200, answer.text
+    output = answer.json()["outputs"]["output"]
+    assert output == "Call denied by the user; pay did not run: not today"
+    assert payments_agent.payments.paid == []
+
+
+def test_an_edited_call_runs_as_edited(payments_agent: Served) -> None:
+    run_id, _ = payments_agent.paused_run()
+    edit = {"kind": "edit", "arguments": {"to": "bob", "amount": 2}}
+    answer = payments_agent.call("POST", f"/runs/{run_id}/resume", {"decisions": [edit]})
+    assert answer.json()["outputs"]["output"] == "paid 2 to bob"
+    assert payments_agent.payments.paid == [("bob", 2)]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code", "named"),
+    [
+        ({"decisions": {"call-7": {"kind": "approve"}}}, 409, "call_not_waiting", "call-7"),
+        (
+            {"decisions": {"call-0": {"kind": "approve"}, "x\n": {"kind": "approve"}}},
+            409,
+            "call_not_waiting",
+            "'x\\n'",
+        ),
+        ({}, 422, "decisions_missing", "call-0"),
+        ({"decisions": {}}, 422, "decisions_missing", "call-0"),
+        ({"decisions": []}, 422, "decisions_missing", "call-0"),
+        ({"decisions": {"call-0": {"kind": "maybe"}}}, 422, "invalid_decision", "call-0"),
+        ({"decisions": {"call-0": "yes"}}, 422, "invalid_decision", "call-0"),
+        ({"decisions": [{"kind": "deny", "reason": 3}]}, 422, "invalid_decision", "reason"),
+        ({"decisions": [{"kind": "edit"}]}, 422, "invalid_decision", "arguments"),
+        ({"decisions": [{"kind": "approve", "why": 1}]}, 422, "invalid_decision", "why"),
+        ({"decisions": "approve"}, 422, "wrong_type", "decisions"),
+        ({"decisions": [], "colour": 1}, 422, "unknown_field", "colour"),
+        ({"decisions": [], "interrupted": "never"}, 422, "wrong_type", "interrupted"),
+    ],
+)
+def test_decisions_that_do_not_fit_the_waiting_calls_are_refused_and_nothing_runs(
+    payments_agent: Served, body: dict[str, Any], status: int, code: str, named: str
+) -> None:
+    run_id, _ = payments_agent.paused_run()
+    answer = payments_agent.call("POST", f"/runs/{run_id}/resume", body)
+    assert (answer.status, answer.json()["error"]["code"]) == (status, code), answer.text
+    assert named in answer.json()["error"]["message"]
+    assert payments_agent.payments.paid == []
+    assert payments_agent.call("GET", f"/runs/{run_id}").json()["status"] == "paused"
+
+
+def test_unknown_and_unsafe_run_ids_are_refused(payments_agent: Served) -> None:
+    for method, path in [("GET", "/runs/{}"), ("POST", "/runs/{}/resume"), ("GET", "/runs/{}")]:
+        answer = payments_agent.call(
+            method, path.format("nosuchrun"), {} if method == "POST" else None
+        )
+        assert (answer.status, answer.json()["error"]["code"]) == (404, "run_not_found")
+    for run_id in ("..", "%2e%2e", "a%0d%0aX-Evil:1", "x" * 129, "%C3%BC"):
+        answer = payments_agent.call("GET", f"/runs/{run_id}")
+        assert answer.status in (404, 422), (run_id, answer.text)
+        assert "x-evil" not in answer.headers
+    answer = payments_agent.call("GET", "/runs/" + "x" * 129)
+    assert (answer.status, answer.json()["error"]["code"]) == (422, "invalid_id")
+
+
+def test_a_resume_can_be_streamed(payments_agent: Served) -> None:
+    run_id, _ = payments_agent.paused_run()
+    body = {"decisions": [{"kind": "approve"}], "stream": True}
+    answer = payments_agent.call("POST", f"/runs/{run_id}/resume", body)
+    assert answer.headers["content-type"].startswith("text/event-stream")
+    assert answer.headers["x-run-id"] == run_id
+    events = sse_events(answer.body)
+    names = [name for name, _ in events]
+    assert "approval_decided" in names and "tool_end" in names
+    name, last = events[-1]
+    assert name == "chain_end" and last["data"]["outputs"] == {"output": "paid 5 to ada"}
+
+
+def test_a_streamed_run_that_pauses_ends_with_its_waiting_calls(payments_agent: Served) -> None:
+    answer = payments_agent.call("POST", "/stream", {"input": "pay ada"})
+    name, last = sse_events(answer.body)[-1]
+    pending = last["data"]["outputs"]["pending"]
+    assert name == "chain_end" and pending["status"] == "paused"
+    assert [call["key"] for call in pending["waiting"]] == ["call-0"]
+    assert "state" not in pending
+
+
+def test_the_trace_page_shows_a_run_the_server_served(payments_agent: Served) -> None:
+    run_id, _ = payments_agent.paused_run()
+    payments_agent.call("POST", f"/runs/{run_id}/resume", {"decisions": [{"kind": "approve"}]})
+    answer = payments_agent.call("GET", f"/runs/{run_id}/trace")
+    assert answer.status == 200
+    assert answer.headers["content-type"].startswith("text/html")
+    page = answer.text
+    assert "paid 5 to ada" in page and '"approval"' in page
+    missing = payments_agent.call("GET", "/runs/other-run/trace")
+    assert (missing.status, missing.json()["error"]["code"]) == (404, "trace_not_found")
+
+
+def test_a_tools_question_is_a_waiting_call_answered_with_any_json(tmp_path: Path) -> None:
+    @tools.tool
+    def transfer(amount: int) -> str:
+        """Moves money to an account the user picks."""
+        account = agents.interrupt({"question": "Which account?", "choices": ["a", "b"]})
+        return f"moved {amount} to {account}"
+
+    store = checkpoints.SQLiteStore(tmp_path / "runs.db")
+    executor = agents.Executor(
+        agents.ToolCallingAgent(llms.OfflineModel(), [transfer]), checkpointer=store
+    )
+    with served(create_app(executor, ServerSettings(token=TOKEN))) as url:
+        answer = call(url, "POST", "/invoke", {"input": "Transfer 500"}, AUTH).json()
+        run_id = answer["run_id"]
+        [waiting] = answer["outputs"]["pending"]["waiting"]
+        assert waiting["kind"] == "input" and waiting["tool"] == "transfer"
+        assert waiting["question"] == {"question": "Which account?", "choices": ["a", "b"]}
+        assert waiting["input"] == '{"amount": 500}'
+        decisions = {str(waiting["key"]): {"account": "b"}}
+        resumed = call(url, "POST", f"/runs/{run_id}/resume", {"decisions": decisions}, AUTH)
+        assert resumed.json()["outputs"]["output"] == "moved 500 to {'account': 'b'}"
+    store.close()
+
+
+def test_a_chain_keeping_no_runs_says_so() -> None:
+    with served(create_app(builtin_agent(), ServerSettings(token=TOKEN))) as url:
+        for method, path in [("GET", "/runs"), ("GET", "/runs/r1"), ("POST", "/runs/r1/resume")]:
+            answer = call(url, method, path, {} if method == "POST" else None, AUTH)
+            assert (answer.status, answer.json()["error"]["code"]) == (404, "runs_not_kept")
