@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from chainkit import agents, llms, tools
+from chainkit import agents, checkpoints, llms, tools
 from chainkit._cli.agent import builtin_agent
 from chainkit.serving import ServerSettings, create_app
 from tests.support.chromium import CHROMIUM, Chromium
@@ -218,6 +218,9 @@ TURN = """(() => {
     steps: [...turn.querySelectorAll(".step")].map(
       (step) => [step.querySelector(".what").textContent, step.querySelector("pre").textContent]),
     answer: turn.querySelector(".answer").textContent,
+    waiting: [...turn.querySelectorAll(".waiting")].map((card) => card.innerText),
+    failed: turn.querySelector(".meta .failed")?.textContent ?? null,
+    trace: turn.querySelector(".trace-link")?.href ?? null,
     meta: turn.querySelector(".meta").textContent,
     images: document.querySelectorAll("main img").length,
     scripts: document.querySelectorAll("script").length,
@@ -237,18 +240,19 @@ def signed_in(browser: Chromium, base_url: str) -> None:
     assert browser.evaluate("document.getElementById('message') !== null")
 
 
-def asked(browser: Chromium, text: str) -> dict[str, Any]:
-    """Sends `text` and waits for the turn's answer (or its failure)."""
+ANSWERED = """document.querySelector('.turn:last-of-type .answer').textContent
+  || document.querySelector('.turn:last-of-type .meta .failed')"""
+WAITING = "document.querySelector('.turn:last-of-type .waiting button')"
+
+
+def asked(browser: Chromium, text: str, until: str = ANSWERED) -> dict[str, Any]:
+    """Sends `text` and waits for the turn's answer or failure (or what `until` says)."""
     turns = browser.evaluate("document.querySelectorAll('.turn').length")
     browser.evaluate(
         f"document.getElementById('message').value = {json.dumps(text)};"
         "document.getElementById('ask').requestSubmit()"
     )
-    browser.wait_for(
-        f"document.querySelectorAll('.turn').length > {turns} && "
-        "(document.querySelector('.turn:last-of-type .answer').textContent"
-        " || document.querySelector('.turn:last-of-type .failed'))"
-    )
+    browser.wait_for(f"document.querySelectorAll('.turn').length > {turns} && ({until})")
     seen: dict[str, Any] = browser.evaluate(TURN)
     return seen
 
@@ -290,3 +294,81 @@ def test_a_reply_of_markup_is_shown_as_text(tmp_path: Path) -> None:
     assert seen["user"] == HOSTILE and seen["answer"] == HOSTILE
     assert seen["steps"][-1][1] == f"Final Answer: {HOSTILE}"
     assert seen["images"] == 0 and seen["scripts"] == 1 and seen["pwned"] is None
+
+
+@tools.tool(requires_approval=True)
+def transfer(amount: int, to: str = "savings") -> str:
+    """Moves money to an account."""
+    return f"moved {amount} to {to}"
+
+
+def approval_agent(database: Path) -> agents.Executor:
+    """The offline model calls transfer, which waits for a person; runs kept in SQLite."""
+    return agents.Executor(
+        agents.ToolCallingAgent(llms.OfflineModel(), [transfer]),
+        checkpointer=checkpoints.SQLiteStore(database),
+    )
+
+
+def decided(browser: Chromium, script: str) -> dict[str, Any]:
+    """Runs `script` on the waiting card and waits for the continued run's answer."""
+    browser.evaluate(
+        f"(() => {{ const card = {WAITING}.parentElement.parentElement; {script} }})()"
+    )
+    browser.wait_for(ANSWERED)
+    seen: dict[str, Any] = browser.evaluate(TURN)
+    return seen
+
+
+@needs_chromium
+@pytest.mark.timeout(240, method="thread")
+def test_the_page_approves_and_denies_a_waiting_call_and_opens_the_trace(tmp_path: Path) -> None:
+    app = create_app(approval_agent(tmp_path / "runs.db"), ServerSettings(token=TOKEN))
+    with served(app) as url, Chromium(tmp_path / "profile") as browser:
+        signed_in(browser, url)
+        paused = asked(browser, "move 500 to savings", until=WAITING)
+        approved = decided(browser, "card.querySelector('button.approve').click()")
+        browser.screenshot(tmp_path / "approved.png")
+        browser.wait_for("document.querySelector('.turn:last-of-type .trace-link')")
+        trace = browser.evaluate(TURN)["trace"]
+        asked(browser, "move 500 to savings", until=WAITING)
+        denied = decided(
+            browser,
+            f"card.querySelector('input.reason').value = {json.dumps(HOSTILE)};"
+            "card.querySelector('button.deny').click()",
+        )
+        asked(browser, "move 500 to savings", until=WAITING)
+        not_json = browser.evaluate(
+            f"""(() => {{ const card = {WAITING}.parentElement.parentElement;
+              card.querySelector('button.edit').click();
+              const shown = card.querySelector('textarea').value;
+              card.querySelector('textarea').value = '{{"amount": 50,';
+              card.querySelector('button.edit').click();
+              return [shown, card.querySelector('.failed').textContent]; }})()"""
+        )
+        edited = decided(
+            browser,
+            """card.querySelector('textarea').value = '{"amount": 50, "to": "checking"}';
+            card.querySelector('button.edit').click()""",
+        )
+        browser.open(trace)
+        opened = browser.evaluate(
+            "({title: document.title, tools: [...document.querySelectorAll('.row .name')]"
+            ".map((name) => name.textContent)})"
+        )
+    assert paused["answer"] == "" and paused["failed"] is None
+    assert paused["waiting"][0].startswith("transfer waits for your approval")
+    assert '{"amount": 500}' in paused["waiting"][0]
+    assert ["transfer waits for approval", '{"amount": 500}'] in paused["steps"]
+    assert approved["answer"] == "moved 500 to savings"
+    assert ["transfer: approve", ""] in approved["steps"]
+    assert any(step[1].endswith("→ moved 500 to savings") for step in approved["steps"])
+    assert "approved" in approved["waiting"][0]
+    assert trace.endswith("/trace") and trace.startswith(url)
+    assert denied["answer"].endswith(f"transfer did not run: {HOSTILE}")
+    assert ["transfer: deny", HOSTILE] in denied["steps"]
+    assert denied["images"] == 0 and denied["pwned"] is None
+    assert json.loads(not_json[0]) == {"amount": 500} and not_json[1].startswith("not JSON")
+    assert edited["answer"] == "moved 50 to checking"
+    run_id = trace.rsplit("/", 2)[-2]
+    assert run_id in opened["title"] and "transfer" in opened["tools"]

@@ -113,7 +113,7 @@ class Chromium:
           }};
           check();
         }})""")
-        if not found:
+        if found is None:  # a value that is no JSON (a DOM node) comes back as {}
             raise AssertionError(f"not within {seconds:.0f} s: {condition}")
         return found
 

@@ -90,7 +90,7 @@
       this.answer = el("div", "answer text");
       this.waitingList = el("div", "waiting-list");
       this.meta = el("div", "meta");
-      agent.append(this.details, this.answer, this.waitingList, this.meta);
+      agent.append(this.details, this.waitingList, this.answer, this.meta);
       this.root.append(agent);
       this.byRun = new Map();
       this.runId = null;
@@ -220,9 +220,10 @@
 
     finish(outputs) {
       this.ended = true;
-      if (outputs && outputs.status === "paused" && Array.isArray(outputs.waiting)) {
-        return this.showWaiting(outputs.waiting);
-      }
+      const pending = outputs ? outputs.pending : undefined;
+      const paused = pending && pending.status === "paused" && Array.isArray(pending.waiting);
+      this.answer.hidden = Boolean(paused);
+      if (paused) return this.showWaiting(pending.waiting);
       const answer = outputs && typeof outputs.output === "string" ? outputs.output : shown(outputs);
       this.answer.textContent = answer;
       this.linkTrace();
@@ -233,69 +234,113 @@
       this.meta.append(el("span", "failed", text));
     }
 
-    // The trace of the finished run, when the server keeps runs.
+    // The trace of the finished run, when this server process kept it.
     async linkTrace() {
       if (!this.runId) return;
-      const path = `runs/${encodeURIComponent(this.runId)}`;
-      const response = await fetch(path, {headers: {"Accept": "application/json"}});
+      const path = `runs/${encodeURIComponent(this.runId)}/trace`;
+      const response = await fetch(path, {method: "HEAD", cache: "no-store"});
       if (!response.ok) return;
       const link = el("a", "trace-link", "trace");
-      link.href = `${path}/trace`;
+      link.href = path;
       link.target = "_blank";
       link.rel = "noopener";
       this.meta.append(link);
     }
 
+    // The calls a paused run waits on, each with its choices; once each has its decision,
+    // they are posted together and the run's continuation streams into this turn.
     showWaiting(waiting) {
       this.waitingList.replaceChildren();
       const decisions = {};
-      const cards = [];
-      const ready = () => cards.every((card) => decisions[card.key] !== undefined);
       for (const call of waiting) {
-        const card = this.waitingCard(call, (decision) => {
+        const decide = (decision) => {
           decisions[call.key] = decision;
-          if (ready()) this.resume(decisions);
-        });
-        cards.push(card);
-        this.waitingList.append(card.node);
+          if (waiting.every((each) => decisions[each.key] !== undefined)) this.resume(decisions);
+        };
+        this.waitingList.append(call.kind === "input" ? asking(call, decide) : approving(call, decide));
       }
-    }
-
-    waitingCard(call, decide) {
-      const node = el("div", "waiting");
-      node.append(el("span", "tool", `${call.tool} waits for your decision`));
-      node.append(el("pre", null, shown(call.input)));
-      const row = el("div", "decide");
-      const approve = el("button", "approve", "Approve");
-      const deny = el("button", "deny", "Deny");
-      const reason = el("input", "reason");
-      reason.placeholder = "why (sent to the agent when you deny)";
-      reason.setAttribute("aria-label", "reason");
-      approve.type = deny.type = "button";
-      const chosen = (decision, text) => {
-        for (const control of [approve, deny, reason]) control.disabled = true;
-        row.append(el("span", "decision", text));
-        decide(decision);
-      };
-      approve.addEventListener("click", () => chosen({kind: "approve"}, "approved"));
-      deny.addEventListener("click", () => chosen(
-        {kind: "deny", reason: reason.value || "denied by the user"}, "denied"));
-      row.append(approve, deny, reason);
-      node.append(row);
-      return {key: call.key, node};
     }
 
     async resume(decisions) {
       statusLine.textContent = "running…";
       try {
-        const response = await post(`runs/${encodeURIComponent(this.runId)}/resume`, {decisions});
-        await this.read(response);
+        const path = `runs/${encodeURIComponent(this.runId)}/resume`;
+        await this.read(await post(path, {decisions, stream: true}));
       } catch (error) {
         this.fail(`the connection failed: ${error.message}`);
       } finally {
         statusLine.textContent = "";
       }
     }
+  }
+
+  function button(className, text) {
+    const made = el("button", className, text);
+    made.type = "button";
+    return made;
+  }
+
+  // A call waiting for approval: approve it, deny it (with a reason for the agent), or edit
+  // its arguments (JSON) and run it with those.
+  function approving(call, decide) {
+    const card = el("div", "waiting");
+    card.append(el("span", "tool", `${call.tool} waits for your approval`));
+    const input = el("pre", "input", shown(call.input));
+    const row = el("div", "decide");
+    const approve = button("approve", "Approve");
+    const deny = button("deny", "Deny");
+    const edit = button("edit", "Edit");
+    const reason = el("input", "reason");
+    reason.placeholder = "why (told to the agent if you deny)";
+    reason.setAttribute("aria-label", "reason");
+    const editor = el("textarea", "arguments");
+    editor.hidden = true;
+    editor.rows = 4;
+    editor.setAttribute("aria-label", "arguments");
+    const note = el("span", "failed");
+    const chosen = (decision, text) => {
+      for (const control of [approve, deny, edit, reason, editor]) control.disabled = true;
+      note.textContent = "";
+      row.append(el("span", "decision", text));
+      decide(decision);
+    };
+    approve.addEventListener("click", () => chosen({kind: "approve"}, "approved"));
+    deny.addEventListener("click", () => chosen(
+      {kind: "deny", reason: reason.value || "denied by the user"}, "denied"));
+    edit.addEventListener("click", () => {
+      if (editor.hidden) {
+        editor.value = JSON.stringify(call.arguments ?? {}, null, 2);
+        editor.hidden = false;
+        edit.textContent = "Run with these arguments";
+        return;
+      }
+      try {
+        chosen({kind: "edit", arguments: JSON.parse(editor.value)}, "edited");
+      } catch (error) {
+        note.textContent = `not JSON: ${error.message}`;
+      }
+    });
+    row.append(approve, deny, reason, edit);
+    card.append(input, editor, row, note);
+    return card;
+  }
+
+  // A tool's question to the user: the answer, as text, is what the tool gets.
+  function asking(call, decide) {
+    const card = el("div", "waiting");
+    card.append(el("span", "tool", `${call.tool} asks`));
+    card.append(el("pre", "question", shown(call.question)));
+    const row = el("div", "decide");
+    const answer = el("input", "answer-input");
+    answer.setAttribute("aria-label", "answer");
+    const send = button("send-answer", "Answer");
+    send.addEventListener("click", () => {
+      answer.disabled = send.disabled = true;
+      decide(answer.value);
+    });
+    row.append(answer, send);
+    card.append(row);
+    return card;
   }
 
   async function ask(text) {
