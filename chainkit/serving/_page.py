@@ -25,6 +25,39 @@ _POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
+PATHS = {
+    "/": {
+        "get": {
+            "summary": "The chat page (a browser without the token gets the sign-in form)",
+            "responses": {
+                "200": {"description": "the page", "content": {"text/html": {}}},
+                "401": {"description": "no valid bearer token or session cookie"},
+            },
+        }
+    },
+    "/page/{name}": {
+        "get": {
+            "summary": "The chat page's script or style",
+            "parameters": [
+                {
+                    "name": "name",
+                    "in": "path",
+                    "required": True,
+                    "schema": {"type": "string", "enum": sorted(ASSETS)},
+                }
+            ],
+            "responses": {
+                "200": {
+                    "description": "the file",
+                    "content": {kind: {} for kind in ASSETS.values()},
+                },
+                "401": {"description": "no valid bearer token or session cookie"},
+                "404": {"description": "no such file of the page"},
+            },
+        }
+    },
+}
+"""The routes of the page as the app's OpenAPI description shows them."""
 _HEADERS = {
     "Content-Security-Policy": _POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -34,9 +67,12 @@ _HEADERS = {
 
 
 async def chat_page(request: Request) -> Response:
+    """The page; its sign-out button shown when the server has a token to sign in with."""
     from starlette.responses import Response
 
-    return Response(_read("index.html"), media_type="text/html", headers=_HEADERS)
+    signs_in = request.app.state.server.settings.token is not None
+    page = _read("index.html").replace(b"__SIGN_OUT__", b"" if signs_in else b" hidden")
+    return Response(page, media_type="text/html", headers=_HEADERS)
 
 
 async def page_asset(request: Request) -> Response:

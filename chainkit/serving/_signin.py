@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
 if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
     from starlette.types import Receive, Scope, Send
 
 COOKIE = "chainkit_session"
@@ -152,6 +154,36 @@ async def sign_in(scope: Scope, receive: Receive, send: Send, token: bytes) -> N
         }
     )
     await send({"type": "http.response.body", "body": b""})
+
+
+PATHS = {
+    "/logout": {
+        "post": {
+            "summary": "Signs a browser out: its session cookie is cleared",
+            "responses": {
+                "204": {"description": "the cookie is cleared"},
+                "401": {"description": "no valid bearer token or session cookie"},
+                "403": {"description": "the session cookie without the page's header"},
+            },
+        }
+    }
+}
+"""The sign-out route as the app's OpenAPI description shows it (`POST /login` is the auth
+middleware's, not a route: it is described in docs/serving.md)."""
+
+
+async def sign_out(request: Request) -> Response:
+    """`POST /logout`: the browser forgets its session cookie (which another copy of it
+    would still carry until it expires: changing the token ends every session)."""
+    from starlette.responses import Response
+
+    return Response(
+        status_code=204,
+        headers={
+            "Set-Cookie": f"{COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict",
+            "Cache-Control": "no-store",
+        },
+    )
 
 
 async def _body(receive: Receive) -> bytes | None:

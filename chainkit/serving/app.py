@@ -41,6 +41,7 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
     from chainkit.serving import _invoke, _runs, _status
     from chainkit.serving._auth import BearerAuth
     from chainkit.serving._page import chat_page, page_asset
+    from chainkit.serving._signin import sign_out
     from chainkit.serving._traces import RunTraces
 
     server = Server(chain, settings)
@@ -65,6 +66,7 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
         Route("/runs/{run_id}/trace", answered(_runs.run_trace), methods=["GET"]),
         Route("/", answered(chat_page), methods=["GET"]),
         Route("/page/{name}", answered(page_asset), methods=["GET"]),
+        Route("/logout", answered(sign_out), methods=["POST"]),
     ]
     app = Starlette(
         routes=routes,

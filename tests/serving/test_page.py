@@ -204,6 +204,18 @@ def test_without_auth_the_page_is_served_as_it_is() -> None:
     with served(create_app(builtin_agent(), ServerSettings(no_auth=True))) as url:
         answer = call(url, "GET", "/", headers=BROWSER)
     assert answer.status == 200 and "page/page.js" in answer.text
+    assert '<button id="sign-out" type="button" hidden>' in answer.text
+
+
+def test_signing_out_forgets_the_cookie(base_url: str) -> None:
+    cookie = session(base_url)
+    page = call(base_url, "GET", "/", headers={**BROWSER, **cookie})
+    assert '<button id="sign-out" type="button">' in page.text
+    assert call(base_url, "POST", "/logout", b"", cookie).status == 403  # not from the page
+    answer = call(base_url, "POST", "/logout", b"", {**cookie, **PAGE})
+    assert answer.status == 204
+    forget = answer.headers["set-cookie"]
+    assert forget.startswith("chainkit_session=;") and "Max-Age=0" in forget
 
 
 needs_chromium = pytest.mark.skipif(
@@ -266,6 +278,8 @@ def test_the_page_signs_in_and_streams_the_agents_steps_and_answer(
         signed_in(browser, base_url)
         seen = asked(browser, "what is 6 * 7?")
         browser.screenshot(tmp_path / "answer.png")
+        browser.navigate_by("document.getElementById('sign-out').click()")
+        signed_out = browser.evaluate("document.title")
     assert seen["user"] == "what is 6 * 7?"
     assert seen["answer"] == "42"
     steps = [what for what, _ in seen["steps"]]
@@ -277,6 +291,7 @@ def test_the_page_signs_in_and_streams_the_agents_steps_and_answer(
     ], seen["steps"]
     assert seen["steps"][0][1].startswith(" I should use calculator.")  # streamed tokens
     assert seen["steps"][2][1] == "6 * 7\n→ 42"  # the tool's input, then its observation
+    assert signed_out == "Sign in · chainkit"
 
 
 def hostile_agent() -> agents.Executor:

@@ -371,6 +371,11 @@
     }
   });
 
+  document.getElementById("sign-out").addEventListener("click", async () => {
+    await fetch("logout", {method: "POST", headers: HEADERS});
+    window.location.reload();
+  });
+
   message.addEventListener("keydown", (pressed) => {
     if (pressed.key === "Enter" && !pressed.shiftKey && !pressed.isComposing) {
       pressed.preventDefault();
