@@ -28,10 +28,12 @@ HOLD_SECONDS = 60.0
 """The longest a held call waits for its `go` before failing (no test hangs on it)."""
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = (
-    "import sys, uvicorn\n"
-    "from tests.support.serving_workers import worker_app\n"
-    "uvicorn.run(worker_app(), host='127.0.0.1', port=int(sys.argv[1]), log_level='warning')\n"
+    "import importlib, sys, uvicorn\n"
+    "module, name = sys.argv[2].split(':')\n"
+    "app = getattr(importlib.import_module(module), name)()\n"
+    "uvicorn.run(app, host='127.0.0.1', port=int(sys.argv[1]), log_level='warning')\n"
 )
+"""A worker: `python -c WORKER PORT module:function`, serving the app the function makes."""
 
 
 @tools.tool
@@ -69,16 +71,22 @@ class Worker:
 
 
 @contextmanager
-def workers(count: int, env: dict[str, str], logs: Path) -> Iterator[list[Worker]]:
-    """`count` server processes running WORKER with `env` added to this one's, each answering
-    /health; their output in `logs`. Each is killed when the block ends."""
+def workers(
+    count: int,
+    env: dict[str, str],
+    logs: Path,
+    app: str = "tests.support.serving_workers:worker_app",
+) -> Iterator[list[Worker]]:
+    """`count` server processes serving the app `app` ("module:function") makes, with `env`
+    added to this one's, each answering /health; their output in `logs`. Each is killed when
+    the block ends."""
     started: list[Worker] = []
     try:
         for number in range(count):
             port = free_port()
             log = open(logs / f"worker-{number}.log", "wb")  # noqa: SIM115 - the child's
             process = subprocess.Popen(
-                [sys.executable, "-c", WORKER, str(port)],
+                [sys.executable, "-c", WORKER, str(port), app],
                 env={**os.environ, "PYTHONPATH": str(ROOT), **env},
                 stdout=log,
                 stderr=subprocess.STDOUT,
