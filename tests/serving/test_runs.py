@@ -274,3 +274,34 @@ def test_the_traces_kept_are_bounded() -> None:
     lines, cut_short = traces.lines("r2") or ([], False)
     assert cut_short and sum(map(len, lines)) <= 2000
     assert traces.lines("r3") is not None
+
+
+def test_a_mrkl_call_is_keyed_by_its_position(tmp_path: Path) -> None:
+    payments = Payments()
+    llm = llms.FakeLLM(
+        [
+            'Action: pay\nAction Input: {"to": "ada", "amount": 5}',
+            "Final Answer: ada is paid",
+        ]
+    )
+    store = checkpoints.SQLiteStore(tmp_path / "runs.db")
+    executor = agents.Executor(agents.OneShotAgent(llm, [payments.pay]), checkpointer=store)
+    with served(create_app(executor, ServerSettings(token=TOKEN))) as url:
+        paused = call(url, "POST", "/invoke", {"input": "pay ada"}, AUTH).json()
+        [waiting] = paused["outputs"]["pending"]["waiting"]
+        assert (waiting["key"], waiting["tool_call_id"]) == (0, None)
+        decisions = {"0": {"kind": "approve"}}
+        path = f"/runs/{paused['run_id']}/resume"
+        resumed = call(url, "POST", path, {"decisions": decisions}, AUTH).json()
+        assert resumed["outputs"] == {"output": "ada is paid"}
+    assert payments.paid == [("ada", 5)]
+    store.close()
+
+
+def test_a_runs_state_is_shown_without_secrets(payments_agent: Served) -> None:
+    key = "sk-" + "a1b2c3d4" * 4
+    answer = payments_agent.call("POST", "/invoke", {"input": f"pay ada with {key}"})
+    run_id = answer.json()["run_id"]
+    shown = payments_agent.call("GET", f"/runs/{run_id}")
+    assert shown.status == 200 and key not in shown.text
+    assert shown.json()["inputs"]["input"].startswith("pay ada with sk-a")
