@@ -338,7 +338,7 @@ _WAITING_CALL = {
         "question": {},
     },
 }
-OPENAPI_PATHS: dict[str, Any] = {
+PATHS: dict[str, Any] = {
     "/runs": {
         "get": {
             "summary": "The runs the checkpointer keeps, most recently saved first",
@@ -415,4 +415,5 @@ OPENAPI_PATHS: dict[str, Any] = {
         }
     },
 }
-"""The OpenAPI description of these routes."""
+"""The OpenAPI description of these routes (path → method → operation), as every route module
+gives its own."""

@@ -14,7 +14,7 @@ import pytest
 
 from chainkit import agents, chains, checkpoints, llms, tools
 from chainkit._cli.agent import builtin_agent
-from chainkit.serving import ServerSettings, create_app
+from chainkit.serving import ServerSettings, _runs, create_app
 from chainkit.serving._traces import RunTraces
 from tests.support.approvals import Payments, tool_calling
 from tests.support.serving import call, served, sse_events
@@ -305,3 +305,13 @@ def test_a_runs_state_is_shown_without_secrets(payments_agent: Served) -> None:
     shown = payments_agent.call("GET", f"/runs/{run_id}")
     assert shown.status == 200 and key not in shown.text
     assert shown.json()["inputs"]["input"].startswith("pay ada with sk-a")
+
+
+def test_every_runs_route_is_described_for_openapi() -> None:
+    app = create_app(builtin_agent(), ServerSettings(token=TOKEN))
+    routes = [route for route in app.routes if getattr(route, "path", "").startswith("/runs")]
+    assert len(routes) == 4
+    for route in routes:
+        for method in getattr(route, "methods", None) or ():
+            if method != "HEAD":
+                assert "summary" in _runs.PATHS[route.path][method.lower()], route.path
