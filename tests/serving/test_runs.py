@@ -312,6 +312,7 @@ def test_every_runs_route_is_described_for_openapi() -> None:
     routes = [route for route in app.routes if getattr(route, "path", "").startswith("/runs")]
     assert len(routes) == 4
     for route in routes:
+        path = getattr(route, "path", "")
         for method in getattr(route, "methods", None) or ():
             if method != "HEAD":
-                assert "summary" in _runs.PATHS[route.path][method.lower()], route.path
+                assert "summary" in _runs.PATHS[path][method.lower()], path
