@@ -35,9 +35,17 @@ def checked_decisions(
                 run_id=run_id,
             )
         return None
+    if not keys:
+        if given:
+            raise Problem(
+                409,
+                "call_not_waiting",
+                f"run {run_id} waits on no call now (it was resumed, or never paused): give "
+                "no decisions",
+                run_id=run_id,
+            )
+        return None  # none waited on, none named: as if none were given
     answers = _by_key(run_id, given, keys)
-    if not keys:  # none waited on, none named: as if none were given
-        return None
     pairs = zip(keys, waiting, strict=True)
     return [_answer(run_id, key, answers[key], request) for key, request in pairs]
 
@@ -60,11 +68,10 @@ def _by_key(
     named = {str(key): key for key in keys}
     unknown = [name for name in given if name not in named]
     if unknown:
-        waits = f"it waits on {_named(keys)}" if keys else "it waits on no call"
         raise Problem(
             409,
             "call_not_waiting",
-            f"run {run_id} has no waiting call {_named(unknown)}; {waits}",
+            f"run {run_id} has no waiting call {_named(unknown)}; it waits on {_named(keys)}",
             run_id=run_id,
         )
     missing = [key for key in keys if str(key) not in given]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from chainkit import chains
@@ -17,7 +17,7 @@ from chainkit._errors import ChainkitError
 from chainkit.checkpoints import named_run
 from chainkit.serving._body import checked_fields, json_object
 from chainkit.serving._ids import checked_id
-from chainkit.serving._outputs import served_event, served_outputs
+from chainkit.serving._outputs import plain_event, served_outputs
 from chainkit.serving._problems import Problem
 from chainkit.serving._server import Server, log
 from chainkit.serving._traces import traced
@@ -25,8 +25,6 @@ from chainkit.serving._traces import traced
 if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
-
-    from chainkit.chains.stream import AsyncEventStream
 
 _JSON = (dict, list, str, int, float, bool, type(None))
 _FIELDS: dict[str, type | tuple[type, ...]] = {"inputs": dict, "input": _JSON, "run_id": str}
@@ -53,45 +51,28 @@ async def invoke(request: Request) -> Response:
 
 
 async def stream(request: Request) -> Response:
-    server: Server = request.app.state.server
-    inputs, run_id = await _request(request, server)
-    events = chains.astream(server.chain, inputs, callbacks=traced(request, run_id))
-    return event_stream(server, request, events, run_id)
-
-
-def event_stream(
-    server: Server,
-    request: Request,
-    events: AsyncEventStream,
-    run_id: str,
-    refused: Callable[[Exception, str], Problem] | None = None,
-) -> Response:
-    """The response sending a run's `events` (not yet started) as Server-Sent Events; an
-    exception ends it with an `error` event of `refused(exception, run_id)` (by default
-    `failure`'s)."""
     from starlette.responses import StreamingResponse
 
+    server: Server = request.app.state.server
+    inputs, run_id = await _request(request, server)
     return StreamingResponse(
-        _events(server, request, events, run_id, refused or failure),
+        _events(server, request, inputs, run_id),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Run-Id": run_id},
     )
 
 
 async def _events(
-    server: Server,
-    request: Request,
-    events: AsyncEventStream,
-    run_id: str,
-    refused: Callable[[Exception, str], Problem],
+    server: Server, request: Request, inputs: dict[str, Any], run_id: str
 ) -> AsyncIterator[bytes]:
     async with server.admitted(request):
         with named_run(run_id):
+            events = chains.astream(server.chain, inputs, callbacks=traced(request, run_id))
             try:
                 async for event in events:
-                    yield sse(event.kind, served_event(event))
+                    yield sse(event.kind, plain_event(event))
             except Exception as failed:
-                yield sse("error", refused(failed, run_id).body())
+                yield sse("error", failure(failed, run_id).body())
             finally:
                 await events.aclose()
 

@@ -31,7 +31,7 @@ def served_outputs(outputs: Mapping[str, Any]) -> dict[str, Any]:
     return served
 
 
-def served_event(event: Event) -> dict[str, Any]:
+def plain_event(event: Event) -> dict[str, Any]:
     """`event.to_dict()`, a chain_end's outputs as `served_outputs` gives them."""
     outputs = event.data.get("outputs") if event.kind == "chain_end" else None
     pending = outputs.get(PENDING_KEY) if isinstance(outputs, Mapping) else None

@@ -9,7 +9,7 @@ the run's truth, and its lease lets one process at a time continue it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chainkit import chains
@@ -33,8 +33,8 @@ from chainkit.checkpoints import (
 from chainkit.serving._body import checked_fields, json_object
 from chainkit.serving._decisions import checked_decisions
 from chainkit.serving._ids import checked_id
-from chainkit.serving._invoke import event_stream, failure
-from chainkit.serving._outputs import served_outputs, waiting_calls
+from chainkit.serving._invoke import failure, sse
+from chainkit.serving._outputs import plain_event, served_outputs, waiting_calls
 from chainkit.serving._problems import Problem
 from chainkit.serving._server import Server, log
 from chainkit.serving._traces import RunTraces, traced
@@ -42,6 +42,8 @@ from chainkit.serving._traces import RunTraces, traced
 if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
+
+    from chainkit.chains.stream import AsyncEventStream
 
 T = TypeVar("T")
 
@@ -77,7 +79,7 @@ async def show_run(request: Request) -> Response:
 
 
 async def resume_run(request: Request) -> Response:
-    from starlette.responses import JSONResponse
+    from starlette.responses import JSONResponse, StreamingResponse
 
     server: Server = request.app.state.server
     executor, store = kept_runs(server)
@@ -98,7 +100,11 @@ async def resume_run(request: Request) -> Response:
         events = astream_resumed(
             executor, run_id, decisions, interrupted=interrupted, callbacks=traced(request, run_id)
         )
-        return event_stream(server, request, events, run_id, resume_refused)
+        return StreamingResponse(
+            _resumed_events(server, request, events, run_id),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Run-Id": run_id},
+        )
     async with server.admitted(request):
         try:
             outputs = await chains.aresume(
@@ -111,6 +117,21 @@ async def resume_run(request: Request) -> Response:
         except Exception as refused:
             raise resume_refused(refused, run_id) from None
     return JSONResponse({"run_id": run_id, "outputs": served_outputs(outputs)})
+
+
+async def _resumed_events(
+    server: Server, request: Request, events: AsyncEventStream, run_id: str
+) -> AsyncIterator[bytes]:
+    """A resumed run's events as `/stream` sends a run's; a refusal found once the run is
+    taken (it is held elsewhere, a call was cut) ends them as a named `error` event."""
+    async with server.admitted(request):
+        try:
+            async for event in events:
+                yield sse(event.kind, plain_event(event))
+        except Exception as refused:
+            yield sse("error", resume_refused(refused, run_id).body())
+        finally:
+            await events.aclose()
 
 
 async def run_trace(request: Request) -> Response:
@@ -317,7 +338,7 @@ _WAITING_CALL = {
         "question": {},
     },
 }
-OPENAPI_PATHS: dict[str, Any] = {
+PATHS: dict[str, Any] = {
     "/runs": {
         "get": {
             "summary": "The runs the checkpointer keeps, most recently saved first",
@@ -394,4 +415,5 @@ OPENAPI_PATHS: dict[str, Any] = {
         }
     },
 }
-"""The OpenAPI description of these routes."""
+"""The OpenAPI description of these routes (path → method → operation), as every route module
+gives its own."""

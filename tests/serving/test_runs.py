@@ -4,15 +4,18 @@ refusals, and the trace page of a run the server served."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from chainkit import agents, checkpoints, llms, tools
+from chainkit import agents, chains, checkpoints, llms, tools
 from chainkit._cli.agent import builtin_agent
-from chainkit.serving import ServerSettings, create_app
+from chainkit.serving import ServerSettings, _runs, create_app
+from chainkit.serving._traces import RunTraces
 from tests.support.approvals import Payments, tool_calling
 from tests.support.serving import call, served, sse_events
 
@@ -217,3 +220,99 @@ def test_a_chain_keeping_no_runs_says_so() -> None:
         for method, path in [("GET", "/runs"), ("GET", "/runs/r1"), ("POST", "/runs/r1/resume")]:
             answer = call(url, method, path, {} if method == "POST" else None, AUTH)
             assert (answer.status, answer.json()["error"]["code"]) == (404, "runs_not_kept")
+
+
+def test_a_run_another_process_holds_is_refused_as_locked(
+    payments_agent: Served, tmp_path: Path
+) -> None:
+    run_id, _ = payments_agent.paused_run()
+    other = checkpoints.SQLiteStore(tmp_path / "runs.db")
+    other.acquire(run_id)
+    try:
+        body: dict[str, Any] = {"decisions": [{"kind": "approve"}]}
+        answer = payments_agent.call("POST", f"/runs/{run_id}/resume", body)
+        assert (answer.status, answer.json()["error"]["code"]) == (409, "run_locked")
+        streamed = payments_agent.call("POST", f"/runs/{run_id}/resume", {**body, "stream": True})
+        name, error = sse_events(streamed.body)[-1]
+        assert (name, error["error"]["code"]) == ("error", "run_locked")
+        assert payments_agent.payments.paid == []
+    finally:
+        other.release(run_id)
+        other.close()
+    answer = payments_agent.call("POST", f"/runs/{run_id}/resume", body)
+    assert answer.json()["outputs"]["output"] == "paid 5 to ada"
+
+
+def test_decisions_posted_at_once_by_many_clients_pay_once(payments_agent: Served) -> None:
+    run_id, _ = payments_agent.paused_run()
+    body = {"decisions": [{"kind": "approve"}]}
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(
+            pool.map(
+                lambda _: payments_agent.call("POST", f"/runs/{run_id}/resume", body), range(8)
+            )
+        )
+    codes = sorted(
+        "ok" if answer.status == 200 else answer.json()["error"]["code"] for answer in answers
+    )
+    assert codes.count("ok") == 1, codes
+    refused = {"run_locked", "run_finished", "run_moved_on", "call_not_waiting"}
+    assert set(codes) <= {"ok", *refused}, codes
+    assert all(answer.status in (200, 409) for answer in answers)
+    assert payments_agent.payments.paid == [("ada", 5)]
+
+
+def test_the_traces_kept_are_bounded() -> None:
+    traces = RunTraces(runs_kept=2, chars_per_run=2000)
+    chain = chains.pipe(chains.step(lambda text: text.upper()))
+    for run_id in ("r1", "r2", "r3"):
+        chains.call(chain, {"input": run_id}, callbacks=traces.recorder(run_id))
+    assert traces.lines("r1") is None
+    lines, cut_short = traces.lines("r3") or ([], True)
+    assert not cut_short and [json.loads(line)["kind"] for line in lines][-1] == "chain_end"
+    chains.call(chain, {"input": "x" * 3000}, callbacks=traces.recorder("r2"))
+    lines, cut_short = traces.lines("r2") or ([], False)
+    assert cut_short and sum(map(len, lines)) <= 2000
+    assert traces.lines("r3") is not None
+
+
+def test_a_mrkl_call_is_keyed_by_its_position(tmp_path: Path) -> None:
+    payments = Payments()
+    llm = llms.FakeLLM(
+        [
+            'Action: pay\nAction Input: {"to": "ada", "amount": 5}',
+            "Final Answer: ada is paid",
+        ]
+    )
+    store = checkpoints.SQLiteStore(tmp_path / "runs.db")
+    executor = agents.Executor(agents.OneShotAgent(llm, [payments.pay]), checkpointer=store)
+    with served(create_app(executor, ServerSettings(token=TOKEN))) as url:
+        paused = call(url, "POST", "/invoke", {"input": "pay ada"}, AUTH).json()
+        [waiting] = paused["outputs"]["pending"]["waiting"]
+        assert (waiting["key"], waiting["tool_call_id"]) == (0, None)
+        decisions = {"0": {"kind": "approve"}}
+        path = f"/runs/{paused['run_id']}/resume"
+        resumed = call(url, "POST", path, {"decisions": decisions}, AUTH).json()
+        assert resumed["outputs"] == {"output": "ada is paid"}
+    assert payments.paid == [("ada", 5)]
+    store.close()
+
+
+def test_a_runs_state_is_shown_without_secrets(payments_agent: Served) -> None:
+    key = "sk-" + "a1b2c3d4" * 4
+    answer = payments_agent.call("POST", "/invoke", {"input": f"pay ada with {key}"})
+    run_id = answer.json()["run_id"]
+    shown = payments_agent.call("GET", f"/runs/{run_id}")
+    assert shown.status == 200 and key not in shown.text
+    assert shown.json()["inputs"]["input"].startswith("pay ada with sk-a")
+
+
+def test_every_runs_route_is_described_for_openapi() -> None:
+    app = create_app(builtin_agent(), ServerSettings(token=TOKEN))
+    routes = [route for route in app.routes if getattr(route, "path", "").startswith("/runs")]
+    assert len(routes) == 4
+    for route in routes:
+        path = getattr(route, "path", "")
+        for method in getattr(route, "methods", None) or ():
+            if method != "HEAD":
+                assert "summary" in _runs.PATHS[path][method.lower()], path
