@@ -124,6 +124,30 @@ def test_signing_in_goes_back_only_to_a_path_of_this_server(base_url: str, back:
     assert answer.headers["location"] == "/"
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"token=\xff\xfe",  # no UTF-8
+        b"%ZZ=%ZZ&token",
+        b"a=1&b=2&c=3&d=4&e=5&token=" + TOKEN.encode(),  # more fields than a form has
+        b'{"token": "' + TOKEN.encode() + b'"}',  # JSON is no form
+    ],
+)
+def test_a_sign_in_body_of_no_form_gets_the_form_again(base_url: str, body: bytes) -> None:
+    answer = call(base_url, "POST", "/login", body, {**FORM, **BROWSER})
+    assert answer.status == 401 and "set-cookie" not in answer.headers
+    assert 'name="token"' in answer.text
+
+
+def test_the_page_to_go_back_to_is_written_into_the_form_as_text(base_url: str) -> None:
+    answer = call(base_url, "GET", "/__NOTE__/__ACTION__", headers=BROWSER)
+    assert 'name="next" value="/__NOTE__/__ACTION__"' in answer.text
+    assert '<p class="note" id="note"></p>' in answer.text
+    hostile = call(base_url, "GET", '/"><script>x</script>', headers=BROWSER)
+    assert 'name="next" value="/"' in hostile.text and "<script" not in hostile.text
+
+
 def test_a_sign_in_body_over_the_limit_is_refused_unread(base_url: str) -> None:
     body = b"token=" + b"x" * (64 * 1024)
     answer = call(base_url, "POST", "/login", body, {**FORM, **BROWSER})
