@@ -411,3 +411,21 @@ def test_the_page_approves_and_denies_a_waiting_call_and_opens_the_trace(tmp_pat
     assert edited["answer"] == "moved 50 to checking"
     run_id = trace.rsplit("/", 2)[-2]
     assert run_id in opened["title"] and "transfer" in opened["tools"]
+
+
+@needs_chromium
+@pytest.mark.timeout(240, method="thread")
+def test_a_run_that_fails_shows_its_named_error_and_no_answer(tmp_path: Path) -> None:
+    model = llms.FakeLLM(["Action: calculator\nAction Input: 6 * 7"])  # no second reply
+    executor = agents.Executor(agents.OneShotAgent(model, [tools.Calculator()]))
+    with (
+        served(create_app(executor, ServerSettings(token=TOKEN))) as url,
+        Chromium(tmp_path / "profile") as browser,
+    ):
+        signed_in(browser, url)
+        seen = asked(browser, "what is 6 * 7?")
+        hidden = browser.evaluate("document.querySelector('.turn .answer').hidden")
+    assert seen["answer"] == "" and hidden is True
+    assert seen["failed"].startswith("the run failed (FakeLLMExhaustedError)")
+    assert ["calculator", "6 * 7\n→ 42"] in seen["steps"]
+    assert seen["steps"][-1][0] == "the run failed"

@@ -182,7 +182,8 @@
           this.step("error", `${event.name} failed`, data.error ? data.error.message : "");
           break;
         case "chain_error":
-          if (root) this.fail(data.error ? data.error.message : "the run failed");
+          // The stream's error event that follows says how the run ended.
+          if (root) this.step("error", "the run failed", data.error ? data.error.message : "");
           break;
         case "chain_end":
           if (root) this.finish(data.outputs);
@@ -231,6 +232,7 @@
 
     fail(text) {
       this.ended = true;
+      this.answer.hidden = this.answer.textContent === "";
       this.meta.append(el("span", "failed", text));
     }
 
@@ -248,9 +250,9 @@
     }
 
     // The calls a paused run waits on, each with its choices; once each has its decision,
-    // they are posted together and the run's continuation streams into this turn.
+    // they are posted together and the run's continuation streams into this turn (the
+    // cards stay, with the decisions taken, above the answer).
     showWaiting(waiting) {
-      this.waitingList.replaceChildren();
       const decisions = {};
       for (const call of waiting) {
         const decide = (decision) => {
