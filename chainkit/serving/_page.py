@@ -9,6 +9,7 @@ The script shows every text with `textContent`, never parsed as HTML."""
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING
@@ -58,6 +59,7 @@ PATHS = {
     },
 }
 """The routes of the page as the app's OpenAPI description shows them."""
+_PLACEHOLDER = re.compile(rb"__(SIGN_OUT|SESSIONS)__")
 _HEADERS = {
     "Content-Security-Policy": _POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -67,11 +69,17 @@ _HEADERS = {
 
 
 async def chat_page(request: Request) -> Response:
-    """The page; its sign-out button shown when the server has a token to sign in with."""
+    """The page; its sign-out button shown when the server has a token to sign in with, and
+    told whether the chain keeps a history per session (the page then names its session)."""
     from starlette.responses import Response
 
-    signs_in = request.app.state.server.settings.token is not None
-    page = _read("index.html").replace(b"__SIGN_OUT__", b"" if signs_in else b" hidden")
+    server = request.app.state.server
+    values = {
+        b"SIGN_OUT": b"" if server.settings.token is not None else b" hidden",
+        # A chain served with chains.with_history: the server holds its WithHistory.
+        b"SESSIONS": b"no" if getattr(server, "history", None) is None else b"yes",
+    }
+    page = _PLACEHOLDER.sub(lambda match: values[match[1]], _read("index.html"))
     return Response(page, media_type="text/html", headers=_HEADERS)
 
 

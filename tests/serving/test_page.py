@@ -14,9 +14,12 @@ from urllib.parse import urlencode
 
 import pytest
 
-from chainkit import agents, checkpoints, llms, tools
+from chainkit import agents, chains, checkpoints, llms, memory, prompts, tools
 from chainkit._cli.agent import builtin_agent
+from chainkit.llms import BaseModel, ModelRequest
+from chainkit.schema import Message
 from chainkit.serving import ServerSettings, create_app
+from chainkit.serving.errors import ServeConfigError
 from tests.support.chromium import CHROMIUM, Chromium
 from tests.support.serving import Answer, call, served, sse_events
 
@@ -229,6 +232,7 @@ def test_without_auth_the_page_is_served_as_it_is() -> None:
         answer = call(url, "GET", "/", headers=BROWSER)
     assert answer.status == 200 and "page/page.js" in answer.text
     assert '<button id="sign-out" type="button" hidden>' in answer.text
+    assert '<body data-sessions="no">' in answer.text  # a chain without a history
 
 
 def test_signing_out_forgets_the_cookie(base_url: str) -> None:
@@ -429,3 +433,36 @@ def test_a_run_that_fails_shows_its_named_error_and_no_answer(tmp_path: Path) ->
     assert seen["failed"].startswith("the run failed (FakeLLMExhaustedError)")
     assert ["calculator", "6 * 7\n→ 42"] in seen["steps"]
     assert seen["steps"][-1][0] == "the run failed"
+
+
+class Recalls(BaseModel):
+    """Answers with every user message of the conversation it is shown, in order."""
+
+    def _generate(self, request: ModelRequest) -> Message:
+        said = [str(message.content) for message in request.messages if message.role == "user"]
+        return Message.assistant(" | ".join(said))
+
+
+@needs_chromium
+@pytest.mark.timeout(240, method="thread")
+def test_a_chain_with_a_history_per_session_remembers_the_pages_conversation(
+    tmp_path: Path,
+) -> None:
+    prompt = prompts.ChatPromptTemplate(
+        [prompts.MessagesPlaceholder("history"), ("user", "{input}")]
+    )
+    chain = chains.with_history(
+        prompt | Recalls() | (lambda reply: reply.content), memory.InMemoryHistory()
+    )
+    try:
+        app = create_app(chain, ServerSettings(token=TOKEN))  # type: ignore[arg-type, unused-ignore]
+    except ServeConfigError:
+        pytest.skip("this server does not serve a chain with a history per session yet")
+    with served(app) as url, Chromium(tmp_path / "profile") as browser:
+        signed_in(browser, url)
+        first = asked(browser, "I am Ada")
+        second = asked(browser, "who am I?")
+        browser.open(f"{url}/")  # a new page: a new conversation
+        third = asked(browser, "who am I?")
+    assert (first["answer"], second["answer"]) == ("I am Ada", "I am Ada | who am I?")
+    assert third["answer"] == "who am I?"

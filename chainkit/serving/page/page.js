@@ -20,6 +20,15 @@
     "X-Chainkit-Page": "1",
   };
 
+  // A chain served with a history per session remembers this page's conversation (a new
+  // one each time the page is loaded) under a random id.
+  const session = document.body.dataset.sessions === "yes" ? randomId() : null;
+
+  function randomId() {
+    const bytes = crypto.getRandomValues(new Uint8Array(16));
+    return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+  }
+
   function el(tag, className, text) {
     const node = document.createElement(tag);
     if (className) node.className = className;
@@ -349,7 +358,8 @@
     const turn = new Turn(text);
     chat.scrollTop = chat.scrollHeight;
     try {
-      await turn.read(await post("stream", {input: text}));
+      const body = session === null ? {input: text} : {input: text, session_id: session};
+      await turn.read(await post("stream", body));
     } catch (error) {
       turn.fail(`the connection failed: ${error.message}`);
     }
