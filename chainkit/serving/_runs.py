@@ -28,6 +28,7 @@ from chainkit.checkpoints import (
     RunState,
     RunSummary,
     StaleStateError,
+    StateFormatError,
     StateMismatchError,
 )
 from chainkit.serving._body import checked_fields, json_object
@@ -264,7 +265,7 @@ async def _stored(work: Callable[..., T], *args: Any) -> T:
         raise _not_found(str(run_id)) from None
     except StoreUnavailableError:
         raise _unavailable(run_id) from None
-    except StoreError:
+    except (StoreError, StateFormatError):
         log.exception("the checkpointer failed (run %s)", run_id)
         raise Problem(
             500, "store_failed", "the run store failed; see the server log", run_id=run_id
@@ -274,7 +275,8 @@ async def _stored(work: Callable[..., T], *args: Any) -> T:
 def _listing(request: Request) -> tuple[int, str | None]:
     """`?limit=` (1 to MOST_LISTED) and `?status=` of a listing."""
     limit_text = request.query_params.get("limit", str(LISTED))
-    if not limit_text.isdigit() or not 1 <= int(limit_text) <= MOST_LISTED:
+    given = limit_text.isascii() and limit_text.isdigit() and len(limit_text) <= 4
+    if not given or not 1 <= int(limit_text) <= MOST_LISTED:
         raise Problem(422, "invalid_query", f"limit must be a whole number, 1 to {MOST_LISTED}")
     status = request.query_params.get("status")
     if status is not None and status not in _STATUSES:

@@ -5,6 +5,7 @@ refusals, and the trace page of a run the server served."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -316,3 +317,22 @@ def test_every_runs_route_is_described_for_openapi() -> None:
         for method in getattr(route, "methods", None) or ():
             if method != "HEAD":
                 assert "summary" in _runs.PATHS[path][method.lower()], path
+
+
+@pytest.mark.parametrize(
+    "query", ["limit=0", "limit=1001", "limit=%C2%B2", "limit=" + "9" * 5000, "status=gone"]
+)
+def test_a_listing_asked_for_out_of_range_is_refused(payments_agent: Served, query: str) -> None:
+    answer = payments_agent.call("GET", f"/runs?{query}")
+    assert (answer.status, answer.json()["error"]["code"]) == (422, "invalid_query")
+
+
+def test_a_run_whose_stored_state_is_damaged_is_a_store_failure(
+    payments_agent: Served, tmp_path: Path
+) -> None:
+    run_id, _ = payments_agent.paused_run()
+    with sqlite3.connect(tmp_path / "runs.db") as database:
+        database.execute("UPDATE chainkit_runs SET header = '{' WHERE run_id = ?", (run_id,))
+    answer = payments_agent.call("GET", f"/runs/{run_id}")
+    assert (answer.status, answer.json()["error"]["code"]) == (500, "store_failed")
+    assert "Traceback" not in answer.text
