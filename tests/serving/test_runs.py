@@ -336,3 +336,14 @@ def test_a_run_whose_stored_state_is_damaged_is_a_store_failure(
     answer = payments_agent.call("GET", f"/runs/{run_id}")
     assert (answer.status, answer.json()["error"]["code"]) == (500, "store_failed")
     assert "Traceback" not in answer.text
+
+
+def test_the_trace_page_shows_hostile_text_inert(payments_agent: Served) -> None:
+    hostile = "</script><script>alert(1)</script><!--"
+    run_id, _ = payments_agent.paused_run()
+    body = {"decisions": [{"kind": "deny", "reason": hostile}]}
+    payments_agent.call("POST", f"/runs/{run_id}/resume", body)
+    page = payments_agent.call("GET", f"/runs/{run_id}/trace")
+    assert page.status == 200 and page.headers["x-content-type-options"] == "nosniff"
+    assert hostile not in page.text and "<script>alert" not in page.text
+    assert "\\u003c/script>\\u003cscript>alert(1)" in page.text
