@@ -328,6 +328,13 @@ _RUN_ID = {
     "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"},
 }
 _ERROR = {"description": "a named refusal: {error: {code, message, run_id?}}"}
+
+
+def _refusals(*statuses: int) -> dict[str, Any]:
+    """The error answers of an operation: `statuses`, and 401 (every route's)."""
+    return {str(status): _ERROR for status in sorted({401, *statuses})}
+
+
 _WAITING_CALL = {
     "type": "object",
     "properties": {
@@ -350,7 +357,7 @@ PATHS: dict[str, Any] = {
             ],
             "responses": {
                 "200": {"description": "{runs: [{run_id, agent, status, steps, updated}]}"},
-                "404": _ERROR,
+                **_refusals(404, 422, 500, 503),
             },
         }
     },
@@ -373,7 +380,7 @@ PATHS: dict[str, Any] = {
                         }
                     },
                 },
-                "404": _ERROR,
+                **_refusals(404, 422, 500, 503),
             },
         }
     },
@@ -403,9 +410,7 @@ PATHS: dict[str, Any] = {
             },
             "responses": {
                 "200": {"description": "{run_id, outputs}, or Server-Sent Events with stream"},
-                "404": _ERROR,
-                "409": _ERROR,
-                "422": _ERROR,
+                **_refusals(400, 404, 409, 413, 422, 429, 500, 503),
             },
         }
     },
@@ -413,7 +418,7 @@ PATHS: dict[str, Any] = {
         "get": {
             "summary": "The trace page of a run this server process served",
             "parameters": [_RUN_ID],
-            "responses": {"200": {"description": "an HTML page"}, "404": _ERROR},
+            "responses": {"200": {"description": "an HTML page"}, **_refusals(404, 422)},
         }
     },
 }

@@ -316,7 +316,8 @@ def test_every_runs_route_is_described_for_openapi() -> None:
         path = getattr(route, "path", "")
         for method in getattr(route, "methods", None) or ():
             if method != "HEAD":
-                assert "summary" in _runs.PATHS[path][method.lower()], path
+                operation = _runs.PATHS[path][method.lower()]
+                assert operation["summary"] and "401" in operation["responses"], path
 
 
 @pytest.mark.parametrize(
