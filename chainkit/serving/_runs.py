@@ -149,7 +149,7 @@ async def run_trace(request: Request) -> Response:
             404,
             "trace_not_found",
             f"this server process keeps no trace of run {run_id}: it keeps the traces of the "
-            "last runs it served itself",
+            "last runs it served itself (ServerSettings.traces_kept)",
             run_id=run_id,
         )
     lines, cut_short = kept

@@ -17,6 +17,7 @@ from chainkit import agents, chains, checkpoints, llms, tools
 from chainkit._cli.agent import builtin_agent
 from chainkit.serving import ServerSettings, _runs, create_app
 from chainkit.serving._traces import RunTraces
+from chainkit.serving.errors import ServeConfigError
 from tests.support.approvals import Payments, tool_calling
 from tests.support.serving import call, served, sse_events
 
@@ -348,3 +349,21 @@ def test_the_trace_page_shows_hostile_text_inert(payments_agent: Served) -> None
     assert page.status == 200 and page.headers["x-content-type-options"] == "nosniff"
     assert hostile not in page.text and "<script>alert" not in page.text
     assert "\\u003c/script>\\u003cscript>alert(1)" in page.text
+
+
+def test_a_server_keeping_no_traces_records_none(tmp_path: Path) -> None:
+    store = checkpoints.SQLiteStore(tmp_path / "runs.db")
+    executor = agents.Executor(tool_calling(Payments(), PAY), checkpointer=store)
+    app = create_app(executor, ServerSettings(token=TOKEN, traces_kept=0))
+    assert app.state.traces.recorder("any") is None
+    with served(app) as url:
+        run_id = call(url, "POST", "/invoke", {"input": "pay ada"}, AUTH).json()["run_id"]
+        answer = call(url, "GET", f"/runs/{run_id}/trace", None, AUTH)
+        assert (answer.status, answer.json()["error"]["code"]) == (404, "trace_not_found")
+    store.close()
+
+
+@pytest.mark.parametrize("kept", [-1, 1.5, True, "8"])
+def test_traces_kept_must_be_a_count(kept: object) -> None:
+    with pytest.raises(ServeConfigError, match="traces_kept"):
+        ServerSettings(token=TOKEN, traces_kept=kept)  # type: ignore[arg-type]
