@@ -28,6 +28,7 @@ from chainkit.checkpoints import (
     RunState,
     RunSummary,
     StaleStateError,
+    StateFormatError,
     StateMismatchError,
 )
 from chainkit.serving._body import checked_fields, json_object
@@ -148,7 +149,7 @@ async def run_trace(request: Request) -> Response:
             404,
             "trace_not_found",
             f"this server process keeps no trace of run {run_id}: it keeps the traces of the "
-            "last runs it served itself",
+            "last runs it served itself (ServerSettings.traces_kept)",
             run_id=run_id,
         )
     lines, cut_short = kept
@@ -264,7 +265,7 @@ async def _stored(work: Callable[..., T], *args: Any) -> T:
         raise _not_found(str(run_id)) from None
     except StoreUnavailableError:
         raise _unavailable(run_id) from None
-    except StoreError:
+    except (StoreError, StateFormatError):
         log.exception("the checkpointer failed (run %s)", run_id)
         raise Problem(
             500, "store_failed", "the run store failed; see the server log", run_id=run_id
@@ -274,7 +275,8 @@ async def _stored(work: Callable[..., T], *args: Any) -> T:
 def _listing(request: Request) -> tuple[int, str | None]:
     """`?limit=` (1 to MOST_LISTED) and `?status=` of a listing."""
     limit_text = request.query_params.get("limit", str(LISTED))
-    if not limit_text.isdigit() or not 1 <= int(limit_text) <= MOST_LISTED:
+    given = limit_text.isascii() and limit_text.isdigit() and len(limit_text) <= 4
+    if not given or not 1 <= int(limit_text) <= MOST_LISTED:
         raise Problem(422, "invalid_query", f"limit must be a whole number, 1 to {MOST_LISTED}")
     status = request.query_params.get("status")
     if status is not None and status not in _STATUSES:
@@ -326,6 +328,13 @@ _RUN_ID = {
     "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"},
 }
 _ERROR = {"description": "a named refusal: {error: {code, message, run_id?}}"}
+
+
+def _refusals(*statuses: int) -> dict[str, Any]:
+    """The error answers of an operation: `statuses`, and 401 (every route's)."""
+    return {str(status): _ERROR for status in sorted({401, *statuses})}
+
+
 _WAITING_CALL = {
     "type": "object",
     "properties": {
@@ -348,7 +357,7 @@ PATHS: dict[str, Any] = {
             ],
             "responses": {
                 "200": {"description": "{runs: [{run_id, agent, status, steps, updated}]}"},
-                "404": _ERROR,
+                **_refusals(404, 422, 500, 503),
             },
         }
     },
@@ -371,7 +380,7 @@ PATHS: dict[str, Any] = {
                         }
                     },
                 },
-                "404": _ERROR,
+                **_refusals(404, 422, 500, 503),
             },
         }
     },
@@ -401,9 +410,7 @@ PATHS: dict[str, Any] = {
             },
             "responses": {
                 "200": {"description": "{run_id, outputs}, or Server-Sent Events with stream"},
-                "404": _ERROR,
-                "409": _ERROR,
-                "422": _ERROR,
+                **_refusals(400, 404, 409, 413, 422, 429, 500, 503),
             },
         }
     },
@@ -411,7 +418,7 @@ PATHS: dict[str, Any] = {
         "get": {
             "summary": "The trace page of a run this server process served",
             "parameters": [_RUN_ID],
-            "responses": {"200": {"description": "an HTML page"}, "404": _ERROR},
+            "responses": {"200": {"description": "an HTML page"}, **_refusals(404, 422)},
         }
     },
 }

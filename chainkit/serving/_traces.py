@@ -2,11 +2,12 @@
 (`GET /runs/{run_id}/trace`): each run's events as the lines a `callbacks.TraceFile` writes
 (plain JSON, keys masked), under its run id; a resumed run's events join its earlier ones.
 
-Bounded: the last `RUNS_KEPT` runs, and at most `CHARS_PER_RUN` characters of lines each (the rest
-of a longer run is dropped, and the page says the trace is cut short); a run's streamed tokens
-are kept as the time of its first one, without their text, which is all the page shows. The
-traces are the process's own: a run served by another worker, or before a restart, has none
-here (its state, `GET /runs/{run_id}`, is in the checkpointer for every worker)."""
+Bounded: the last `ServerSettings.traces_kept` runs (64 by default; 0 records nothing), and
+at most `CHARS_PER_RUN` characters of lines each (the rest of a longer run is dropped, and the
+page says the trace is cut short); a run's streamed tokens are kept as the time of its first
+one, without their text, which is all the page shows. The traces are the process's own: a run
+served by another worker, or before a restart, has none here (its state, `GET
+/runs/{run_id}`, is in the checkpointer for every worker)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ from chainkit.callbacks.trace_file import event_line
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-RUNS_KEPT = 64
 CHARS_PER_RUN = 1024 * 1024
 
 
@@ -40,15 +40,18 @@ class RunTrace:
 class RunTraces:
     """The traces of the last runs, by run id; safe to add to from any thread."""
 
-    def __init__(self, runs_kept: int = RUNS_KEPT, chars_per_run: int = CHARS_PER_RUN) -> None:
+    def __init__(self, runs_kept: int, chars_per_run: int = CHARS_PER_RUN) -> None:
         self._runs_kept = runs_kept
         self._chars_per_run = chars_per_run
         self._traces: OrderedDict[str, RunTrace] = OrderedDict()
         self._lock = threading.Lock()
 
-    def recorder(self, run_id: str) -> EventHandler:
+    def recorder(self, run_id: str) -> EventHandler | None:
         """A handler that adds the events it hears to run `run_id`'s trace (made the newest,
-        the oldest kept forgotten if there are too many)."""
+        the oldest kept forgotten if there are too many); None when none are kept: a run
+        with no handler costs nothing."""
+        if not self._runs_kept:
+            return None
         with self._lock:
             trace = self._traces.pop(run_id, None) or RunTrace()
             self._traces[run_id] = trace
@@ -86,7 +89,7 @@ class _Recorder(EventHandler):
         self._traces.add(self._trace, event)
 
 
-def traced(request: Request, run_id: str) -> EventHandler:
+def traced(request: Request, run_id: str) -> EventHandler | None:
     """The handler recording run `run_id`'s events for the app serving `request`."""
     traces: RunTraces = request.app.state.traces
     return traces.recorder(run_id)

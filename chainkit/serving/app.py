@@ -75,7 +75,7 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
         exception_handlers={404: _not_found, 405: _not_allowed},
     )
     app.state.server = server
-    app.state.traces = RunTraces()
+    app.state.traces = RunTraces(settings.traces_kept)
     return app
 
 

@@ -4,11 +4,16 @@ refusals, and the trace page of a run the server served."""
 
 from __future__ import annotations
 
+import http.client
 import json
+import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -16,12 +21,14 @@ from chainkit import agents, chains, checkpoints, llms, tools
 from chainkit._cli.agent import builtin_agent
 from chainkit.serving import ServerSettings, _runs, create_app
 from chainkit.serving._traces import RunTraces
-from tests.support.approvals import Payments, tool_calling
+from chainkit.serving.errors import ServeConfigError
+from tests.support.approvals import CallsThenReports, Payments, tool_calling
 from tests.support.serving import call, served, sse_events
 
 TOKEN = "t0ken-for-runs"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 PAY = ("pay", {"to": "ada", "amount": 5})
+WAIT_SECONDS = 30.0
 
 
 class Served:
@@ -315,4 +322,99 @@ def test_every_runs_route_is_described_for_openapi() -> None:
         path = getattr(route, "path", "")
         for method in getattr(route, "methods", None) or ():
             if method != "HEAD":
-                assert "summary" in _runs.PATHS[path][method.lower()], path
+                operation = _runs.PATHS[path][method.lower()]
+                assert operation["summary"] and "401" in operation["responses"], path
+
+
+@pytest.mark.parametrize(
+    "query", ["limit=0", "limit=1001", "limit=%C2%B2", "limit=" + "9" * 5000, "status=gone"]
+)
+def test_a_listing_asked_for_out_of_range_is_refused(payments_agent: Served, query: str) -> None:
+    answer = payments_agent.call("GET", f"/runs?{query}")
+    assert (answer.status, answer.json()["error"]["code"]) == (422, "invalid_query")
+
+
+def test_a_run_whose_stored_state_is_damaged_is_a_store_failure(
+    payments_agent: Served, tmp_path: Path
+) -> None:
+    run_id, _ = payments_agent.paused_run()
+    with sqlite3.connect(tmp_path / "runs.db") as database:
+        database.execute("UPDATE chainkit_runs SET header = '{' WHERE run_id = ?", (run_id,))
+    answer = payments_agent.call("GET", f"/runs/{run_id}")
+    assert (answer.status, answer.json()["error"]["code"]) == (500, "store_failed")
+    assert "Traceback" not in answer.text
+
+
+def test_the_trace_page_shows_hostile_text_inert(payments_agent: Served) -> None:
+    hostile = "</script><script>alert(1)</script><!--"
+    run_id, _ = payments_agent.paused_run()
+    body = {"decisions": [{"kind": "deny", "reason": hostile}]}
+    payments_agent.call("POST", f"/runs/{run_id}/resume", body)
+    page = payments_agent.call("GET", f"/runs/{run_id}/trace")
+    assert page.status == 200 and page.headers["x-content-type-options"] == "nosniff"
+    assert hostile not in page.text and "<script>alert" not in page.text
+    assert "\\u003c/script>\\u003cscript>alert(1)" in page.text
+
+
+def test_a_server_keeping_no_traces_records_none(tmp_path: Path) -> None:
+    store = checkpoints.SQLiteStore(tmp_path / "runs.db")
+    executor = agents.Executor(tool_calling(Payments(), PAY), checkpointer=store)
+    app = create_app(executor, ServerSettings(token=TOKEN, traces_kept=0))
+    assert app.state.traces.recorder("any") is None
+    with served(app) as url:
+        run_id = call(url, "POST", "/invoke", {"input": "pay ada"}, AUTH).json()["run_id"]
+        answer = call(url, "GET", f"/runs/{run_id}/trace", None, AUTH)
+        assert (answer.status, answer.json()["error"]["code"]) == (404, "trace_not_found")
+    store.close()
+
+
+@pytest.mark.parametrize("kept", [-1, 1.5, True, "8"])
+def test_traces_kept_must_be_a_count(kept: object) -> None:
+    with pytest.raises(ServeConfigError, match="traces_kept"):
+        ServerSettings(token=TOKEN, traces_kept=kept)  # type: ignore[arg-type]
+
+
+def test_a_refusal_names_a_few_of_many_unknown_calls(payments_agent: Served) -> None:
+    run_id, _ = payments_agent.paused_run()
+    decisions = {f"call-{i}-" + "x" * 200: {"kind": "approve"} for i in range(1, 3001)}
+    answer = payments_agent.call("POST", f"/runs/{run_id}/resume", {"decisions": decisions})
+    assert (answer.status, answer.json()["error"]["code"]) == (409, "call_not_waiting")
+    message = answer.json()["error"]["message"]
+    assert "and 2995 more" in message and len(message) < 1000
+
+
+def test_a_client_leaving_a_streamed_resume_leaves_the_run_resumable(tmp_path: Path) -> None:
+    let_go = threading.Event()
+
+    @tools.tool(requires_approval=True)
+    def slow(step: str) -> str:
+        """Takes its time."""
+        let_go.wait(WAIT_SECONDS)
+        return f"did {step}"
+
+    store = checkpoints.SQLiteStore(tmp_path / "runs.db")
+    agent = agents.ToolCallingAgent(CallsThenReports(("slow", {"step": "one"})), [slow])
+    executor = agents.Executor(agent, checkpointer=store)
+    try:
+        with served(create_app(executor, ServerSettings(token=TOKEN))) as url:
+            run_id = call(url, "POST", "/invoke", {"input": "go"}, AUTH).json()["run_id"]
+            body = {"decisions": [{"kind": "approve"}], "stream": True}
+            connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=WAIT_SECONDS)
+            connection.request("POST", f"/runs/{run_id}/resume", json.dumps(body), AUTH)
+            response = connection.getresponse()
+            read = b""
+            while b"event: tool_start" not in read:
+                read += response.read1(4096)
+            connection.close()
+            deadline = time.monotonic() + WAIT_SECONDS
+            while True:
+                again = call(url, "POST", f"/runs/{run_id}/resume", {}, AUTH)
+                code = again.json().get("error", {}).get("code")
+                if code != "run_locked" or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            assert (again.status, code) == (409, "call_interrupted"), again.text
+            let_go.set()
+    finally:
+        let_go.set()
+        store.close()
