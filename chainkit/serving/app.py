@@ -38,7 +38,7 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
     from starlette.middleware import Middleware
     from starlette.routing import Route
 
-    from chainkit.serving import _invoke, _status
+    from chainkit.serving import _chat_completions, _invoke, _status
     from chainkit.serving._auth import BearerAuth
 
     server = Server(chain, settings)
@@ -57,6 +57,12 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
         Route("/ready", answered(_status.ready), methods=["GET"]),
         Route("/invoke", answered(_invoke.invoke), methods=["POST"]),
         Route("/stream", answered(_invoke.stream), methods=["POST"]),
+        Route(
+            "/v1/chat/completions",
+            answered(_chat_completions.chat_completions),
+            methods=["POST"],
+        ),
+        Route("/v1/models", answered(_chat_completions.models), methods=["GET"]),
     ]
     app = Starlette(
         routes=routes,
