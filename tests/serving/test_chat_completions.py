@@ -3,6 +3,7 @@ HTTP: answers, streams, usage, conversations, and the refusals it raises as its 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -11,7 +12,8 @@ import pytest
 from chainkit import agents, chains, llms, memory, prompts, tools
 from chainkit._cli.agent import builtin_agent
 from chainkit.serving import ServerSettings, create_app
-from tests.support.openai_server import OpenAIServer, Reply
+from tests.conftest import FAST_BACKOFF
+from tests.support.openai_server import Fault, OpenAIServer, Reply
 from tests.support.serving import call, served
 
 openai = pytest.importorskip("openai")
@@ -313,8 +315,6 @@ def test_a_chain_that_cannot_chat_is_named(serve: Serve) -> None:
 def test_a_failing_run_is_an_error_without_the_providers_text(
     serve: Serve, openai_server: OpenAIServer
 ) -> None:
-    from tests.support.openai_server import Fault
-
     model = llms.OpenAI(
         "loopback-model", base_url=openai_server.base_url, api_key="sk-secret-0123", max_attempts=1
     )
@@ -346,3 +346,43 @@ def test_runs_in_flight_count_against_the_clients_limit(
     openai_server.push(Reply("Final Answer: the third answer"))
     third = client.chat.completions.create(model="m", messages=ask("third"))
     assert third.choices[0].message.content == "the third answer"
+
+
+def test_a_client_that_leaves_mid_stream_frees_its_place(
+    serve: Serve, openai_server: OpenAIServer
+) -> None:
+    client = serve(scripted_agent(openai_server), max_runs_per_client=1)
+    openai_server.push(Reply("Final Answer: never read to its end", chunk_size=2, pause_after=2))
+    left = client.chat.completions.create(model="m", messages=ask("first"), stream=True)
+    next(iter(left))
+    deadline = time.monotonic() + 60
+    while not openai_server.chat_requests():  # the run is under way, its model replying
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    left.close()
+    openai_server.push(Reply("Final Answer: the next answer"))
+    while True:  # the server frees the place once it hears the client went away
+        try:
+            answer = client.chat.completions.create(model="m", messages=ask("next"))
+            break
+        except openai.RateLimitError:
+            assert time.monotonic() < deadline, "the place of a client that left was kept"
+            time.sleep(0.05)
+    assert answer.choices[0].message.content == "the next answer"
+    openai_server.resume.set()
+
+
+def test_an_answer_a_retry_rewrites_after_part_of_it_was_streamed_is_an_error(
+    serve: Serve, openai_server: OpenAIServer
+) -> None:
+    model = llms.OpenAI(
+        "loopback-model", base_url=openai_server.base_url, api_key="sk-t", backoff=FAST_BACKOFF
+    )
+    client = serve(agents.Executor(agents.OneShotAgent(model, tools.builtin_tools())))
+    cut_short = Reply("Final Answer: the first answer, cut short", chunk_size=3)
+    openai_server.fail(Fault.cut(after_chunks=10, reply=cut_short))
+    openai_server.push(Reply("Final Answer: another answer"))
+    stream = client.chat.completions.create(model="m", messages=ask(QUESTION), stream=True)
+    with pytest.raises(openai.APIError, match="retried and wrote another answer") as rewritten:
+        list(stream)
+    assert rewritten.value.body["code"] == "answer_rewritten"  # type: ignore[index]
