@@ -149,8 +149,8 @@ async def _completion(request: Request) -> Response:
             try:
                 outputs = await chains.acall(chain, inputs, callbacks=totals)
                 answer, finish = _text(outputs[shape.output_key]), "stop"
-            except NotFinishedError:
-                answer, finish = "", "length"
+            except NotFinishedError as stopped:
+                answer, finish = "", _stopped(stopped, completion.run_id)
             except Exception as failed:
                 raise failure(failed, completion.run_id) from None
     return JSONResponse(completion.whole(answer, finish, totals))
@@ -198,8 +198,7 @@ async def _chunks(
     sent: list[str] = []
     withdrawn = False  # text was sent that the answer no longer begins with
     with named_run(completion.run_id):
-        events = _watched(chains.astream(chain, inputs, callbacks=totals), outputs)
-        pieces = _reply_tokens(events) if shape.answer_is_reply else FinalAnswerStream(events)
+        pieces = _answer(chain, inputs, shape, totals, outputs)
         try:
             async for piece in pieces:
                 if isinstance(piece, AnswerRestart):
@@ -208,8 +207,8 @@ async def _chunks(
                     sent.append(piece)
                     yield completion.chunk({"content": piece})
             answer, finish = _text(outputs[shape.output_key]), "stop"
-        except NotFinishedError:
-            answer, finish = "".join(sent), "length"
+        except NotFinishedError as stopped:
+            answer, finish = "".join(sent), _stopped(stopped, completion.run_id)
         except Exception as failed:
             yield _data(_error_body(failure(failed, completion.run_id)))
             return
@@ -225,6 +224,32 @@ async def _chunks(
     if asked.include_usage:
         yield completion.usage_chunk(totals)
     yield b"data: [DONE]\n\n"
+
+
+async def _answer(
+    chain: Chain,
+    inputs: dict[str, Any],
+    shape: ChatShape,
+    totals: UsageTotals,
+    outputs: dict[str, Any],
+) -> AsyncGenerator[Piece, None]:
+    """The run's answer in pieces as it is written (see `_chunks`), its outputs put in
+    `outputs` when it ends. The run starts at the first piece asked for, so that whatever
+    fails, its start included, fails there."""
+    events = _watched(chains.astream(chain, inputs, callbacks=totals), outputs)
+    pieces = _reply_tokens(events) if shape.answer_is_reply else FinalAnswerStream(events)
+    try:
+        async for piece in pieces:
+            yield piece
+    finally:
+        await pieces.aclose()
+
+
+def _stopped(error: NotFinishedError, run_id: str) -> str:
+    """The finish of a run an agent's limit stopped before its answer: "length", as a model
+    that ran out of tokens finishes."""
+    log.warning("run %s stopped before an answer: %s", run_id, error.reason)
+    return "length"
 
 
 async def _watched(

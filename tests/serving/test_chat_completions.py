@@ -157,7 +157,7 @@ def test_a_chat_prompts_reply_streams_token_by_token_with_its_history(
     )
     model = llms.OpenAI("loopback-model", base_url=openai_server.base_url, api_key="sk-t")
     client = serve(chains.LLMChain(prompt, model))
-    openai_server.push(Reply("Paris is the capital of France.", chunk_size=3))
+    openai_server.push(Reply("Paris — la capitale 🇫🇷 de la France.", chunk_size=3))
     conversation = [
         {"role": "user", "content": "Let us talk about France."},
         {"role": "assistant", "content": "Gladly."},
@@ -165,7 +165,7 @@ def test_a_chat_prompts_reply_streams_token_by_token_with_its_history(
     ]
     chunks = list(client.chat.completions.create(model="m", messages=conversation, stream=True))
     written = [chunk.choices[0].delta.content for chunk in chunks if chunk.choices[0].delta.content]
-    assert "".join(written) == "Paris is the capital of France."
+    assert "".join(written) == "Paris — la capitale 🇫🇷 de la France."
     assert len(written) >= 10
     [request] = openai_server.chat_requests()
     assert [message["content"] for message in request.body["messages"]] == [
@@ -279,6 +279,28 @@ def test_a_bad_request_raises_the_clients_bad_request_error_with_our_message(
     assert "Traceback" not in str(refused.value.body)
 
 
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        (b"{not json", 400, "invalid_json"),
+        (b'[{"role": "user", "content": "hi"}]', 400, "invalid_body"),
+        (b'{"messages": [{"role": "user", "content": "' + b"x" * (2 << 20) + b'"}]}', 413, None),
+    ],
+)
+def test_a_body_that_is_no_request_is_refused_in_openais_shape(
+    serve: Serve, body: bytes, status: int, code: str | None
+) -> None:
+    client = serve(builtin_agent())
+    base_url = str(client.base_url).removesuffix("/v1/")
+    answer = call(
+        base_url, "POST", "/v1/chat/completions", body, {"Authorization": f"Bearer {TOKEN}"}
+    )
+    assert answer.status == status
+    error = answer.json()["error"]
+    assert error["type"] == "invalid_request_error"
+    assert error["code"] == (code or "body_too_large") and error["message"]
+
+
 def test_sampling_settings_a_client_sends_by_habit_are_taken(serve: Serve) -> None:
     client = serve(builtin_agent())
     completion = client.chat.completions.create(
@@ -385,4 +407,4 @@ def test_an_answer_a_retry_rewrites_after_part_of_it_was_streamed_is_an_error(
     stream = client.chat.completions.create(model="m", messages=ask(QUESTION), stream=True)
     with pytest.raises(openai.APIError, match="retried and wrote another answer") as rewritten:
         list(stream)
-    assert rewritten.value.body["code"] == "answer_rewritten"  # type: ignore[index]
+    assert rewritten.value.code == "answer_rewritten"
