@@ -351,14 +351,23 @@ def test_a_failing_run_is_an_error_without_the_providers_text(
     assert "sk-secret" not in str(broken.value.body) and "Incorrect" not in broken.value.message
 
 
+def held_stream(client: Any, server: OpenAIServer, answer: str) -> Any:
+    """A streamed completion whose run is under way, its model's reply held by the loopback
+    server after two pieces until the test sets `server.resume` (or 5 s pass)."""
+    server.push(Reply(f"Final Answer: {answer}", chunk_size=2, pause_after=2))
+    stream = client.chat.completions.create(model="m", messages=ask(answer), stream=True)
+    deadline = time.monotonic() + 60
+    while not server.chat_requests():
+        assert time.monotonic() < deadline, "the run did not reach its model"
+        time.sleep(0.01)
+    return stream
+
+
 def test_runs_in_flight_count_against_the_clients_limit(
     serve: Serve, openai_server: OpenAIServer
 ) -> None:
     client = serve(scripted_agent(openai_server), max_runs_per_client=1)
-    openai_server.push(Reply("Final Answer: the first answer", chunk_size=2, pause_after=2))
-    first = client.chat.completions.create(model="m", messages=ask("first"), stream=True)
-    first_chunks = iter(first)
-    next(first_chunks)  # the run is admitted and under way
+    first_chunks = iter(held_stream(client, openai_server, "the first answer"))
     with pytest.raises(openai.RateLimitError, match="runs in flight") as limited:
         client.chat.completions.create(model="m", messages=ask("second"))
     assert limited.value.response.headers["retry-after"] == "1"
@@ -374,15 +383,9 @@ def test_a_client_that_leaves_mid_stream_frees_its_place(
     serve: Serve, openai_server: OpenAIServer
 ) -> None:
     client = serve(scripted_agent(openai_server), max_runs_per_client=1)
-    openai_server.push(Reply("Final Answer: never read to its end", chunk_size=2, pause_after=2))
-    left = client.chat.completions.create(model="m", messages=ask("first"), stream=True)
-    next(iter(left))
-    deadline = time.monotonic() + 60
-    while not openai_server.chat_requests():  # the run is under way, its model replying
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    left.close()
+    held_stream(client, openai_server, "never read to its end").close()
     openai_server.push(Reply("Final Answer: the next answer"))
+    deadline = time.monotonic() + 60
     while True:  # the server frees the place once it hears the client went away
         try:
             answer = client.chat.completions.create(model="m", messages=ask("next"))
