@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import openai
 import pytest
 
 from chainkit import agents, chains, llms, memory, prompts, tools
@@ -15,8 +16,6 @@ from chainkit.serving import ServerSettings, create_app
 from tests.conftest import FAST_BACKOFF
 from tests.support.openai_server import Fault, OpenAIServer, Reply
 from tests.support.serving import call, served
-
-openai = pytest.importorskip("openai")
 
 TOKEN = "t0ken-for-chat"
 QUESTION = "what is 6 * 7?"
