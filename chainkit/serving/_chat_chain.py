@@ -10,9 +10,10 @@ only the new message is taken."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from chainkit._errors import ChainkitError
+from chainkit.agents import Executor
 from chainkit.chains import LLMChain, with_history
 from chainkit.memory import ConversationBuffer, InMemoryHistory
 from chainkit.serving._problems import Problem
@@ -29,13 +30,14 @@ _TRANSCRIPT = ConversationBuffer(human_prefix="User", ai_prefix="Assistant")
 @dataclass(frozen=True, slots=True)
 class ChatShape:
     """Where a conversation goes in a chain: its input, its history (None: it reads none),
-    the output that is the answer, and whether the answer is a model's reply as it is written
-    (an LLMChain without a parser), so its tokens are the answer's."""
+    the output that is the answer, and how the answer can be read as it is written: "agent"
+    (an agent's final answer, read from its events), "reply" (a model's reply as it is, an
+    LLMChain's without a parser: its tokens) or "whole" (known only when the chain ends)."""
 
     input_key: str
     history_key: str | None
     output_key: str
-    answer_is_reply: bool
+    written_as: Literal["agent", "reply", "whole"]
 
 
 def chat_shape(chain: Chain) -> ChatShape:
@@ -55,12 +57,15 @@ def chat_shape(chain: Chain) -> ChatShape:
         raise _not_chat(chain, f"it answers with {', '.join(keys)}, and no one of them is text")
     if chain.output_not_text is not None:
         raise _not_chat(chain, chain.output_not_text)
-    return ChatShape(
-        inputs[0],
-        history,
-        output,
-        isinstance(chain, LLMChain) and chain.output_parser is None,
-    )
+    return ChatShape(inputs[0], history, output, _written_as(chain))
+
+
+def _written_as(chain: Chain) -> Literal["agent", "reply", "whole"]:
+    if isinstance(chain, Executor):
+        return "agent"
+    if isinstance(chain, LLMChain) and chain.output_parser is None:
+        return "reply"
+    return "whole"  # a chain's steps may change any model's text on its way to the answer
 
 
 def conversation_run(

@@ -237,7 +237,10 @@ async def _answer(
     `outputs` when it ends. The run starts at the first piece asked for, so that whatever
     fails, its start included, fails there."""
     events = _watched(chains.astream(chain, inputs, callbacks=totals), outputs)
-    pieces = _reply_tokens(events) if shape.answer_is_reply else FinalAnswerStream(events)
+    if shape.written_as == "agent":
+        pieces: FinalAnswerStream | AsyncGenerator[Piece, None] = FinalAnswerStream(events)
+    else:
+        pieces = _read(events, _reply_piece if shape.written_as == "reply" else _no_piece)
     try:
         async for piece in pieces:
             yield piece
@@ -265,14 +268,28 @@ async def _watched(
         await events.aclose()
 
 
-async def _reply_tokens(events: AsyncIterator[Event]) -> AsyncGenerator[Piece, None]:
-    """A chain's one model reply as it is written: its tokens, and a restart when a retry of
-    the call discards those streamed so far."""
+async def _read(
+    events: AsyncIterator[Event], read: Callable[[Event], tuple[Piece, ...]]
+) -> AsyncGenerator[Piece, None]:
+    """The pieces `read` finds in `events`."""
     async for event in events:
-        if event.kind == "token":
-            yield event.data["text"]
-        elif event.kind == "retry" and event.data["discarded"]:
-            yield AnswerRestart(event.data["discarded"])
+        for piece in read(event):
+            yield piece
+
+
+def _reply_piece(event: Event) -> tuple[Piece, ...]:
+    """What `event` adds to a chain's one model reply: a token, or a restart when a retry of
+    the call discards the tokens streamed so far."""
+    if event.kind == "token":
+        return (event.data["text"],)
+    if event.kind == "retry" and event.data["discarded"]:
+        return (AnswerRestart(event.data["discarded"]),)
+    return ()
+
+
+def _no_piece(event: Event) -> tuple[Piece, ...]:
+    """Nothing: the answer is known when the run ends (`_chunks` sends it then)."""
+    return ()
 
 
 def _rewritten(run_id: str) -> Problem:

@@ -3,6 +3,7 @@ HTTP: answers, streams, usage, conversations, and the refusals it raises as its 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -10,8 +11,9 @@ from typing import Any
 import openai
 import pytest
 
-from chainkit import agents, chains, llms, memory, prompts, tools
+from chainkit import agents, chains, llms, memory, prompts, retrievers, tools
 from chainkit._cli.agent import builtin_agent
+from chainkit.documents import Document
 from chainkit.serving import ServerSettings, create_app
 from tests.conftest import FAST_BACKOFF
 from tests.support.openai_server import Fault, OpenAIServer, Reply
@@ -410,3 +412,27 @@ def test_an_answer_a_retry_rewrites_after_part_of_it_was_streamed_is_an_error(
     with pytest.raises(openai.APIError, match="retried and wrote another answer") as rewritten:
         list(stream)
     assert rewritten.value.code == "answer_rewritten"
+
+
+def test_a_chain_that_is_no_agent_answers_with_its_answer_output_whole(
+    serve: Serve, openai_server: OpenAIServer
+) -> None:
+    notes = retrievers.Lexical.from_documents(
+        [
+            Document("The tortoise sleeps through the winter in a box of straw.", {}, "pets.md@0"),
+            Document("Bread rises because yeast turns sugar into gas.", {}, "baking.md@0"),
+        ]
+    )
+    model = llms.OpenAI("loopback-model", base_url=openai_server.base_url, api_key="sk-t")
+    client = serve(chains.answer_chain(notes, model))
+    answer = "Final Answer: in a box of straw [pets.md@0]"  # no agent's: all of it is the answer
+    openai_server.push(Reply("Where does the tortoise sleep in winter?"), Reply(answer))
+    conversation = [
+        {"role": "user", "content": "Tell me of the tortoise."},
+        {"role": "assistant", "content": "It is a slow pet."},
+        {"role": "user", "content": "Where does it sleep?"},
+    ]
+    chunks = list(client.chat.completions.create(model="m", messages=conversation, stream=True))
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks) == answer
+    rewrite, _ = openai_server.chat_requests()
+    assert "It is a slow pet." in json.dumps(rewrite.body["messages"])
