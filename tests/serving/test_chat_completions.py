@@ -327,10 +327,26 @@ def test_a_wrong_token_raises_the_clients_authentication_error(serve: Serve) -> 
         wrong.models.list()
 
 
-def test_a_chain_that_cannot_chat_is_named(serve: Serve) -> None:
+def translator() -> chains.Chain:
     prompt = prompts.PromptTemplate.from_template("Translate {text} into {language}.")
-    client = serve(chains.LLMChain(prompt, llms.FakeLLM(["x"])))
-    with pytest.raises(openai.BadRequestError, match="takes text, language") as refused:
+    return chains.LLMChain(prompt, llms.FakeLLM(["x"]))
+
+
+def pausing_agent() -> chains.Chain:
+    calculator = tools.builtin_tools()[0]
+    calculator.requires_approval = True
+    return agents.Executor(agents.OneShotAgent(llms.OfflineModel(), [calculator]))
+
+
+@pytest.mark.parametrize(
+    ("make", "why"),
+    [(translator, "it takes text, language"), (pausing_agent, "may pause for approval")],
+)
+def test_a_chain_that_cannot_chat_is_named(
+    serve: Serve, make: Callable[[], chains.Chain], why: str
+) -> None:
+    client = serve(make())
+    with pytest.raises(openai.BadRequestError, match=why) as refused:
         client.chat.completions.create(model="m", messages=ask("hi"))
     assert refused.value.code == "not_a_chat_chain"
 
