@@ -6,7 +6,7 @@ asked; `GET /v1/models` lists the one model served, named as the chain is.
 Errors come in OpenAI's shape as well as chainkit's, `{"error": {"message", "type", "code",
 "param"}}`, so an OpenAI client raises its own error (BadRequestError, RateLimitError, ...)
 with chainkit's message. An agent stopped at its `max_iterations` (or time limit) before an
-answer finishes with `finish_reason` "length" and what it answered so far (nothing)."""
+answer finishes with `finish_reason` "length" and no content."""
 
 from __future__ import annotations
 

@@ -50,6 +50,22 @@ _NOT_NULL_REFUSED = {
 }
 """Fields refused unless null, with why."""
 
+_TAKEN = frozenset(
+    {
+        *_NOT_NULL_REFUSED,
+        "messages",
+        "model",
+        "stream",
+        "stream_options",
+        "n",
+        "logprobs",
+        "response_format",
+        "tool_choice",
+        "modalities",
+    }
+)
+"""The fields read (those refused unless null or neutral among them)."""
+
 _ROLES_TAKEN = frozenset({"system", "developer", "user", "assistant"})
 _MESSAGE_FIELDS = frozenset({"role", "content", "name"})
 _ASSISTANT_FIELDS = frozenset({"refusal", "tool_calls", "function_call", "audio"})
@@ -88,22 +104,6 @@ def chat_request(body: Mapping[str, Any]) -> ChatRequest:
         stream=bool(stream),
         include_usage=_include_usage(body.get("stream_options"), bool(stream)),
     )
-
-
-_TAKEN = frozenset(
-    {
-        *_NOT_NULL_REFUSED,
-        "messages",
-        "model",
-        "stream",
-        "stream_options",
-        "n",
-        "logprobs",
-        "response_format",
-        "tool_choice",
-        "modalities",
-    }
-)
 
 
 class Refused(Problem):
