@@ -22,6 +22,9 @@ class ServerSettings:
       flight; one more is answered 429 with Retry-After.
     - `cors_origins`: origins a browser may call from (none by default: CORS off).
     - `grace_seconds`: at shutdown, how long runs in flight get to finish.
+    - `traces_kept`: how many of its last runs' traces a server process keeps in memory for
+      their trace page (`GET /runs/{run_id}/trace`), each at most 1 MiB; 0 keeps none, and
+      records nothing.
     """
 
     token: str | None = field(default=None, repr=False)
@@ -30,6 +33,7 @@ class ServerSettings:
     max_runs_per_client: int = 16
     cors_origins: tuple[str, ...] = ()
     grace_seconds: float = 30.0
+    traces_kept: int = 64
 
     def __post_init__(self) -> None:
         if self.token is None and not self.no_auth:
@@ -43,8 +47,16 @@ class ServerSettings:
         _check_positive("max_runs_per_client", self.max_runs_per_client)
         if not isinstance(self.grace_seconds, int | float) or not self.grace_seconds >= 0:
             raise ServeConfigError(f"grace_seconds must be 0 or more, got {self.grace_seconds!r}")
+        if _not_count(self.traces_kept):
+            raise ServeConfigError(
+                f"traces_kept must be an int, 0 or more, got {self.traces_kept!r}"
+            )
 
 
 def _check_positive(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ServeConfigError(f"{name} must be a positive int, got {value!r}")
+
+
+def _not_count(value: object) -> bool:
+    return isinstance(value, bool) or not isinstance(value, int) or value < 0
