@@ -64,11 +64,11 @@ def serving(*args: str, env: dict[str, str] | None = None) -> Iterator[Served]:
         text=True,
         env=environment,
     )
+    # Read on once it has said where it listens: a server whose stderr pipe fills up stops.
+    said: list[str] = []
+    reader = threading.Thread(target=_read_on, args=(process, said), daemon=True)
     try:
-        served = Served(process, "")
-        served.url = _announced_url(served)
-        # Read on: a server whose stderr pipe fills up would stop.
-        reader = threading.Thread(target=_read_on, args=(served,), daemon=True)
+        served = Served(process, _announced_url(process, said), said)
         reader.start()
         headers = {} if "--no-auth" in args else AUTH
         wait_until(lambda: _answers(served.url, headers), f"{served.url}/health to answer")
@@ -77,25 +77,25 @@ def serving(*args: str, env: dict[str, str] | None = None) -> Iterator[Served]:
         if process.poll() is None:
             process.kill()
         process.wait(START_SECONDS)
+        if reader.ident is not None:  # started
+            reader.join(START_SECONDS)  # all it said, for the test to read after the block
 
 
-def _announced_url(served: Served) -> str:
-    stream = served.process.stderr
-    assert stream is not None
+def _announced_url(process: subprocess.Popen[str], said: list[str]) -> str:
+    assert process.stderr is not None
     deadline = time.monotonic() + START_SECONDS
-    while time.monotonic() < deadline and served.process.poll() is None:
-        if select.select([stream], [], [], 0.1)[0]:
-            line = stream.readline()
-            served.said.append(line)
+    while time.monotonic() < deadline and process.poll() is None:
+        if select.select([process.stderr], [], [], 0.1)[0]:
+            line = process.stderr.readline()
+            said.append(line)
             if " at http://" in line:
                 return line.split(" at ", 1)[1].split()[0]
-    raise AssertionError(f"chainkit serve did not start: {served.stderr()}")
+    raise AssertionError(f"chainkit serve did not start: {''.join(said)}")
 
 
-def _read_on(served: Served) -> None:
-    assert served.process.stderr is not None
-    for line in served.process.stderr:
-        served.said.append(line)
+def _read_on(process: subprocess.Popen[str], said: list[str]) -> None:
+    assert process.stderr is not None
+    said.extend(process.stderr)
 
 
 def _answers(url: str, headers: dict[str, str]) -> bool:
@@ -219,6 +219,14 @@ def test_workers_that_cannot_build_the_app_stop_the_command() -> None:
         "went away"
     ) in stopped.stderr
     assert "chainkit serve: error: the server did not start" in stopped.stderr
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_ctrl_c_stops_it_as_sigterm_does(workers: str) -> None:
+    with serving("--workers", workers) as served:
+        served.process.send_signal(signal.SIGINT)
+        assert served.process.wait(START_SECONDS) == 0
+    assert "Traceback" not in served.stderr()
 
 
 def test_db_is_the_checkpointer_of_the_served_agent(tmp_path: Path) -> None:
