@@ -38,7 +38,7 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
     from starlette.middleware import Middleware
     from starlette.routing import Route
 
-    from chainkit.serving import _invoke, _runs, _status
+    from chainkit.serving import _invoke, _runs, _sessions, _status
     from chainkit.serving._auth import BearerAuth
     from chainkit.serving._traces import RunTraces
 
@@ -62,6 +62,11 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
         Route("/runs/{run_id}", answered(_runs.show_run), methods=["GET"]),
         Route("/runs/{run_id}/resume", answered(_runs.resume_run), methods=["POST"]),
         Route("/runs/{run_id}/trace", answered(_runs.run_trace), methods=["GET"]),
+        Route(
+            "/sessions/{session_id}/messages",
+            answered(_sessions.session_messages),
+            methods=["GET"],
+        ),
     ]
     app = Starlette(
         routes=routes,
