@@ -38,8 +38,10 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
     from starlette.middleware import Middleware
     from starlette.routing import Route
 
-    from chainkit.serving import _invoke, _runs, _sessions, _status
+    from chainkit.serving import _chat_completions, _invoke, _runs, _sessions, _status
     from chainkit.serving._auth import BearerAuth
+    from chainkit.serving._page import chat_page, page_asset
+    from chainkit.serving._signin import sign_out
     from chainkit.serving._traces import RunTraces
 
     server = Server(chain, settings)
@@ -67,6 +69,15 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
             answered(_sessions.session_messages),
             methods=["GET"],
         ),
+        Route("/", answered(chat_page), methods=["GET"]),
+        Route("/page/{name}", answered(page_asset), methods=["GET"]),
+        Route("/logout", answered(sign_out), methods=["POST"]),
+        Route(
+            "/v1/chat/completions",
+            answered(_chat_completions.chat_completions),
+            methods=["POST"],
+        ),
+        Route("/v1/models", answered(_chat_completions.models), methods=["GET"]),
     ]
     app = Starlette(
         routes=routes,
