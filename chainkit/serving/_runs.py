@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chainkit import chains
-from chainkit._errors import StoreError, StoreUnavailableError
+from chainkit._errors import StoreUnavailableError
 from chainkit._plain import plain
 from chainkit._redact import mask_secret_fields
 from chainkit._threads import in_thread
@@ -28,7 +28,6 @@ from chainkit.checkpoints import (
     RunState,
     RunSummary,
     StaleStateError,
-    StateFormatError,
     StateMismatchError,
 )
 from chainkit.serving._body import checked_fields, json_object
@@ -37,7 +36,8 @@ from chainkit.serving._ids import checked_id
 from chainkit.serving._invoke import failure, sse
 from chainkit.serving._outputs import plain_event, served_outputs, waiting_calls
 from chainkit.serving._problems import Problem
-from chainkit.serving._server import Server, log
+from chainkit.serving._server import Server
+from chainkit.serving._stores import query_count, stored, unavailable
 from chainkit.serving._traces import RunTraces, traced
 
 if TYPE_CHECKING:
@@ -252,36 +252,26 @@ def resume_refused(error: Exception, run_id: str) -> Problem:
     if isinstance(error, StateMismatchError):
         return Problem(409, "run_mismatch", str(error), run_id=run_id)
     if isinstance(error, StoreUnavailableError):
-        return _unavailable(run_id)
+        return unavailable("run store", run_id)
     return failure(error, run_id)
 
 
-async def _stored(work: Callable[..., T], *args: Any) -> T:
-    """`work(*args)` on the store, in a worker thread; its refusals named."""
-    run_id = args[0] if args else None
+async def _stored(work: Callable[..., T], run_id: str | None = None) -> T:
+    """`work(run_id)` (or `work()`) on the checkpointer; an unknown run 404."""
     try:
-        return await in_thread(work, *args)
+        if run_id is None:
+            return await stored("run store", work)
+        return await stored("run store", work, run_id, run_id=run_id)
     except RunNotFoundError:
         raise _not_found(str(run_id)) from None
-    except StoreUnavailableError:
-        raise _unavailable(run_id) from None
-    except (StoreError, StateFormatError):
-        log.exception("the checkpointer failed (run %s)", run_id)
-        raise Problem(
-            500, "store_failed", "the run store failed; see the server log", run_id=run_id
-        ) from None
 
 
 def _listing(request: Request) -> tuple[int, str | None]:
     """`?limit=` (1 to MOST_LISTED) and `?status=` of a listing."""
-    limit_text = request.query_params.get("limit", str(LISTED))
-    given = limit_text.isascii() and limit_text.isdigit() and len(limit_text) <= 4
-    if not given or not 1 <= int(limit_text) <= MOST_LISTED:
-        raise Problem(422, "invalid_query", f"limit must be a whole number, 1 to {MOST_LISTED}")
     status = request.query_params.get("status")
     if status is not None and status not in _STATUSES:
         raise Problem(422, "invalid_query", f"status must be one of {', '.join(_STATUSES)}")
-    return int(limit_text), status
+    return query_count(request, "limit", LISTED, MOST_LISTED), status
 
 
 def _summary(run: RunSummary) -> dict[str, Any]:
@@ -308,16 +298,6 @@ def _finished(run_id: str) -> Problem:
         f"run {run_id} finished already: there is nothing to resume (GET /runs/{run_id} "
         "shows its outputs)",
         run_id=run_id,
-    )
-
-
-def _unavailable(run_id: str | None) -> Problem:
-    return Problem(
-        503,
-        "store_unavailable",
-        "the run store does not answer; try again later",
-        run_id=run_id,
-        headers={"Retry-After": "5"},
     )
 
 

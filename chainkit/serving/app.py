@@ -38,7 +38,7 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
     from starlette.middleware import Middleware
     from starlette.routing import Route
 
-    from chainkit.serving import _chat_completions, _invoke, _runs, _status
+    from chainkit.serving import _chat_completions, _invoke, _runs, _sessions, _status
     from chainkit.serving._auth import BearerAuth
     from chainkit.serving._page import chat_page, page_asset
     from chainkit.serving._signin import sign_out
@@ -64,6 +64,11 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
         Route("/runs/{run_id}", answered(_runs.show_run), methods=["GET"]),
         Route("/runs/{run_id}/resume", answered(_runs.resume_run), methods=["POST"]),
         Route("/runs/{run_id}/trace", answered(_runs.run_trace), methods=["GET"]),
+        Route(
+            "/sessions/{session_id}/messages",
+            answered(_sessions.session_messages),
+            methods=["GET"],
+        ),
         Route("/", answered(chat_page), methods=["GET"]),
         Route("/page/{name}", answered(page_asset), methods=["GET"]),
         Route("/logout", answered(sign_out), methods=["POST"]),
