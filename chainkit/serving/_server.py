@@ -1,15 +1,18 @@
 """What one server process holds: the chain, its settings, and the runs in flight (counted per
-client for the 429 rule, waited for at shutdown)."""
+client for the 429 rules, waited for and then cancelled at shutdown)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from chainkit.chains import WithHistory
+from chainkit.serving._pace import ClientPace
 from chainkit.serving._problems import Problem
 
 if TYPE_CHECKING:
@@ -20,22 +23,38 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("chainkit.serving")
 
+ANSWER_SECONDS = 5.0
+"""At shutdown, once the runs left after the grace period are cancelled, how long their
+requests get to send the answer that says so."""
+
+T = TypeVar("T")
+
 
 class Server:
-    """The state the routes share (the app's `state.server`)."""
+    """The state the routes share (the app's `state.server`). `chain` is the chain requests
+    run; for a chain served with a history per session (`chains.with_history`), `history` is
+    its WithHistory and `chain` the chain inside."""
 
-    def __init__(self, chain: Chain, settings: ServerSettings) -> None:
-        self.chain = chain
+    def __init__(
+        self,
+        chain: Chain | WithHistory,
+        settings: ServerSettings,
+        clock: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
+        self.history = chain if isinstance(chain, WithHistory) else None
+        self.chain: Chain = chain.chain if isinstance(chain, WithHistory) else chain
         self.settings = settings
         self.closing = False
+        self._pace = ClientPace(settings.requests_per_minute, clock)
         self._in_flight: Counter[str] = Counter()
+        self._runs: set[asyncio.Task[Any]] = set()
         self._idle = asyncio.Event()
         self._idle.set()
 
-    @asynccontextmanager
-    async def admitted(self, request: Request) -> AsyncIterator[None]:
-        """Holds one run's place for the request's client: 503 once the server is closing,
-        429 with Retry-After when the client has its limit of runs in flight."""
+    def admit(self, request: Request) -> Slot:
+        """One run's place for the request's client, held until released: 503 once the
+        server is closing; 429 with Retry-After when the client has its limit of runs in
+        flight, or has started its runs of the minute."""
         if self.closing:
             raise Problem(503, "shutting_down", "the server is shutting down; try another")
         client = client_of(request)
@@ -46,26 +65,72 @@ class Server:
                 f"this client has {self.settings.max_runs_per_client} runs in flight already",
                 headers={"Retry-After": "1"},
             )
+        self._pace.start(client)
         self._in_flight[client] += 1
         self._idle.clear()
+        return Slot(self, client)
+
+    @asynccontextmanager
+    async def admitted(self, request: Request) -> AsyncIterator[None]:
+        """`admit` for the length of the block."""
+        slot = self.admit(request)
         try:
             yield
         finally:
-            self._in_flight[client] -= 1
-            if not self._in_flight[client]:
-                del self._in_flight[client]
-            if not self._in_flight:
-                self._idle.set()
+            slot.release()
 
-    async def drained(self) -> bool:
-        """Stops admitting runs and waits up to the grace period for those in flight; whether
-        they all finished."""
+    def _release(self, client: str) -> None:
+        self._in_flight[client] -= 1
+        if not self._in_flight[client]:
+            del self._in_flight[client]
+        if not self._in_flight:
+            self._idle.set()
+
+    def start(self, run: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """`run` as a task of its own, which shutdown cancels once the grace period is over."""
+        task = asyncio.ensure_future(run)
+        self._runs.add(task)
+        task.add_done_callback(self._runs.discard)
+        return task
+
+    async def drain(self) -> bool:
+        """Stops admitting runs, waits up to the grace period for those in flight, then
+        cancels the rest and gives their requests a moment to answer; whether every run
+        finished within the grace period."""
         self.closing = True
+        if await self._settled(self.settings.grace_seconds):
+            return True
+        log.warning(
+            "cancelling %d runs still in flight after %gs of grace",
+            len(self._runs),
+            self.settings.grace_seconds,
+        )
+        for task in list(self._runs):
+            task.cancel()
+        await self._settled(ANSWER_SECONDS)
+        return False
+
+    async def _settled(self, seconds: float) -> bool:
         try:
-            await asyncio.wait_for(self._idle.wait(), self.settings.grace_seconds)
+            await asyncio.wait_for(self._idle.wait(), seconds)
         except TimeoutError:
             return False
         return True
+
+
+class Slot:
+    """A run's place, given back once (`release`) when its request is done with it."""
+
+    __slots__ = ("_client", "_server")
+
+    def __init__(self, server: Server, client: str) -> None:
+        self._server: Server | None = server
+        self._client = client
+
+    def release(self) -> None:
+        if self._server is not None:
+            self._server._release(self._client)
+            self._server = None
 
 
 def client_of(request: Request) -> str:

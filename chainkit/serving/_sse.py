@@ -1,0 +1,169 @@
+"""The response of `POST /stream`: a run's events as Server-Sent Events, written as the client
+reads them.
+
+The run goes on in a task of its own and hands its events over a buffer of a few frames; the
+response writes them, and a comment line (`: ping`) whenever the run has been quiet for
+`keepalive_seconds`. A client that stops reading fills the buffer, so the run waits (an agent
+is held before its next step, as `chains.astream` paces its reader); one that has read nothing
+for `write_timeout_seconds` is given up on. A client that leaves, or is given up on, has its
+run cancelled, unless it asked for a checkpointed run to go on (`detach`): then the run goes
+on to its end, its events dropped, still counted as the client's until it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from chainkit.serving._server import Server, Slot, log
+
+if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
+
+BUFFERED_FRAMES = 8
+"""Events a run may have ready before it waits for the client to read."""
+
+PING = b": ping\n\n"
+
+Ending = Literal["finished", "left", "stalled"]
+
+
+def sse(name: str, data: Mapping[str, Any]) -> bytes:
+    """One Server-Sent Event: its name and its data as one line of JSON."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return f"event: {name}\ndata: {text}\n\n".encode()
+
+
+class Frames:
+    """The run's side of the buffer: `put` waits for room while the client reads, and drops
+    the frame once the client has gone."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=BUFFERED_FRAMES)
+        self.dropped = False
+
+    async def put(self, frame: bytes) -> None:
+        if not self.dropped:
+            await self.queue.put(frame)
+
+    def drop(self) -> None:
+        """From now on nobody reads: frames are dropped, and a run waiting for room goes on."""
+        self.dropped = True
+        while not self.queue.empty():
+            self.queue.get_nowait()
+
+
+class EventStreamResponse:
+    """An ASGI response running `run` (which puts its frames in `frames`) for the client
+    holding `slot`; `cancelled` is the last event when shutdown cancels the run."""
+
+    def __init__(
+        self,
+        server: Server,
+        slot: Slot,
+        run_id: str,
+        run: Coroutine[Any, Any, None],
+        frames: Frames,
+        *,
+        detach: bool,
+        cancelled: bytes,
+    ) -> None:
+        self._server = server
+        self._slot = slot
+        self._run_id = run_id
+        self._run = run
+        self._frames = frames
+        self._detach = detach
+        self._cancelled = cancelled
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        run = self._server.start(self._run)
+        gone = asyncio.ensure_future(_disconnected(receive))
+        ending: Ending = "left"
+        try:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [
+                        (b"content-type", b"text/event-stream; charset=utf-8"),
+                        (b"cache-control", b"no-cache"),
+                        (b"x-accel-buffering", b"no"),  # nginx: pass each event on at once
+                        (b"x-run-id", self._run_id.encode()),
+                    ],
+                }
+            )
+            ending = await self._relay(send, run, gone)
+            if ending == "finished":
+                if run.cancelled():
+                    await self._write(send, self._cancelled)
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            gone.cancel()
+            await self._end(run, ending)
+
+    async def _relay(
+        self, send: Send, run: asyncio.Task[None], gone: asyncio.Future[None]
+    ) -> Ending:
+        """Writes the run's frames until it ends (and every frame is written), the client
+        leaves, or the client reads nothing for the write timeout."""
+        keepalive = self._server.settings.keepalive_seconds
+        queue = self._frames.queue
+        while True:
+            if not queue.empty():
+                frame = queue.get_nowait()
+            elif run.done():
+                return "finished"
+            else:
+                taken = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait(
+                    {taken, run, gone}, timeout=keepalive, return_when=asyncio.FIRST_COMPLETED
+                )
+                if gone in done:
+                    taken.cancel()
+                    return "left"
+                if taken not in done:
+                    taken.cancel()
+                    if not done and not await self._write(send, PING):
+                        return "stalled"
+                    continue
+                frame = taken.result()
+            if not await self._write(send, frame):
+                return "stalled"
+
+    async def _write(self, send: Send, frame: bytes) -> bool:
+        """Whether `frame` went out within the write timeout (the client reads)."""
+        try:
+            await asyncio.wait_for(
+                send({"type": "http.response.body", "body": frame, "more_body": True}),
+                self._server.settings.write_timeout_seconds,
+            )
+        except TimeoutError:
+            return False
+        return True
+
+    async def _end(self, run: asyncio.Task[None], ending: Ending) -> None:
+        """The run's fate once the response is over: cancelled (and its place given back when
+        it has stopped), or, for a client that asked for it, left to finish on its own."""
+        if ending == "stalled":
+            log.warning(
+                "run %s: its client read nothing for %gs; given up",
+                self._run_id,
+                self._server.settings.write_timeout_seconds,
+            )
+        if run.done() or not self._detach:
+            run.cancel()
+            await asyncio.wait([run])
+            self._slot.release()
+            return
+        log.info("run %s goes on without its client", self._run_id)
+        self._frames.drop()
+        run.add_done_callback(lambda _: self._slot.release())
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Returns once the client has gone (the body was read before the response began)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
