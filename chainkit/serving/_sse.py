@@ -118,8 +118,9 @@ class EventStreamResponse:
                 return "finished"
             else:
                 taken = asyncio.ensure_future(queue.get())
+                watched: set[asyncio.Future[Any]] = {taken, run, gone}
                 done, _ = await asyncio.wait(
-                    {taken, run, gone}, timeout=keepalive, return_when=asyncio.FIRST_COMPLETED
+                    watched, timeout=keepalive, return_when=asyncio.FIRST_COMPLETED
                 )
                 if gone in done:
                     taken.cancel()

@@ -72,8 +72,12 @@ def _check_positive(name: str, value: object) -> None:
 
 def _check_seconds(name: str, value: object, least: float | None = None) -> None:
     """A finite number above 0, or of at least `least` when given."""
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    if number and math.isfinite(value) and (value > 0 or (least is not None and value >= least)):
+    if (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and (value > 0 or (least is not None and value >= least))
+    ):
         return
     bound = "more than 0" if least is None else f"{least:g} or more"
     raise ServeConfigError(f"{name} must be a number {bound}, got {value!r}")

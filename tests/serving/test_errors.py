@@ -29,7 +29,8 @@ def _failing_chain(openai_server: OpenAIServer) -> Pipeline:
         max_attempts=1,
         timeout=10,
     )
-    return prompts.PromptTemplate.from_template("{input}") | model
+    chain: Pipeline = prompts.PromptTemplate.from_template("{input}") | model
+    return chain
 
 
 def _no_secret_in(text: str) -> None:

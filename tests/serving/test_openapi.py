@@ -20,7 +20,7 @@ def test_every_route_is_described() -> None:
     assert answer.status == 200
     paths = answer.json()["paths"]
     routes = {
-        (route.path, method.lower())
+        (getattr(route, "path", ""), method.lower())
         for route in app.routes
         for method in getattr(route, "methods", None) or ["GET"]
         if method != "HEAD"
