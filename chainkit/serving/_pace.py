@@ -39,7 +39,7 @@ class ClientPace:
             raise Problem(
                 429,
                 "rate_limited",
-                f"this client may start {self.requests_per_minute:g} runs a minute; "
+                f"this client's runs are limited to {self.requests_per_minute:g} a minute; "
                 f"try again in {seconds} s",
                 headers={"Retry-After": str(seconds)},
             )
