@@ -7,9 +7,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
+from chainkit import chains, checkpoints
 from chainkit.serving import ServerSettings, create_app
-from tests.support.held_chains import HeldChain
+from tests.support.held_chains import HeldChain, held_agent
+from tests.support.openai_server import OpenAIServer
 from tests.support.serving import Answer, RawStream, call, running, sse_events
 
 TOKEN = "t0ken-for-tests"
@@ -75,6 +78,24 @@ def test_runs_left_after_the_grace_period_are_cancelled_and_answered_503() -> No
     errors = [data for name, data in sse_events(_unchunked(frames)) if name == "error"]
     assert [error["error"]["code"] for error in errors] == ["shutting_down"]
     assert errors[0]["error"]["run_id"] == "r-3"
+
+
+def test_a_checkpointed_run_cancelled_at_shutdown_is_resumed_later(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    store = checkpoints.SQLiteStore(tmp_path / "runs.db")
+    chain, release = held_agent(openai_server, store)
+    with running(create_app(chain, ServerSettings(token=TOKEN, grace_seconds=0.2))) as server:
+        body = {"input": "wait", "run_id": "kept-2"}
+        stream = RawStream(server.url, "/stream", body, AUTH)
+        stream.read_until(b"event: tool_start")
+        server.shut_down()
+        stream.read_until(b"event: error")
+        stream.close()
+        assert server.stopped()
+    assert store.load("kept-2").outputs is None
+    release.set()
+    assert chains.resume(chain, "kept-2") == {"output": "all done"}
 
 
 def _unchunked(body: bytes) -> bytes:

@@ -5,15 +5,14 @@ reads is given up on and its place freed."""
 from __future__ import annotations
 
 import http.client
-import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from chainkit import agents, chains, checkpoints, llms, tools
+from chainkit import chains, checkpoints
 from chainkit.serving import ServerSettings, create_app
-from tests.support.held_chains import ChattyChain, HeldChain
-from tests.support.openai_server import TEST_API_KEY, Call, OpenAIServer, Reply
+from tests.support.held_chains import ChattyChain, HeldChain, held_agent
+from tests.support.openai_server import OpenAIServer
 from tests.support.serving import RawStream, call, served, sse_events
 
 TOKEN = "t0ken-for-tests"
@@ -62,30 +61,11 @@ def test_a_client_that_never_reads_is_given_up_and_its_place_freed() -> None:
             stalled.close()
 
 
-def _held_agent(
-    openai_server: OpenAIServer, store: checkpoints.Checkpointer
-) -> tuple[agents.Executor, threading.Event]:
-    """An agent over the loopback server whose one tool call waits for the event returned."""
-    release = threading.Event()
-
-    @tools.tool
-    def wait_here() -> str:
-        """Waits here."""
-        release.wait(WAIT)
-        return "waited"
-
-    openai_server.push(Reply(tool_calls=[Call("wait_here", "{}", "c1")]), "all done")
-    model = llms.OpenAI(
-        "loopback-model", base_url=openai_server.base_url, api_key=TEST_API_KEY, timeout=10
-    )
-    return agents.Executor(agents.ToolCallingAgent(model, [wait_here]), checkpointer=store), release
-
-
 def test_a_checkpointed_run_goes_on_when_its_client_leaves_if_asked(
     tmp_path: Path, openai_server: OpenAIServer
 ) -> None:
     store = checkpoints.SQLiteStore(tmp_path / "runs.db")
-    chain, release = _held_agent(openai_server, store)
+    chain, release = held_agent(openai_server, store)
     with served(create_app(chain, ServerSettings(token=TOKEN))) as url:
         body = {"input": "wait", "run_id": "kept-1", "on_disconnect": "continue"}
         stream = RawStream(url, "/stream", body, AUTH)

@@ -7,7 +7,8 @@ import asyncio
 import threading
 from typing import Any
 
-from chainkit import chains
+from chainkit import agents, chains, checkpoints, llms, tools
+from tests.support.openai_server import TEST_API_KEY, Call, OpenAIServer, Reply
 from tests.support.stub_chains import InputOutputChain
 
 POLL_SECONDS = 0.01
@@ -76,3 +77,25 @@ async def _released(release: threading.Event) -> None:
         if release.is_set():
             return
         await asyncio.sleep(POLL_SECONDS)
+
+
+def held_agent(
+    openai_server: OpenAIServer, store: checkpoints.Checkpointer
+) -> tuple[agents.Executor, threading.Event]:
+    """A checkpointed agent over the loopback server that calls its one tool, `wait_here`
+    (idempotent: repeated when resumed), which waits for the event returned; then it answers
+    "all done"."""
+    release = threading.Event()
+
+    @tools.tool(idempotent=True)
+    def wait_here() -> str:
+        """Waits here."""
+        release.wait(HOLD_SECONDS)
+        return "waited"
+
+    openai_server.push(Reply(tool_calls=[Call("wait_here", "{}", "c1")]), "all done")
+    model = llms.OpenAI(
+        "loopback-model", base_url=openai_server.base_url, api_key=TEST_API_KEY, timeout=10
+    )
+    agent = agents.ToolCallingAgent(model, [wait_here])
+    return agents.Executor(agent, checkpointer=store), release
