@@ -21,16 +21,17 @@ from chainkit.checkpoints import RunExistsError, RunLockedError, named_run
 from chainkit.serving._body import checked_fields, json_object
 from chainkit.serving._ids import checked_id
 from chainkit.serving._openapi import operation
-from chainkit.serving._outputs import served_outputs
+from chainkit.serving._outputs import plain_event, served_outputs
 from chainkit.serving._problems import Problem
 from chainkit.serving._server import Server, log
 from chainkit.serving._sse import EventStreamResponse, Frames, sse
+from chainkit.serving._traces import traced
 
 if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-    from chainkit.callbacks import Event
+    from chainkit.callbacks import Event, EventHandler
     from chainkit.chains import Chain
 
 _JSON = (dict, list, str, int, float, bool, type(None))
@@ -50,12 +51,13 @@ _CONFLICTS = (RunExistsError, RunLockedError)
 @dataclass(frozen=True, slots=True)
 class RunRequest:
     """What a request asks to run: the chain (bound to its session), its inputs, the run's id,
-    and whether the run goes on when its client leaves."""
+    whether the run goes on when its client leaves, and the handler recording its trace."""
 
     chain: Chain
     inputs: dict[str, Any]
     run_id: str
     detach: bool = False
+    callbacks: EventHandler | None = None
 
 
 async def invoke(request: Request) -> Response:
@@ -79,7 +81,7 @@ async def invoke(request: Request) -> Response:
 async def _outputs(call: RunRequest) -> dict[str, Any]:
     with named_run(call.run_id):
         try:
-            return await chains.acall(call.chain, call.inputs)
+            return await chains.acall(call.chain, call.inputs, callbacks=call.callbacks)
         except Exception as failed:
             raise problem_of(failed, call.run_id) from None
 
@@ -102,7 +104,7 @@ async def stream(request: Request) -> EventStreamResponse:
 
 async def _events(call: RunRequest, frames: Frames) -> None:
     with named_run(call.run_id):
-        events = chains.astream(call.chain, call.inputs)
+        events = chains.astream(call.chain, call.inputs, callbacks=call.callbacks)
         try:
             async for event in events:
                 await frames.put(sse(event.kind, served_event(event, call.run_id)))
@@ -113,10 +115,10 @@ async def _events(call: RunRequest, frames: Frames) -> None:
 
 
 def served_event(event: Event, run_id: str) -> dict[str, Any]:
-    """`event` as a client gets it: as `Event.to_dict` gives it, but for an error's message
+    """`event` as a client gets it: as `plain_event` gives it, but for an error's message
     (a model's, a tool's or a chain's), which may carry a provider's text, keys or prompts:
     only its type is told, and the server log has the rest under the run id."""
-    served = event.to_dict()
+    served = plain_event(event)
     error = served["data"].get("error") if event.kind.endswith("_error") else None
     if isinstance(error, dict):
         error["message"] = f"withheld; the server log has run {run_id}"
@@ -143,7 +145,7 @@ async def run_request(
     run_id = uuid.uuid4().hex if given_id is None else checked_id("run_id", given_id)
     chain = _session_chain(server, body.get("session_id"))
     detach = _detached(server, body.get("on_disconnect", "cancel"))
-    return RunRequest(chain, _inputs(chain, body), run_id, detach)
+    return RunRequest(chain, _inputs(chain, body), run_id, detach, traced(request, run_id))
 
 
 def _session_chain(server: Server, session_id: str | None) -> Chain:

@@ -71,12 +71,16 @@ def operation(
         "200": {"description": "done", "content": {media_type: {"schema": dict(response or {})}}}
     }
     for status in sorted({401, *errors}):
-        answers[str(status)] = {
-            "description": ERROR_STATUSES[status],
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-        }
+        answers[str(status)] = _error(status)
     described["responses"] = answers
     return described
+
+
+def _error(status: int) -> dict[str, Any]:
+    return {
+        "description": ERROR_STATUSES[status],
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
 
 
 def document(routes: Iterable[Any]) -> dict[str, Any]:
@@ -87,7 +91,11 @@ def document(routes: Iterable[Any]) -> dict[str, Any]:
         described = _described(route)
         for method in getattr(route, "methods", None) or ():
             if method.lower() in described:
-                paths.setdefault(route.path, {})[method.lower()] = described[method.lower()]
+                operation = dict(described[method.lower()])
+                # Every route is behind the token: its 401 is listed whether or not its
+                # module says so.
+                operation["responses"] = {"401": _error(401), **operation.get("responses", {})}
+                paths.setdefault(route.path, {})[method.lower()] = operation
     return {
         "openapi": "3.1.0",
         "info": {"title": "chainkit serve", "version": "1"},

@@ -29,6 +29,9 @@ class ServerSettings:
       proxies do not cut it while a step runs.
     - `write_timeout_seconds`: a stream whose client has read nothing this long (its buffers
       full) is ended and its run cancelled.
+    - `traces_kept`: how many of its last runs' traces a server process keeps in memory for
+      their trace page (`GET /runs/{run_id}/trace`), each at most 1 MiB; 0 keeps none, and
+      records nothing.
     """
 
     token: str | None = field(default=None, repr=False)
@@ -40,6 +43,7 @@ class ServerSettings:
     requests_per_minute: float | None = None
     keepalive_seconds: float = 15.0
     write_timeout_seconds: float = 30.0
+    traces_kept: int = 64
 
     def __post_init__(self) -> None:
         if self.token is None and not self.no_auth:
@@ -63,6 +67,10 @@ class ServerSettings:
                 "cors_origins must be a tuple of origins such as ('https://app.example',), got "
                 f"{self.cors_origins!r:.80}"
             )
+        if _not_count(self.traces_kept):
+            raise ServeConfigError(
+                f"traces_kept must be an int, 0 or more, got {self.traces_kept!r}"
+            )
 
 
 def _check_positive(name: str, value: object) -> None:
@@ -81,3 +89,7 @@ def _check_seconds(name: str, value: object, least: float | None = None) -> None
         return
     bound = "more than 0" if least is None else f"{least:g} or more"
     raise ServeConfigError(f"{name} must be a number {bound}, got {value!r}")
+
+
+def _not_count(value: object) -> bool:
+    return isinstance(value, bool) or not isinstance(value, int) or value < 0
