@@ -4,8 +4,8 @@ the events of `chains.astream` as Server-Sent Events as they happen (see `_sse`)
 A request body is `{"inputs": {...}}` (the chain's inputs) or `{"input": value}` (for a chain
 of one input, as `chains.run` takes), with optional fields: `run_id` (the id a checkpointed
 agent saves the run under; a fresh one otherwise), `session_id` (the conversation, for a chain
-served with a history per session), and for a stream `on_disconnect` ("cancel", or
-"continue" for a checkpointed agent whose run should go on when its client leaves)."""
+served with a history per session), and `on_disconnect` ("cancel", or "continue" for a
+checkpointed agent whose run should go on when its client leaves)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from chainkit.serving._ids import checked_id
 from chainkit.serving._openapi import operation
 from chainkit.serving._outputs import plain_event, served_outputs
 from chainkit.serving._problems import Problem
-from chainkit.serving._server import Server, log
+from chainkit.serving._server import Server, disconnected, log
 from chainkit.serving._sse import EventStreamResponse, Frames, sse
 from chainkit.serving._traces import traced
 
@@ -40,8 +40,8 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "input": _JSON,
     "run_id": str,
     "session_id": str,
+    "on_disconnect": str,
 }
-_STREAM_FIELDS = {**_FIELDS, "on_disconnect": str}
 _CALLER_ERRORS = (chains.errors.ChainKeyError, chains.errors.InputsTypeError)
 """What the chain refuses of its inputs before it starts: the caller's to fix (422)."""
 _CONFLICTS = (RunExistsError, RunLockedError)
@@ -64,18 +64,20 @@ async def invoke(request: Request) -> Response:
     from starlette.responses import JSONResponse
 
     server: Server = request.app.state.server
-    call = await run_request(request, server, _FIELDS)
-    async with server.admitted(request):
-        run = server.start(_outputs(call))
-        try:
-            await asyncio.wait([run])
-        except asyncio.CancelledError:
-            run.cancel()
-            raise
-        if run.cancelled():
-            raise shut_down(call.run_id)
-        outputs = run.result()
-    return JSONResponse({"run_id": call.run_id, "outputs": served_outputs(outputs)})
+    call = await run_request(request, server)
+    slot = server.admit(request)
+    run = server.start(_outputs(call))
+    gone = asyncio.ensure_future(disconnected(request.receive))
+    try:
+        await asyncio.wait([run, gone], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        await server.let_go(run, slot, detach=call.detach, run_id=call.run_id)
+    if not run.done():  # its client left, and asked for it to go on: nobody reads this
+        return JSONResponse({"run_id": call.run_id, "status": "running"}, status_code=202)
+    if run.cancelled():
+        raise shut_down(call.run_id)
+    return JSONResponse({"run_id": call.run_id, "outputs": served_outputs(run.result())})
 
 
 async def _outputs(call: RunRequest) -> dict[str, Any]:
@@ -88,7 +90,7 @@ async def _outputs(call: RunRequest) -> dict[str, Any]:
 
 async def stream(request: Request) -> EventStreamResponse:
     server: Server = request.app.state.server
-    call = await run_request(request, server, _STREAM_FIELDS)
+    call = await run_request(request, server)
     slot = server.admit(request)  # refused with its status, before the stream begins
     frames = Frames()
     return EventStreamResponse(
@@ -135,12 +137,10 @@ def shut_down(run_id: str) -> Problem:
     )
 
 
-async def run_request(
-    request: Request, server: Server, fields: Mapping[str, type | tuple[type, ...]]
-) -> RunRequest:
+async def run_request(request: Request, server: Server) -> RunRequest:
     """The body of a run route read and checked: 4xx naming what was wrong."""
     body = await json_object(request, server.settings.max_body_bytes)
-    checked_fields(body, {}, fields)
+    checked_fields(body, {}, _FIELDS)
     given_id = body.get("run_id")
     run_id = uuid.uuid4().hex if given_id is None else checked_id("run_id", given_id)
     chain = _session_chain(server, body.get("session_id"))
@@ -243,15 +243,9 @@ _RUN_FIELDS: dict[str, Any] = {
         "type": "string",
         "description": "the conversation, for a chain served with a history per session",
     },
+    "on_disconnect": {"enum": ["cancel", "continue"], "default": "cancel"},
 }
 _RUN = {"type": "object", "properties": _RUN_FIELDS, "additionalProperties": False}
-_STREAM_RUN = {
-    **_RUN,
-    "properties": {
-        **_RUN_FIELDS,
-        "on_disconnect": {"enum": ["cancel", "continue"], "default": "cancel"},
-    },
-}
 _RUN_ERRORS = [400, 409, 413, 422, 429, 500, 503]
 PATHS = {
     "/invoke": {
@@ -270,7 +264,7 @@ PATHS = {
         "post": operation(
             "Run the chain and stream its events (Server-Sent Events: `event: <kind>`, `data:` "
             "the event as JSON; a failed run ends with `event: error`, an Error)",
-            request=_STREAM_RUN,
+            request=_RUN,
             response={"type": "string"},
             media_type="text/event-stream",
             errors=[400, 413, 422, 429, 503],

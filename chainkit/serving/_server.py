@@ -17,6 +17,7 @@ from chainkit.serving._problems import Problem
 
 if TYPE_CHECKING:
     from starlette.requests import Request
+    from starlette.types import Receive
 
     from chainkit.chains import Chain
     from chainkit.serving.settings import ServerSettings
@@ -93,6 +94,20 @@ class Server:
         task.add_done_callback(self._runs.discard)
         return task
 
+    async def let_go(
+        self, run: asyncio.Task[Any], slot: Slot, *, detach: bool, run_id: str
+    ) -> None:
+        """Once a run's request is done with it: the run cancelled (and its place given back
+        when it has stopped), unless it is done already, or its client asked for it to go on
+        (`detach`): then it is left to finish on its own, its place held until it does."""
+        if run.done() or not detach:
+            run.cancel()
+            await asyncio.wait([run])
+            slot.release()
+            return
+        log.info("run %s goes on without its client", run_id)
+        run.add_done_callback(lambda _: slot.release())
+
     async def drain(self) -> bool:
         """Stops admitting runs, waits up to the grace period for those in flight, then
         cancels the rest and gives their requests a moment to answer; whether every run
@@ -136,3 +151,9 @@ class Slot:
 def client_of(request: Request) -> str:
     """Who a request counts against: its address (every caller shares the one token)."""
     return request.client.host if request.client is not None else "unknown"
+
+
+async def disconnected(receive: Receive) -> None:
+    """Returns once the client has gone (to be called once the request's body is read)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass

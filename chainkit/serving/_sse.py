@@ -17,7 +17,7 @@ import json
 from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from chainkit.serving._server import Server, Slot, log
+from chainkit.serving._server import Server, Slot, disconnected, log
 
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
@@ -80,7 +80,7 @@ class EventStreamResponse:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         run = self._server.start(self._run)
-        gone = asyncio.ensure_future(_disconnected(receive))
+        gone = asyncio.ensure_future(disconnected(receive))
         ending: Ending = "left"
         try:
             await send(
@@ -146,25 +146,12 @@ class EventStreamResponse:
         return True
 
     async def _end(self, run: asyncio.Task[None], ending: Ending) -> None:
-        """The run's fate once the response is over: cancelled (and its place given back when
-        it has stopped), or, for a client that asked for it, left to finish on its own."""
         if ending == "stalled":
             log.warning(
                 "run %s: its client read nothing for %gs; given up",
                 self._run_id,
                 self._server.settings.write_timeout_seconds,
             )
-        if run.done() or not self._detach:
-            run.cancel()
-            await asyncio.wait([run])
-            self._slot.release()
-            return
-        log.info("run %s goes on without its client", self._run_id)
-        self._frames.drop()
-        run.add_done_callback(lambda _: self._slot.release())
-
-
-async def _disconnected(receive: Receive) -> None:
-    """Returns once the client has gone (the body was read before the response began)."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
+        if self._detach:
+            self._frames.drop()  # a run waiting for room goes on
+        await self._server.let_go(run, self._slot, detach=self._detach, run_id=self._run_id)

@@ -1,6 +1,6 @@
-"""POST /stream over real HTTP: a client that leaves cancels its run (or leaves a checkpointed
-run going, when it asked), a quiet stream gets keep-alive comments, and a client that never
-reads is given up on and its place freed."""
+"""POST /stream (and /invoke) over real HTTP: a client that leaves cancels its run (or leaves
+a checkpointed run going, when it asked), a quiet stream gets keep-alive comments, and a
+client that never reads is given up on and its place freed."""
 
 from __future__ import annotations
 
@@ -102,3 +102,15 @@ def test_a_stream_read_with_a_plain_http_client_ends_with_the_outputs() -> None:
         connection.close()
     assert [name for name, _ in events] == ["chain_start", "chain_end"]
     assert events[-1][1]["data"]["outputs"] == chains.call(chain, {"input": "hi"})
+
+
+def test_a_client_leaving_an_invoke_cancels_its_run_and_frees_its_place() -> None:
+    chain = HeldChain()
+    settings = ServerSettings(token=TOKEN, max_runs_per_client=1)
+    with served(create_app(chain, settings)) as url:
+        waiting = RawStream(url, "/invoke", {"input": "hi"}, AUTH)
+        assert chain.started.wait(WAIT)
+        waiting.close()
+        assert chain.cancelled.wait(WAIT), "the run went on after its client left"
+        chain.release.set()
+        assert call(url, "POST", "/invoke", {"input": "again"}, AUTH).status == 200
