@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -36,17 +35,12 @@ class Server:
     run; for a chain served with a history per session (`chains.with_history`), `history` is
     its WithHistory and `chain` the chain inside."""
 
-    def __init__(
-        self,
-        chain: Chain | WithHistory,
-        settings: ServerSettings,
-        clock: Callable[[], int] = time.monotonic_ns,
-    ) -> None:
+    def __init__(self, chain: Chain | WithHistory, settings: ServerSettings) -> None:
         self.history = chain if isinstance(chain, WithHistory) else None
         self.chain: Chain = chain.chain if isinstance(chain, WithHistory) else chain
         self.settings = settings
         self.closing = False
-        self._pace = ClientPace(settings.requests_per_minute, clock)
+        self._pace = ClientPace(settings.requests_per_minute)
         self._in_flight: Counter[str] = Counter()
         self._runs: set[asyncio.Task[Any]] = set()
         self._idle = asyncio.Event()
