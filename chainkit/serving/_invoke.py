@@ -23,7 +23,7 @@ from chainkit.serving._ids import checked_id
 from chainkit.serving._openapi import operation
 from chainkit.serving._outputs import plain_event, served_outputs
 from chainkit.serving._problems import Problem
-from chainkit.serving._server import Server, disconnected, log
+from chainkit.serving._server import Server, Slot, disconnected, log
 from chainkit.serving._sse import EventStreamResponse, Frames, sse
 from chainkit.serving._traces import traced
 
@@ -44,6 +44,7 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
 }
 _CALLER_ERRORS = (chains.errors.ChainKeyError, chains.errors.InputsTypeError)
 """What the chain refuses of its inputs before it starts: the caller's to fix (422)."""
+_ROOT_ENDS = ("chain_end", "chain_error")
 _CONFLICTS = (RunExistsError, RunLockedError)
 """A run id the checkpointer holds already, or a run going on elsewhere (409)."""
 
@@ -58,6 +59,7 @@ class RunRequest:
     run_id: str
     detach: bool = False
     callbacks: EventHandler | None = None
+    session_id: str | None = None
 
 
 async def invoke(request: Request) -> Response:
@@ -65,7 +67,7 @@ async def invoke(request: Request) -> Response:
 
     server: Server = request.app.state.server
     call = await run_request(request, server)
-    slot = server.admit(request)
+    slot = server.admit(request, call.session_id)
     run = server.start(_outputs(call))
     gone = asyncio.ensure_future(disconnected(request.receive))
     try:
@@ -91,24 +93,28 @@ async def _outputs(call: RunRequest) -> dict[str, Any]:
 async def stream(request: Request) -> EventStreamResponse:
     server: Server = request.app.state.server
     call = await run_request(request, server)
-    slot = server.admit(request)  # refused with its status, before the stream begins
+    slot = server.admit(request, call.session_id)  # refused before the stream begins
     frames = Frames()
     return EventStreamResponse(
         server,
         slot,
         call.run_id,
-        _events(call, frames),
+        _events(call, frames, slot),
         frames,
         detach=call.detach,
         cancelled=sse("error", shut_down(call.run_id).body()),
     )
 
 
-async def _events(call: RunRequest, frames: Frames) -> None:
+async def _events(call: RunRequest, frames: Frames, slot: Slot) -> None:
     with named_run(call.run_id):
         events = chains.astream(call.chain, call.inputs, callbacks=call.callbacks)
         try:
             async for event in events:
+                if event.parent_id is None and event.kind in _ROOT_ENDS:
+                    # The outputs are out (a session's exchange saved): the client may start
+                    # its next run as soon as it reads this event.
+                    slot.release()
                 await frames.put(sse(event.kind, served_event(event, call.run_id)))
         except Exception as failed:
             await frames.put(sse("error", problem_of(failed, call.run_id).body()))
@@ -143,9 +149,18 @@ async def run_request(request: Request, server: Server) -> RunRequest:
     checked_fields(body, {}, _FIELDS)
     given_id = body.get("run_id")
     run_id = uuid.uuid4().hex if given_id is None else checked_id("run_id", given_id)
-    chain = _session_chain(server, body.get("session_id"))
+    given_session = body.get("session_id")
+    session_id = None if given_session is None else checked_id("session_id", given_session)
+    chain = _session_chain(server, session_id)
     detach = _detached(server, body.get("on_disconnect", "cancel"))
-    return RunRequest(chain, _inputs(chain, body), run_id, detach, traced(request, run_id))
+    return RunRequest(
+        chain,
+        _inputs(chain, body),
+        run_id,
+        detach,
+        traced(request, run_id),
+        session_id,
+    )
 
 
 def _session_chain(server: Server, session_id: str | None) -> Chain:
@@ -166,7 +181,7 @@ def _session_chain(server: Server, session_id: str | None) -> Chain:
             "this chain keeps a history per session: give a session_id (an id of yours, the "
             "same for every request of one conversation)",
         )
-    return server.history.session(checked_id("session_id", session_id))
+    return server.history.session(session_id)
 
 
 def _detached(server: Server, on_disconnect: str) -> bool:
@@ -267,7 +282,7 @@ PATHS = {
             request=_RUN,
             response={"type": "string"},
             media_type="text/event-stream",
-            errors=[400, 413, 422, 429, 503],
+            errors=[400, 409, 413, 422, 429, 503],
         )
     },
 }

@@ -18,7 +18,7 @@ ERROR_STATUSES = {
     401: "no valid bearer token",
     404: "no such route, or no such run",
     405: "the route does not take this method",
-    409: "the run id is taken, or the run is going on elsewhere",
+    409: "the run id is taken, the run is going on elsewhere, or the session has a run in flight",
     413: "the body is over the size limit",
     422: "a field unknown, missing, of the wrong type or value, or inputs the chain refuses",
     429: "too many runs in flight for this client, or started this minute (see Retry-After)",

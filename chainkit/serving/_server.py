@@ -43,15 +43,25 @@ class Server:
         self._pace = ClientPace(settings.requests_per_minute)
         self._in_flight: Counter[str] = Counter()
         self._runs: set[asyncio.Task[Any]] = set()
+        self._sessions: set[str] = set()
         self._idle = asyncio.Event()
         self._idle.set()
 
-    def admit(self, request: Request) -> Slot:
-        """One run's place for the request's client, held until released: 503 once the
-        server is closing; 429 with Retry-After when the client has its limit of runs in
-        flight, or has started its runs of the minute."""
+    def admit(self, request: Request, session_id: str | None = None) -> Slot:
+        """One run's place for the request's client (and its session, when it names one),
+        held until released: 503 once the server is closing; 429 with Retry-After when the
+        client has its limit of runs in flight, or has started its runs of the minute; 409
+        while the session has a run in flight (two at once would each miss the other's
+        exchange)."""
         if self.closing:
             raise Problem(503, "shutting_down", "the server is shutting down; try another")
+        if session_id in self._sessions:
+            raise Problem(
+                409,
+                "session_busy",
+                f"session {session_id} has a run in flight; send its next message once that "
+                "run has answered",
+            )
         client = client_of(request)
         if self._in_flight[client] >= self.settings.max_runs_per_client:
             raise Problem(
@@ -63,7 +73,9 @@ class Server:
         self._pace.start(client)
         self._in_flight[client] += 1
         self._idle.clear()
-        return Slot(self, client)
+        if session_id is not None:
+            self._sessions.add(session_id)
+        return Slot(self, client, session_id)
 
     @asynccontextmanager
     async def admitted(self, request: Request) -> AsyncIterator[None]:
@@ -74,7 +86,9 @@ class Server:
         finally:
             slot.release()
 
-    def _release(self, client: str) -> None:
+    def _release(self, client: str, session_id: str | None) -> None:
+        if session_id is not None:
+            self._sessions.discard(session_id)
         self._in_flight[client] -= 1
         if not self._in_flight[client]:
             del self._in_flight[client]
@@ -130,15 +144,16 @@ class Server:
 class Slot:
     """A run's place, given back once (`release`) when its request is done with it."""
 
-    __slots__ = ("_client", "_server")
+    __slots__ = ("_client", "_server", "_session_id")
 
-    def __init__(self, server: Server, client: str) -> None:
+    def __init__(self, server: Server, client: str, session_id: str | None) -> None:
         self._server: Server | None = server
         self._client = client
+        self._session_id = session_id
 
     def release(self) -> None:
         if self._server is not None:
-            self._server._release(self._client)
+            self._server._release(self._client, self._session_id)
             self._server = None
 
 

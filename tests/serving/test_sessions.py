@@ -1,18 +1,23 @@
 """A chain served with a history per session: two requests of one session over HTTP share
-its conversation (kept in SQLite), another session does not; a session id is required,
-checked, and refused for a chain without a history."""
+its conversation (kept in SQLite), another session does not; a session takes one run at a
+time; a session id is required, checked, and refused for a chain without a history."""
 
 from __future__ import annotations
 
+import asyncio
+import re
+import threading
 from pathlib import Path
+from typing import Any
 
 from chainkit import chains, llms, memory, prompts
 from chainkit.serving import ServerSettings, create_app
 from tests.support.openai_server import TEST_API_KEY, OpenAIServer
-from tests.support.serving import call, served
+from tests.support.serving import RawStream, call, served
 
 TOKEN = "t0ken-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+ROOT_END = re.compile(rb'"kind":"chain_end","run_id":"[^"]*","parent_id":null')
 
 
 def _chat(openai_server: OpenAIServer, history: memory.ChatHistory) -> chains.WithHistory:
@@ -58,3 +63,31 @@ def test_a_chain_with_a_history_needs_a_safe_session_id(
     assert missing.status == 422 and "session_id" in missing.json()["error"]["message"]
     assert unsafe.status == 422 and unsafe.json()["error"]["code"] == "invalid_id"
     assert not openai_server.chat_requests()
+
+
+def test_a_session_takes_one_run_at_a_time() -> None:
+    started, release = threading.Event(), threading.Event()
+
+    async def held(prompt: Any) -> str:
+        started.set()
+        while not release.is_set():
+            await asyncio.sleep(0.01)
+        return "answered"
+
+    prompt = prompts.ChatPromptTemplate(
+        [prompts.MessagesPlaceholder("history"), ("user", "{input}")]
+    )
+    chat = chains.with_history(prompt | held, memory.InMemoryHistory())
+    with served(create_app(chat, ServerSettings(token=TOKEN))) as url:
+        first = RawStream(url, "/stream", {"input": "one", "session_id": "s-1"}, AUTH)
+        try:
+            assert started.wait(30)
+            busy = call(url, "POST", "/invoke", {"input": "two", "session_id": "s-1"}, AUTH)
+            assert busy.status == 409 and busy.json()["error"]["code"] == "session_busy"
+            release.set()
+            # The root's end: the client may send its next message once it has read it.
+            first.read_until(ROOT_END)
+        finally:
+            first.close()
+        answer = call(url, "POST", "/invoke", {"input": "three", "session_id": "s-1"}, AUTH)
+        assert answer.status == 200 and answer.json()["outputs"] == {"output": "answered"}

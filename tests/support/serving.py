@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import socket
 import threading
 import time
@@ -153,9 +154,11 @@ class RawStream:
         self.socket.sendall("\r\n".join(head).encode() + b"\r\n\r\n" + data)
         self.received = b""
 
-    def read_until(self, marker: bytes) -> bytes:
-        """What has come so far, once it holds `marker` (socket.timeout past the timeout)."""
-        while marker not in self.received:
+    def read_until(self, marker: bytes | re.Pattern[bytes]) -> bytes:
+        """What has come so far, once it holds `marker` (or a match of it: a pattern);
+        socket.timeout past the timeout."""
+        pattern = marker if isinstance(marker, re.Pattern) else re.compile(re.escape(marker))
+        while not pattern.search(self.received):
             chunk = self.socket.recv(65536)
             if not chunk:
                 raise ConnectionError(f"closed before {marker!r}: {self.received[-300:]!r}")
