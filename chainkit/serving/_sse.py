@@ -97,9 +97,9 @@ class EventStreamResponse:
             )
             ending = await self._relay(send, run, gone)
             if ending == "finished":
-                if run.cancelled():
-                    await self._write(send, self._cancelled)
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                last = self._cancelled if run.cancelled() else b""
+                if not await self._write(send, last, more=False):
+                    ending = "stalled"
         finally:
             gone.cancel()
             await self._end(run, ending)
@@ -134,11 +134,12 @@ class EventStreamResponse:
             if not await self._write(send, frame):
                 return "stalled"
 
-    async def _write(self, send: Send, frame: bytes) -> bool:
-        """Whether `frame` went out within the write timeout (the client reads)."""
+    async def _write(self, send: Send, frame: bytes, *, more: bool = True) -> bool:
+        """Whether `frame` went out within the write timeout (the client reads); the last
+        one (`more=False`) ends the response."""
         try:
             await asyncio.wait_for(
-                send({"type": "http.response.body", "body": frame, "more_body": True}),
+                send({"type": "http.response.body", "body": frame, "more_body": more}),
                 self._server.settings.write_timeout_seconds,
             )
         except TimeoutError:
