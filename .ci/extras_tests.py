@@ -22,7 +22,6 @@ TESTS = ROOT / "tests"
 EXTRAS = {
     "ray": r"ray|distributed",
     "mcp": r"mcp|MCP\w*|uvicorn",
-    "serve": r"starlette|uvicorn|serving",
     "otel": r"opentelemetry|OpenTelemetry\w*|otel",
     "postgres": r"psycopg|[Pp]ostgres\w*",
     "html": r"trafilatura",
