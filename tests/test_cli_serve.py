@@ -141,12 +141,10 @@ def started_runs(folder: Path) -> list[str]:
 
 
 def shutting_down(url: str) -> bool:
-    """Whether the server has begun to stop: it refuses connections, or says it is no longer
-    ready (it drains its runs while it still listens)."""
-    try:
-        return call(url, "GET", "/ready", headers=AUTH, timeout=5).status == 503
-    except ConnectionRefusedError:
-        return True
+    """Whether the server says it is stopping: it still listens while it drains its runs,
+    and answers that it is not ready."""
+    answer = call(url, "GET", "/ready", headers=AUTH, timeout=5)
+    return answer.status == 503 and answer.json()["error"]["code"] == "shutting_down"
 
 
 # Served for real.
@@ -166,22 +164,46 @@ def test_it_serves_the_built_in_agent_to_callers_with_the_token() -> None:
     assert TOKEN not in said
 
 
-def test_sigterm_lets_the_request_in_flight_finish_then_exits_0(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_sigterm_lets_the_request_in_flight_finish_then_exits_0(
+    tmp_path: Path, workers: str
+) -> None:
     env = {HELD_DIR: str(tmp_path)}
-    with serving(f"{FACTORIES}:held_awaiting", "--grace", "60", env=env) as served:
+    args = (f"{FACTORIES}:held_awaiting", "--grace", "60", "--workers", workers)
+    with serving(*args, env=env) as served:
         answer = in_background(
             lambda: call(served.url, "POST", "/invoke", {"input": "in flight"}, AUTH)
         )
         wait_until(lambda: bool(started_runs(tmp_path)), "the run to start")
         served.process.send_signal(signal.SIGTERM)
-        # It stops taking runs, and waits for the one in flight.
+        # It takes no new run, still listening to say so, and waits for the one in flight.
         wait_until(lambda: shutting_down(served.url), "the server to begin its shutdown")
+        refused = call(served.url, "POST", "/invoke", {"input": "late"}, AUTH)
+        assert (refused.status, refused.json()["error"]["code"]) == (503, "shutting_down")
         assert served.process.poll() is None
         (tmp_path / "release").touch()
         finished = answer()
         assert finished.status == 200, finished.text
-        assert finished.json()["outputs"] == {"output": f"in flight from {served.process.pid}"}
+        assert finished.json()["outputs"]["output"].startswith("in flight from ")
         assert served.process.wait(START_SECONDS) == 0
+    assert len(started_runs(tmp_path)) == 1  # the late one never ran
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_run_past_the_grace_is_answered_with_its_id_then_exits_0(
+    tmp_path: Path, workers: str
+) -> None:
+    env = {HELD_DIR: str(tmp_path)}
+    args = (f"{FACTORIES}:held_awaiting", "--grace", "0.5", "--workers", workers)
+    with serving(*args, env=env) as served:
+        body = {"input": "never let go", "run_id": "cut-1"}
+        answer = in_background(lambda: call(served.url, "POST", "/invoke", body, AUTH))
+        wait_until(lambda: bool(started_runs(tmp_path)), "the run to start")
+        assert served.stop() == 0
+        cut = answer()
+    assert cut.status == 503
+    assert cut.json()["error"]["code"] == "shutting_down"
+    assert cut.json()["error"]["run_id"] == "cut-1"
 
 
 def test_two_workers_serve_two_requests_at_once(tmp_path: Path) -> None:
@@ -198,6 +220,19 @@ def test_two_workers_serve_two_requests_at_once(tmp_path: Path) -> None:
         assert len(pids) == 2 and served.process.pid not in pids
         assert served.stop() == 0
     assert "with 2 workers" in served.stderr()
+
+
+def test_a_worker_that_dies_is_replaced() -> None:
+    with serving(f"{FACTORIES}:pid_of_the_server", "--workers", "2") as served:
+        answer = call(served.url, "POST", "/invoke", {"input": "hi"}, AUTH)
+        killed = int(answer.json()["outputs"]["output"].rsplit(" ", 1)[1])
+        os.kill(killed, signal.SIGKILL)
+        ended = f"chainkit serve: worker {killed} ended (exit status -9): replaced"
+        wait_until(lambda: ended in served.stderr(), "the worker to be replaced")
+        # And the server goes on answering.
+        for _ in range(4):
+            assert call(served.url, "POST", "/invoke", {"input": "hi"}, AUTH).status == 200
+        assert served.stop() == 0
 
 
 def test_workers_that_cannot_build_the_app_stop_the_command() -> None:

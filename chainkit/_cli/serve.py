@@ -7,9 +7,9 @@ run` is served, and stderr says so. The token clients must send comes from the e
 (CHAINKIT_SERVE_TOKEN), never from the command line, where `ps` shows it to every user.
 `--no-auth` serves without one, on a loopback host only.
 
-`--workers N` runs N processes on the one listening socket. uvicorn starts each from an import
-string, so each builds its own app from the factory in `chainkit._cli.serve_worker`, reading
-what this command decided from an environment variable it sets (the token stays in its own).
+One process serves with `serving.http_server` (uvicorn, draining the app's runs at a stop while
+it still listens); `--workers N` runs N such processes on the one listening socket
+(`chainkit._cli.serve_workers`).
 
 Exit statuses: 0 the server stopped as asked (SIGTERM or Ctrl-C, after its graceful shutdown);
 1 it could not start (no serve extra, a factory that fails, a port taken); 2 a usage error (no
@@ -20,34 +20,29 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import json
-import math
 import os
-import signal
 import socket
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from chainkit._cli import agent, exit_status, stderr
 from chainkit._cli.arguments import not_empty, port, positive, seconds
+from chainkit._cli.served import (
+    COMMAND,
+    EXAMPLE,
+    TOKEN_VARIABLE,
+    app_of,
+    chain_to_serve,
+    serve_app,
+)
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from chainkit.chains import Chain
-    from chainkit.checkpoints import Checkpointer
-    from chainkit.serving import ServerSettings
 
-COMMAND = "serve"
-TOKEN_VARIABLE = "CHAINKIT_SERVE_TOKEN"  # noqa: S105 - the name of a variable, no secret
-WORKER_VARIABLE = "CHAINKIT_SERVE_WORKER"
-"""Where the command leaves the workers what to serve and how (never the token)."""
-WORKER_APP = "chainkit._cli.serve_worker:app"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 SHORT_TOKEN = 16
-_EXAMPLE = "mypackage.agents:make_agent"
 _LOOPBACK_NAMES = frozenset({"localhost"})
 
 
@@ -72,7 +67,7 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "factory",
         nargs="?",
         metavar="module:factory",
-        help=f"a function returning the chain to serve, e.g. {_EXAMPLE} "
+        help=f"a function returning the chain to serve, e.g. {EXAMPLE} "
         "(default: the built-in offline agent)",
     )
     command.add_argument(
@@ -127,8 +122,8 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--grace",
         type=seconds,
         metavar="SECONDS",
-        help="at a stop, how long requests in flight get to finish, then runs still going "
-        "as long again (default 30)",
+        help="at a stop, how long runs in flight get to finish before they are cancelled "
+        "(default 30)",
     )
     command.add_argument(
         "--no-auth",
@@ -148,7 +143,7 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         stderr.error(COMMAND, "it needs the serve extra: pip install 'chainkit[serve]'")
         return exit_status.FAILED
     if args.factory is None:
-        stderr.tell(COMMAND, f"serving the built-in offline agent; {_EXAMPLE} serves yours")
+        stderr.tell(COMMAND, f"serving the built-in offline agent; {EXAMPLE} serves yours")
     status, app = _checked_app(plan, keep=args.workers == 1)
     if status != exit_status.SUCCESS:
         return status
@@ -161,13 +156,15 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         workers = "" if args.workers == 1 else f" with {args.workers} workers"
         stderr.tell(COMMAND, f"serving {plan['factory']}{workers} at {_url(listening)}")
         if app is not None:
-            return _serve_here(app, listening, plan)
-        return _serve_in_workers(listening, plan, args.workers)
+            return serve_app(app, listening, plan)
+        from chainkit._cli.serve_workers import serve_in_workers
+
+        return serve_in_workers(listening, plan, args.workers)
 
 
 def _plan(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, Any]:
-    """What to serve and how, as JSON the workers read back (the token is left out: each
-    process reads it from its environment); _Refused naming what cannot be."""
+    """What to serve and how, as plain data a worker process is given (the token is left
+    out: each process reads it from its environment); _Refused naming what cannot be."""
     token = environ.get(TOKEN_VARIABLE)
     if args.no_auth:
         if token:  # set empty, as `CHAINKIT_SERVE_TOKEN= chainkit serve` does, it says none
@@ -275,46 +272,6 @@ def _checked_app(plan: Mapping[str, Any], keep: bool) -> tuple[int, Starlette | 
     return exit_status.SUCCESS, None
 
 
-def chain_to_serve(factory: str, store: Checkpointer | None) -> Chain:
-    """The chain `factory` gives, given `store` as its checkpointer (--db's): FactoryError
-    when it gives no chain, ServeConfigError when `store` cannot be its checkpointer."""
-    from chainkit._batch.runner import chain_of
-    from chainkit._factory import load
-    from chainkit.agents import Executor
-    from chainkit.chains import Chain
-    from chainkit.serving.errors import ServeConfigError
-
-    chain = chain_of(load(factory, _EXAMPLE, (Chain,)), factory)
-    if store is None:
-        return chain
-    if not isinstance(chain, Executor):
-        raise ServeConfigError(
-            f"--db is the checkpointer of an agents.Executor; {factory} gave {type(chain).__name__}"
-        )
-    if chain.checkpointer is not None:
-        raise ServeConfigError(
-            f"the agent of {factory} has a checkpointer already: leave out --db, or its own"
-        )
-    chain.checkpointer = store
-    return chain
-
-
-def app_of(chain: Chain, plan: Mapping[str, Any]) -> Starlette:
-    """The app serving `chain` with the plan's settings and the token of the environment."""
-    from chainkit.serving import create_app
-
-    return create_app(chain, settings_of(plan["settings"], os.environ))
-
-
-def settings_of(chosen: Mapping[str, Any], environ: Mapping[str, str]) -> ServerSettings:
-    from chainkit.serving import ServerSettings
-
-    return ServerSettings(
-        token=environ.get(TOKEN_VARIABLE) or None,
-        **{**chosen, "cors_origins": tuple(chosen["cors_origins"])},
-    )
-
-
 def _listening_socket(host: str, port: int) -> socket.socket:
     """A socket listening on `host`:`port`, bound here so that a taken port is one error line
     and port 0's pick is known before serving; the workers share it."""
@@ -328,63 +285,3 @@ def _url(listening: socket.socket) -> str:
     host, port = listening.getsockname()[:2]
     shown = f"[{host}]" if listening.family == socket.AF_INET6 else host
     return f"http://{shown}:{port}"
-
-
-def _serve_here(app: Starlette, listening: socket.socket, plan: Mapping[str, Any]) -> int:
-    import uvicorn
-
-    server = uvicorn.Server(_config(app, plan))
-    try:
-        with _stopped_quietly():
-            server.run(sockets=[listening])
-    except SystemExit:  # uvicorn's own way out when the app's startup fails
-        return _not_started()
-    return exit_status.SUCCESS if server.started else _not_started()
-
-
-def _serve_in_workers(listening: socket.socket, plan: Mapping[str, Any], workers: int) -> int:
-    from uvicorn.config import STARTUP_FAILURE
-    from uvicorn.supervisors import Multiprocess
-
-    os.environ[WORKER_VARIABLE] = json.dumps(plan)
-    supervisor = Multiprocess(_config(WORKER_APP, plan, workers), sockets=[listening])
-    supervisor.run()
-    if any(worker.exitcode == STARTUP_FAILURE for worker in supervisor.processes):
-        return _not_started()
-    return exit_status.SUCCESS
-
-
-def _config(app: Starlette | str, plan: Mapping[str, Any], workers: int = 1) -> Any:
-    import uvicorn
-    from uvicorn.config import LOGGING_CONFIG
-
-    grace = settings_of(plan["settings"], os.environ).grace_seconds
-    # The server's own lines (a run's failure, with its id) beside uvicorn's, formatted alike.
-    logging = {**LOGGING_CONFIG, "loggers": {**LOGGING_CONFIG["loggers"]}}
-    logging["loggers"]["chainkit"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
-    return uvicorn.Config(
-        app,
-        factory=isinstance(app, str),
-        workers=workers,
-        log_config=logging,
-        timeout_graceful_shutdown=math.ceil(grace),
-    )
-
-
-@contextmanager
-def _stopped_quietly() -> Iterator[None]:
-    """uvicorn, once it has shut down for SIGTERM or SIGINT, raises the signal again for the
-    handler it found: this one ignores it, so that a stop asked for ends with status 0
-    rather than the signal's (SIGTERM would kill the process, SIGINT raise Ctrl-C)."""
-    stops = (signal.SIGINT, signal.SIGTERM)
-    previous = {stop: signal.signal(stop, signal.SIG_IGN) for stop in stops}
-    try:
-        yield
-    finally:
-        for stop, handler in previous.items():
-            signal.signal(stop, handler)
-
-
-def _not_started() -> int:
-    stderr.error(COMMAND, "the server did not start (uvicorn's lines above say why)")
-    return exit_status.FAILED

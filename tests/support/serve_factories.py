@@ -9,6 +9,7 @@ connection meanwhile (the next one must go to another worker)."""
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import time
 from pathlib import Path
@@ -58,6 +59,11 @@ def held_blocking() -> chains.Chain:
     return chains.pipe(_wait_blocking)
 
 
+def pid_of_the_server() -> chains.Chain:
+    """Answers with the id of the process that ran it."""
+    return chains.pipe(lambda text: f"{text} from {os.getpid()}")
+
+
 def make_number() -> int:
     return 7
 
@@ -68,7 +74,7 @@ def broken() -> chains.Chain:
 
 def fails_in_workers() -> agents.Executor:
     """Builds the agent in `chainkit serve`'s own process, and fails in its workers."""
-    if "CHAINKIT_SERVE_WORKER" in os.environ:
+    if multiprocessing.parent_process() is not None:  # a worker of chainkit serve
         raise ConnectionError("the database went away")
     return builtin_agent()
 
