@@ -279,6 +279,16 @@ def test_db_is_the_checkpointer_of_the_served_agent(tmp_path: Path) -> None:
         store.close()
 
 
+def test_a_chat_with_a_history_per_session_is_served(tmp_path: Path) -> None:
+    with serving(f"{FACTORIES}:counting_chat", env={HELD_DIR: str(tmp_path)}) as served:
+        said = []
+        for session in ("ann", "ann", "bob"):
+            body = {"input": "hi", "session_id": session}
+            said.append(call(served.url, "POST", "/invoke", body, AUTH).json()["outputs"])
+        assert served.stop() == 0
+    assert said == [{"output": f"{n} messages"} for n in (1, 3, 1)]
+
+
 def test_no_auth_serves_without_a_token_on_loopback() -> None:
     with serving("--no-auth", env={"CHAINKIT_SERVE_TOKEN": ""}) as served:
         answer = call(served.url, "POST", "/invoke", {"input": "What is 6 * 7?"})

@@ -14,7 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from chainkit import agents, chains, checkpoints
+from chainkit import agents, chains, checkpoints, memory, prompts
 from chainkit._cli.agent import builtin_agent
 
 HELD_DIR = "CHAINKIT_TEST_HELD_DIR"
@@ -62,6 +62,16 @@ def held_blocking() -> chains.Chain:
 def pid_of_the_server() -> chains.Chain:
     """Answers with the id of the process that ran it."""
     return chains.pipe(lambda text: f"{text} from {os.getpid()}")
+
+
+def counting_chat() -> chains.WithHistory:
+    """Answers with how many messages its prompt holds: the session's, kept in SQLite in
+    CHAINKIT_TEST_HELD_DIR, and the new one."""
+    prompt = prompts.ChatPromptTemplate(
+        [prompts.MessagesPlaceholder("history"), ("user", "{input}")]
+    )
+    history = memory.SQLHistory(_held_dir() / "history.db")
+    return chains.with_history(prompt | (lambda messages: f"{len(messages)} messages"), history)
 
 
 def make_number() -> int:
