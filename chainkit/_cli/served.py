@@ -36,18 +36,19 @@ def chain_to_serve(factory: str, store: Checkpointer | None) -> Chain | WithHist
 
     made = load(factory, EXAMPLE, (Chain, WithHistory))
     chain = chain_of(made.chain if isinstance(made, WithHistory) else made, factory)
-    if store is None:
-        return made if isinstance(made, WithHistory) else chain
-    if not isinstance(chain, Executor):
-        raise ServeConfigError(
-            f"--db is the checkpointer of an agents.Executor; {factory} gave {type(chain).__name__}"
-        )
-    if chain.checkpointer is not None:
-        raise ServeConfigError(
-            f"the agent of {factory} has a checkpointer already: leave out --db, or its own"
-        )
-    chain.checkpointer = store
-    return made if isinstance(made, WithHistory) else chain
+    if store is not None:
+        if not isinstance(chain, Executor):
+            raise ServeConfigError(
+                f"--db is the checkpointer of an agents.Executor; {factory} gave "
+                f"{type(chain).__name__}"
+            )
+        if chain.checkpointer is not None:
+            raise ServeConfigError(
+                f"the agent of {factory} has a checkpointer already: leave out --db, or its own"
+            )
+        chain.checkpointer = store
+    served: Chain | WithHistory = made if isinstance(made, WithHistory) else chain
+    return served
 
 
 def built_app(plan: Mapping[str, Any]) -> Starlette:
