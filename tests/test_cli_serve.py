@@ -283,6 +283,29 @@ def test_db_is_the_checkpointer_of_the_served_agent(tmp_path: Path) -> None:
         store.close()
 
 
+def test_the_limits_given_are_the_servers() -> None:
+    with serving("--max-body", "100", "--requests-per-minute", "1") as served:
+        big = {"input": "x" * 100}
+        assert call(served.url, "POST", "/invoke", big, AUTH).json()["error"]["code"] == (
+            "body_too_large"
+        )
+        assert call(served.url, "POST", "/invoke", {"input": "2 + 2"}, AUTH).status == 200
+        again = call(served.url, "POST", "/invoke", {"input": "2 + 2"}, AUTH)
+        assert (again.status, again.json()["error"]["code"]) == (429, "rate_limited")
+        assert served.stop() == 0
+
+
+def test_max_runs_per_client_is_the_servers(tmp_path: Path) -> None:
+    args = (f"{FACTORIES}:held_awaiting", "--max-runs-per-client", "1")
+    with serving(*args, env={HELD_DIR: str(tmp_path)}) as served:
+        first = held_request(served, tmp_path, {"input": "first"})
+        second = call(served.url, "POST", "/invoke", {"input": "second"}, AUTH)
+        assert (second.status, second.json()["error"]["code"]) == (429, "too_many_runs")
+        (tmp_path / "release").touch()
+        assert first().status == 200
+        assert served.stop() == 0
+
+
 def test_a_chat_with_a_history_per_session_is_served(tmp_path: Path) -> None:
     with serving(f"{FACTORIES}:counting_chat", env={HELD_DIR: str(tmp_path)}) as served:
         said = []

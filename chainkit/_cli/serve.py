@@ -119,6 +119,12 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="runs one client may have in flight; one more is answered 429 (default 16)",
     )
     command.add_argument(
+        "--requests-per-minute",
+        type=positive,
+        metavar="N",
+        help="runs one client may start a minute; one more is answered 429 (default: no limit)",
+    )
+    command.add_argument(
         "--grace",
         type=seconds,
         metavar="SECONDS",
@@ -184,6 +190,7 @@ def _plan(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, Any
     given = {
         "max_body_bytes": args.max_body,
         "max_runs_per_client": args.max_runs_per_client,
+        "requests_per_minute": args.requests_per_minute,
         "grace_seconds": args.grace,
     }
     return {
