@@ -71,6 +71,7 @@ PATHS: dict[str, Any] = {
                     "description": "a chat.completion, or its chunks as text/event-stream",
                 },
                 "400": {"description": "a field the served agent cannot take, named"},
+                "415": {"description": "the body is not sent as application/json"},
                 "429": {"description": "too many runs in flight for this client"},
             },
         }

@@ -302,7 +302,7 @@ _RUN_FIELDS: dict[str, Any] = {
     "on_disconnect": {"enum": ["cancel", "continue"], "default": "cancel"},
 }
 _RUN = {"type": "object", "properties": _RUN_FIELDS, "additionalProperties": False}
-_RUN_ERRORS = [400, 409, 413, 422, 429, 500, 503]
+_RUN_ERRORS = [400, 409, 413, 415, 422, 429, 500, 503]
 PATHS = {
     "/invoke": {
         "post": operation(
@@ -323,7 +323,7 @@ PATHS = {
             request=_RUN,
             response={"type": "string"},
             media_type="text/event-stream",
-            errors=[400, 409, 413, 422, 429, 503],
+            errors=[400, 409, 413, 415, 422, 429, 503],
         )
     },
 }

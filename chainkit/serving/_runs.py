@@ -397,7 +397,7 @@ PATHS: dict[str, Any] = {
             },
             "responses": {
                 "200": {"description": "{run_id, outputs}, or Server-Sent Events with stream"},
-                **_refusals(400, 404, 409, 413, 422, 429, 500, 503),
+                **_refusals(400, 404, 409, 413, 415, 422, 429, 500, 503),
             },
         }
     },

@@ -297,7 +297,7 @@ def test_a_body_that_is_no_request_is_refused_in_openais_shape(
     client = serve(builtin_agent())
     base_url = str(client.base_url).removesuffix("/v1/")
     answer = call(
-        base_url, "POST", "/v1/chat/completions", body, {"Authorization": f"Bearer {TOKEN}"}
+        base_url, "POST", "/v1/chat/completions", body, {**AUTH, "Content-Type": "application/json"}
     )
     assert answer.status == status
     error = answer.json()["error"]
