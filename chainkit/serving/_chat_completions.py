@@ -14,7 +14,7 @@ import json
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from chainkit import chains
 from chainkit._plain import plain
@@ -86,7 +86,7 @@ PATHS: dict[str, Any] = {
 """This module's routes as OpenAPI paths, for the server's OpenAPI description."""
 
 
-async def chat_completions(request: Request) -> Response:
+async def chat_completions(request: Request) -> Response | EventStreamResponse:
     try:
         return await _completion(request)
     except Problem as problem:
@@ -126,7 +126,7 @@ def _error_type(status: int) -> str:
     return "invalid_request_error" if status < 500 else "server_error"
 
 
-async def _completion(request: Request) -> Response:
+async def _completion(request: Request) -> Response | EventStreamResponse:
     from starlette.responses import JSONResponse
 
     server: Server = request.app.state.server
@@ -140,11 +140,8 @@ async def _completion(request: Request) -> Response:
         chunks = _chunks(completion, chain, shape, inputs, asked, frames, slot)
         # A run shutdown cancels ends with the error an OpenAI client raises.
         cancelled = _data(_error_body(shut_down(completion.run_id)))
-        return cast(
-            "Response",  # an ASGI app, which is all a route's answer must be
-            EventStreamResponse(
-                server, slot, completion.run_id, chunks, frames, detach=False, cancelled=cancelled
-            ),
+        return EventStreamResponse(
+            server, slot, completion.run_id, chunks, frames, detach=False, cancelled=cancelled
         )
     whole = _whole(completion, chain, shape, inputs)
     return JSONResponse((await awaited(request, slot, whole, run_id=completion.run_id)).result())

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
     from chainkit.callbacks import EventHandler
+    from chainkit.serving._sse import EventStreamResponse
 
 T = TypeVar("T")
 
@@ -82,7 +83,7 @@ async def show_run(request: Request) -> Response:
     return JSONResponse(run_view(executor, state))
 
 
-async def resume_run(request: Request) -> Response:
+async def resume_run(request: Request) -> Response | EventStreamResponse:
     from starlette.responses import JSONResponse
 
     server: Server = request.app.state.server

@@ -484,7 +484,9 @@ def test_a_quiet_streamed_completion_gets_keepalive_comments_its_client_skips() 
         assert b"done: hi" in body.split(b": ping\n\n")[-1]
         # The openai package reads a stream with comments in it as it reads OpenAI's.
         chain.release.clear()
-        client = openai.OpenAI(base_url=f"{url}/v1", api_key=TOKEN, max_retries=0, timeout=WAIT)
+        client: Any = openai.OpenAI(
+            base_url=f"{url}/v1", api_key=TOKEN, max_retries=0, timeout=WAIT
+        )
         chunks = client.chat.completions.create(model="m", messages=ask("again"), stream=True)
         first = next(iter(chunks))
         assert first.choices[0].delta.role == "assistant"

@@ -181,7 +181,7 @@ def test_without_a_token_an_origin_cors_lets_in_may_run_the_chain(chain: HeldCha
 def test_without_a_token_the_openai_client_and_a_plain_client_run_the_chain(
     no_auth_url: str,
 ) -> None:
-    client = openai.OpenAI(base_url=f"{no_auth_url}/v1", api_key="unused", max_retries=0)
+    client: Any = openai.OpenAI(base_url=f"{no_auth_url}/v1", api_key="unused", max_retries=0)
     completion = client.chat.completions.create(model="m", messages=CHAT["messages"])
     streamed = client.chat.completions.create(model="m", messages=CHAT["messages"], stream=True)
     text = "".join(chunk.choices[0].delta.content or "" for chunk in streamed)
