@@ -8,6 +8,7 @@ its own machine: what a browser's page of another site could make it do is refus
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import re
 import time
@@ -19,7 +20,8 @@ if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
 _PREFIX = b"bearer "
-_LOOPBACK_HOST = re.compile(rb"(?:localhost|127\.0\.0\.1|\[::1\])(?::[0-9]{1,5})?", re.IGNORECASE)
+_HOST = re.compile(rb"(\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9.-]{1,253})(?::[0-9]{1,5})?")
+"""A Host header: a name or an address (IPv6 in brackets), and a port."""
 
 
 class BearerAuth:
@@ -77,12 +79,27 @@ class LocalOnly:
 
     def _refusal(self, scope: Scope) -> tuple[int, str, str] | None:
         headers = scope["headers"]
-        if not all(_LOOPBACK_HOST.fullmatch(value) for name, value in headers if name == b"host"):
-            message = "a server without a token answers to localhost, 127.0.0.1 or [::1] only"
+        if not all(_loopback_host(value) for name, value in headers if name == b"host"):
+            message = "a server without a token answers to localhost or a loopback address only"
             return 421, "host_not_allowed", message
         if _signin.from_another_site(scope) and dict(headers).get(b"origin") not in self._origins:
             return 403, "cross_site", _signin.ANOTHER_SITE
         return None
+
+
+def _loopback_host(host: bytes) -> bool:
+    """Whether `host` (a Host header) names this machine: localhost, or a loopback address
+    (a name of another site resolving to one, as DNS rebinding makes it, is still its name)."""
+    found = _HOST.fullmatch(host)
+    if found is None:
+        return False
+    name = found[1].decode("ascii").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 async def _refuse(send: Send, status: int, code: str, message: str) -> None:

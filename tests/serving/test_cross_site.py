@@ -160,7 +160,14 @@ def test_without_a_token_a_host_that_is_no_loopback_name_is_refused(
 
 @pytest.mark.parametrize(
     "host",
-    ["localhost", "localhost:{port}", "LocalHost:{port}", "127.0.0.1:{port}", "[::1]:{port}"],
+    [
+        "localhost",
+        "localhost:{port}",
+        "LocalHost:{port}",
+        "127.0.0.1:{port}",
+        "127.0.0.2",
+        "[::1]:{port}",
+    ],
 )
 def test_without_a_token_a_loopback_host_is_answered(no_auth_url: str, host: str) -> None:
     headers = {"Host": host.format(port=urlsplit(no_auth_url).port), **SENT_AS_JSON}
