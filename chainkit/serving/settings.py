@@ -3,6 +3,7 @@ runs in flight get at shutdown. Checked when made, so a server never starts misc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from chainkit.serving.errors import ServeConfigError
@@ -22,6 +23,11 @@ class ServerSettings:
       flight; one more is answered 429 with Retry-After.
     - `cors_origins`: origins a browser may call from (none by default: CORS off).
     - `grace_seconds`: at shutdown, how long runs in flight get to finish.
+    - `body_timeout_seconds`: a request body not all sent within it is answered 408 and its
+      connection closed (a client sending a byte at a time holds no run and little memory).
+    - `head_timeout_seconds`: a connection with no request in flight is closed when no whole
+      request head came within it of opening or of the last response.
+    - `max_connections`: connections at once; past it uvicorn answers 503.
     """
 
     token: str | None = field(default=None, repr=False)
@@ -30,6 +36,9 @@ class ServerSettings:
     max_runs_per_client: int = 16
     cors_origins: tuple[str, ...] = ()
     grace_seconds: float = 30.0
+    body_timeout_seconds: float = 30.0
+    head_timeout_seconds: float = 10.0
+    max_connections: int = 4096
 
     def __post_init__(self) -> None:
         if self.token is None and not self.no_auth:
@@ -43,8 +52,16 @@ class ServerSettings:
         _check_positive("max_runs_per_client", self.max_runs_per_client)
         if not isinstance(self.grace_seconds, int | float) or not self.grace_seconds >= 0:
             raise ServeConfigError(f"grace_seconds must be 0 or more, got {self.grace_seconds!r}")
+        _check_seconds("body_timeout_seconds", self.body_timeout_seconds)
+        _check_seconds("head_timeout_seconds", self.head_timeout_seconds)
+        _check_positive("max_connections", self.max_connections)
 
 
 def _check_positive(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ServeConfigError(f"{name} must be a positive int, got {value!r}")
+
+
+def _check_seconds(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise ServeConfigError(f"{name} must be a number of seconds above 0, got {value!r}")
