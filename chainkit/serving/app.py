@@ -40,6 +40,7 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
 
     from chainkit.serving import _invoke, _status
     from chainkit.serving._auth import BearerAuth
+    from chainkit.serving._deadline import BodyDeadline
 
     server = Server(chain, settings)
 
@@ -52,6 +53,7 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
     middleware = []
     if settings.token is not None:
         middleware.append(Middleware(BearerAuth, token=settings.token))
+    middleware.append(Middleware(BodyDeadline, seconds=settings.body_timeout_seconds))
     routes = [
         Route("/health", answered(_status.health), methods=["GET"]),
         Route("/ready", answered(_status.ready), methods=["GET"]),
