@@ -114,6 +114,21 @@ def test_an_oversized_request_head_is_refused_and_closed(base_url: str, lines: l
     still_serving(base_url)
 
 
+@pytest.mark.parametrize("piece", [1000, 4093, 65536])
+def test_a_head_under_the_limit_is_served_however_it_is_split(base_url: str, piece: int) -> None:
+    from chainkit.serving._uvicorn import MAX_HEAD_BYTES
+
+    near_limit = head("/health", f"X-Big: {'a' * (MAX_HEAD_BYTES - 200)}", method="GET")
+    over_limit = head("/health", f"X-Big: {'a' * MAX_HEAD_BYTES}", method="GET")
+    for whole, status in ((near_limit, 200), (over_limit, 431)):
+        with connect(base_url) as connection:
+            for start in range(0, len(whole), piece):
+                connection.sendall(whole[start : start + piece])
+            if status == 200:  # then a last request, after which the server closes
+                connection.sendall(head("/health", "Connection: close", method="GET"))
+            assert status_of(answer_to(connection)) == status
+
+
 def test_a_request_head_sent_a_byte_at_a_time_is_cut_off(base_url: str) -> None:
     with connect(base_url) as connection:
         connection.sendall(b"POST /invoke HTTP/1.1\r\nHost: test\r\nX-Slow: ")
