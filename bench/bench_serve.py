@@ -11,8 +11,10 @@ tool's result, the final answer), so runs may interleave freely.
 - overhead: `--runs` runs one at a time over one kept-alive connection, through POST /invoke
   and POST /stream, against the same agent run in this process (the four interleaved, so
   drift hits each alike): /invoke against `chains.acall`, /stream against `chains.astream`
-  with each event made plain (`to_dict`, what /stream sends). The server's own cost per run
-  is the served percentile minus the in-process one, at p50 and p99.
+  with each event made plain (`to_dict`, what /stream sends). The server's own cost of a run
+  is its served time minus that of the in-process run just before it (paired, so that the
+  machine's load, which drifts, weighs on both alike); its p50 and p99 are reported, with
+  the server's CPU time per run minus this process's for the in-process run.
 - idle streams: `--idle` streams of a chain that waits forever, held open once their first
   event came; the server process's resident memory grows by this much per stream.
 
@@ -261,8 +263,8 @@ async def overhead(port: int, server_pid: int, model_url: str, runs: int, warmup
     # Each way, the process whose CPU time it takes: this one's, or the server's.
     ways = {
         "chains.acall": (local, os.getpid()),
-        "chains.astream": (local_events, os.getpid()),
         "POST /invoke": (lambda: served("/invoke"), server_pid),
+        "chains.astream": (local_events, os.getpid()),
         "POST /stream": (lambda: served("/stream"), server_pid),
     }
     against = {"POST /invoke": "chains.acall", "POST /stream": "chains.astream"}
@@ -286,8 +288,8 @@ async def overhead(port: int, server_pid: int, model_url: str, runs: int, warmup
         extra = ""
         if name in against:
             base = against[name]
-            own50 = p50 - percentile(times[base], 50)
-            own99 = p99 - percentile(times[base], 99)
+            own = [a - b for a, b in zip(values, times[base], strict=True)]
+            own50, own99 = percentile(own, 50), percentile(own, 99)
             extra = f"{'':16}{own50:>+6.2f} {own99:>+6.2f} {cpu[name] - cpu[base]:>+6.2f}"
         print(f"  {name:15} {p50:>7.2f} {p99:>7.2f} {cpu[name]:>7.2f}{extra}")
     print("  (CPU: of this process in-process, of the server process served; p50/p99: wall time)")
