@@ -7,7 +7,7 @@ import json
 import logging
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,13 +85,18 @@ def read_trace(path: str | os.PathLike[str]) -> list[TraceRun]:
     the `chainkit` logger. Raises TraceFormatError naming the first other line that is not
     an event.
     """
-    runs: dict[str, TraceRun] = {}
-    name = os.fspath(path)
     with open(path, "rb") as file:
-        for number, line in enumerate(file, 1):
-            event = _event(line, number, name)
-            if event is not None:
-                _apply(runs, event)
+        return trace_runs(file, os.fspath(path))
+
+
+def trace_runs(lines: Iterable[bytes], name: str) -> list[TraceRun]:
+    """The root runs of a trace's `lines` (as a trace file holds them), as `read_trace`
+    reads a file's; `name` is what a TraceFormatError calls the trace."""
+    runs: dict[str, TraceRun] = {}
+    for number, line in enumerate(lines, 1):
+        event = _event(line, number, name)
+        if event is not None:
+            _apply(runs, event)
     roots: list[TraceRun] = []
     for run in sorted(runs.values(), key=lambda r: r.start):
         parent = runs.get(run.parent_id) if run.parent_id is not None else None

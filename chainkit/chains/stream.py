@@ -28,13 +28,20 @@ from collections.abc import (
 from typing import TYPE_CHECKING, Any, Unpack
 
 from chainkit._threads import submit
-from chainkit.callbacks import StreamClosed
+from chainkit.callbacks import Handlers, StreamClosed
 from chainkit.callbacks.combining import guard
 from chainkit.callbacks.events import Event, EventHandler
 from chainkit.callbacks.pacing import Pacer
 from chainkit.callbacks.run import streaming_tokens
 from chainkit.callbacks.step_events import StepEvents
-from chainkit.chains.api import _single_input, acall, call, check_chain, inputs_not_given
+from chainkit.chains.api import (
+    _single_input,
+    acall,
+    aresume,
+    call,
+    check_chain,
+    inputs_not_given,
+)
 from chainkit.chains.chain import Chain
 from chainkit.llms.options import CallOptions
 
@@ -300,6 +307,29 @@ def astream(
     return AsyncEventStream(
         _task_events(relay, watched, lambda: _astreamed(chain, call_inputs, call_options))
     )
+
+
+def astream_resumed(
+    chain: Chain,
+    state_or_run_id: object,
+    decisions: object = None,
+    *,
+    interrupted: str = "raise",
+    callbacks: Handlers = None,
+) -> AsyncEventStream:
+    """`astream`'s twin for `chains.aresume`: the events of the resumed run as they happen
+    (a refusal to resume, such as `checkpoints.RunLockedError`, raised by the stream)."""
+    check_chain("aresume", chain)
+    relay = _LoopRelay()
+    watched = StepEvents(guard(callbacks, relay), stop_with=StreamClosed)
+
+    async def resumed() -> dict[str, Any]:
+        with streaming_tokens():
+            return await aresume(
+                chain, state_or_run_id, decisions, interrupted=interrupted, callbacks=watched
+            )
+
+    return AsyncEventStream(_task_events(relay, watched, resumed))
 
 
 async def _task_events(

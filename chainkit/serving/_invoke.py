@@ -18,9 +18,10 @@ from chainkit.checkpoints import named_run
 from chainkit.serving._batches import batched
 from chainkit.serving._body import checked_fields, json_object
 from chainkit.serving._ids import checked_id
-from chainkit.serving._outputs import served_outputs
+from chainkit.serving._outputs import plain_event, served_outputs
 from chainkit.serving._problems import Problem
 from chainkit.serving._server import Server, log
+from chainkit.serving._traces import traced
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -40,7 +41,9 @@ async def invoke(request: Request) -> Response:
     async with server.admitted(request):
         with named_run(run_id):
             try:
-                outputs = await chains.acall(server.chain, inputs)
+                outputs = await chains.acall(
+                    server.chain, inputs, callbacks=traced(request, run_id)
+                )
             except _CALLER_ERRORS as refused:
                 raise Problem(422, "invalid_inputs", str(refused), run_id=run_id) from None
             except Exception as failed:
@@ -65,10 +68,10 @@ async def _events(
 ) -> AsyncGenerator[bytes, None]:
     async with server.admitted(request):
         with named_run(run_id):
-            events = chains.astream(server.chain, inputs)
+            events = chains.astream(server.chain, inputs, callbacks=traced(request, run_id))
             try:
                 async for event in events:
-                    yield sse(event.kind, event.to_dict())
+                    yield sse(event.kind, plain_event(event))
             except Exception as failed:
                 yield sse("error", failure(failed, run_id).body())
             finally:

@@ -38,9 +38,12 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
     from starlette.middleware import Middleware
     from starlette.routing import Route
 
-    from chainkit.serving import _invoke, _status
+    from chainkit.serving import _chat_completions, _invoke, _runs, _sessions, _status
     from chainkit.serving._auth import BearerAuth
     from chainkit.serving._deadline import BodyDeadline
+    from chainkit.serving._page import chat_page, page_asset
+    from chainkit.serving._signin import sign_out
+    from chainkit.serving._traces import RunTraces
 
     server = Server(chain, settings)
 
@@ -59,6 +62,24 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
         Route("/ready", answered(_status.ready), methods=["GET"]),
         Route("/invoke", answered(_invoke.invoke), methods=["POST"]),
         Route("/stream", answered(_invoke.stream), methods=["POST"]),
+        Route("/runs", answered(_runs.list_runs), methods=["GET"]),
+        Route("/runs/{run_id}", answered(_runs.show_run), methods=["GET"]),
+        Route("/runs/{run_id}/resume", answered(_runs.resume_run), methods=["POST"]),
+        Route("/runs/{run_id}/trace", answered(_runs.run_trace), methods=["GET"]),
+        Route(
+            "/sessions/{session_id}/messages",
+            answered(_sessions.session_messages),
+            methods=["GET"],
+        ),
+        Route("/", answered(chat_page), methods=["GET"]),
+        Route("/page/{name}", answered(page_asset), methods=["GET"]),
+        Route("/logout", answered(sign_out), methods=["POST"]),
+        Route(
+            "/v1/chat/completions",
+            answered(_chat_completions.chat_completions),
+            methods=["POST"],
+        ),
+        Route("/v1/models", answered(_chat_completions.models), methods=["GET"]),
     ]
     app = Starlette(
         routes=routes,
@@ -67,6 +88,7 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
         exception_handlers={404: _not_found, 405: _not_allowed},
     )
     app.state.server = server
+    app.state.traces = RunTraces(settings.traces_kept)
     return app
 
 

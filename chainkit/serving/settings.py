@@ -28,6 +28,9 @@ class ServerSettings:
     - `head_timeout_seconds`: a connection with no request in flight is closed when no whole
       request head came within it of opening or of the last response.
     - `max_connections`: connections at once; past it uvicorn answers 503.
+    - `traces_kept`: how many of its last runs' traces a server process keeps in memory for
+      their trace page (`GET /runs/{run_id}/trace`), each at most 1 MiB; 0 keeps none, and
+      records nothing.
     """
 
     token: str | None = field(default=None, repr=False)
@@ -39,6 +42,7 @@ class ServerSettings:
     body_timeout_seconds: float = 30.0
     head_timeout_seconds: float = 10.0
     max_connections: int = 4096
+    traces_kept: int = 64
 
     def __post_init__(self) -> None:
         if self.token is None and not self.no_auth:
@@ -55,6 +59,10 @@ class ServerSettings:
         _check_seconds("body_timeout_seconds", self.body_timeout_seconds)
         _check_seconds("head_timeout_seconds", self.head_timeout_seconds)
         _check_positive("max_connections", self.max_connections)
+        if _not_count(self.traces_kept):
+            raise ServeConfigError(
+                f"traces_kept must be an int, 0 or more, got {self.traces_kept!r}"
+            )
 
 
 def _check_positive(name: str, value: object) -> None:
@@ -65,3 +73,7 @@ def _check_positive(name: str, value: object) -> None:
 def _check_seconds(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
         raise ServeConfigError(f"{name} must be a number of seconds above 0, got {value!r}")
+
+
+def _not_count(value: object) -> bool:
+    return isinstance(value, bool) or not isinstance(value, int) or value < 0

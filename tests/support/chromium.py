@@ -93,6 +93,30 @@ class Chromium:
         self.send("Page.navigate", url=url)
         self._wait_for_event("Page.loadEventFired")
 
+    def navigate_by(self, expression: str) -> None:
+        """Runs the JavaScript `expression`, which makes the page go to another (submits a
+        form, follows a link), and waits for that page's load event."""
+        self._events.clear()
+        self.evaluate(expression)
+        self._wait_for_event("Page.loadEventFired")
+
+    def wait_for(self, condition: str, seconds: float = 30.0) -> Any:
+        """The value of the JavaScript `condition` once it is truthy, checked in the page
+        every 50 ms; an AssertionError if it is not within `seconds` (under WAIT_SECONDS)."""
+        found = self.evaluate(f"""new Promise((resolve) => {{
+          const deadline = Date.now() + {seconds * 1000:.0f};
+          const check = () => {{
+            let value = null;
+            try {{ value = ({condition}); }} catch (error) {{ value = null; }}
+            if (value || Date.now() > deadline) resolve(value || null);
+            else setTimeout(check, 50);
+          }};
+          check();
+        }})""")
+        if found is None:  # a value that is no JSON (a DOM node) comes back as {}
+            raise AssertionError(f"not within {seconds:.0f} s: {condition}")
+        return found
+
     def evaluate(self, expression: str) -> Any:
         """The value of the JavaScript `expression` in the page, a promise awaited."""
         reply = self.send("Runtime.evaluate", expression=expression, awaitPromise=True,
