@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from chainkit import chains
 from chainkit._errors import ChainkitError
 from chainkit.checkpoints import named_run
-from chainkit.serving._batches import batched
 from chainkit.serving._body import checked_fields, json_object
 from chainkit.serving._ids import checked_id
 from chainkit.serving._outputs import plain_event, served_outputs
@@ -57,7 +56,7 @@ async def stream(request: Request) -> Response:
     server: Server = request.app.state.server
     inputs, run_id = await _request(request, server)
     return StreamingResponse(
-        batched(_events(server, request, inputs, run_id)),
+        _events(server, request, inputs, run_id),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Run-Id": run_id},
     )
@@ -65,7 +64,7 @@ async def stream(request: Request) -> Response:
 
 async def _events(
     server: Server, request: Request, inputs: dict[str, Any], run_id: str
-) -> AsyncGenerator[bytes, None]:
+) -> AsyncIterator[bytes]:
     async with server.admitted(request):
         with named_run(run_id):
             events = chains.astream(server.chain, inputs, callbacks=traced(request, run_id))
