@@ -5,12 +5,15 @@ connection: never a hang, a traceback or a server that stops answering."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 import os
 import socket
 import struct
 import threading
 import time
+import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
@@ -294,3 +297,52 @@ def test_a_timeout_must_be_seconds_above_zero(name: str, value: object) -> None:
 def test_max_connections_must_be_a_positive_int(value: object) -> None:
     with pytest.raises(ServeConfigError, match="max_connections"):
         settings(max_connections=value)
+
+
+class Waits(InputOutputChain):
+    """A run that waits until its client goes: what an idle stream holds."""
+
+    def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+        raise AssertionError("served, so called async")
+
+    async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+        await asyncio.Event().wait()
+        raise AssertionError("never set")
+
+
+IDLE_STREAMS = 200
+IDLE_BOUND = 256 * 1024
+"""Bytes of Python objects an idle stream may hold in the server (bench/bench_serve.py
+measures about 35 KB of resident memory a stream): generous, so that only a leak of a
+different size, such as a stream's events kept whole, fails it."""
+
+
+def test_idle_streams_hold_a_bounded_share_of_memory() -> None:
+    from chainkit.serving._uvicorn import uvicorn_options
+
+    served_with = settings(max_runs_per_client=IDLE_STREAMS, grace_seconds=0.5)
+    with served(create_app(Waits(), served_with), **uvicorn_options(served_with)) as url:
+        opened: list[socket.socket] = []
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for _ in range(IDLE_STREAMS):
+                connection = connect(url)
+                opened.append(connection)
+                body = json.dumps({"input": "wait"}).encode()
+                connection.sendall(head("/stream", length=len(body)) + body)
+                first_event(connection)
+            held = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+            for connection in opened:
+                connection.close()
+    assert held / IDLE_STREAMS < IDLE_BOUND, f"{held / IDLE_STREAMS / 1024:.0f} KB a stream"
+
+
+def first_event(connection: socket.socket) -> None:
+    received = b""
+    while b"event: chain_start" not in received:
+        chunk = connection.recv(65536)
+        assert chunk, f"the stream ended before its first event: {received[:300]!r}"
+        received += chunk
