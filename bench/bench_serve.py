@@ -38,6 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from chainkit import agents, chains, llms, tools
+from tests.support.stub_chains import WaitsForever
 
 TOKEN = "bench-token"
 QUESTION = "what does the lookup say?"
@@ -83,25 +84,6 @@ def agent(model: llms.OpenAI) -> agents.Executor:
     return agents.Executor(agents.OneShotAgent(model, [Lookup()]), max_iterations=3)
 
 
-class Waits(chains.Chain):
-    """A chain whose run waits until its client goes: an idle stream."""
-
-    @property
-    def input_keys(self) -> list[str]:
-        return ["input"]
-
-    @property
-    def output_keys(self) -> list[str]:
-        return ["output"]
-
-    def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
-        raise NotImplementedError("served only, so called async")
-
-    async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
-        await asyncio.Event().wait()
-        raise AssertionError("never set")
-
-
 def serve_chain(kind: str, model_url: str, port: int) -> None:
     import uvicorn
 
@@ -109,7 +91,7 @@ def serve_chain(kind: str, model_url: str, port: int) -> None:
     from chainkit.serving._uvicorn import uvicorn_options
 
     settings = ServerSettings(token=TOKEN)
-    chain = agent(model_at(model_url)) if kind == "agent" else Waits()
+    chain = agent(model_at(model_url)) if kind == "agent" else WaitsForever()
     config = uvicorn.Config(
         create_app(chain, settings),
         host="127.0.0.1",

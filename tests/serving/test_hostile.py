@@ -5,7 +5,6 @@ connection: never a hang, a traceback or a server that stops answering."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -24,7 +23,7 @@ from chainkit._cli.agent import builtin_agent
 from chainkit.serving import ServerSettings, create_app
 from chainkit.serving.errors import ServeConfigError
 from tests.support.serving import call, served
-from tests.support.stub_chains import InputOutputChain
+from tests.support.stub_chains import InputOutputChain, WaitsForever
 
 TOKEN = "t0ken-for-hostile-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -299,17 +298,6 @@ def test_max_connections_must_be_a_positive_int(value: object) -> None:
         settings(max_connections=value)
 
 
-class Waits(InputOutputChain):
-    """A run that waits until its client goes: what an idle stream holds."""
-
-    def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
-        raise AssertionError("served, so called async")
-
-    async def _acall(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
-        await asyncio.Event().wait()
-        raise AssertionError("never set")
-
-
 IDLE_STREAMS = 200
 IDLE_BOUND = 256 * 1024
 """Bytes of Python objects an idle stream may hold in the server (bench/bench_serve.py
@@ -321,7 +309,7 @@ def test_idle_streams_hold_a_bounded_share_of_memory() -> None:
     from chainkit.serving._uvicorn import uvicorn_options
 
     served_with = settings(max_runs_per_client=IDLE_STREAMS, grace_seconds=0.5)
-    with served(create_app(Waits(), served_with), **uvicorn_options(served_with)) as url:
+    with served(create_app(WaitsForever(), served_with), **uvicorn_options(served_with)) as url:
         opened: list[socket.socket] = []
         tracemalloc.start()
         try:
