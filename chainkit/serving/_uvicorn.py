@@ -8,7 +8,8 @@ all. So the protocol is pinned to h11, subclassed to refuse with 431 a head over
 MAX_HEAD_BYTES however it arrives, and to close connections that hold the server without a
 request in flight: one that sends its request head a byte at a time, or nothing at all, is
 closed `head_timeout_seconds` after it opened or after its last response, whatever it sends
-meanwhile (uvicorn's own keep-alive timer restarts at every byte it gets)."""
+meanwhile (uvicorn's own keep-alive timer restarts at every byte it gets). A request framed
+both by Content-Length and as chunked is the connection's last."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
 if TYPE_CHECKING:
     from chainkit.serving.settings import ServerSettings
@@ -75,6 +76,15 @@ class GuardedH11(H11Protocol):
         if self.conn.their_state is not h11.IDLE:
             self._head_bytes, self._last_bytes = 0, b""
 
+    def handle_events(self) -> None:
+        started = self.cycle
+        super().handle_events()
+        if self.cycle is not started and self.cycle is not None and _framed_twice(self.cycle):
+            # Both a length and chunks: read as chunked (as h11 does), but a front proxy may
+            # have read it by its length, so nothing more is taken from this connection
+            # (RFC 9112 6.3: a request smuggled behind it would be answered otherwise).
+            self.cycle.keep_alive = False
+
     def _head_too_large(self, data: bytes) -> bool:
         """Whether the head being received, with `data`, is over MAX_HEAD_BYTES: counted
         without copying what came before (its last bytes kept, for an end split by a read)."""
@@ -113,3 +123,8 @@ class GuardedH11(H11Protocol):
         in_flight = self.cycle is not None and not self.cycle.response_complete
         if not in_flight and not self.transport.is_closing():
             self.transport.close()
+
+
+def _framed_twice(cycle: RequestResponseCycle) -> bool:
+    names = {name for name, _ in cycle.scope["headers"]}
+    return b"content-length" in names and b"transfer-encoding" in names

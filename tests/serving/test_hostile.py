@@ -146,6 +146,21 @@ def test_a_request_head_sent_a_byte_at_a_time_is_cut_off(base_url: str) -> None:
     still_serving(base_url)
 
 
+def test_a_request_framed_both_by_length_and_by_chunks_is_the_connections_last(
+    base_url: str,
+) -> None:
+    smuggled = head("/health", "Connection: close", method="GET")
+    with connect(base_url) as connection:
+        connection.sendall(
+            head("/invoke", "Transfer-Encoding: chunked", length=4 + len(smuggled))
+            + b"0\r\n\r\n"
+            + smuggled
+        )
+        response = answer_to(connection)
+    assert response.count(b"HTTP/1.1 ") == 1, response[:600]
+    assert b'"status":"ok"' not in response
+
+
 def test_a_connection_that_sends_nothing_is_closed(base_url: str) -> None:
     with connect(base_url) as connection:
         assert answer_to(connection) == b""
