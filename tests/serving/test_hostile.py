@@ -203,8 +203,13 @@ def test_a_body_cut_short_runs_nothing_and_logs_no_error(
             answer_to(connection)
         chain.release.set()
         still_serving(url)
-    assert not chain.started.is_set()
-    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert not chain.started.is_set(), "a run started on a body cut short"
+    errors = [
+        f"{record.name}: {record.getMessage()} {record.exc_info and record.exc_info[1]!r}"
+        for record in caplog.records
+        if record.levelno >= logging.ERROR
+    ]
+    assert errors == []
 
 
 def _open_fds() -> int:
