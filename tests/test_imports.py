@@ -263,7 +263,7 @@ PINNED_EXPORTS = {
         "from_agentic",
         "to_agentic",
     ],
-    "chainkit.serving": ["ServerSettings", "create_app", "errors"],
+    "chainkit.serving": ["ServerSettings", "create_app", "errors", "http_server"],
     "chainkit.tools": [
         "ArgumentProblem",
         "Calculator",

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 OWNER = "chainkit"
 
-OPENAPI_PATHS: dict[str, Any] = {
+PATHS: dict[str, Any] = {
     "/v1/chat/completions": {
         "post": {
             "summary": "Chat with the served chain as with an OpenAI model",

@@ -33,10 +33,11 @@ from chainkit.checkpoints import (
 from chainkit.serving._body import checked_fields, json_object
 from chainkit.serving._decisions import checked_decisions
 from chainkit.serving._ids import checked_id
-from chainkit.serving._invoke import failure, sse
+from chainkit.serving._invoke import failure
 from chainkit.serving._outputs import plain_event, served_outputs, waiting_calls
 from chainkit.serving._problems import Problem
 from chainkit.serving._server import Server
+from chainkit.serving._sse import sse
 from chainkit.serving._stores import query_count, stored, unavailable
 from chainkit.serving._traces import RunTraces, traced
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from chainkit._errors import ChainkitError
+from chainkit.chains import WithHistory
 from chainkit.chains.api import check_chain
 from chainkit.serving._problems import Problem
 from chainkit.serving._server import Server, log
@@ -17,17 +19,19 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
+    from starlette.types import ASGIApp
 
     from chainkit.chains import Chain
 
-Endpoint = Callable[["Request"], Awaitable["Response"]]
+Endpoint = Callable[["Request"], Awaitable["ASGIApp"]]
 
 
-def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
-    """An ASGI app (Starlette) serving `chain` (any chain, pipeline or agents.Executor) with
-    `settings`; run it with uvicorn, or mount it in an app of your own."""
+def create_app(chain: Chain | WithHistory, settings: ServerSettings) -> Starlette:
+    """An ASGI app (Starlette) serving `chain` (any chain, pipeline or agents.Executor, or
+    one with a history per session: `chains.with_history`) with `settings`; run it with
+    `http_server`, uvicorn, or mount it in an app of your own."""
     try:
-        check_chain("serve", chain)
+        check_chain("serve", chain.chain if isinstance(chain, WithHistory) else chain)
     except ChainkitError as refused:
         raise ServeConfigError(str(refused)) from None
     if not isinstance(settings, ServerSettings):
@@ -38,8 +42,9 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
     from starlette.middleware import Middleware
     from starlette.routing import Route
 
-    from chainkit.serving import _chat_completions, _invoke, _runs, _sessions, _status
+    from chainkit.serving import _chat_completions, _invoke, _openapi, _runs, _sessions, _status
     from chainkit.serving._auth import BearerAuth
+    from chainkit.serving._cors import cors_middleware
     from chainkit.serving._deadline import BodyDeadline
     from chainkit.serving._page import chat_page, page_asset
     from chainkit.serving._signin import sign_out
@@ -50,10 +55,9 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
-        if not await server.drained():
-            log.warning("runs still in flight after %ss of grace", settings.grace_seconds)
+        await server.drain()  # at once, when http_server has drained it already
 
-    middleware = []
+    middleware = cors_middleware(settings)  # outermost: a browser's preflight has no token
     if settings.token is not None:
         middleware.append(Middleware(BearerAuth, token=settings.token))
     middleware.append(Middleware(BodyDeadline, seconds=settings.body_timeout_seconds))
@@ -62,6 +66,7 @@ def create_app(chain: Chain, settings: ServerSettings) -> Starlette:
         Route("/ready", answered(_status.ready), methods=["GET"]),
         Route("/invoke", answered(_invoke.invoke), methods=["POST"]),
         Route("/stream", answered(_invoke.stream), methods=["POST"]),
+        Route("/openapi.json", answered(_openapi.openapi), methods=["GET"]),
         Route("/runs", answered(_runs.list_runs), methods=["GET"]),
         Route("/runs/{run_id}", answered(_runs.show_run), methods=["GET"]),
         Route("/runs/{run_id}/resume", answered(_runs.resume_run), methods=["POST"]),
@@ -96,7 +101,8 @@ def answered(endpoint: Endpoint) -> Endpoint:
     """`endpoint` with a Problem it raises answered as its JSON, and any other exception
     logged and answered 500 with no detail (no traceback, no exception text)."""
 
-    async def route(request: Request) -> Response:
+    @functools.wraps(endpoint)  # its module's PATHS describe it (_openapi)
+    async def route(request: Request) -> ASGIApp:
         try:
             return await endpoint(request)
         except Problem as problem:
