@@ -1,5 +1,5 @@
 """What serving an agent costs. `serving.create_app`'s app runs on one uvicorn worker, in a
-process of its own, with the options `chainkit serve` uses (`uvicorn_options`). The agent is a
+process of its own, under `serving.http_server` as `chainkit serve` runs it. The agent is a
 OneShotAgent on `llms.OpenAI` pointed at the loopback OpenAI-compatible server
 (tests/support/openai_server.py, in a third process), with one tool: each run is two model
 calls and a tool call. The model answers from the request (a tool call, then once it sees the
@@ -85,21 +85,11 @@ def agent(model: llms.OpenAI) -> agents.Executor:
 
 
 def serve_chain(kind: str, model_url: str, port: int) -> None:
-    import uvicorn
+    from chainkit.serving import ServerSettings, create_app, http_server
 
-    from chainkit.serving import ServerSettings, create_app
-    from chainkit.serving._uvicorn import uvicorn_options
-
-    settings = ServerSettings(token=TOKEN)
     chain = agent(model_at(model_url)) if kind == "agent" else WaitsForever()
-    config = uvicorn.Config(
-        create_app(chain, settings),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        **uvicorn_options(settings),
-    )
-    uvicorn.Server(config).run()
+    app = create_app(chain, ServerSettings(token=TOKEN))
+    http_server(app, host="127.0.0.1", port=port, log_level="warning").run()
 
 
 # The client: HTTP/1.1 over asyncio's streams, nothing between the benchmark and the wire.

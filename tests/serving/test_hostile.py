@@ -58,10 +58,8 @@ def settings(**changes: Any) -> ServerSettings:
 
 @pytest.fixture
 def base_url() -> Iterator[str]:
-    from chainkit.serving._uvicorn import uvicorn_options
-
     served_with = settings()
-    with served(create_app(builtin_agent(), served_with), **uvicorn_options(served_with)) as url:
+    with served(create_app(builtin_agent(), served_with)) as url:
         yield url
 
 
@@ -167,11 +165,9 @@ def test_a_connection_that_sends_nothing_is_closed(base_url: str) -> None:
 
 
 def test_a_body_sent_a_byte_at_a_time_gets_408_and_holds_no_run() -> None:
-    from chainkit.serving._uvicorn import uvicorn_options
-
     chain = Held()
     served_with = settings(max_runs_per_client=1)
-    with served(create_app(chain, served_with), **uvicorn_options(served_with)) as url:
+    with served(create_app(chain, served_with)) as url:
         with connect(url) as connection:
             connection.sendall(head("/invoke", length=1000) + b'{"input": "')
             # Meanwhile the client's one run place is free: a whole request is admitted.
@@ -192,11 +188,9 @@ def test_a_body_sent_a_byte_at_a_time_gets_408_and_holds_no_run() -> None:
 def test_a_body_cut_short_runs_nothing_and_logs_no_error(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from chainkit.serving._uvicorn import uvicorn_options
-
     chain = Held()
     served_with = settings()
-    with served(create_app(chain, served_with), **uvicorn_options(served_with)) as url:
+    with served(create_app(chain, served_with)) as url:
         with caplog.at_level(logging.WARNING), connect(url) as connection:
             connection.sendall(head("/invoke", length=1000) + b'{"input": "short"}')
             connection.shutdown(socket.SHUT_WR)
@@ -326,10 +320,8 @@ different size, such as a stream's events kept whole, fails it."""
 
 
 def test_idle_streams_hold_a_bounded_share_of_memory() -> None:
-    from chainkit.serving._uvicorn import uvicorn_options
-
     served_with = settings(max_runs_per_client=IDLE_STREAMS, grace_seconds=0.5)
-    with served(create_app(WaitsForever(), served_with), **uvicorn_options(served_with)) as url:
+    with served(create_app(WaitsForever(), served_with)) as url:
         opened: list[socket.socket] = []
         tracemalloc.start()
         try:
