@@ -18,13 +18,15 @@ tool's result, the final answer), so runs may interleave freely.
 - idle streams: `--idle` streams of a chain that waits forever, held open once their first
   event came; the server process's resident memory grows by this much per stream.
 
-Run: python bench/bench_serve.py [--clients 1000] [--runs 1000] [--idle 1000]
+Run: python bench/bench_serve.py [--clients 1000] [--runs 1000] [--idle 1000] [--traces-kept N]
+(`--traces-kept 0`: the server keeps no traces for the trace page, and records none)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import resource
@@ -84,11 +86,14 @@ def agent(model: llms.OpenAI) -> agents.Executor:
     return agents.Executor(agents.OneShotAgent(model, [Lookup()]), max_iterations=3)
 
 
-def serve_chain(kind: str, model_url: str, port: int) -> None:
+def serve_chain(kind: str, model_url: str, port: int, traces_kept: int | None) -> None:
     from chainkit.serving import ServerSettings, create_app, http_server
 
     chain = agent(model_at(model_url)) if kind == "agent" else WaitsForever()
-    app = create_app(chain, ServerSettings(token=TOKEN))
+    settings = ServerSettings(token=TOKEN)
+    if traces_kept is not None:
+        settings = dataclasses.replace(settings, traces_kept=traces_kept)
+    app = create_app(chain, settings)
     http_server(app, host="127.0.0.1", port=port, log_level="warning").run()
 
 
@@ -342,6 +347,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000, help="runs timed one at a time")
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--idle", type=int, default=1000, help="idle streams held (0: skip)")
+    parser.add_argument(
+        "--traces-kept", type=int, default=None, help="the server's traces_kept (0: no traces)"
+    )
     parser.add_argument("--role", choices=["bench", "model", "agent", "waits"], default="bench")
     parser.add_argument("--model-url", default="")
     parser.add_argument("--port", type=int, default=0)
@@ -351,7 +359,7 @@ def main() -> None:
     if args.role == "model":
         serve_model()
     elif args.role in ("agent", "waits"):
-        serve_chain(args.role, args.model_url, args.port)
+        serve_chain(args.role, args.model_url, args.port, args.traces_kept)
     else:
         bench(args)
 
@@ -361,7 +369,8 @@ def bench(args: argparse.Namespace) -> None:
     assert model.stdout is not None
     model_url = model.stdout.readline().strip()
     port = free_port()
-    server = started("--role", "agent", "--model-url", model_url, "--port", str(port))
+    traces = [] if args.traces_kept is None else ["--traces-kept", str(args.traces_kept)]
+    server = started("--role", "agent", "--model-url", model_url, "--port", str(port), *traces)
     print("serving an agent (2 model calls + 1 tool call per run) on one uvicorn worker")
     try:
         asyncio.run(until_healthy(port, server))
