@@ -1,12 +1,16 @@
-"""Bearer-token auth in front of every route: an ASGI middleware, so that no route (the page
-and the OpenAPI description included) can be reached without it. The token is compared in
-constant time and never written anywhere. A browser signs in once with the token for a
-session cookie that stands for the header (`_signin`)."""
+"""Who may call: bearer-token auth in front of every route, an ASGI middleware, so that no
+route (the page and the OpenAPI description included) can be reached without it. The token is
+compared in constant time and never written anywhere. A browser signs in once with the token
+for a session cookie that stands for the header (`_signin`). A server without a token is for
+its own machine: what a browser's page of another site could make it do is refused
+(`LocalOnly`)."""
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
+import re
 import time
 from typing import TYPE_CHECKING
 
@@ -16,6 +20,8 @@ if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
 _PREFIX = b"bearer "
+_HOST = re.compile(rb"(\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9.-]{1,253})(?::[0-9]{1,5})?")
+"""A Host header: a name or an address (IPv6 in brackets), and a port."""
 
 
 class BearerAuth:
@@ -49,6 +55,50 @@ class BearerAuth:
                 scheme, given = value[: len(_PREFIX)], value[len(_PREFIX) :]
                 # compare_digest takes as long whatever the bytes: no timing tells the token.
                 return scheme.lower() == _PREFIX and hmac.compare_digest(given, self._expected)
+        return False
+
+
+class LocalOnly:
+    """In front of a server without a token (`no_auth`), which anything on its machine may
+    call, but no page a browser loaded from elsewhere: a request whose `Host` is not a
+    loopback name (a site whose name was made to resolve to 127.0.0.1, DNS rebinding) is
+    answered 421 `host_not_allowed`, and one that changes state from a page of another site
+    (by the browser's word, `Sec-Fetch-Site`) 403 `cross_site`, unless its origin is one of
+    `cors_origins`."""
+
+    def __init__(self, app: ASGIApp, cors_origins: tuple[str, ...]) -> None:
+        self.app = app
+        self._origins = {origin.encode() for origin in cors_origins}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refusal = self._refusal(scope) if scope["type"] == "http" else None
+        if refusal is None:
+            await self.app(scope, receive, send)
+        else:
+            await _refuse(send, *refusal)
+
+    def _refusal(self, scope: Scope) -> tuple[int, str, str] | None:
+        headers = scope["headers"]
+        if not all(_loopback_host(value) for name, value in headers if name == b"host"):
+            message = "a server without a token answers to localhost or a loopback address only"
+            return 421, "host_not_allowed", message
+        if _signin.from_another_site(scope) and dict(headers).get(b"origin") not in self._origins:
+            return 403, "cross_site", _signin.ANOTHER_SITE
+        return None
+
+
+def _loopback_host(host: bytes) -> bool:
+    """Whether `host` (a Host header) names this machine: localhost, or a loopback address
+    (a name of another site resolving to one, as DNS rebinding makes it, is still its name)."""
+    found = _HOST.fullmatch(host)
+    if found is None:
+        return False
+    name = found[1].decode("ascii").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name.strip("[]")).is_loopback
+    except ValueError:
         return False
 
 

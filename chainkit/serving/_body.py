@@ -1,5 +1,11 @@
 """A request's JSON body read within the size limit and checked field by field: what was
-wrong (not JSON, not an object, a field unknown, missing or of the wrong type) is named."""
+wrong (not sent as JSON, not JSON, not an object, a field unknown, missing or of the wrong
+type) is named.
+
+A body must say it is JSON (`Content-Type: application/json`): a page of another site can
+send a form whose text is JSON (`enctype="text/plain"`) without asking the server first, but
+a request of that type only after a CORS preflight, which the server refuses unless
+`cors_origins` lets the site in."""
 
 from __future__ import annotations
 
@@ -16,8 +22,9 @@ if TYPE_CHECKING:
 
 
 async def json_object(request: Request, limit: int) -> dict[str, Any]:
-    """The body as a JSON object; 413 once it passes `limit` bytes (before reading it all),
-    400 when it is not JSON or not an object."""
+    """The body as a JSON object; 415 unless it is sent as JSON, 413 once it passes `limit`
+    bytes (before reading it all), 400 when it is not JSON or not an object."""
+    _check_sent_as_json(request)
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _too_large(limit)
@@ -76,6 +83,17 @@ def _check_text(value: Any) -> None:
         raise Problem(
             400, "invalid_json", "the body has a lone surrogate escape (\\ud800-\\udfff)"
         ) from None
+
+
+def _check_sent_as_json(request: Request) -> None:
+    given = request.headers.get("content-type")
+    if given is None or given.partition(";")[0].strip().lower() != "application/json":
+        said = "none" if given is None else repr(given[:60])
+        raise Problem(
+            415,
+            "unsupported_media_type",
+            f"the body must be sent as Content-Type: application/json, got {said}",
+        )
 
 
 def _too_large(limit: int) -> Problem:

@@ -13,9 +13,8 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 
 from chainkit import chains
 from chainkit._plain import plain
@@ -26,14 +25,14 @@ from chainkit.checkpoints import named_run
 from chainkit.serving._body import json_object
 from chainkit.serving._chat_chain import ChatShape, chat_shape, conversation_run
 from chainkit.serving._chat_request import ChatRequest, chat_request
-from chainkit.serving._invoke import failure
+from chainkit.serving._invoke import awaited, failure, shut_down
 from chainkit.serving._problems import Problem
-from chainkit.serving._server import Server, log
+from chainkit.serving._server import Server, Slot, log
+from chainkit.serving._sse import EventStreamResponse, Frames
 
 if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
-    from starlette.types import Receive, Scope, Send
 
     from chainkit.callbacks.events import Event
     from chainkit.chains import AsyncEventStream, Chain
@@ -72,6 +71,7 @@ PATHS: dict[str, Any] = {
                     "description": "a chat.completion, or its chunks as text/event-stream",
                 },
                 "400": {"description": "a field the served agent cannot take, named"},
+                "415": {"description": "the body is not sent as application/json"},
                 "429": {"description": "too many runs in flight for this client"},
             },
         }
@@ -86,7 +86,7 @@ PATHS: dict[str, Any] = {
 """This module's routes as OpenAPI paths, for the server's OpenAPI description."""
 
 
-async def chat_completions(request: Request) -> Response:
+async def chat_completions(request: Request) -> Response | EventStreamResponse:
     try:
         return await _completion(request)
     except Problem as problem:
@@ -126,7 +126,7 @@ def _error_type(status: int) -> str:
     return "invalid_request_error" if status < 500 else "server_error"
 
 
-async def _completion(request: Request) -> Response:
+async def _completion(request: Request) -> Response | EventStreamResponse:
     from starlette.responses import JSONResponse
 
     server: Server = request.app.state.server
@@ -134,26 +134,33 @@ async def _completion(request: Request) -> Response:
     shape = chat_shape(server.chain)
     chain, inputs = conversation_run(server.chain, shape, asked.messages)
     completion = _Completion(model_name(server.chain))
+    slot = server.admit(request)
     if asked.stream:
-        admission = AsyncExitStack()
-        await admission.enter_async_context(server.admitted(request))
-        stream = _AdmittedStream(
-            _chunks(completion, chain, shape, inputs, asked),
-            release=admission.aclose,
-            headers={"Cache-Control": "no-cache", "X-Run-Id": completion.run_id},
+        frames = Frames()
+        chunks = _chunks(completion, chain, shape, inputs, asked, frames, slot)
+        # A run shutdown cancels ends with the error an OpenAI client raises.
+        cancelled = _data(_error_body(shut_down(completion.run_id)))
+        return EventStreamResponse(
+            server, slot, completion.run_id, chunks, frames, detach=False, cancelled=cancelled
         )
-        return cast("Response", stream)  # an ASGI app, which is all a route's answer must be
+    whole = _whole(completion, chain, shape, inputs)
+    return JSONResponse((await awaited(request, slot, whole, run_id=completion.run_id)).result())
+
+
+async def _whole(
+    completion: _Completion, chain: Chain, shape: ChatShape, inputs: dict[str, Any]
+) -> dict[str, Any]:
+    """The completion once the run has ended."""
     totals = UsageTotals()
-    async with server.admitted(request):
-        with named_run(completion.run_id):
-            try:
-                outputs = await chains.acall(chain, inputs, callbacks=totals)
-                answer, finish = _text(outputs[shape.output_key]), "stop"
-            except NotFinishedError as stopped:
-                answer, finish = "", _stopped(stopped, completion.run_id)
-            except Exception as failed:
-                raise failure(failed, completion.run_id) from None
-    return JSONResponse(completion.whole(answer, finish, totals))
+    with named_run(completion.run_id):
+        try:
+            outputs = await chains.acall(chain, inputs, callbacks=totals)
+            answer, finish = _text(outputs[shape.output_key]), "stop"
+        except NotFinishedError as stopped:
+            answer, finish = "", _stopped(stopped, completion.run_id)
+        except Exception as failed:
+            raise failure(failed, completion.run_id) from None
+    return completion.whole(answer, finish, totals)
 
 
 class _Completion:
@@ -189,10 +196,13 @@ async def _chunks(
     shape: ChatShape,
     inputs: dict[str, Any],
     asked: ChatRequest,
-) -> AsyncIterator[bytes]:
-    """The completion as chunks: the answer's text as it is written, then the finish (and
-    the usage, when asked), then [DONE]; a failure as the error an OpenAI client raises."""
-    yield completion.chunk({"role": "assistant", "content": ""})
+    frames: Frames,
+    slot: Slot,
+) -> None:
+    """The completion as chunks put in `frames`: the answer's text as it is written, then
+    the finish (and the usage, when asked), then [DONE]; a failure as the error an OpenAI
+    client raises."""
+    await frames.put(completion.chunk({"role": "assistant", "content": ""}))
     totals = UsageTotals()
     outputs: dict[str, Any] = {}
     sent: list[str] = []
@@ -205,25 +215,26 @@ async def _chunks(
                     withdrawn = True
                 elif not withdrawn:
                     sent.append(piece)
-                    yield completion.chunk({"content": piece})
+                    await frames.put(completion.chunk({"content": piece}))
             answer, finish = _text(outputs[shape.output_key]), "stop"
         except NotFinishedError as stopped:
             answer, finish = "".join(sent), _stopped(stopped, completion.run_id)
         except Exception as failed:
-            yield _data(_error_body(failure(failed, completion.run_id)))
+            await frames.put(_data(_error_body(failure(failed, completion.run_id))))
             return
         finally:
             await pieces.aclose()
     written = "".join(sent)
     if not answer.startswith(written):
-        yield _data(_error_body(_rewritten(completion.run_id)))
+        await frames.put(_data(_error_body(_rewritten(completion.run_id))))
         return
     if len(answer) > len(written):
-        yield completion.chunk({"content": answer[len(written) :]})
-    yield completion.chunk({}, finish)
+        await frames.put(completion.chunk({"content": answer[len(written) :]}))
+    await frames.put(completion.chunk({}, finish))
     if asked.include_usage:
-        yield completion.usage_chunk(totals)
-    yield b"data: [DONE]\n\n"
+        await frames.put(completion.usage_chunk(totals))
+    slot.release()  # the answer is out: the client may ask again once it has read it
+    await frames.put(b"data: [DONE]\n\n")
 
 
 async def _answer(
@@ -320,26 +331,3 @@ def _data(payload: dict[str, Any]) -> bytes:
     """One Server-Sent Event as OpenAI sends them: no name, one line of JSON."""
     text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return f"data: {text}\n\n".encode()
-
-
-class _AdmittedStream:
-    """A streamed response that holds the run's admission until it is over, however it ends:
-    sent whole, cut short by the client, or never started."""
-
-    def __init__(
-        self,
-        chunks: AsyncIterator[bytes],
-        *,
-        release: Callable[[], Awaitable[Any]],
-        headers: dict[str, str],
-    ) -> None:
-        from starlette.responses import StreamingResponse
-
-        self._response = StreamingResponse(chunks, media_type="text/event-stream", headers=headers)
-        self._release = release
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await self._response(scope, receive, send)
-        finally:
-            await self._release()

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from chainkit import chains
 from chainkit._errors import ChainkitError
@@ -32,7 +32,9 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
     from chainkit.callbacks import Event, EventHandler
-    from chainkit.chains import Chain
+    from chainkit.chains import AsyncEventStream, Chain
+
+T = TypeVar("T")
 
 _JSON = (dict, list, str, int, float, bool, type(None))
 _FIELDS: dict[str, type | tuple[type, ...]] = {
@@ -68,18 +70,35 @@ async def invoke(request: Request) -> Response:
     server: Server = request.app.state.server
     call = await run_request(request, server)
     slot = server.admit(request, call.session_id)
-    run = server.start(_outputs(call))
-    gone = asyncio.ensure_future(disconnected(request.receive))
-    try:
-        await asyncio.wait([run, gone], return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        gone.cancel()
-        await server.let_go(run, slot, detach=call.detach, run_id=call.run_id)
+    run = await awaited(request, slot, _outputs(call), run_id=call.run_id, detach=call.detach)
     if not run.done():  # its client left, and asked for it to go on: nobody reads this
         return JSONResponse({"run_id": call.run_id, "status": "running"}, status_code=202)
-    if run.cancelled():
-        raise shut_down(call.run_id)
     return JSONResponse({"run_id": call.run_id, "outputs": served_outputs(run.result())})
+
+
+async def awaited(
+    request: Request,
+    slot: Slot,
+    run: Coroutine[Any, Any, T],
+    *,
+    run_id: str,
+    detach: bool = False,
+) -> asyncio.Task[T]:
+    """`run` started for the request holding `slot` (which shutdown waits for, then
+    cancels), once it ends or its client leaves: then it is cancelled, unless the client
+    asked for it to go on (`detach`: the task is returned running). 503 shutting_down when
+    shutdown cancelled it."""
+    server: Server = request.app.state.server
+    task = server.start(run)
+    gone = asyncio.ensure_future(disconnected(request.receive))
+    try:
+        await asyncio.wait([task, gone], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        await server.let_go(task, slot, detach=detach, run_id=run_id)
+    if task.cancelled():
+        raise shut_down(run_id)
+    return task
 
 
 async def _outputs(call: RunRequest) -> dict[str, Any]:
@@ -95,31 +114,53 @@ async def stream(request: Request) -> EventStreamResponse:
     call = await run_request(request, server)
     slot = server.admit(request, call.session_id)  # refused before the stream begins
     frames = Frames()
+    events = _events(call, frames, slot)
+    return event_stream(server, slot, call.run_id, events, frames, detach=call.detach)
+
+
+def event_stream(
+    server: Server,
+    slot: Slot,
+    run_id: str,
+    run: Coroutine[Any, Any, None],
+    frames: Frames,
+    *,
+    detach: bool = False,
+) -> EventStreamResponse:
+    """The stream of a run's events (`run` puts them in `frames`), ended by a named error
+    event when shutdown cancels the run."""
+    cancelled = sse("error", shut_down(run_id).body())
     return EventStreamResponse(
-        server,
-        slot,
-        call.run_id,
-        _events(call, frames, slot),
-        frames,
-        detach=call.detach,
-        cancelled=sse("error", shut_down(call.run_id).body()),
+        server, slot, run_id, run, frames, detach=detach, cancelled=cancelled
     )
 
 
 async def _events(call: RunRequest, frames: Frames, slot: Slot) -> None:
     with named_run(call.run_id):
         events = chains.astream(call.chain, call.inputs, callbacks=call.callbacks)
-        try:
-            async for event in events:
-                if event.parent_id is None and event.kind in _ROOT_ENDS:
-                    # The outputs are out (a session's exchange saved): the client may start
-                    # its next run as soon as it reads this event.
-                    slot.release()
-                await frames.put(sse(event.kind, served_event(event, call.run_id)))
-        except Exception as failed:
-            await frames.put(sse("error", problem_of(failed, call.run_id).body()))
-        finally:
-            await events.aclose()
+        await put_events(events, frames, slot, call.run_id, problem_of)
+
+
+async def put_events(
+    events: AsyncEventStream,
+    frames: Frames,
+    slot: Slot,
+    run_id: str,
+    refused: Callable[[Exception, str], Problem],
+) -> None:
+    """A run's events put in `frames` as Server-Sent Events; its failure (as `refused`
+    names it) as a last `error` event."""
+    try:
+        async for event in events:
+            if event.parent_id is None and event.kind in _ROOT_ENDS:
+                # The outputs are out (a session's exchange saved): the client may start
+                # its next run as soon as it reads this event.
+                slot.release()
+            await frames.put(sse(event.kind, served_event(event, run_id)))
+    except Exception as failed:
+        await frames.put(sse("error", refused(failed, run_id).body()))
+    finally:
+        await events.aclose()
 
 
 def served_event(event: Event, run_id: str) -> dict[str, Any]:
@@ -261,7 +302,7 @@ _RUN_FIELDS: dict[str, Any] = {
     "on_disconnect": {"enum": ["cancel", "continue"], "default": "cancel"},
 }
 _RUN = {"type": "object", "properties": _RUN_FIELDS, "additionalProperties": False}
-_RUN_ERRORS = [400, 409, 413, 422, 429, 500, 503]
+_RUN_ERRORS = [400, 409, 413, 415, 422, 429, 500, 503]
 PATHS = {
     "/invoke": {
         "post": operation(
@@ -282,7 +323,7 @@ PATHS = {
             request=_RUN,
             response={"type": "string"},
             media_type="text/event-stream",
-            errors=[400, 409, 413, 422, 429, 503],
+            errors=[400, 409, 413, 415, 422, 429, 503],
         )
     },
 }

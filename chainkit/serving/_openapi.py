@@ -20,6 +20,7 @@ ERROR_STATUSES = {
     405: "the route does not take this method",
     409: "the run id is taken, the run is going on elsewhere, or the session has a run in flight",
     413: "the body is over the size limit",
+    415: "the body is not sent as Content-Type: application/json",
     422: "a field unknown, missing, of the wrong type or value, or inputs the chain refuses",
     429: "too many runs in flight for this client, or started this minute (see Retry-After)",
     500: "the run failed: the server log has its run id",

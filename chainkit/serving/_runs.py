@@ -9,7 +9,8 @@ the run's truth, and its lease lets one process at a time continue it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chainkit import chains
@@ -19,6 +20,7 @@ from chainkit._redact import mask_secret_fields
 from chainkit._threads import in_thread
 from chainkit.agents import Executor
 from chainkit.agents.errors import AgentConfigError
+from chainkit.chains.stream import astream_resumed
 from chainkit.checkpoints import (
     Checkpointer,
     InterruptedCallError,
@@ -33,11 +35,11 @@ from chainkit.checkpoints import (
 from chainkit.serving._body import checked_fields, json_object
 from chainkit.serving._decisions import checked_decisions
 from chainkit.serving._ids import checked_id
-from chainkit.serving._invoke import failure
-from chainkit.serving._outputs import plain_event, served_outputs, waiting_calls
+from chainkit.serving._invoke import awaited, event_stream, failure, put_events
+from chainkit.serving._outputs import served_outputs, waiting_calls
 from chainkit.serving._problems import Problem
-from chainkit.serving._server import Server
-from chainkit.serving._sse import sse
+from chainkit.serving._server import Server, Slot
+from chainkit.serving._sse import Frames
 from chainkit.serving._stores import query_count, stored, unavailable
 from chainkit.serving._traces import RunTraces, traced
 
@@ -45,7 +47,8 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-    from chainkit.chains.stream import AsyncEventStream
+    from chainkit.callbacks import EventHandler
+    from chainkit.serving._sse import EventStreamResponse
 
 T = TypeVar("T")
 
@@ -80,8 +83,8 @@ async def show_run(request: Request) -> Response:
     return JSONResponse(run_view(executor, state))
 
 
-async def resume_run(request: Request) -> Response:
-    from starlette.responses import JSONResponse, StreamingResponse
+async def resume_run(request: Request) -> Response | EventStreamResponse:
+    from starlette.responses import JSONResponse
 
     server: Server = request.app.state.server
     executor, store = kept_runs(server)
@@ -96,44 +99,48 @@ async def resume_run(request: Request) -> Response:
         raise _finished(run_id)
     waiting = executor.waiting_requests(state)
     decisions = checked_decisions(run_id, body.get("decisions"), waiting)
+    resume = _Resume(executor, run_id, decisions, interrupted, traced(request, run_id))
+    slot = server.admit(request)
     if body.get("stream", False):
-        from chainkit.chains.stream import astream_resumed
-
-        events = astream_resumed(
-            executor, run_id, decisions, interrupted=interrupted, callbacks=traced(request, run_id)
-        )
-        return StreamingResponse(
-            _resumed_events(server, request, events, run_id),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Run-Id": run_id},
-        )
-    async with server.admitted(request):
-        try:
-            outputs = await chains.aresume(
-                executor,
-                run_id,
-                decisions,
-                interrupted=interrupted,
-                callbacks=traced(request, run_id),
-            )
-        except Exception as refused:
-            raise resume_refused(refused, run_id) from None
+        frames = Frames()
+        return event_stream(server, slot, run_id, resume.events(frames, slot), frames)
+    outputs = (await awaited(request, slot, resume.outputs(), run_id=run_id)).result()
     return JSONResponse({"run_id": run_id, "outputs": served_outputs(outputs)})
 
 
-async def _resumed_events(
-    server: Server, request: Request, events: AsyncEventStream, run_id: str
-) -> AsyncIterator[bytes]:
-    """A resumed run's events as `/stream` sends a run's; a refusal found once the run is
-    taken (it is held elsewhere, a call was cut) ends them as a named `error` event."""
-    async with server.admitted(request):
+@dataclass(frozen=True, slots=True)
+class _Resume:
+    """A resume a request asks for, once checked: a refusal found once the run is taken
+    (it is held elsewhere, a call was cut), or its failure, is named."""
+
+    executor: Executor
+    run_id: str
+    decisions: list[Any] | None
+    interrupted: str
+    callbacks: EventHandler | None
+
+    async def outputs(self) -> dict[str, Any]:
         try:
-            async for event in events:
-                yield sse(event.kind, plain_event(event))
+            return await chains.aresume(
+                self.executor,
+                self.run_id,
+                self.decisions,
+                interrupted=self.interrupted,
+                callbacks=self.callbacks,
+            )
         except Exception as refused:
-            yield sse("error", resume_refused(refused, run_id).body())
-        finally:
-            await events.aclose()
+            raise resume_refused(refused, self.run_id) from None
+
+    async def events(self, frames: Frames, slot: Slot) -> None:
+        """The resumed run's events put in `frames`, as `/stream` puts a run's."""
+        events = astream_resumed(
+            self.executor,
+            self.run_id,
+            self.decisions,
+            interrupted=self.interrupted,
+            callbacks=self.callbacks,
+        )
+        await put_events(events, frames, slot, self.run_id, resume_refused)
 
 
 async def run_trace(request: Request) -> Response:
@@ -391,7 +398,7 @@ PATHS: dict[str, Any] = {
             },
             "responses": {
                 "200": {"description": "{run_id, outputs}, or Server-Sent Events with stream"},
-                **_refusals(400, 404, 409, 413, 422, 429, 500, 503),
+                **_refusals(400, 404, 409, 413, 415, 422, 429, 500, 503),
             },
         }
     },

@@ -6,8 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Coroutine
-from contextlib import asynccontextmanager
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from chainkit.chains import WithHistory
@@ -76,15 +75,6 @@ class Server:
         if session_id is not None:
             self._sessions.add(session_id)
         return Slot(self, client, session_id)
-
-    @asynccontextmanager
-    async def admitted(self, request: Request) -> AsyncIterator[None]:
-        """`admit` for the length of the block."""
-        slot = self.admit(request)
-        try:
-            yield
-        finally:
-            slot.release()
 
     def _release(self, client: str, session_id: str | None) -> None:
         if session_id is not None:

@@ -76,17 +76,24 @@ def _cookie(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
     return None
 
 
+ANOTHER_SITE = "the request comes from another site"
+
+
 def cross_site_refusal(scope: Scope) -> str | None:
     """Why a request authenticated by the cookie may not change state, or None: it must
     carry the page's header and come from a page of this origin."""
     if scope["method"].encode() in _SAFE_METHODS:
         return None
-    headers = dict(scope["headers"])
-    if PAGE_HEADER not in headers:
+    if PAGE_HEADER not in dict(scope["headers"]):
         return "a request with the session cookie that changes state needs X-Chainkit-Page: 1"
-    if not _same_origin(headers):
-        return "the request comes from another site"
-    return None
+    return ANOTHER_SITE if from_another_site(scope) else None
+
+
+def from_another_site(scope: Scope) -> bool:
+    """Whether a request that changes state comes from a page of another site, by the
+    browser's word."""
+    unsafe = scope["method"].encode() not in _SAFE_METHODS
+    return unsafe and not _same_origin(dict(scope["headers"]))
 
 
 def _same_origin(headers: dict[bytes, bytes]) -> bool:

@@ -1,5 +1,5 @@
-"""The response of `POST /stream`: a run's events as Server-Sent Events, written as the client
-reads them.
+"""The response of a streamed run (`POST /stream`, a streamed resume, a streamed chat
+completion): its events as Server-Sent Events, written as the client reads them.
 
 The run goes on in a task of its own and hands its events over a buffer of a few frames; the
 response writes them, and a comment line (`: ping`) whenever the run has been quiet for

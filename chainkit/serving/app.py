@@ -43,7 +43,7 @@ def create_app(chain: Chain | WithHistory, settings: ServerSettings) -> Starlett
     from starlette.routing import Route
 
     from chainkit.serving import _chat_completions, _invoke, _openapi, _runs, _sessions, _status
-    from chainkit.serving._auth import BearerAuth
+    from chainkit.serving._auth import BearerAuth, LocalOnly
     from chainkit.serving._cors import cors_middleware
     from chainkit.serving._deadline import BodyDeadline
     from chainkit.serving._page import chat_page, page_asset
@@ -60,6 +60,8 @@ def create_app(chain: Chain | WithHistory, settings: ServerSettings) -> Starlett
     middleware = cors_middleware(settings)  # outermost: a browser's preflight has no token
     if settings.token is not None:
         middleware.append(Middleware(BearerAuth, token=settings.token))
+    else:
+        middleware.append(Middleware(LocalOnly, cors_origins=settings.cors_origins))
     middleware.append(Middleware(BodyDeadline, seconds=settings.body_timeout_seconds))
     routes = [
         Route("/health", answered(_status.health), methods=["GET"]),

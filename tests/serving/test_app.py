@@ -62,7 +62,7 @@ def test_stream_sends_the_events_of_chains_stream(base_url: str) -> None:
     ],
 )
 def test_bad_bodies_get_named_refusals(base_url: str, body: bytes, status: int, code: str) -> None:
-    answer = call(base_url, "POST", "/invoke", body, AUTH)
+    answer = call(base_url, "POST", "/invoke", body, {**AUTH, "Content-Type": "application/json"})
     assert answer.status == status
     assert answer.json()["error"]["code"] == code
     assert "Traceback" not in answer.text

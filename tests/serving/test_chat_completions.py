@@ -16,13 +16,16 @@ from chainkit._cli.agent import builtin_agent
 from chainkit.documents import Document
 from chainkit.serving import ServerSettings, create_app
 from tests.conftest import FAST_BACKOFF
+from tests.support.held_chains import HeldChain
 from tests.support.openai_server import Fault, OpenAIServer, Reply
-from tests.support.serving import call, served
+from tests.support.serving import RawStream, call, served
 
 TOKEN = "t0ken-for-chat"
 QUESTION = "what is 6 * 7?"
 CALCULATE = "Thought: I should multiply.\nAction: calculator\nAction Input: 6 * 7"
 ANSWER = "Thought: I know it now.\nFinal Answer: six times seven is 42, as the tool says."
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+WAIT = 30.0
 USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
 
 Serve = Callable[..., Any]
@@ -294,7 +297,7 @@ def test_a_body_that_is_no_request_is_refused_in_openais_shape(
     client = serve(builtin_agent())
     base_url = str(client.base_url).removesuffix("/v1/")
     answer = call(
-        base_url, "POST", "/v1/chat/completions", body, {"Authorization": f"Bearer {TOKEN}"}
+        base_url, "POST", "/v1/chat/completions", body, {**AUTH, "Content-Type": "application/json"}
     )
     assert answer.status == status
     error = answer.json()["error"]
@@ -452,3 +455,44 @@ def test_a_chain_that_is_no_agent_answers_with_its_answer_output_whole(
     assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks) == answer
     rewrite, _ = openai_server.chat_requests()
     assert "It is a slow pet." in json.dumps(rewrite.body["messages"])
+
+
+CHAT = {"model": "m", "messages": ask("hi"), "stream": True}
+
+
+def test_a_client_leaving_a_streamed_completion_cancels_its_run() -> None:
+    chain = HeldChain()
+    with served(create_app(chain, ServerSettings(token=TOKEN))) as url:
+        stream = RawStream(url, "/v1/chat/completions", CHAT, AUTH)
+        stream.read_until(b'"role":"assistant"')
+        assert chain.started.wait(WAIT)
+        stream.close()
+        assert chain.cancelled.wait(WAIT), "the run went on after its client left"
+        assert not chain.finished.is_set()
+
+
+def test_a_quiet_streamed_completion_gets_keepalive_comments_its_client_skips() -> None:
+    chain = HeldChain()
+    settings = ServerSettings(token=TOKEN, keepalive_seconds=0.05)
+    with served(create_app(chain, settings)) as url:
+        stream = RawStream(url, "/v1/chat/completions", CHAT, AUTH)
+        stream.read_until(b": ping\n\n")
+        assert chain.started.is_set() and not chain.finished.is_set()
+        chain.release.set()
+        body = stream.read_until(b"data: [DONE]\n\n")
+        stream.close()
+        assert b"done: hi" in body.split(b": ping\n\n")[-1]
+        # The openai package reads a stream with comments in it as it reads OpenAI's.
+        chain.release.clear()
+        client: Any = openai.OpenAI(
+            base_url=f"{url}/v1", api_key=TOKEN, max_retries=0, timeout=WAIT
+        )
+        chunks = client.chat.completions.create(model="m", messages=ask("again"), stream=True)
+        first = next(iter(chunks))
+        assert first.choices[0].delta.role == "assistant"
+        stream = RawStream(url, "/v1/chat/completions", CHAT, AUTH)  # a ping is written...
+        stream.read_until(b": ping\n\n")  # ...to each quiet stream, the client's too
+        stream.close()
+        chain.release.set()
+        text = "".join(chunk.choices[0].delta.content or "" for chunk in chunks)
+        assert text == "done: again"

@@ -27,6 +27,7 @@ from tests.support.stub_chains import InputOutputChain, WaitsForever
 
 TOKEN = "t0ken-for-hostile-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+AS_JSON = AUTH | {"Content-Type": "application/json"}
 SHORT = 1.0
 """The body and head timeouts the tests serve with, in seconds."""
 PATIENCE = 20.0
@@ -244,14 +245,14 @@ def test_connections_opened_and_dropped_leave_nothing_open(base_url: str) -> Non
 def test_json_built_to_break_the_parser_gets_a_named_400(
     base_url: str, route: str, body: bytes
 ) -> None:
-    answer = call(base_url, "POST", route, body, AUTH)
+    answer = call(base_url, "POST", route, body, AS_JSON)
     assert answer.status == 400, answer.text[:300]
     assert answer.json()["error"]["code"] == "invalid_json"
     assert "Traceback" not in answer.text
 
 
 def test_a_pair_of_surrogate_escapes_is_text(base_url: str) -> None:
-    answer = call(base_url, "POST", "/invoke", b'{"input": "\\ud83d\\ude00"}', AUTH)
+    answer = call(base_url, "POST", "/invoke", b'{"input": "\\ud83d\\ude00"}', AS_JSON)
     assert answer.status == 200, answer.text
 
 

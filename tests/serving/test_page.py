@@ -4,10 +4,14 @@ the cookie changes state only with the page's own header, from the page's own or
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
 import os
 import re
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -21,6 +25,7 @@ from chainkit.schema import Message
 from chainkit.serving import ServerSettings, create_app
 from chainkit.serving.errors import ServeConfigError
 from tests.support.chromium import CHROMIUM, Chromium
+from tests.support.held_chains import HeldChain
 from tests.support.serving import Answer, call, served, sse_events
 
 TOKEN = "t0ken-for-the-page"
@@ -466,3 +471,61 @@ def test_a_chain_with_a_history_per_session_remembers_the_pages_conversation(
         third = asked(browser, "who am I?")
     assert (first["answer"], second["answer"]) == ("I am Ada", "I am Ada | who am I?")
     assert third["answer"] == "who am I?"
+
+
+ATTACK = """<!doctype html><title>another site</title>
+<form method="post" action="__TARGET__/invoke" enctype="text/plain">
+<input name='{"input": "pwned' value='"}'></form>"""
+"""A form whose text body is JSON: `{"input": "pwned="}`."""
+
+
+@needs_chromium
+@pytest.mark.timeout(240, method="thread")
+def test_without_a_token_the_page_runs_the_chain_and_no_other_site_can(tmp_path: Path) -> None:
+    chain = HeldChain()
+    chain.release.set()
+    (tmp_path / "site").mkdir()
+    with (
+        served(create_app(chain, ServerSettings(no_auth=True))) as url,
+        _another_site(tmp_path / "site", ATTACK.replace("__TARGET__", url)) as site,
+        Chromium(tmp_path / "profile") as browser,
+    ):
+        # A form of another site (localhost is another site than 127.0.0.1) posting JSON.
+        browser.open(f"{site}/attack.html")
+        browser.navigate_by("document.forms[0].submit()")
+        form_answer = browser.evaluate("document.body.innerText")
+        # A script of that site, whose request the browser sends without asking first.
+        browser.evaluate(
+            f"fetch({json.dumps(url + '/invoke')}, {{method: 'POST', mode: 'no-cors',"
+            " headers: {'Content-Type': 'text/plain'}, body: '{\"input\": \"pwned\"}'})"
+        )
+        # A name of another site resolved to the server's address (as DNS rebinding does;
+        # Chromium resolves any *.localhost to the loopback address itself).
+        rebound = url.replace("127.0.0.1", "evil.localhost")
+        browser.open(f"{rebound}/health")
+        rebound_run = browser.evaluate(
+            "fetch('/invoke', {method: 'POST', headers: {'Content-Type': 'application/json'},"
+            ' body: \'{"input": "pwned"}\'}).then((answer) => answer.status)'
+        )
+        pwned = chain.started.is_set()
+        browser.open(f"{url}/")
+        seen = asked(browser, "hi")
+    assert "cross_site" in form_answer
+    assert rebound_run == 421
+    assert not pwned, "a page of another site ran the chain"
+    assert seen["answer"] == "done: hi"
+
+
+@contextmanager
+def _another_site(root: Path, attack: str) -> Iterator[str]:
+    """`attack` served as attack.html by a plain HTTP server on localhost (another site than
+    the served chain's 127.0.0.1); its base URL."""
+    (root / "attack.html").write_text(attack, encoding="utf-8")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as site:
+        thread = threading.Thread(target=site.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://localhost:{site.server_address[1]}"
+        finally:
+            site.shutdown()

@@ -4,16 +4,13 @@ refusals, and the trace page of a run the server served."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
@@ -22,8 +19,9 @@ from chainkit._cli.agent import builtin_agent
 from chainkit.serving import ServerSettings, _runs, create_app
 from chainkit.serving._traces import RunTraces
 from chainkit.serving.errors import ServeConfigError
-from tests.support.approvals import CallsThenReports, Payments, tool_calling
-from tests.support.serving import call, served, sse_events
+from tests.support.approvals import Payments, tool_calling
+from tests.support.held_chains import ApprovedThenHeld
+from tests.support.serving import RawStream, call, served, sse_events
 
 TOKEN = "t0ken-for-runs"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -383,38 +381,27 @@ def test_a_refusal_names_a_few_of_many_unknown_calls(payments_agent: Served) -> 
     assert "and 2995 more" in message and len(message) < 1000
 
 
-def test_a_client_leaving_a_streamed_resume_leaves_the_run_resumable(tmp_path: Path) -> None:
-    let_go = threading.Event()
-
-    @tools.tool(requires_approval=True)
-    def slow(step: str) -> str:
-        """Takes its time."""
-        let_go.wait(WAIT_SECONDS)
-        return f"did {step}"
-
+def test_a_client_leaving_a_streamed_resume_stops_its_run_and_frees_its_place(
+    tmp_path: Path,
+) -> None:
     store = checkpoints.SQLiteStore(tmp_path / "runs.db")
-    agent = agents.ToolCallingAgent(CallsThenReports(("slow", {"step": "one"})), [slow])
-    executor = agents.Executor(agent, checkpointer=store)
+    held = ApprovedThenHeld(store)
+    settings = ServerSettings(token=TOKEN, max_runs_per_client=1)
     try:
-        with served(create_app(executor, ServerSettings(token=TOKEN))) as url:
+        with served(create_app(held.executor, settings)) as url:
             run_id = call(url, "POST", "/invoke", {"input": "go"}, AUTH).json()["run_id"]
             body = {"decisions": [{"kind": "approve"}], "stream": True}
-            connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=WAIT_SECONDS)
-            connection.request("POST", f"/runs/{run_id}/resume", json.dumps(body), AUTH)
-            response = connection.getresponse()
-            read = b""
-            while b"event: tool_start" not in read:
-                read += response.read1(4096)
-            connection.close()
+            stream = RawStream(url, f"/runs/{run_id}/resume", body, AUTH)
+            stream.read_until(b"event: tool_start")
+            stream.close()
             deadline = time.monotonic() + WAIT_SECONDS
-            while True:
+            while True:  # held by its run, then by its place, until the server hears it left
                 again = call(url, "POST", f"/runs/{run_id}/resume", {}, AUTH)
                 code = again.json().get("error", {}).get("code")
-                if code != "run_locked" or time.monotonic() > deadline:
+                if code not in ("run_locked", "too_many_runs") or time.monotonic() > deadline:
                     break
                 time.sleep(0.05)
             assert (again.status, code) == (409, "call_interrupted"), again.text
-            let_go.set()
     finally:
-        let_go.set()
+        held.release.set()
         store.close()

@@ -95,7 +95,8 @@ def test_a_stream_read_with_a_plain_http_client_ends_with_the_outputs() -> None:
     with served(create_app(chain, ServerSettings(token=TOKEN))) as url:
         split = urlsplit(url)
         connection = http.client.HTTPConnection(split.hostname or "", split.port, timeout=WAIT)
-        connection.request("POST", "/stream", b'{"input": "hi"}', AUTH)
+        headers = {**AUTH, "Content-Type": "application/json"}
+        connection.request("POST", "/stream", b'{"input": "hi"}', headers)
         response = connection.getresponse()
         assert response.getheader("x-run-id")
         events = sse_events(response.read())

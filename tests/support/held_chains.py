@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 from chainkit import agents, chains, checkpoints, llms, tools
+from tests.support.approvals import CallsThenReports
 from tests.support.openai_server import TEST_API_KEY, Call, OpenAIServer, Reply
 from tests.support.stub_chains import InputOutputChain
 
@@ -99,3 +100,23 @@ def held_agent(
     )
     agent = agents.ToolCallingAgent(model, [wait_here])
     return agents.Executor(agent, checkpointer=store), release
+
+
+class ApprovedThenHeld:
+    """A checkpointed agent whose one tool, `slow`, needs approval (a run pauses for it) and,
+    once approved, waits for `release`; each call of it is counted in `calls` (acquire it
+    once per call the test waits for)."""
+
+    def __init__(self, store: checkpoints.Checkpointer) -> None:
+        self.release = threading.Event()
+        self.calls = threading.Semaphore(0)
+
+        @tools.tool(requires_approval=True)
+        def slow(step: str) -> str:
+            """Takes its time."""
+            self.calls.release()
+            self.release.wait(HOLD_SECONDS)
+            return f"did {step}"
+
+        agent = agents.ToolCallingAgent(CallsThenReports(("slow", {"step": "one"})), [slow])
+        self.executor = agents.Executor(agent, checkpointer=store)
