@@ -10,7 +10,6 @@ import logging
 import os
 import socket
 import struct
-import threading
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -22,8 +21,9 @@ from chainkit import chains
 from chainkit._cli.agent import builtin_agent
 from chainkit.serving import ServerSettings, create_app
 from chainkit.serving.errors import ServeConfigError
+from tests.support.held_chains import HeldChain
 from tests.support.serving import call, served
-from tests.support.stub_chains import InputOutputChain, WaitsForever
+from tests.support.stub_chains import WaitsForever
 
 TOKEN = "t0ken-for-hostile-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -32,20 +32,6 @@ SHORT = 1.0
 """The body and head timeouts the tests serve with, in seconds."""
 PATIENCE = 20.0
 """How long a test waits for what must happen within SHORT: generous, so load cannot fail it."""
-
-
-class Held(InputOutputChain):
-    """Answers once the test lets it go: a run that stays in flight."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.release = threading.Event()
-        self.started = threading.Event()
-
-    def _call(self, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
-        self.started.set()
-        self.release.wait(PATIENCE)
-        return {"output": "released"}
 
 
 def settings(**changes: Any) -> ServerSettings:
@@ -166,7 +152,7 @@ def test_a_connection_that_sends_nothing_is_closed(base_url: str) -> None:
 
 
 def test_a_body_sent_a_byte_at_a_time_gets_408_and_holds_no_run() -> None:
-    chain = Held()
+    chain = HeldChain()
     served_with = settings(max_runs_per_client=1)
     with served(create_app(chain, served_with)) as url:
         with connect(url) as connection:
@@ -189,7 +175,7 @@ def test_a_body_sent_a_byte_at_a_time_gets_408_and_holds_no_run() -> None:
 def test_a_body_cut_short_runs_nothing_and_logs_no_error(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    chain = Held()
+    chain = HeldChain()
     served_with = settings()
     with served(create_app(chain, served_with)) as url:
         with caplog.at_level(logging.WARNING), connect(url) as connection:
