@@ -10,6 +10,8 @@ a request of that type only after a CORS preflight, which the server refuses unl
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -26,20 +28,61 @@ async def json_object(request: Request, limit: int) -> dict[str, Any]:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _too_large(limit)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(limit)
-        chunks.append(chunk)
+    raw = await _body(request, limit)
     try:
-        value = json.loads(b"".join(chunks))
-    except (ValueError, RecursionError) as error:
+        value = json.loads(raw, parse_constant=_not_json, parse_float=_finite)
+    except RecursionError:
+        raise Problem(400, "invalid_json", "the body's JSON is nested too deeply") from None
+    except ValueError as error:
         raise Problem(400, "invalid_json", f"the body is not JSON: {error}") from None
+    if _SURROGATE_ESCAPE.search(raw):
+        _check_text(value)
     if not isinstance(value, dict):
         raise Problem(400, "invalid_body", f"the body must be a JSON object, got {_kind(value)}")
     return value
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    from starlette.requests import ClientDisconnect
+
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        # The client closed before its body was whole (Content-Length promised more).
+        raise Problem(
+            400, "body_incomplete", "the connection closed before the body ended"
+        ) from None
+    return b"".join(chunks)
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A `\\uD800`-`\\uDFFF` escape: only a pair of them is text (one alone cannot be encoded)."""
+
+
+def _not_json(constant: str) -> float:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _finite(number: str) -> float:
+    value = float(number)
+    if not math.isfinite(value):
+        raise ValueError(f"{number[:20]} is out of range for a number")
+    return value
+
+
+def _check_text(value: Any) -> None:
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        raise Problem(
+            400, "invalid_json", "the body has a lone surrogate escape (\\ud800-\\udfff)"
+        ) from None
 
 
 def _check_sent_as_json(request: Request) -> None:

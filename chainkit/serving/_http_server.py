@@ -19,7 +19,8 @@ before it closes them."""
 
 def http_server(app: Starlette, **config: Any) -> uvicorn.Server:
     """A uvicorn server for `app` (made by `create_app`); `config` are uvicorn.Config's
-    keyword arguments (host, port, log_level, ...). Run it with `.run()`.
+    keyword arguments (host, port, log_level, ...), over the ones that bound what a hostile
+    client can hold of it (`uvicorn_options` of the app's settings). Run it with `.run()`.
 
     On shutdown (SIGINT, SIGTERM, or `should_exit` set) the server still listens while the
     app drains: /ready and new runs answer 503, runs in flight get `grace_seconds` to
@@ -34,6 +35,8 @@ def http_server(app: Starlette, **config: Any) -> uvicorn.Server:
     import uvicorn
 
     from chainkit.serving._draining import DrainingServer
+    from chainkit.serving._uvicorn import uvicorn_options
 
+    config = {**uvicorn_options(server.settings), **config}
     config.setdefault("timeout_graceful_shutdown", AFTER_DRAIN_SECONDS)
     return DrainingServer(uvicorn.Config(app, **config), server)

@@ -45,6 +45,7 @@ def create_app(chain: Chain | WithHistory, settings: ServerSettings) -> Starlett
     from chainkit.serving import _chat_completions, _invoke, _openapi, _runs, _sessions, _status
     from chainkit.serving._auth import BearerAuth, LocalOnly
     from chainkit.serving._cors import cors_middleware
+    from chainkit.serving._deadline import BodyDeadline
     from chainkit.serving._page import chat_page, page_asset
     from chainkit.serving._signin import sign_out
     from chainkit.serving._traces import RunTraces
@@ -61,6 +62,7 @@ def create_app(chain: Chain | WithHistory, settings: ServerSettings) -> Starlett
         middleware.append(Middleware(BearerAuth, token=settings.token))
     else:
         middleware.append(Middleware(LocalOnly, cors_origins=settings.cors_origins))
+    middleware.append(Middleware(BodyDeadline, seconds=settings.body_timeout_seconds))
     routes = [
         Route("/health", answered(_status.health), methods=["GET"]),
         Route("/ready", answered(_status.ready), methods=["GET"]),

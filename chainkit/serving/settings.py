@@ -29,6 +29,11 @@ class ServerSettings:
       proxies do not cut it while a step runs.
     - `write_timeout_seconds`: a stream whose client has read nothing this long (its buffers
       full) is ended and its run cancelled.
+    - `body_timeout_seconds`: a request body not all sent within it is answered 408 and its
+      connection closed (a client sending a byte at a time holds no run and little memory).
+    - `head_timeout_seconds`: a connection with no request in flight is closed when no whole
+      request head came within it of opening or of the last response.
+    - `max_connections`: connections at once; past it uvicorn answers 503.
     - `traces_kept`: how many of its last runs' traces a server process keeps in memory for
       their trace page (`GET /runs/{run_id}/trace`), each at most 1 MiB; 0 keeps none, and
       records nothing.
@@ -43,6 +48,9 @@ class ServerSettings:
     requests_per_minute: float | None = None
     keepalive_seconds: float = 15.0
     write_timeout_seconds: float = 30.0
+    body_timeout_seconds: float = 30.0
+    head_timeout_seconds: float = 10.0
+    max_connections: int = 4096
     traces_kept: int = 64
 
     def __post_init__(self) -> None:
@@ -67,6 +75,9 @@ class ServerSettings:
                 "cors_origins must be a tuple of origins such as ('https://app.example',), got "
                 f"{self.cors_origins!r:.80}"
             )
+        _check_seconds("body_timeout_seconds", self.body_timeout_seconds)
+        _check_seconds("head_timeout_seconds", self.head_timeout_seconds)
+        _check_positive("max_connections", self.max_connections)
         if _not_count(self.traces_kept):
             raise ServeConfigError(
                 f"traces_kept must be an int, 0 or more, got {self.traces_kept!r}"

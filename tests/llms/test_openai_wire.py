@@ -23,7 +23,7 @@ from chainkit.llms.errors import (
 from chainkit.llms.openai.chat import OpenAI
 from chainkit.schema import FunctionCall, Message, ToolCall
 from tests.support.event_recorder import EventRecorder
-from tests.support.modes import Mode
+from tests.support.modes import Mode, run_then_close
 from tests.support.openai_server import Fault, OpenAIServer, Raw, Reply, raw_reply
 
 USAGE = {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
@@ -319,6 +319,25 @@ def test_a_stream_that_stalls_after_its_finish_reason_is_whole(
     message, pieces = ask(llm, mode, streamed=True)
     assert message.content == "".join(pieces) == WHOLE
     assert len(openai_server.requests) == 1
+
+
+def test_streamed_calls_share_one_kept_alive_connection(
+    openai_server: OpenAIServer, llm: OpenAI, mode: Mode
+) -> None:
+    # A stream read only to its [DONE] left the body's end unread, and the client closed the
+    # connection: every streamed call paid for a new one (with a provider, a TLS handshake).
+    openai_server.push(Reply(WHOLE), Reply(WHOLE), Reply(WHOLE))
+
+    async def three() -> None:
+        for _ in range(3):
+            await llm.agenerate([Message.user("question")], streaming_func=lambda piece: None)
+
+    if mode.is_async:
+        run_then_close(llm, three())
+    else:
+        for _ in range(3):
+            ask(llm, mode, streamed=True)
+    assert len({request.client_port for request in openai_server.chat_requests()}) == 1
 
 
 # 4. A stream request answered with a plain JSON body.

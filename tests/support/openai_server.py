@@ -20,7 +20,7 @@ import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -211,6 +211,9 @@ class OpenAIServer:
         self.resume = threading.Event()
         self.resumed: list[bool] = []
         """For each paused stream: whether the test resumed it before the pause timed out."""
+        self.replier: Callable[[dict[str, Any]], Reply] | None = None
+        """When set, answers each chat request no queued reply is left for, from its body:
+        replies that depend on the request, for runs that interleave (a served agent's)."""
         self._replies: deque[Reply | Raw] = deque()
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
@@ -312,6 +315,9 @@ class _HTTPServer(ThreadingHTTPServer):
     # Non-daemon handler threads, joined by OpenAIServer.stop(): nothing outlives it.
     daemon_threads = False
     block_on_close = False
+    # Room for many clients connecting at once (a served agent's runs under load) before any
+    # is accepted; the default of 5 turns a burst into dropped SYNs and seconds of retries.
+    request_queue_size = 1024
 
     def __init__(self, owner: OpenAIServer) -> None:
         self.owner = owner
@@ -390,7 +396,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._fault(fault, stream=stream)
             return
         reply: Reply | Raw | None = fault.reply if fault is not None else None
-        reply = reply or self._next_reply(consume=fault is None)
+        reply = reply or self._next_reply(body, consume=fault is None)
         if reply is None:
             return
         if isinstance(reply, Raw):
@@ -445,8 +451,10 @@ class _Handler(BaseHTTPRequestHandler):
         reply = {"object": "list", "data": data, "model": body.get("model"), "usage": usage}
         self._send_bytes(200, json.dumps(reply).encode(), "application/json")
 
-    def _next_reply(self, *, consume: bool) -> Reply | Raw | None:
+    def _next_reply(self, body: dict[str, Any], *, consume: bool) -> Reply | Raw | None:
         reply = self.owner._next_reply(consume=consume)
+        if reply is None and self.owner.replier is not None:
+            reply = self.owner.replier(body)
         if reply is None:
             self._send_error(400, "loopback server: no scripted reply is queued")
         return reply

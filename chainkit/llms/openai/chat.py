@@ -223,9 +223,11 @@ class OpenAI(OpenAIEndpoint, BaseModel):
 
         def read() -> None:
             with create(**request) as response:
+                # Read on past [DONE] to the body's end: a body left unread closes its
+                # connection, and each streamed call would open (and handshake) a new one.
+                done = False
                 for data in response.iter_bytes():
-                    if chunks.feed(data):
-                        break
+                    done = done or chunks.feed(data)
                     deadline.check()
 
         failure = None
@@ -243,9 +245,10 @@ class OpenAI(OpenAIEndpoint, BaseModel):
             async with connection.leased_client() as client:
                 create = client.chat.completions.with_streaming_response.create
                 async with create(**request) as response:
+                    # On past [DONE] to the body's end, so the connection is kept (as above).
+                    done = False
                     async for data in response.iter_bytes():
-                        if chunks.feed(data):
-                            break
+                        done = done or chunks.feed(data)
 
         failure = None
         try:
