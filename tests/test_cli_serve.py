@@ -283,15 +283,18 @@ def test_db_is_the_checkpointer_of_the_served_agent(tmp_path: Path) -> None:
         store.close()
 
 
-def test_the_limits_given_are_the_servers() -> None:
-    with serving("--max-body", "100", "--requests-per-minute", "1") as served:
+def test_the_limits_and_traces_given_are_the_servers() -> None:
+    with serving("--max-body", "100", "--requests-per-minute", "1", "--traces-kept", "0") as served:
         big = {"input": "x" * 100}
         assert call(served.url, "POST", "/invoke", big, AUTH).json()["error"]["code"] == (
             "body_too_large"
         )
-        assert call(served.url, "POST", "/invoke", {"input": "2 + 2"}, AUTH).status == 200
+        done = call(served.url, "POST", "/invoke", {"input": "2 + 2"}, AUTH)
+        assert done.status == 200
         again = call(served.url, "POST", "/invoke", {"input": "2 + 2"}, AUTH)
         assert (again.status, again.json()["error"]["code"]) == (429, "rate_limited")
+        trace = call(served.url, "GET", f"/runs/{done.json()['run_id']}/trace", headers=AUTH)
+        assert trace.status == 404  # none kept
         assert served.stop() == 0
 
 
