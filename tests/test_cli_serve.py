@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -136,6 +136,11 @@ def in_background(request: Callable[[], Answer]) -> Callable[[], Answer]:
     return answer
 
 
+def serving_held(folder: Path, *args: str) -> AbstractContextManager[Served]:
+    """`chainkit serve` of a chain whose runs wait, in `folder`, until the test lets them."""
+    return serving(f"{FACTORIES}:held_awaiting", *args, env={HELD_DIR: str(folder)})
+
+
 def held_request(served: Served, folder: Path, body: dict[str, str]) -> Callable[[], Answer]:
     """POSTs `body` to /invoke of a held chain in the background, once its run has started
     (in `folder`); a function that waits for the answer."""
@@ -176,9 +181,7 @@ def test_it_serves_the_built_in_agent_to_callers_with_the_token() -> None:
 def test_sigterm_lets_the_request_in_flight_finish_then_exits_0(
     tmp_path: Path, workers: str
 ) -> None:
-    env = {HELD_DIR: str(tmp_path)}
-    args = (f"{FACTORIES}:held_awaiting", "--grace", "60", "--workers", workers)
-    with serving(*args, env=env) as served:
+    with serving_held(tmp_path, "--grace", "60", "--workers", workers) as served:
         answer = held_request(served, tmp_path, {"input": "in flight"})
         served.process.send_signal(signal.SIGTERM)
         # It takes no new run, still listening to say so, and waits for the one in flight.
@@ -199,9 +202,7 @@ def test_sigterm_lets_the_request_in_flight_finish_then_exits_0(
 def test_a_run_past_the_grace_is_answered_with_its_id_then_exits_0(
     tmp_path: Path, workers: str
 ) -> None:
-    env = {HELD_DIR: str(tmp_path)}
-    args = (f"{FACTORIES}:held_awaiting", "--grace", "0.5", "--workers", workers)
-    with serving(*args, env=env) as served:
+    with serving_held(tmp_path, "--grace", "0.5", "--workers", workers) as served:
         answer = held_request(served, tmp_path, {"input": "never let go", "run_id": "cut-1"})
         assert served.stop() == 0
         cut = answer()
@@ -299,8 +300,7 @@ def test_the_limits_and_traces_given_are_the_servers() -> None:
 
 
 def test_max_runs_per_client_is_the_servers(tmp_path: Path) -> None:
-    args = (f"{FACTORIES}:held_awaiting", "--max-runs-per-client", "1")
-    with serving(*args, env={HELD_DIR: str(tmp_path)}) as served:
+    with serving_held(tmp_path, "--max-runs-per-client", "1") as served:
         first = held_request(served, tmp_path, {"input": "first"})
         second = call(served.url, "POST", "/invoke", {"input": "second"}, AUTH)
         assert (second.status, second.json()["error"]["code"]) == (429, "too_many_runs")
