@@ -35,6 +35,7 @@ from chainkit._cli.served import (
     chain_to_serve,
     serve_app,
 )
+from chainkit._text import counted
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -224,8 +225,8 @@ def _check_token(token: str) -> None:
     if len(token) < SHORT_TOKEN:
         stderr.tell(
             COMMAND,
-            f"warning: {TOKEN_VARIABLE} has {len(token)} characters: a token is safe from "
-            "guessing with 32 random ones, e.g. python -c 'import secrets; "
+            f"warning: {TOKEN_VARIABLE} has {counted(len(token), 'character')}: a token is safe "
+            "from guessing with 32 random ones, e.g. python -c 'import secrets; "
             "print(secrets.token_urlsafe(32))'",
         )
 
