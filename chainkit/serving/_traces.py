@@ -13,9 +13,10 @@ changed once made.
 Bounded: the last `ServerSettings.traces_kept` runs (64 by default; 0 records nothing), and
 at most `EVENTS_PER_RUN` events each (the rest of a longer run is dropped, and the page says
 the trace is cut short); a run's streamed tokens are kept as the time of its first one,
-without their text, which is all the page shows. The traces are the process's own: a run
-served by another worker, or before a restart, has none here (its state, `GET
-/runs/{run_id}`, is in the checkpointer for every worker)."""
+without their text, which is all the page shows; an error's message is withheld, as from
+the run's stream (the page is a client's too): its type is shown. The traces are the
+process's own: a run served by another worker, or before a restart, has none here (its
+state, `GET /runs/{run_id}`, is in the checkpointer for every worker)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from chainkit.callbacks import Event, EventHandler
 from chainkit.callbacks.trace_file import event_line
+from chainkit.serving._outputs import withheld
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -63,7 +65,7 @@ class RunTraces:
             self._traces[run_id] = trace
             while len(self._traces) > self._runs_kept:
                 self._traces.popitem(last=False)
-        return _Recorder(self, trace)
+        return _Recorder(self, trace, run_id)
 
     def lines(self, run_id: str) -> tuple[list[str], bool] | None:
         """Run `run_id`'s trace lines and whether they were cut short; None when none is kept.
@@ -75,7 +77,7 @@ class RunTraces:
             events, cut_short = list(trace.events), trace.cut_short
         return [event_line(event) for event in events], cut_short
 
-    def add(self, trace: RunTrace, event: Event) -> None:
+    def add(self, trace: RunTrace, event: Event, run_id: str) -> None:
         if event.kind == "token":
             if event.run_id in trace.first_tokens:
                 return
@@ -84,6 +86,8 @@ class RunTraces:
         else:
             copies: dict[int, Any] = {}
             data = {key: _copied(value, copies) for key, value in event.data.items()}
+            if event.kind.endswith("_error") and "error" in data:
+                data["error"] = _Withheld(type(data["error"]).__name__, withheld(run_id))
         kept = Event(
             event.kind, event.run_id, event.parent_id, event.run_kind, event.name, data, event.time
         )
@@ -92,6 +96,14 @@ class RunTraces:
                 trace.cut_short = True
                 return
             trace.events.append(kept)
+
+
+@dataclass(frozen=True, slots=True)
+class _Withheld:
+    """An error as its trace line shows it: `{"type", "message"}`, as an exception's."""
+
+    type: str
+    message: str
 
 
 def _copied(value: Any, copies: dict[int, Any], depth: int = 0) -> Any:
@@ -119,12 +131,13 @@ _DEEPEST_COPIED = 70
 
 
 class _Recorder(EventHandler):
-    def __init__(self, traces: RunTraces, trace: RunTrace) -> None:
+    def __init__(self, traces: RunTraces, trace: RunTrace, run_id: str) -> None:
         self._traces = traces
         self._trace = trace
+        self._run_id = run_id
 
     def on_event(self, event: Event) -> None:
-        self._traces.add(self._trace, event)
+        self._traces.add(self._trace, event, self._run_id)
 
 
 def traced(request: Request, run_id: str) -> EventHandler | None:

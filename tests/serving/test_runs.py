@@ -297,6 +297,22 @@ def test_a_trace_shows_what_a_run_held_when_it_ran() -> None:
     assert "later" not in "".join(lines)
 
 
+def test_a_trace_withholds_an_error_message_as_the_stream_does() -> None:
+    traces = RunTraces(runs_kept=1)
+
+    def fails(text: str) -> str:
+        raise ValueError(f"provider said: {text}")
+
+    chain = chains.pipe(chains.step(fails))
+    with pytest.raises(ValueError):
+        chains.call(chain, {"input": "the prompt"}, callbacks=traces.recorder("r1"))
+    lines, _ = traces.lines("r1") or ([], True)
+    errors = [json.loads(line)["data"]["error"] for line in lines if "_error" in line]
+    assert errors and all(error["type"] == "ValueError" for error in errors)
+    assert {error["message"] for error in errors} == {"withheld; the server log has run r1"}
+    assert "provider said" not in "".join(lines)
+
+
 def test_a_mrkl_call_is_keyed_by_its_position(tmp_path: Path) -> None:
     payments = Payments()
     llm = llms.FakeLLM(
