@@ -21,7 +21,7 @@ from chainkit.checkpoints import RunExistsError, RunLockedError, named_run
 from chainkit.serving._body import checked_fields, json_object
 from chainkit.serving._ids import checked_id
 from chainkit.serving._openapi import operation
-from chainkit.serving._outputs import plain_event, served_outputs
+from chainkit.serving._outputs import plain_event, served_outputs, withheld
 from chainkit.serving._problems import Problem
 from chainkit.serving._server import Server, Slot, disconnected, log
 from chainkit.serving._sse import EventStreamResponse, Frames, sse
@@ -170,7 +170,7 @@ def served_event(event: Event, run_id: str) -> dict[str, Any]:
     served = plain_event(event)
     error = served["data"].get("error") if event.kind.endswith("_error") else None
     if isinstance(error, dict):
-        error["message"] = f"withheld; the server log has run {run_id}"
+        error["message"] = withheld(run_id)
     return served
 
 

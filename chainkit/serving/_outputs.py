@@ -31,6 +31,12 @@ def served_outputs(outputs: Mapping[str, Any]) -> dict[str, Any]:
     return served
 
 
+def withheld(run_id: str) -> str:
+    """What a client is told of an error's message (a model's, a tool's or a chain's), which
+    may carry a provider's text, keys or prompts: the server log has it under the run id."""
+    return f"withheld; the server log has run {run_id}"
+
+
 def plain_event(event: Event) -> dict[str, Any]:
     """`event.to_dict()`, a chain_end's outputs as `served_outputs` gives them."""
     outputs = event.data.get("outputs") if event.kind == "chain_end" else None

@@ -151,7 +151,7 @@ async def run_trace(request: Request) -> Response:
 
     run_id = checked_id("run_id", request.path_params["run_id"])
     traces: RunTraces = request.app.state.traces
-    kept = traces.lines(run_id)
+    kept = await in_thread(lambda: traces.lines(run_id))
     if kept is None:
         raise Problem(
             404,

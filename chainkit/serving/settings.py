@@ -35,8 +35,8 @@ class ServerSettings:
       request head came within it of opening or of the last response.
     - `max_connections`: connections at once; past it uvicorn answers 503.
     - `traces_kept`: how many of its last runs' traces a server process keeps in memory for
-      their trace page (`GET /runs/{run_id}/trace`), each at most 1 MiB; 0 keeps none, and
-      records nothing.
+      their trace page (`GET /runs/{run_id}/trace`), each at most 2,000 events; 0 keeps
+      none, and records nothing.
     """
 
     token: str | None = field(default=None, repr=False)

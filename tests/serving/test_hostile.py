@@ -172,6 +172,9 @@ def test_a_body_sent_a_byte_at_a_time_gets_408_and_holds_no_run() -> None:
         assert b"connection: close" in response.lower()
 
 
+SERVER_LOGGERS = ("chainkit", "uvicorn")
+
+
 def test_a_body_cut_short_runs_nothing_and_logs_no_error(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -188,7 +191,9 @@ def test_a_body_cut_short_runs_nothing_and_logs_no_error(
     errors = [
         f"{record.name}: {record.getMessage()} {record.exc_info and record.exc_info[1]!r}"
         for record in caplog.records
-        if record.levelno >= logging.ERROR
+        # The server's loggers only: asyncio's would also report a client another test
+        # left to the garbage collector ("Task exception was never retrieved").
+        if record.levelno >= logging.ERROR and record.name.partition(".")[0] in SERVER_LOGGERS
     ]
     assert errors == []
 

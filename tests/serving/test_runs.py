@@ -268,17 +268,49 @@ def test_decisions_posted_at_once_by_many_clients_pay_once(payments_agent: Serve
 
 
 def test_the_traces_kept_are_bounded() -> None:
-    traces = RunTraces(runs_kept=2, chars_per_run=2000)
-    chain = chains.pipe(chains.step(lambda text: text.upper()))
+    traces = RunTraces(runs_kept=2, events_per_run=4)
+    chain = chains.pipe(chains.step(lambda text: text.upper()))  # 4 events a run
     for run_id in ("r1", "r2", "r3"):
         chains.call(chain, {"input": run_id}, callbacks=traces.recorder(run_id))
     assert traces.lines("r1") is None
     lines, cut_short = traces.lines("r3") or ([], True)
     assert not cut_short and [json.loads(line)["kind"] for line in lines][-1] == "chain_end"
-    chains.call(chain, {"input": "x" * 3000}, callbacks=traces.recorder("r2"))
+    chains.call(chain, {"input": "x"}, callbacks=traces.recorder("r2"))
     lines, cut_short = traces.lines("r2") or ([], False)
-    assert cut_short and sum(map(len, lines)) <= 2000
+    assert cut_short and len(lines) == 4
     assert traces.lines("r3") is not None
+
+
+def test_a_trace_shows_what_a_run_held_when_it_ran() -> None:
+    """The events are made lines when the page asks: what they hold that is changed later
+    (a list a structured call extends, inputs a caller reuses) shows as it was."""
+    traces = RunTraces(runs_kept=1)
+    reused: dict[str, Any] = {"items": ["first"]}
+    reused["itself"] = reused
+    chain = chains.pipe(chains.step(lambda value: value))
+    chains.call(chain, {"input": reused}, callbacks=traces.recorder("r1"))
+    reused["items"].append("later")
+    reused["added"] = "later"
+    lines, _ = traces.lines("r1") or ([], True)
+    start = json.loads(lines[0])["data"]["inputs"]["input"]
+    assert start == {"items": ["first"], "itself": "<cycle>"}
+    assert "later" not in "".join(lines)
+
+
+def test_a_trace_withholds_an_error_message_as_the_stream_does() -> None:
+    traces = RunTraces(runs_kept=1)
+
+    def fails(text: str) -> str:
+        raise ValueError(f"provider said: {text}")
+
+    chain = chains.pipe(chains.step(fails))
+    with pytest.raises(ValueError):
+        chains.call(chain, {"input": "the prompt"}, callbacks=traces.recorder("r1"))
+    lines, _ = traces.lines("r1") or ([], True)
+    errors = [json.loads(line)["data"]["error"] for line in lines if "_error" in line]
+    assert errors and all(error["type"] == "ValueError" for error in errors)
+    assert {error["message"] for error in errors} == {"withheld; the server log has run r1"}
+    assert "provider said" not in "".join(lines)
 
 
 def test_a_mrkl_call_is_keyed_by_its_position(tmp_path: Path) -> None:
