@@ -130,7 +130,7 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         type=count,
         metavar="N",
         help="runs whose trace each server process keeps for its trace page (default 64; 0 "
-        "records none, which saves about a millisecond a run)",
+        "records none, which spares each run the recording)",
     )
     command.add_argument(
         "--grace",
