@@ -279,6 +279,7 @@ PINNED_EXPORTS = {
         "StructuredTool",
         "Tool",
         "ToolError",
+        "ToolExample",
         "ToolRetriever",
         "Toolset",
         "builtin_tools",

@@ -12,7 +12,7 @@ import typing
 from chainkit._lazy import lazy_exports as _lazy_exports
 from chainkit.schema.embedder import Embedder
 from chainkit.tools import errors as errors
-from chainkit.tools.base import Tool
+from chainkit.tools.base import Tool, ToolExample
 from chainkit.tools.builtin.calculator import Calculator
 from chainkit.tools.builtin.current_time import CurrentTime
 from chainkit.tools.builtin.random_number import RandomNumber
@@ -62,6 +62,7 @@ __all__ = [
     "StructuredTool",
     "Tool",
     "ToolError",
+    "ToolExample",
     "ToolRetriever",
     "Toolset",
     "builtin_tools",

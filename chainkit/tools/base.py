@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from chainkit._elsewhere import Elsewhere
 from chainkit._pipe import Pipeable
 from chainkit._stop import stop_escaped, to_thread
+from chainkit._text import described
 from chainkit.schema import ToolInfo
 from chainkit.tools._arguments import decode_json
 from chainkit.tools._schema_text import prompt_arguments
@@ -20,6 +22,30 @@ _STRING_INPUT: dict[str, Any] = {
     "properties": {"input": {"type": "string", "description": "the tool's input"}},
     "required": ["input"],
 }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExample:
+    """A call of a tool and, optionally, what it returned (`observation`) and the final answer
+    it led to (`answer`). `input` is the call's arguments as the tool takes them: the text for
+    a tool taking one string (a plain Tool), a dict of arguments for a typed one (@tools.tool).
+    """
+
+    input: str | Mapping[str, Any]
+    observation: str | None = None
+    answer: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.input, str | Mapping):
+            raise ToolTypeError(
+                "ToolExample input must be text or a dict of arguments, got "
+                f"{described(self.input)}"
+            )
+        for field, value in (("observation", self.observation), ("answer", self.answer)):
+            if value is not None and not isinstance(value, str):
+                raise ToolTypeError(
+                    f"ToolExample {field} must be text or None, got {described(value)}"
+                )
 
 
 class Tool(Pipeable):
@@ -46,6 +72,10 @@ class Tool(Pipeable):
     event loop goes on meanwhile; a tool whose `call` always returns at once, such as the
     built-ins (pure computation on a short input), sets `blocking = False` and is called in the
     event loop's own thread, saving the hop to a worker thread and back.
+
+    `examples` lists worked calls (`ToolExample`) an agent shows the model: a OneShotAgent as
+    MRKL steps in its prompt, a ToolCallingAgent in the tool's description. Each is checked
+    against the tool's arguments when the tool joins a Toolset (an agent's tools).
     """
 
     name: str = ""
@@ -55,6 +85,7 @@ class Tool(Pipeable):
     input_required: bool = True
     blocking: bool = True
     requires_approval: bool | Callable[[Any], bool] = False
+    examples: tuple[ToolExample, ...] = ()
 
     if not TYPE_CHECKING:  # to mypy they stay missing, so it flags them in user code
         run = Elsewhere("use tool.call(input)", ToolAttributeError)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, overload
 
@@ -28,7 +28,7 @@ from chainkit._jsonschema.specs import (
 )
 from chainkit._stop import to_thread
 from chainkit.tools._arguments import blank_input_arguments, decode_json
-from chainkit.tools.base import Tool, check_approval_mark
+from chainkit.tools.base import Tool, ToolExample, check_approval_mark
 from chainkit.tools.errors import (
     ArgumentProblem,
     MalformedJSONError,
@@ -68,6 +68,7 @@ class StructuredTool(Tool):
         blocking: bool = True,
         requires_approval: bool | Callable[[Any], bool] = False,
         idempotent: bool = False,
+        examples: Iterable[ToolExample] = (),
     ) -> None:
         if not isinstance(blocking, bool):
             raise ToolTypeError(f"blocking must be True or False, got {blocking!r}")
@@ -89,6 +90,7 @@ class StructuredTool(Tool):
         self.blocking = blocking
         self.requires_approval = requires_approval
         self.idempotent = idempotent
+        self.examples = tuple(examples)  # checked against the schema when the tool joins a Toolset
         self._signature = inspect.signature(func)
         self._spec = _arguments_spec(
             self._signature, _type_hints(func, self.name), parameter_docs, self.name
@@ -212,6 +214,7 @@ def tool(
     blocking: bool = True,
     requires_approval: bool | Callable[[Any], bool] = False,
     idempotent: bool = False,
+    examples: Iterable[ToolExample] = (),
 ) -> Callable[[Callable[..., Any]], StructuredTool]: ...
 
 
@@ -225,13 +228,15 @@ def tool(
     blocking: bool = True,
     requires_approval: bool | Callable[[Any], bool] = False,
     idempotent: bool = False,
+    examples: Iterable[ToolExample] = (),
 ) -> StructuredTool | Callable[[Callable[..., Any]], StructuredTool]:
     """Makes a function a StructuredTool: `@tool` or `@tool(name=..., description=...)`;
     `@tool(blocking=False)` for a sync function that returns at once, which async runs then
     call without a thread hop (see `Tool.blocking`); `@tool(requires_approval=True)` (or a
     function of the arguments dict) for one whose calls a person approves (see
     `Tool.requires_approval`); `@tool(idempotent=True)` for a function safe to call twice
-    with the same arguments (see `Tool.idempotent`)."""
+    with the same arguments (see `Tool.idempotent`); `@tool(examples=[ToolExample({...})])`
+    for worked calls an agent shows the model (see `Tool.examples`)."""
 
     def make(function: Callable[..., Any]) -> StructuredTool:
         return StructuredTool(
@@ -242,6 +247,7 @@ def tool(
             blocking=blocking,
             requires_approval=requires_approval,
             idempotent=idempotent,
+            examples=examples,
         )
 
     return make if func is None else make(func)

@@ -12,6 +12,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 
 from chainkit._jsonschema.specs import json_form
+from chainkit.tools._examples import check_examples
 from chainkit.tools._mcp.tool import MCPTool
 from chainkit.tools.base import Tool
 from chainkit.tools.errors import ToolConfigError, ToolTypeError
@@ -23,8 +24,9 @@ class Toolset:
 
     Each tool is checked when it joins: a Tool with a name and a description, implementing
     `call` or `acall`. A name must be text a model can write back: no control characters
-    (newlines, tabs), no space at either end. Raises ToolTypeError or ToolConfigError naming
-    the tool. A Toolset does not change: `adding` and `without` give new ones.
+    (newlines, tabs), no space at either end. Its `examples` must fit its arguments. Raises
+    ToolTypeError or ToolConfigError naming the tool. A Toolset does not change: `adding` and
+    `without` give new ones.
     """
 
     __slots__ = ("_by_folded", "_by_name")
@@ -125,6 +127,7 @@ def _checked(tool: object) -> Tool:
             "Set `description` (for @tools.tool, write a docstring)"
         )
     _check_callable(tool)
+    check_examples(tool)
     return tool
 
 
