@@ -8,6 +8,11 @@ from typing import Any
 from chainkit.agents import mrkl_prompt
 from chainkit.agents._constraint import check_answer_after, check_field
 from chainkit.agents._mrkl_grammar import final_answer_grammar, step_grammar
+from chainkit.agents._tool_examples import (
+    DEFAULT_EXAMPLE_TOKENS,
+    check_example_tokens,
+    mrkl_examples,
+)
 from chainkit.agents.base import BaseAgent, Constraint, PlanRequest
 from chainkit.agents.errors import (
     PARSE_ERROR_TOOL,
@@ -32,21 +37,30 @@ def create_mrkl_prompt(
     prefix: str = mrkl_prompt.PREFIX,
     format_instructions: str = mrkl_prompt.FORMAT_INSTRUCTIONS,
     suffix: str = mrkl_prompt.SUFFIX,
+    *,
+    example_tokens: int = DEFAULT_EXAMPLE_TOKENS,
 ) -> PromptTemplate:
-    """The MRKL prompt with the tool names and descriptions filled in."""
+    """The MRKL prompt with the tool names and descriptions filled in, the descriptions
+    followed by the tools' examples that fit in `example_tokens` (see OneShotAgent)."""
     return PromptTemplate(
         "\n\n".join((prefix, format_instructions, suffix)),
-        partial_variables=_tool_values(tools, _TOOL_VARIABLES),
+        partial_variables=_tool_values(
+            tools, _TOOL_VARIABLES, check_example_tokens(example_tokens)
+        ),
     )
 
 
-def _tool_values(tools: Sequence[Tool], wanted: Sequence[str]) -> dict[str, str]:
-    """The {tool_names} and {tool_descriptions} values, for those of them a prompt uses."""
+def _tool_values(
+    tools: Sequence[Tool], wanted: Sequence[str], example_tokens: int
+) -> dict[str, str]:
+    """The {tool_names} and {tool_descriptions} values, for those of them a prompt uses; the
+    descriptions end with the tools' examples that fit in `example_tokens`."""
     values = {}
     if "tool_names" in wanted:
         values["tool_names"] = ", ".join(tool.name for tool in tools)
     if "tool_descriptions" in wanted:
-        values["tool_descriptions"] = "\n".join(t.prompt_description() for t in tools)
+        described = "\n".join(t.prompt_description() for t in tools)
+        values["tool_descriptions"] = described + mrkl_examples(tools, example_tokens)
     return values
 
 
@@ -118,6 +132,13 @@ class OneShotAgent(BaseAgent):
     answer is allowed; a final answer given right after a tool's result begins with it, as
     does the one asked for at a limit (`early_stopping_method="generate"`). A server that
     refuses the field raises ConstraintRefusedError.
+
+    The tools' examples (`Tool.examples`) follow their descriptions as worked MRKL steps
+    (Thought, Action, Action Input, and the Observation and Final Answer an example gives),
+    as many as fit in `example_tokens` prompt tokens by the project's estimate (a quarter of
+    the characters): each tool's first example in tool order, then each one's second, and so
+    on; the first that does not fit and all after it are left out whole. Only the offered
+    tools' examples are shown: with a `tool_retriever`, the chosen tools'. 0 shows none.
     """
 
     def __init__(
@@ -134,8 +155,10 @@ class OneShotAgent(BaseAgent):
         tool_retriever: ToolRetriever | None = None,
         constrain: str | None = None,
         answer_after: int = 1,
+        example_tokens: int = DEFAULT_EXAMPLE_TOKENS,
     ) -> None:
         super().__init__(llm, tools, output_key, callbacks, tool_retriever)
+        self.example_tokens = check_example_tokens(example_tokens)
         for name in self._toolset.names:
             _check_mrkl_name(name)
         self.constrain = check_field(constrain)
@@ -150,7 +173,7 @@ class OneShotAgent(BaseAgent):
             )
             # With a retriever the tools differ from run to run: they are filled in per run.
             prompt = (
-                create_mrkl_prompt(self.tools, *parts)
+                create_mrkl_prompt(self.tools, *parts, example_tokens=self.example_tokens)
                 if tool_retriever is None
                 else PromptTemplate("\n\n".join(parts))
             )
@@ -159,7 +182,8 @@ class OneShotAgent(BaseAgent):
                 "give either prompt or prefix/format_instructions/suffix, not both"
             )
         elif tool_retriever is None:
-            prompt = prompt.partial(**_tool_values(self.tools, prompt.input_variables))
+            values = _tool_values(self.tools, prompt.input_variables, self.example_tokens)
+            prompt = prompt.partial(**values)
         if "agent_scratchpad" not in prompt.input_variables:
             raise AgentConfigError("the MRKL prompt needs an {agent_scratchpad} variable")
         self.prompt: PromptTemplate | ChatPromptTemplate = prompt
@@ -187,7 +211,8 @@ class OneShotAgent(BaseAgent):
         if final:
             scratchpad += mrkl_prompt.FINAL_ANSWER_REQUEST
         if offered is not None:
-            inputs = {**inputs, **_tool_values(offered, self._tool_variables)}
+            values = _tool_values(offered, self._tool_variables, self.example_tokens)
+            inputs = {**inputs, **values}
         messages = self.prompt.format_messages(**inputs, agent_scratchpad=scratchpad)
         if self.constrain is None:
             # Positional (no tools, then the stop words): a keyword argument to a class costs a

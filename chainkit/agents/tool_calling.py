@@ -9,6 +9,11 @@ from typing import Any
 
 from chainkit.agents._constraint import check_field
 from chainkit.agents._json_step import read_json_step, step_prompt, step_schema_value
+from chainkit.agents._tool_examples import (
+    DEFAULT_EXAMPLE_TOKENS,
+    check_example_tokens,
+    with_examples,
+)
 from chainkit.agents.base import (
     BaseAgent,
     Constraint,
@@ -54,6 +59,12 @@ class ToolCallingAgent(BaseAgent):
     each reply is constrained to one JSON object, `{"tool": <name>, "arguments": {...}}`
     (one call per step) or `{"answer": "..."}`; the answer asked for at a limit, to the
     answer alone. A server that refuses the field raises ConstraintRefusedError.
+
+    The tools' examples (`Tool.examples`) are sent as the JSON arguments of each example
+    call, one a line after "Example arguments:" at the end of the tool's description: the
+    description is the field every OpenAI-compatible server hands to the model's chat
+    template. As many fit as `example_tokens` allows, chosen as a OneShotAgent chooses them;
+    only the offered tools' examples are sent.
     """
 
     def __init__(
@@ -68,12 +79,16 @@ class ToolCallingAgent(BaseAgent):
         callbacks: Handlers = None,
         tool_retriever: ToolRetriever | None = None,
         constrain: str | None = None,
+        example_tokens: int = DEFAULT_EXAMPLE_TOKENS,
     ) -> None:
         check_max_parallel_tools(max_parallel_tools)
         self.constrain = check_field(constrain)
+        self.example_tokens = check_example_tokens(example_tokens)
         super().__init__(llm, tools, output_key, callbacks, tool_retriever)
-        self._tool_infos = [tool.info() for tool in self._toolset]
-        self._info_of = {info.name: info for info in self._tool_infos}
+        plain_infos = [tool.info() for tool in self._toolset]
+        self._info_of = {info.name: info for info in plain_infos}
+        self._tool_infos = with_examples(plain_infos, self.tools, self.example_tokens)
+        self._with_examples = any(tool.examples for tool in self._toolset)
         self.system_prompt = DEFAULT_SYSTEM_PROMPT if system_prompt is None else system_prompt
         self.max_parallel_tools = max_parallel_tools
         self.history_key = history_key
@@ -98,6 +113,8 @@ class ToolCallingAgent(BaseAgent):
             infos = self._tool_infos
         else:
             infos = [self._info_of[tool.name] for tool in offered]
+            if self._with_examples:
+                infos = with_examples(infos, offered, self.example_tokens)
         if self.constrain is not None:
             value = step_schema_value(self.constrain, infos)
             messages.insert(0, Message.system(step_prompt(infos)))

@@ -12,10 +12,10 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 
 from chainkit._jsonschema.specs import json_form
-from chainkit.tools._examples import check_examples
 from chainkit.tools._mcp.tool import MCPTool
 from chainkit.tools.base import Tool
 from chainkit.tools.errors import ToolConfigError, ToolTypeError
+from chainkit.tools.examples import check_examples
 
 
 class Toolset:

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from chainkit import tools
-from chainkit.tools._examples import action_input
 from chainkit.tools.errors import ToolConfigError, ToolTypeError
+from chainkit.tools.examples import action_input
 
 
 class Echo(tools.Tool):
