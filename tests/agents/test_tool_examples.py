@@ -11,6 +11,7 @@ import pytest
 
 from chainkit import agents, chains, tools
 from chainkit._tokens import text_tokens
+from chainkit.agents import mrkl_prompt as mrkl_prompt_text
 from chainkit.agents._tool_examples import mrkl_example
 from chainkit.agents.errors import AgentConfigError, AgentTypeError
 from chainkit.agents.mrkl import create_mrkl_prompt
@@ -97,7 +98,14 @@ def test_oneshot_prompt_shows_each_tools_examples_after_the_descriptions() -> No
 
 
 def test_a_tool_without_examples_changes_nothing_in_the_prompt() -> None:
-    before = create_mrkl_prompt([Plain()], example_tokens=0).format(input="q", agent_scratchpad="")
+    parts = (mrkl_prompt_text.PREFIX, mrkl_prompt_text.FORMAT_INSTRUCTIONS, mrkl_prompt_text.SUFFIX)
+    before = "\n\n".join(parts).format(
+        tool_descriptions="get_weather: Current weather for a city.",
+        tool_names="get_weather",
+        input="q",
+        agent_scratchpad="",
+    )
+    assert create_mrkl_prompt([Plain()]).format(input="q", agent_scratchpad="") == before
     assert mrkl_prompt(agents.OneShotAgent(FakeLLM(["x"]), [Plain()])) == before
     assert "Example" not in before
     agent = agents.ToolCallingAgent(FakeLLM(["x"]), [Plain()])
