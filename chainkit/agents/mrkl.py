@@ -26,6 +26,7 @@ from chainkit.llms import Model
 from chainkit.prompts import ChatPromptTemplate, PromptTemplate
 from chainkit.schema import AgentAction, AgentFinish, AgenticMessage, AgentStep, Message
 from chainkit.tools import Tool, ToolRetriever
+from chainkit.tools.examples import action_input
 
 DEFAULT_STOP = ("\nObservation:", "\n\tObservation:")
 _TOOL_VARIABLES = ("tool_names", "tool_descriptions")
@@ -97,6 +98,24 @@ def _check_mrkl_name(name: str) -> None:
         )
 
 
+def _check_mrkl_examples(tool: Tool) -> None:
+    """Raises unless each of the tool's examples survives the MRKL format: its Action Input,
+    read back by the parser, is the input the tool gets (the parser drops enclosing spaces
+    and quotes, so an example showing them would teach the model what it does not do)."""
+    for index, example in enumerate(tool.examples):
+        written = action_input(tool, example)
+        try:
+            read = parse_mrkl_output(f"Action: {tool.name}\nAction Input: {written}")
+        except OutputParserError:
+            read = None
+        found = read.tool_input if isinstance(read, AgentAction) else None
+        if found != written:
+            raise AgentConfigError(
+                f"tool {tool.name!r}: example {index}'s input {written!r:.100} reads back from a "
+                f"MRKL reply as {found!r:.100}; leave out spaces and quotes at its ends"
+            )
+
+
 def mrkl_scratchpad(steps: Sequence[AgentStep]) -> str:
     """The steps so far, as the model wrote them, each followed by its observation."""
     return "".join([f"{s.action.log}\nObservation: {s.observation}\nThought:" for s in steps])
@@ -159,8 +178,9 @@ class OneShotAgent(BaseAgent):
     ) -> None:
         super().__init__(llm, tools, output_key, callbacks, tool_retriever)
         self.example_tokens = check_example_tokens(example_tokens)
-        for name in self._toolset.names:
-            _check_mrkl_name(name)
+        for tool in self._toolset:
+            _check_mrkl_name(tool.name)
+            _check_mrkl_examples(tool)
         self.constrain = check_field(constrain)
         self.answer_after = check_answer_after(answer_after)
         if prompt is None:

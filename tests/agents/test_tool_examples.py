@@ -23,7 +23,7 @@ from chainkit.schema import AgentAction, AgentFinish, Message
 class Weather(tools.Tool):
     name = "get_weather"
     description = "Current weather for a city."
-    examples = (
+    examples: tuple[tools.ToolExample, ...] = (
         tools.ToolExample("Paris", "12 °C, rain", "It is 12 °C and raining in Paris."),
         tools.ToolExample("東京"),
     )
@@ -146,6 +146,17 @@ def test_a_bad_example_refuses_the_agent_naming_the_tool() -> None:
     for kind in (agents.OneShotAgent, agents.ToolCallingAgent):
         with pytest.raises(AgentConfigError, match="tool 'adder': example 0 does not fit"):
             kind(FakeLLM(["x"]), [Weather(), adder])
+
+
+@pytest.mark.parametrize(("text", "read"), [("  Paris ", "Paris"), ('"Paris"', "Paris")])
+def test_oneshot_refuses_an_example_its_parser_would_read_otherwise(text: str, read: str) -> None:
+    class Quoted(Weather):
+        examples = (tools.ToolExample(text),)
+
+    with pytest.raises(AgentConfigError, match="tool 'get_weather': example 0's input") as caught:
+        agents.OneShotAgent(FakeLLM(["x"]), [Quoted()])
+    assert f"reads back from a MRKL reply as {read!r}" in str(caught.value)
+    agents.ToolCallingAgent(FakeLLM(["x"]), [Quoted()])  # its arguments are sent as written
 
 
 def test_tool_calling_descriptions_carry_the_example_arguments() -> None:
