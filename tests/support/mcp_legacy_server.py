@@ -28,6 +28,8 @@ tools: list[dict[str, Any]] = [
             "type": "object",
             "properties": {"text": {"type": "string"}},
             "required": ["text"],
+            # JSON Schema's examples: the second lacks `text`, so MCPTool leaves it out.
+            "examples": [{"text": "hello"}, {"other": 1}, "not an object"],
         },
     },
     {

@@ -335,6 +335,9 @@ def test_a_handshake_only_server_with_paged_tools_and_unasked_list_changes():
         assert [tool.name for tool in mcp_tools] == listed  # from 2 pages
         assert mcp_tools.server == "legacy"
         assert by_name(mcp_tools)["echo"].call("old protocol") == "old protocol"
+        # The schema's examples that hold the required fields; no other tool lists any.
+        assert by_name(mcp_tools)["echo"].examples == (tools.ToolExample({"text": "hello"}),)
+        assert by_name(mcp_tools)["chatty"].examples == ()
         by_name(mcp_tools)["announce"].call("")
         assert wait_until(lambda: "late" in [t.name for t in mcp_tools], 10)
         assert by_name(mcp_tools)["late"].call("") == "late works"

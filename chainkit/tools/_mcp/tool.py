@@ -9,13 +9,13 @@ another type. Argument types are left to the server to check: it owns the schema
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from chainkit._text import quoted
 from chainkit.tools._arguments import blank_input_arguments, decode_json
 from chainkit.tools._schema_text import fields_text, properties, required, takes_one_string
-from chainkit.tools.base import Tool
+from chainkit.tools.base import Tool, ToolExample
 from chainkit.tools.errors import MalformedJSONError
 from chainkit.tools.errors import MCPToolError as MCPToolError
 
@@ -36,6 +36,10 @@ class MCPTool(Tool):
     `name` is `remote_name` with the MCPTools' prefix, if it has one. Calls go through the
     MCPTools session that listed the tool, so they work while it is open. `requires_approval`
     is as the MCPTools' `requires_approval=` marks this tool (see `Tool.requires_approval`).
+
+    Its `examples` are the argument objects the server's schema lists under JSON Schema's
+    `examples` keyword that hold every required field; the others are left out rather than
+    refused, since the server, not the agent's author, wrote them.
     """
 
     def __init__(
@@ -61,6 +65,7 @@ class MCPTool(Tool):
         only = next(iter(self._properties)) if len(self._properties) == 1 else None
         self._single_field = only
         self._text_field = only if takes_one_string(self._schema) else None
+        self.examples = tuple(self._fitting_examples())
 
     def __repr__(self) -> str:
         return f"MCPTool(name={self.name!r}, server={self.server!r})"
@@ -118,6 +123,12 @@ class MCPTool(Tool):
         if not self._properties:
             return {}
         raise self._invalid(f"got {quoted(input, _EXCERPT)}")
+
+    def _fitting_examples(self) -> Iterator[ToolExample]:
+        listed = self._schema.get("examples")
+        for arguments in listed if isinstance(listed, list) else ():
+            if isinstance(arguments, dict) and all(name in arguments for name in self._required):
+                yield ToolExample(arguments)
 
     def _check_required(self, arguments: Mapping[str, Any]) -> None:
         missing = [name for name in self._required if name not in arguments]
