@@ -291,7 +291,7 @@ def _hint(error: Exception, args: argparse.Namespace) -> str | None:
 
     if isinstance(error, ConstraintRefusedError):
         return (
-            f"the server at {_server(args)} does not take a grammar in {args.constrain!r}: "
+            f"{_server(args)} does not take a grammar in {args.constrain!r}: "
             "leave out --constrain, or give the field it takes (--constrain grammar for "
             "llama.cpp's server, --constrain structured_outputs.grammar for vLLM)"
         )
@@ -315,5 +315,6 @@ def _hint(error: Exception, args: argparse.Namespace) -> str | None:
 
 
 def _server(args: argparse.Namespace) -> str:
-    """The address the run's model calls go to, as the user gave it."""
-    return redact(args.base_url or os.environ.get("OPENAI_BASE_URL") or "the OpenAI API")
+    """Where the run's model calls go, as the user gave it."""
+    address = args.base_url or os.environ.get("OPENAI_BASE_URL")
+    return "the OpenAI API" if address is None else f"the server at {redact(address)}"
