@@ -11,8 +11,10 @@ import pytest
 import chainkit._cli.run
 from chainkit._cli.entry_point import main, parser
 from chainkit._cli.run import _model
+from chainkit.agents import Executor
 from chainkit.llms import FakeLLM, Model, OfflineModel, OpenAI
-from tests.support.openai_server import Reply
+from tests.support.gbnf import matches
+from tests.support.openai_server import Fault, Reply
 
 
 def run_cli(*args, env_extra=None):
@@ -168,7 +170,7 @@ def no_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("no_endpoint")
 def test_cli_returns_130_on_keyboard_interrupt(monkeypatch: pytest.MonkeyPatch):
-    def interrupted(args: argparse.Namespace, model: Model) -> str:
+    def interrupted(args: argparse.Namespace, executor: Executor) -> str:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(chainkit._cli.run, "_answer", interrupted)
@@ -181,7 +183,7 @@ def test_cli_masks_keys_in_errors(
 ):
     key = "sk-abcdefghijklmnopqrstuvwxyz1234"
 
-    def failing(args: argparse.Namespace, model: Model) -> str:
+    def failing(args: argparse.Namespace, executor: Executor) -> str:
         raise RuntimeError(f"rejected key {key}")
 
     monkeypatch.setattr(chainkit._cli.run, "_answer", failing)
@@ -225,3 +227,59 @@ def test_version_is_the_installed_one_and_read_only_when_asked():
         "False",
         f"chainkit {importlib.metadata.version('chainkit')}",
     ]
+
+
+def test_constrain_sends_the_agents_grammar_in_the_field_named(openai_server):
+    openai_server.push(
+        " I need the calculator\nAction: calculator\nAction Input: 6*7\n",
+        " done\nFinal Answer: 42\n",
+    )
+    argv = ["run", "--constrain", "grammar", "--base-url", openai_server.base_url, "6*7?"]
+    result = run_cli(*argv)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "42\n"
+    first, second = (request.body["grammar"] for request in openai_server.chat_requests())
+    assert matches(first, " go\nAction: random_number\nAction Input: 1-6\n")
+    assert not matches(second, " go\nAction: random_number\nAction Input: 1-6\n")
+    assert matches(second, " done\nFinal Answer: 42\n")
+
+
+def test_constrain_nests_a_dotted_field(openai_server):
+    openai_server.push(" ok\nFinal Answer: hi\n")
+    argv = ["run", "--constrain", "structured_outputs.grammar", "hello"]
+    result = run_cli(*argv, env_extra={"OPENAI_BASE_URL": openai_server.base_url})
+    assert result.returncode == 0, result.stderr
+    (body,) = (request.body for request in openai_server.chat_requests())
+    assert matches(body["structured_outputs"]["grammar"], " ok\nFinal Answer: hi\n")
+    assert "grammar" not in body
+
+
+def test_a_server_refusing_the_grammar_is_named_with_the_flag(openai_server):
+    openai_server.fail(Fault.http(400, "Unrecognized request argument supplied: grammar"))
+    argv = ["run", "--constrain", "grammar", "--base-url", openai_server.base_url, "6*7?"]
+    result = run_cli(*argv)
+    assert result.returncode == 1 and result.stdout == ""
+    assert "ConstraintRefusedError" in result.stderr
+    assert "Unrecognized request argument supplied: grammar" in result.stderr
+    hint = f"hint: the server at {openai_server.base_url} does not take a grammar in 'grammar'"
+    assert hint in result.stderr
+    assert "leave out --constrain" in result.stderr
+
+
+def test_constrain_on_the_offline_model_is_a_usage_error_naming_base_url():
+    # A keyword matcher decodes nothing: a grammar would be dropped without a word.
+    result = run_cli("run", "--constrain", "grammar", "2+2")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "--constrain grammar needs an OpenAI-compatible endpoint" in result.stderr
+    assert "--base-url" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("field", "error"),
+    [("a b", "--constrain: constrain='a b' is not a request field name"), (" ", "is empty")],
+)
+def test_constrain_naming_no_request_field_is_a_usage_error(field, error):
+    argv = ["run", "--constrain", field, "--base-url", "http://127.0.0.1:9/v1", "2+2"]
+    result = run_cli(*argv)
+    assert result.returncode == 2 and result.stdout == ""
+    assert error in result.stderr

@@ -21,17 +21,21 @@ def builtin_agent(
     max_iterations: int = 5,
     callbacks: Handler | None = None,
     approve: Approver | None = None,
+    constrain: str | None = None,
 ) -> Executor:
     """The agent over the built-in tools, on `model` (by default the offline model). With
     `approve`, every tool call waits for its decision: the built-in tools change nothing, so
-    none is marked of itself; asking for approval asks about each call."""
+    none is marked of itself; asking for approval asks about each call. `constrain` is the
+    agent's: the request field a server takes a grammar in."""
     from chainkit import agents, llms, tools
 
     builtin = tools.builtin_tools()
     if approve is not None:
         for tool in builtin:
             tool.requires_approval = True
-    agent = agents.OneShotAgent(llms.OfflineModel() if model is None else model, builtin)
+    agent = agents.OneShotAgent(
+        llms.OfflineModel() if model is None else model, builtin, constrain=constrain
+    )
     return agents.Executor(
         agent,
         max_iterations=max_iterations,

@@ -21,6 +21,7 @@ from chainkit.llms.errors import ModelStatusError
 from chainkit.llms.retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
+    from chainkit.agents import Executor
     from chainkit.agents.approval import Approver
     from chainkit.llms import Model
 
@@ -30,7 +31,7 @@ OFFLINE_NOTICE = (
     "OpenAI-compatible server such as vLLM, Ollama or llama.cpp."
 )
 COMMAND = "run"
-_ENDPOINT_OPTIONS = ("model", "timeout", "max_attempts")
+_ENDPOINT_OPTIONS = ("model", "timeout", "max_attempts", "constrain")
 
 
 def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,8 +41,8 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="answer a question with a MRKL agent over the built-in tools",
         usage=(
             "chainkit run [-h] [-v] [--max-iterations N] [--model MODEL] [--base-url URL] "
-            "[--timeout SECONDS] [--max-attempts N] [--trace FILE] [--prices JSON] [--approve] "
-            "[--] QUESTION"
+            "[--timeout SECONDS] [--max-attempts N] [--constrain FIELD] [--trace FILE] "
+            "[--prices JSON] [--approve] [--] QUESTION"
         ),
         description=(
             "Answer QUESTION with a OneShotAgent over the calculator, random number and current "
@@ -87,6 +88,16 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help=(
             "attempts per model call, the first included; 1 means no retries "
             f"(default {DEFAULT_MAX_ATTEMPTS})"
+        ),
+    )
+    run.add_argument(
+        "--constrain",
+        type=not_empty,
+        metavar="FIELD",
+        help=(
+            "constrain each reply to the agent's format with a grammar, sent in the request "
+            "field FIELD the server takes: grammar for llama.cpp's server, "
+            "structured_outputs.grammar for vLLM (default: decoding is free)"
         ),
     )
     run.add_argument(
@@ -155,8 +166,14 @@ def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
 
     if isinstance(model, OfflineModel):
         stderr.tell("", OFFLINE_NOTICE)
+    from chainkit.agents.errors import AgentConfigError
+
     try:
-        answer = _answer(args, model)
+        executor = _executor(args, model)
+    except AgentConfigError as error:  # a --constrain that names no request field
+        parser.error(f"--constrain: {error}")
+    try:
+        answer = _answer(args, executor)
     except Exception as error:
         stderr.failure("", error)
         hint = _hint(error, args)
@@ -234,16 +251,25 @@ def _handler(args: argparse.Namespace, model: Model) -> Handler | None:
     return None if policy is None else _RetryNotice(policy.max_attempts)
 
 
-def _answer(args: argparse.Namespace, model: Model) -> str:
-    from chainkit import callbacks, chains
+def _executor(args: argparse.Namespace, model: Model) -> Executor:
+    """The built-in agent on `model`, as the flags set it up."""
     from chainkit._cli.agent import builtin_agent
 
     approve: Approver | None = None
     if args.approve:
         from chainkit._cli.approve import ask_at_terminal as approve
-    executor = builtin_agent(
-        model, max_iterations=args.max_iterations, callbacks=_handler(args, model), approve=approve
+    return builtin_agent(
+        model,
+        max_iterations=args.max_iterations,
+        callbacks=_handler(args, model),
+        approve=approve,
+        constrain=args.constrain,
     )
+
+
+def _answer(args: argparse.Namespace, executor: Executor) -> str:
+    from chainkit import callbacks, chains
+
     shown = args.verbose or args.prices is not None
     totals = callbacks.UsageTotals(args.prices) if shown else None
     heard: list[Handler] = [] if totals is None else [totals]
@@ -260,9 +286,15 @@ def _answer(args: argparse.Namespace, model: Model) -> str:
 
 def _hint(error: Exception, args: argparse.Namespace) -> str | None:
     """What the user can do about `error`, when a flag or a setting can fix it."""
-    from chainkit.agents import NotFinishedError
+    from chainkit.agents import ConstraintRefusedError, NotFinishedError
     from chainkit.llms.errors import ModelConnectionError, ModelTimeoutError
 
+    if isinstance(error, ConstraintRefusedError):
+        return (
+            f"{_server(args)} does not take a grammar in {args.constrain!r}: "
+            "leave out --constrain, or give the field it takes (--constrain grammar for "
+            "llama.cpp's server, --constrain structured_outputs.grammar for vLLM)"
+        )
     if isinstance(error, NotFinishedError):
         return f"allow more steps with --max-iterations {args.max_iterations * 2}"
     if isinstance(error, ModelTimeoutError):
@@ -280,3 +312,9 @@ def _hint(error: Exception, args: argparse.Namespace) -> str | None:
         if error.retries_exhausted:
             return "the server is busy or failing: try later, or allow more with --max-attempts N"
     return None
+
+
+def _server(args: argparse.Namespace) -> str:
+    """Where the run's model calls go, as the user gave it."""
+    address = args.base_url or os.environ.get("OPENAI_BASE_URL")
+    return "the OpenAI API" if address is None else f"the server at {redact(address)}"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +30,7 @@ pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture(scope="module")
-def local_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[llms.OpenAI]:
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     why = missing()
     if why is not None:
         if os.environ.get("CI"):
@@ -36,16 +38,21 @@ def local_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[llms.OpenA
         pytest.skip(why)
     log = Path(tmp_path_factory.mktemp("llama")) / "server.log"
     with LlamaServer(log) as server:
-        llm = llms.OpenAI(
-            "gemma",
-            base_url=server.base_url,
-            timeout=120,
-            max_attempts=1,
-            temperature=0,
-            max_tokens=200,
-        )
-        yield llm
-        llm.close()
+        yield server
+
+
+@pytest.fixture(scope="module")
+def local_model(llama_server: LlamaServer) -> Iterator[llms.OpenAI]:
+    llm = llms.OpenAI(
+        "gemma",
+        base_url=llama_server.base_url,
+        timeout=120,
+        max_attempts=1,
+        temperature=0,
+        max_tokens=200,
+    )
+    yield llm
+    llm.close()
 
 
 class Replies(callbacks.Handler):
@@ -137,3 +144,17 @@ def test_generate_object_gives_typed_results_from_the_server(local_model):
         local_model, "Paris: city and country.", City, strategy="json_mode"
     )
     assert isinstance(typed, City)
+
+
+def test_chainkit_run_with_constrain_answers_through_the_server(llama_server):
+    env = {name: value for name, value in os.environ.items() if not name.startswith("OPENAI_")}
+    command = ["run", "--constrain", "grammar", "--base-url", llama_server.base_url]
+    result = subprocess.run(
+        [sys.executable, "-m", "chainkit", *command, "--model", "gemma", "What is 17 * 23?"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=540,
+    )
+    assert result.returncode == 0, result.stderr  # every reply parsed, and the run answered
+    assert result.stdout.strip()
